@@ -1,0 +1,313 @@
+"""The agent: state in the store, memory in the system message, and the loop.
+
+`Agent.step` is the whole loop. Its invariant, kept in `_answer_tool_calls`
+alone: every tool call in a model response gets exactly one tool result,
+stored in the same transaction as the response, whatever goes wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .builtin_tools import BUILTIN_TOOLS
+from .config import default_db_path
+from .errors import ConfigError, ModelRetry
+from .llm import Completion, LLMClient
+from .memory import load_prompt, render_system_message, set_block_value
+from .models import (
+    AgentSettings,
+    AgentState,
+    Block,
+    LLMConfig,
+    Message,
+    StepResult,
+    ToolCall,
+    ToolResult,
+    new_id,
+    utcnow,
+)
+from .store import Store
+from .tokens import TokenCounter
+from .tools import Tool, ToolContext, ToolOutcome, as_tool
+
+log = logging.getLogger(__name__)
+
+ToolLike = Tool | Callable[..., Any]
+
+
+def default_blocks(persona: str | None = None, human: str | None = None) -> list[Block]:
+    """The `persona` and `human` blocks, from the given text or the templates."""
+    return [
+        Block(
+            label="persona",
+            value=load_prompt("persona") if persona is None else persona,
+            description="Who you are: your personality, voice and goals.",
+        ),
+        Block(
+            label="human",
+            value=load_prompt("human") if human is None else human,
+            description="What you know about the user you are talking to.",
+        ),
+    ]
+
+
+def _open_store(store: Store | None, db: str | Path | None) -> Store:
+    if store is not None:
+        return store
+    return Store(db if db is not None else default_db_path())
+
+
+def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
+    found: dict[str, Tool] = {}
+    for item in tools:
+        custom = as_tool(item)
+        if custom.name in BUILTIN_TOOLS or custom.name in found:
+            raise ConfigError(f"two tools are named {custom.name!r}")
+        found[custom.name] = custom
+    return found
+
+
+class Agent:
+    """A MemGPT-style agent. Make one with `Agent.create`, reopen it with `Agent.load`."""
+
+    def __init__(
+        self,
+        state: AgentState,
+        store: Store,
+        tools: Iterable[ToolLike] = (),
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.state = state
+        self.store = store
+        given = _custom_tools(tools)
+        missing = [name for name in state.tool_names if name not in given]
+        if missing:
+            log.warning(
+                "agent %s: tools %s were not given, so the model will not see them",
+                state.name,
+                ", ".join(missing),
+            )
+        self.tools: dict[str, Tool] = {**BUILTIN_TOOLS, **given}
+        self._endpoint = (base_url, api_key)
+        self._llm: LLMClient | None = None
+        self._counter: TokenCounter | None = None
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        model: str,
+        *,
+        blocks: Sequence[Block] | None = None,
+        tools: Iterable[ToolLike] = (),
+        system: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        settings: AgentSettings | None = None,
+        db: str | Path | None = None,
+        store: Store | None = None,
+    ) -> Agent:
+        """Create and store a new agent. `blocks` defaults to `persona` and
+        `human` from the templates; a block object already attached to another
+        agent is shared, not copied. The API key is never stored."""
+        tools = list(tools)
+        custom = _custom_tools(tools)
+        blocks = list(blocks) if blocks is not None else default_blocks()
+        labels = [b.label for b in blocks]
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f"block labels must be unique, got {labels}")
+        state = AgentState(
+            name=name,
+            llm=LLMConfig(model=model, base_url=base_url),
+            system=system if system is not None else load_prompt("system"),
+            tool_names=list(custom),
+            settings=settings or AgentSettings(),
+        )
+        store = _open_store(store, db)
+        store.create_agent(state, blocks)
+        return cls(state, store, tools, base_url=base_url, api_key=api_key)
+
+    @classmethod
+    def load(
+        cls,
+        name: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        base_url: str | None = None,
+        api_key: str | None = None,
+        db: str | Path | None = None,
+        store: Store | None = None,
+    ) -> Agent:
+        """Reopen a stored agent by name. Pass the same custom tools it was created with."""
+        store = _open_store(store, db)
+        return cls(store.get_agent(name), store, tools, base_url=base_url, api_key=api_key)
+
+    # Memory
+
+    @property
+    def blocks(self) -> list[Block]:
+        return self.store.get_blocks(self.state.id)
+
+    def block(self, label: str) -> Block:
+        for block in self.blocks:
+            if block.label == label:
+                return block
+        raise ConfigError(f"agent {self.state.name!r} has no block labelled {label!r}")
+
+    def set_block(self, label: str, value: str) -> Block:
+        """Replace a block's value by hand, under the same limit and read-only rules."""
+        with self.store.transaction():
+            block = self.block(label)
+            try:
+                block.value = set_block_value(block, value)
+            except ModelRetry as exc:
+                raise ConfigError(str(exc)) from None
+            self.store.save_block(block)
+        return block
+
+    def attach_block(self, block: Block) -> None:
+        """Add a block, or share another agent's block with this one."""
+        self.store.attach_block(self.state.id, block)
+
+    def system_message(self) -> str:
+        return render_system_message(
+            self.state.system,
+            self.blocks,
+            self.store.agent_stats(self.state.id),
+            utcnow(),
+            self.state.summary,
+        )
+
+    def context_messages(self) -> list[Message]:
+        """The messages in the context window, oldest first."""
+        return self.store.messages_from(self.state.id, self.state.context_start)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = TokenCounter(self.state.llm.model)
+        return self._counter
+
+    def build_request(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+        """The messages and tools of the next call, and their token count."""
+        counter = self.token_counter
+        system = {"role": "system", "content": self.system_message()}
+        messages = [system]
+        tokens = counter.count_message(system)
+        for message in self.context_messages():
+            as_openai = message.to_openai()
+            messages.append(as_openai)
+            tokens += counter.count_message(as_openai, cache_key=message.id)
+        tools = self.tool_schemas()
+        return messages, tools, tokens + counter.count_tools(tools) + 3
+
+    # The loop
+
+    @property
+    def llm(self) -> LLMClient:
+        if self._llm is None:
+            base_url, api_key = self._endpoint
+            self._llm = LLMClient(self.state.llm, base_url=base_url, api_key=api_key)
+        return self._llm
+
+    def step(self, user_message: str) -> StepResult:
+        """Handle one user message: call the model, run its tool calls, and go on
+        while a tool asked for a heartbeat or failed, up to the step limit."""
+        if not user_message.strip():
+            raise ConfigError("the message is empty")
+        llm = self.llm  # a missing key fails here, before anything is stored
+        self.state = self.store.get_agent(self.state.id)  # another process may have changed it
+        step_id = new_id("step")
+        result = StepResult()
+        user = Message(agent_id=self.state.id, role="user", content=user_message, step_id=step_id)
+        self.store.add_messages([user])  # committed before the call, so a failure loses nothing
+        result.messages.append(user)
+        for _ in range(self.state.settings.max_chained_steps):
+            messages, tools, result.prompt_tokens_estimate = self.build_request()
+            started = time.perf_counter()
+            completion = llm.complete(self.state.llm, messages, tools)
+            result.llm_seconds += time.perf_counter() - started
+            if completion.tool_choice != self.state.llm.tool_choice:
+                # The endpoint refused "required"; remember, so we do not ask again.
+                self.state.llm.tool_choice = completion.tool_choice
+                self.store.save_agent(self.state)
+            result.usage.add(completion.usage)
+            if not self._handle_completion(completion, step_id, result):
+                break
+        else:
+            result.stop_reason = "step_limit"
+        return result
+
+    def _handle_completion(self, completion: Completion, step_id: str, result: StepResult) -> bool:
+        """Store a model response with its tool results. True to call the model again."""
+        assistant = Message(
+            agent_id=self.state.id,
+            role="assistant",
+            content=completion.content,
+            tool_calls=completion.tool_calls,
+            step_id=step_id,
+        )
+        if not completion.tool_calls:
+            # A plain text reply (tool_choice "auto" endpoints): it is the answer.
+            self.store.add_messages([assistant])
+            result.messages.append(assistant)
+            if completion.content:
+                result.replies.append(completion.content)
+            result.stop_reason = "text_reply"
+            return False
+        if completion.content:
+            result.thoughts.append(completion.content)
+        context = ToolContext(agent=self, step_id=step_id)
+        with self.store.transaction():
+            self.store.add_messages([assistant])
+            outcomes = self._answer_tool_calls(context, completion.tool_calls, step_id, result)
+        result.messages.append(assistant)
+        result.replies.extend(context.replies)
+        if any(not o.ok or o.heartbeat for o in outcomes):
+            return True
+        result.stop_reason = "send_message" if context.replies else "no_heartbeat"
+        return False
+
+    def _answer_tool_calls(
+        self, context: ToolContext, calls: Sequence[ToolCall], step_id: str, result: StepResult
+    ) -> list[ToolOutcome]:
+        """Run each call in order and store exactly one tool message per call id."""
+        outcomes, answers = [], []
+        for call in calls:
+            outcome = self._run_tool_call(context, call)
+            outcomes.append(outcome)
+            answers.append(
+                Message(
+                    agent_id=self.state.id,
+                    role="tool",
+                    content=outcome.content,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    step_id=step_id,
+                )
+            )
+            result.tool_results.append(
+                ToolResult(call=call, content=outcome.content, ok=outcome.ok)
+            )
+        self.store.add_messages(answers)
+        result.messages.extend(answers)
+        return outcomes
+
+    def _run_tool_call(self, context: ToolContext, call: ToolCall) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return ToolOutcome(
+                f"Error: there is no tool named {call.name!r}. The tools are: "
+                f"{', '.join(self.tools)}.",
+                ok=False,
+            )
+        return tool.run(context, call.arguments, self.state.settings.tool_result_max_chars)

@@ -1,0 +1,192 @@
+"""The built-in tools, with the names and parameters MemGPT users know.
+
+Each function's signature and docstring are its schema; its body is its
+behaviour. They run inside the step's transaction, so memory edits commit
+together with the tool results, and read blocks fresh from the database so an
+edit to a shared block never overwrites another agent's edit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import date
+
+from .errors import ModelRetry
+from .memory import append_to_block, replace_in_block
+from .models import Block, Message, Passage
+from .tools import Tool, ToolContext, tool
+
+PAGE_SIZE = 5
+
+
+def _block(ctx: ToolContext, label: str) -> Block:
+    store = ctx.agent.store
+    for block in store.get_blocks(ctx.agent.state.id):
+        if block.label == label:
+            return block
+    labels = ", ".join(b.label for b in store.get_blocks(ctx.agent.state.id))
+    raise ModelRetry(f"there is no core memory block labelled {label!r}; the blocks are: {labels}.")
+
+
+@tool(heartbeat=False)
+def send_message(ctx: ToolContext, message: str) -> str:
+    """Send a message to the user. This is the only way the user sees anything you say.
+
+    Args:
+        message: The message for the user.
+    """
+    if ctx.replies:
+        raise ModelRetry(
+            "only one send_message is delivered per response; this second message was NOT "
+            "sent. Send it in your next response if it is still needed."
+        )
+    ctx.replies.append(message)
+    return "Sent message successfully."
+
+
+@tool
+def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
+    """Append a line to a core memory block. Core memory is always in your context.
+
+    Args:
+        label: The block to edit, such as "human" or "persona".
+        content: The text to add, as a new line.
+    """
+    block = _block(ctx, label)
+    new_value = append_to_block(block, content)
+    if new_value is None:
+        return f"No change: block {label!r} already holds that line."
+    block.value = new_value
+    ctx.agent.store.save_block(block)
+    return f"Appended to block {label!r} ({len(new_value)}/{block.limit} characters)."
+
+
+@tool
+def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_content: str) -> str:
+    """Replace text in a core memory block. Use an empty new_content to delete text.
+
+    Args:
+        label: The block to edit, such as "human" or "persona".
+        old_content: The exact text to replace, as it appears in the block.
+        new_content: The text to put in its place.
+    """
+    block = _block(ctx, label)
+    block.value = replace_in_block(block, old_content, new_content)
+    ctx.agent.store.save_block(block)
+    return f"Replaced in block {label!r} ({len(block.value)}/{block.limit} characters)."
+
+
+def _page_header(what: str, page: int, total: int) -> str:
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    first = page * PAGE_SIZE + 1
+    last = min(total, (page + 1) * PAGE_SIZE)
+    return f"Showing {first}-{last} of {total} {what} (page {page} of pages 0-{pages - 1}):"
+
+
+def _format_messages(what: str, page: int, found: Sequence[Message], total: int) -> str:
+    if not found:
+        return f"No {what} found." if total == 0 else f"No {what} on page {page}; total {total}."
+    lines = [_page_header(what, page, total)]
+    for message in found:
+        when = message.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        lines.append(f"- [{when}] {message.role}: {message.search_text()}")
+    return "\n".join(lines)
+
+
+def _check_page(page: int) -> None:
+    if page < 0:
+        raise ModelRetry("page starts at 0.")
+
+
+@tool
+def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
+    """Search your past conversation (recall memory) for messages about something.
+
+    Args:
+        query: Plain words to look for.
+        page: Which page of results, starting at 0.
+    """
+    _check_page(page)
+    found, total = ctx.agent.store.search_messages(
+        ctx.agent.state.id, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    )
+    return _format_messages(f"results for {query!r}", page, found, total)
+
+
+def _parse_date(value: str, name: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise ModelRetry(f"{name} must be a date as YYYY-MM-DD, got {value!r}.") from None
+
+
+@tool
+def conversation_search_date(
+    ctx: ToolContext, start_date: str, end_date: str, page: int = 0
+) -> str:
+    """Find past messages from a range of days (inclusive, UTC).
+
+    Args:
+        start_date: The first day, as YYYY-MM-DD.
+        end_date: The last day, as YYYY-MM-DD.
+        page: Which page of results, starting at 0.
+    """
+    _check_page(page)
+    start, end = _parse_date(start_date, "start_date"), _parse_date(end_date, "end_date")
+    if end < start:
+        raise ModelRetry("end_date is before start_date.")
+    found, total = ctx.agent.store.messages_between(
+        ctx.agent.state.id, start, end, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    )
+    return _format_messages(f"messages from {start} to {end}", page, found, total)
+
+
+@tool
+def archival_memory_insert(ctx: ToolContext, content: str) -> str:
+    """Save a passage to archival memory, your unlimited long-term store. Write it
+    so it can be found and understood later on its own.
+
+    Args:
+        content: The text to save.
+    """
+    if not content.strip():
+        raise ModelRetry("content is empty: there is nothing to save.")
+    passage = Passage(agent_id=ctx.agent.state.id, text=content)
+    ctx.agent.store.add_passage(passage)
+    return f"Saved to archival memory as {passage.id}."
+
+
+@tool
+def archival_memory_search(ctx: ToolContext, query: str, page: int = 0) -> str:
+    """Search archival memory for passages about something.
+
+    Args:
+        query: Plain words to look for.
+        page: Which page of results, starting at 0.
+    """
+    _check_page(page)
+    found, total = ctx.agent.store.search_passages(
+        ctx.agent.state.id, query, PAGE_SIZE, page * PAGE_SIZE
+    )
+    if not found:
+        return "No passages found." if total == 0 else f"No passages on page {page}; total {total}."
+    lines = [_page_header(f"passages for {query!r}", page, total)]
+    for passage in found:
+        when = passage.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        lines.append(f"- [{when}] ({passage.id}) {passage.text}")
+    return "\n".join(lines)
+
+
+BUILTIN_TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        send_message,
+        core_memory_append,
+        core_memory_replace,
+        conversation_search,
+        conversation_search_date,
+        archival_memory_insert,
+        archival_memory_search,
+    )
+}

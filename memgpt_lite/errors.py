@@ -1,0 +1,35 @@
+"""The one small error hierarchy. Everything memgpt_lite raises on purpose is a
+`MemGPTError`, so callers (and the CLI) can catch exactly these and let real
+bugs surface as tracebacks."""
+
+
+class MemGPTError(Exception):
+    """Base class of every error memgpt_lite raises on purpose."""
+
+
+class ConfigError(MemGPTError):
+    """Bad or missing settings: no API key, an unknown model option, bad input."""
+
+
+class NotFoundError(MemGPTError):
+    """An agent, block, message or passage that does not exist."""
+
+
+class AlreadyExistsError(MemGPTError):
+    """A name that must be unique is taken."""
+
+
+class StoreError(MemGPTError):
+    """The database cannot be used: not SQLite, corrupt, or locked too long."""
+
+
+class LLMError(MemGPTError):
+    """The model endpoint failed after retries, or answered with an error."""
+
+
+class ModelRetry(MemGPTError):
+    """Raised by a tool to tell the model to try again, with the reason.
+
+    The loop turns it into the tool's result, for example
+    ``raise ModelRetry("block 'human' is full: shorten it or use archival memory")``.
+    """

@@ -1,0 +1,109 @@
+"""Schema migrations, applied in order whenever a database is opened.
+
+sqlite-utils records each applied migration in `_sqlite_migrations`. A migration
+that has shipped is never edited: change the schema by adding a new function
+at the end.
+"""
+
+from sqlite_utils import Database, Migrations
+
+migrations = Migrations("memgpt_lite")
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            llm TEXT NOT NULL,
+            system TEXT NOT NULL,
+            tool_names TEXT NOT NULL DEFAULT '[]',
+            context_start INTEGER NOT NULL DEFAULT 0,
+            summary TEXT NOT NULL DEFAULT '',
+            settings TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            passage_count INTEGER NOT NULL DEFAULT 0,
+            last_active TEXT,
+            memory_updated_at TEXT
+        );
+        CREATE TABLE blocks (
+            id TEXT PRIMARY KEY,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL DEFAULT '',
+            char_limit INTEGER NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            read_only INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE agent_blocks (
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, block_id)
+        );
+        CREATE INDEX agent_blocks_block ON agent_blocks(block_id);
+        CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            step_id TEXT,
+            created_at TEXT NOT NULL,
+            search_text TEXT
+        );
+        CREATE INDEX messages_agent_seq ON messages(agent_id, seq);
+        CREATE INDEX messages_agent_created ON messages(agent_id, created_at);
+        CREATE TABLE passages (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX passages_agent_seq ON passages(agent_id, seq);
+        """
+    )
+
+
+@migrations()
+def m002_full_text_search(db: Database) -> None:
+    # Porter stemming so "running" finds "run"; remove_diacritics so "cafe" finds "café".
+    tokenize = "porter unicode61 remove_diacritics 2"
+    db["messages"].enable_fts(
+        ["search_text"], fts_version="FTS5", create_triggers=True, tokenize=tokenize
+    )
+    db["passages"].enable_fts(["text"], fts_version="FTS5", create_triggers=True, tokenize=tokenize)
+
+
+@migrations()
+def m003_counters(db: Database) -> None:
+    # Counts kept by triggers, so the memory metadata shown on every call costs
+    # O(1) however long the history grows, and stays right across processes.
+    db.executescript(
+        """
+        CREATE TRIGGER messages_count_insert AFTER INSERT ON messages BEGIN
+            UPDATE agents SET message_count = message_count + 1, last_active = NEW.created_at
+            WHERE id = NEW.agent_id;
+        END;
+        CREATE TRIGGER messages_count_delete AFTER DELETE ON messages BEGIN
+            UPDATE agents SET message_count = message_count - 1 WHERE id = OLD.agent_id;
+        END;
+        CREATE TRIGGER passages_count_insert AFTER INSERT ON passages BEGIN
+            UPDATE agents SET passage_count = passage_count + 1,
+                memory_updated_at = NEW.created_at
+            WHERE id = NEW.agent_id;
+        END;
+        CREATE TRIGGER passages_count_delete AFTER DELETE ON passages BEGIN
+            UPDATE agents SET passage_count = passage_count - 1 WHERE id = OLD.agent_id;
+        END;
+        """
+    )

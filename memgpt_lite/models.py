@@ -1,0 +1,229 @@
+"""The data model: one pydantic model per concept, persisted directly by the store."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# MemGPT's default size of a core memory block, in characters.
+DEFAULT_BLOCK_LIMIT = 5000
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Block(BaseModel):
+    """A labelled piece of core memory, always in the context window.
+
+    A block can be attached to several agents; an edit by one is seen by all.
+    """
+
+    id: str = Field(default_factory=lambda: new_id("block"))
+    label: str
+    value: str = ""
+    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0)
+    description: str = ""
+    read_only: bool = False
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("label")
+    @classmethod
+    def _label_is_simple(cls, label: str) -> str:
+        if not LABEL_PATTERN.match(label):
+            raise ValueError("a block label is 1-64 letters, digits, '_' or '-'")
+        return label
+
+    @model_validator(mode="after")
+    def _value_fits(self) -> Block:
+        if len(self.value) > self.limit:
+            raise ValueError(
+                f"block {self.label!r} holds {len(self.value)} characters, over its limit of "
+                f"{self.limit}"
+            )
+        return self
+
+
+class ToolCall(BaseModel):
+    """One function call requested by the model. `arguments` is the raw JSON text,
+    kept as sent: it may not even be valid JSON."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Message(BaseModel):
+    """A message in recall memory. `seq` orders messages and is set by the store."""
+
+    id: str = Field(default_factory=lambda: new_id("msg"))
+    agent_id: str
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # the tool's name, on tool results
+    step_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    seq: int | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The message as the chat completions API expects it."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        if self.role == "tool":
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+    def search_text(self) -> str | None:
+        """What recall search indexes: what the user said, and the assistant's
+        thoughts and replies. Tool results and system notes are left out."""
+        if self.role == "user":
+            return self.content
+        if self.role != "assistant":
+            return None
+        parts = [self.content or ""]
+        for call in self.tool_calls:
+            if call.name == "send_message":
+                parts.append(_message_argument(call.arguments))
+        return "\n".join(p for p in parts if p) or None
+
+
+def _message_argument(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        return ""
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return parsed["message"]
+    return ""
+
+
+class Passage(BaseModel):
+    """A piece of archival memory."""
+
+    id: str = Field(default_factory=lambda: new_id("passage"))
+    agent_id: str
+    text: str
+    tags: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+ToolChoice = Literal["required", "auto"]
+
+
+class LLMConfig(BaseModel):
+    """Where and how to call the model. The API key is never stored: it comes
+    from the environment or an argument at run time."""
+
+    model: str
+    base_url: str | None = None
+    tool_choice: ToolChoice = "required"
+    temperature: float | None = None
+    max_retries: int = Field(default=4, ge=0)
+    timeout_seconds: float = Field(default=120.0, gt=0)
+
+
+class AgentSettings(BaseModel):
+    context_window: int | None = Field(default=None, gt=0)
+    max_chained_steps: int = Field(default=10, ge=1)
+    tool_result_max_chars: int = Field(default=6000, ge=200)
+
+
+class AgentState(BaseModel):
+    """Everything that defines an agent, except its blocks and messages.
+
+    The in-context window is the agent's messages from `context_start` (a message
+    `seq`) onwards: appending never rewrites the agent row, so two processes
+    talking to one agent cannot lose each other's messages.
+    """
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: str = Field(default_factory=lambda: new_id("agent"))
+    name: str
+    llm: LLMConfig
+    system: str
+    block_ids: list[str] = Field(default_factory=list)
+    tool_names: list[str] = Field(default_factory=list)
+    context_start: int = 0
+    summary: str = ""
+    settings: AgentSettings = Field(default_factory=AgentSettings)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_simple(cls, name: str) -> str:
+        if not AGENT_NAME_PATTERN.match(name):
+            raise ValueError(
+                "an agent name is 1-64 letters, digits, '_', '.' or '-', starting with a "
+                "letter or digit"
+            )
+        return name
+
+
+class AgentStats(BaseModel):
+    message_count: int = 0
+    passage_count: int = 0
+    last_active: datetime | None = None
+    memory_updated_at: datetime | None = None
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.total_tokens += other.total_tokens
+        self.requests += other.requests
+
+
+class ToolResult(BaseModel):
+    """What one tool call produced, as shown to the model."""
+
+    call: ToolCall
+    content: str
+    ok: bool
+
+
+StopReason = Literal["send_message", "no_heartbeat", "text_reply", "step_limit"]
+
+
+class StepResult(BaseModel):
+    """Everything one `Agent.step` did."""
+
+    replies: list[str] = Field(default_factory=list)
+    thoughts: list[str] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "send_message"
+    prompt_tokens_estimate: int = 0
+    llm_seconds: float = 0.0

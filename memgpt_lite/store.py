@@ -1,0 +1,429 @@
+"""All SQL lives here, behind the small `Store` interface.
+
+SQLite through sqlite-utils, in WAL mode so readers never block the writer.
+Every write runs in a `BEGIN IMMEDIATE` transaction: a second process waits for
+the lock (up to `busy_timeout_seconds`) instead of failing half-way, and a crash
+or Ctrl-C mid-transaction rolls back to the last committed state. Keeping the
+SQL in one module is what makes another backend (PostgreSQL) possible later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from .errors import AlreadyExistsError, NotFoundError, StoreError
+from .migrations import migrations
+from .models import (
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    Block,
+    LLMConfig,
+    Message,
+    Passage,
+    ToolCall,
+    utcnow,
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Leaves out the searching step's own messages; a NULL parameter leaves out none.
+_NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
+
+
+def fts_query(text: str) -> str | None:
+    """Turn user or model text into a safe FTS5 query: every word quoted and
+    OR-ed, so quotes, AND/OR/NOT/NEAR, `*`, `:`, `-` and parentheses are just
+    text. None when the text holds no word at all."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    if not words:
+        return None
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def _ts(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat()
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class Store:
+    """The database of agents, blocks, messages and passages."""
+
+    def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=busy_timeout_seconds)
+        self.db = Database(conn)
+        try:
+            self.db.execute("PRAGMA foreign_keys = ON")
+            if self.db.query("PRAGMA journal_mode").__next__()["journal_mode"] != "wal":
+                self.db.enable_wal()
+            # NORMAL is durable across application crashes in WAL mode; only a
+            # power cut can lose the last commits, never corrupt the file.
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            with self.transaction():
+                migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"cannot open {self.path} as a memgpt_lite database: {exc}") from exc
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write. Nested calls join the outer transaction."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the database {self.path} is busy: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # Agents
+
+    def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
+        """Store a new agent with its blocks (new blocks are created, existing
+        ones, such as a block shared with another agent, are linked)."""
+        with self.transaction():
+            if self.db.execute("SELECT 1 FROM agents WHERE name = ?", [state.name]).fetchone():
+                raise AlreadyExistsError(f"an agent named {state.name!r} already exists")
+            self.db["agents"].insert(self._agent_row(state) | {"created_at": _ts(state.created_at)})
+            for position, block in enumerate(blocks):
+                if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block.id]).fetchone():
+                    self.db["blocks"].insert(self._block_row(block))
+                self.db["agent_blocks"].insert(
+                    {"agent_id": state.id, "block_id": block.id, "position": position}
+                )
+            state.block_ids = [b.id for b in blocks]
+
+    def _agent_row(self, state: AgentState) -> dict[str, Any]:
+        return {
+            "id": state.id,
+            "name": state.name,
+            "llm": state.llm.model_dump_json(),
+            "system": state.system,
+            "tool_names": json.dumps(state.tool_names),
+            "context_start": state.context_start,
+            "summary": state.summary,
+            "settings": state.settings.model_dump_json(),
+            "updated_at": _ts(state.updated_at),
+        }
+
+    def save_agent(self, state: AgentState) -> None:
+        state.updated_at = utcnow()
+        with self.transaction():
+            cursor = self.db.execute(
+                "UPDATE agents SET name = :name, llm = :llm, system = :system, "
+                "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
+                "settings = :settings, updated_at = :updated_at WHERE id = :id",
+                self._agent_row(state),
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"agent {state.name!r} no longer exists")
+
+    def get_agent(self, name_or_id: str) -> AgentState:
+        rows = self.db.query(
+            "SELECT * FROM agents WHERE name = ? OR id = ?", [name_or_id, name_or_id]
+        )
+        row = next(rows, None)
+        if row is None:
+            raise NotFoundError(f"no agent named {name_or_id!r}")
+        return self._agent_from_row(row)
+
+    def _agent_from_row(self, row: dict[str, Any]) -> AgentState:
+        block_ids = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ? ORDER BY position",
+                [row["id"]],
+            )
+        ]
+        return AgentState(
+            id=row["id"],
+            name=row["name"],
+            llm=LLMConfig.model_validate_json(row["llm"]),
+            system=row["system"],
+            block_ids=block_ids,
+            tool_names=json.loads(row["tool_names"]),
+            context_start=row["context_start"],
+            summary=row["summary"],
+            settings=AgentSettings.model_validate_json(row["settings"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    def list_agents(self) -> list[tuple[AgentState, AgentStats]]:
+        rows = list(self.db.query("SELECT * FROM agents ORDER BY name"))
+        return [(self._agent_from_row(r), self._stats_from_row(r)) for r in rows]
+
+    def agent_stats(self, agent_id: str) -> AgentStats:
+        row = self.db.execute(
+            "SELECT message_count, passage_count, last_active, memory_updated_at "
+            "FROM agents WHERE id = ?",
+            [agent_id],
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no agent with id {agent_id!r}")
+        keys = ("message_count", "passage_count", "last_active", "memory_updated_at")
+        return self._stats_from_row(dict(zip(keys, row, strict=True)))
+
+    @staticmethod
+    def _stats_from_row(row: dict[str, Any]) -> AgentStats:
+        return AgentStats(
+            message_count=row["message_count"],
+            passage_count=row["passage_count"],
+            last_active=_dt(row["last_active"]),
+            memory_updated_at=_dt(row["memory_updated_at"]),
+        )
+
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete an agent, its messages and passages, and the blocks no other
+        agent shares."""
+        with self.transaction():
+            self.db.execute("DELETE FROM agents WHERE id = ?", [agent_id])
+            self.db.execute(
+                "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM agent_blocks)"
+            )
+
+    # Blocks
+
+    @staticmethod
+    def _block_row(block: Block) -> dict[str, Any]:
+        return {
+            "id": block.id,
+            "label": block.label,
+            "value": block.value,
+            "char_limit": block.limit,
+            "description": block.description,
+            "read_only": int(block.read_only),
+            "updated_at": _ts(block.updated_at),
+        }
+
+    @staticmethod
+    def _block_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Block:
+        id_, label, value, limit, description, read_only, updated_at = row
+        return Block(
+            id=id_,
+            label=label,
+            value=value,
+            limit=limit,
+            description=description,
+            read_only=bool(read_only),
+            updated_at=updated_at,
+        )
+
+    _BLOCK_COLUMNS = (
+        "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.updated_at"
+    )
+
+    def get_blocks(self, agent_id: str) -> list[Block]:
+        rows = self.db.execute(
+            f"SELECT {self._BLOCK_COLUMNS} FROM blocks b JOIN agent_blocks ab "
+            "ON ab.block_id = b.id WHERE ab.agent_id = ? ORDER BY ab.position",
+            [agent_id],
+        )
+        return [self._block_from_row(r) for r in rows]
+
+    def get_block(self, block_id: str) -> Block:
+        row = self.db.execute(
+            f"SELECT {self._BLOCK_COLUMNS} FROM blocks b WHERE b.id = ?", [block_id]
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no block with id {block_id!r}")
+        return self._block_from_row(row)
+
+    def save_block(self, block: Block) -> None:
+        """Write a block's new value; every agent that shares it sees the edit."""
+        block.updated_at = utcnow()
+        with self.transaction():
+            self.db["blocks"].upsert(self._block_row(block), pk="id")
+            self.db.execute(
+                "UPDATE agents SET memory_updated_at = ? WHERE id IN "
+                "(SELECT agent_id FROM agent_blocks WHERE block_id = ?)",
+                [_ts(block.updated_at), block.id],
+            )
+
+    def attach_block(self, agent_id: str, block: Block) -> None:
+        """Link a block (stored first if new) to an agent, after its other blocks."""
+        with self.transaction():
+            labels = {b.label for b in self.get_blocks(agent_id)}
+            if block.label in labels:
+                raise AlreadyExistsError(f"the agent already has a block labelled {block.label!r}")
+            self.db["blocks"].insert(self._block_row(block), ignore=True)
+            position = self.db.execute(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?",
+                [agent_id],
+            ).fetchone()[0]
+            self.db["agent_blocks"].insert(
+                {"agent_id": agent_id, "block_id": block.id, "position": position}
+            )
+
+    # Messages
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append messages to recall memory, in order, setting their `seq`."""
+        with self.transaction():
+            for message in messages:
+                cursor = self.db.execute(
+                    "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id,"
+                    " name, step_id, created_at, search_text) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        message.id,
+                        message.agent_id,
+                        message.role,
+                        message.content,
+                        json.dumps([c.model_dump() for c in message.tool_calls])
+                        if message.tool_calls
+                        else None,
+                        message.tool_call_id,
+                        message.name,
+                        message.step_id,
+                        _ts(message.created_at),
+                        message.search_text(),
+                    ],
+                )
+                message.seq = cursor.lastrowid
+
+    _MESSAGE_COLUMNS = (
+        "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
+        " m.step_id, m.created_at"
+    )
+
+    @staticmethod
+    def _message_from_row(row: Sequence[Any]) -> Message:
+        seq, id_, agent_id, role, content, tool_calls, tool_call_id, name, step_id, created = row
+        return Message(
+            seq=seq,
+            id=id_,
+            agent_id=agent_id,
+            role=role,
+            content=content,
+            tool_calls=[ToolCall(**c) for c in json.loads(tool_calls)] if tool_calls else [],
+            tool_call_id=tool_call_id,
+            name=name,
+            step_id=step_id,
+            created_at=created,
+        )
+
+    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
+        """The agent's messages with `seq >= start_seq`, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m "
+            "WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq",
+            [agent_id, start_seq],
+        )
+        return [self._message_from_row(r) for r in rows]
+
+    def search_messages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """Rank the agent's user and assistant messages by BM25 for plain-text
+        `query`. Returns one page and the total number of matches."""
+        match = fts_query(query)
+        if match is None:
+            return [], 0
+        where = "messages_fts MATCH ? AND m.agent_id = ?" + _NOT_IN_STEP
+        params: list[Any] = [match, agent_id, exclude_step_id, exclude_step_id]
+        source = "messages_fts JOIN messages m ON m.seq = messages_fts.rowid"
+        total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", params).fetchone()
+        rows = self.db.execute(
+            f"SELECT {self._MESSAGE_COLUMNS} FROM {source} WHERE {where} "
+            "ORDER BY bm25(messages_fts), m.seq DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [self._message_from_row(r) for r in rows], total[0]
+
+    def messages_between(
+        self,
+        agent_id: str,
+        start: date,
+        end: date,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """The agent's user and assistant messages from `start` to `end`
+        inclusive (UTC days), oldest first. Returns one page and the total."""
+        low = _ts(datetime.combine(start, datetime.min.time(), UTC))
+        high = _ts(datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC))
+        where = (
+            "m.agent_id = ? AND m.created_at >= ? AND m.created_at < ? "
+            "AND m.search_text IS NOT NULL" + _NOT_IN_STEP
+        )
+        params: list[Any] = [agent_id, low, high, exclude_step_id, exclude_step_id]
+        total = self.db.execute(f"SELECT COUNT(*) FROM messages m WHERE {where}", params)
+        rows = self.db.execute(
+            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE {where} "
+            "ORDER BY m.seq LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [self._message_from_row(r) for r in rows], total.fetchone()[0]
+
+    # Passages
+
+    def add_passage(self, passage: Passage) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO passages (id, agent_id, text, tags, created_at) VALUES (?,?,?,?,?)",
+                [
+                    passage.id,
+                    passage.agent_id,
+                    passage.text,
+                    json.dumps(passage.tags),
+                    _ts(passage.created_at),
+                ],
+            )
+
+    def search_passages(
+        self, agent_id: str, query: str, limit: int, offset: int = 0
+    ) -> tuple[list[Passage], int]:
+        """Rank the agent's passages by BM25 for plain-text `query`."""
+        match = fts_query(query)
+        if match is None:
+            return [], 0
+        source = "passages_fts JOIN passages p ON p.seq = passages_fts.rowid"
+        where = "passages_fts MATCH ? AND p.agent_id = ?"
+        total = self.db.execute(
+            f"SELECT COUNT(*) FROM {source} WHERE {where}", [match, agent_id]
+        ).fetchone()[0]
+        rows = self.db.execute(
+            f"SELECT p.id, p.agent_id, p.text, p.tags, p.created_at FROM {source} "
+            f"WHERE {where} ORDER BY bm25(passages_fts), p.seq DESC LIMIT ? OFFSET ?",
+            [match, agent_id, limit, offset],
+        )
+        passages = [
+            Passage(id=r[0], agent_id=r[1], text=r[2], tags=json.loads(r[3]), created_at=r[4])
+            for r in rows
+        ]
+        return passages, total
