@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .builtin_tools import BUILTIN_TOOLS
 from .config import default_db_path
 from .errors import ConfigError, ModelRetry
@@ -110,25 +112,32 @@ class Agent:
         base_url: str | None = None,
         api_key: str | None = None,
         settings: AgentSettings | None = None,
+        llm_options: dict[str, Any] | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
-        agent is shared, not copied. The API key is never stored."""
+        agent is shared, not copied. `llm_options` sets the other `LLMConfig`
+        fields (temperature, max_retries, timeout_seconds, tool_choice). The API
+        key is never stored."""
         tools = list(tools)
         custom = _custom_tools(tools)
         blocks = list(blocks) if blocks is not None else default_blocks()
         labels = [b.label for b in blocks]
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")
-        state = AgentState(
-            name=name,
-            llm=LLMConfig(model=model, base_url=base_url),
-            system=system if system is not None else load_prompt("system"),
-            tool_names=list(custom),
-            settings=settings or AgentSettings(),
-        )
+        try:
+            state = AgentState(
+                name=name,
+                llm=LLMConfig(model=model, base_url=base_url, **(llm_options or {})),
+                system=system if system is not None else load_prompt("system"),
+                tool_names=list(custom),
+                settings=settings or AgentSettings(),
+            )
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+            raise ConfigError(f"cannot create agent {name!r}: {problems}") from None
         store = _open_store(store, db)
         store.create_agent(state, blocks)
         return cls(state, store, tools, base_url=base_url, api_key=api_key)

@@ -56,6 +56,18 @@ def resolve_endpoint(
     return url, key
 
 
+def _error_text(exc: openai.APIStatusError) -> str:
+    """The endpoint's own error message, without the client's decoration."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return exc.message
+
+
 def _is_context_length_error(exc: openai.APIStatusError) -> bool:
     code = getattr(exc, "code", None)
     text = str(exc).lower()
@@ -133,7 +145,7 @@ class LLMClient:
         return completion
 
     def _error(self, exc: openai.APIStatusError, config: LLMConfig) -> LLMError:
-        message = getattr(exc, "message", None) or str(exc)
+        message = _error_text(exc)
         if _is_context_length_error(exc):
             return ContextWindowExceeded(message)
         if isinstance(exc, openai.AuthenticationError):

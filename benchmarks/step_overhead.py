@@ -1,0 +1,169 @@
+"""The framework's own time per step, with 0 to 100k messages already stored.
+
+    python benchmarks/step_overhead.py [--stored 0,1000,10000,100000] [--steps 200]
+
+Each size runs in a fresh process (so peak RSS is that size's own) against the
+fake OpenAI server, itself in another process so it does not compete for the
+GIL. Each step is timed whole; the time spent inside the HTTP call to the
+endpoint is subtracted, leaving the framework's own work: loading state,
+compiling the system message, counting tokens, running tools and committing.
+
+The window is held at the last ~20 messages before each step, outside the
+timing, so the figures show how cost depends on stored history alone.
+Target: under 5 ms per step at 10k stored messages, flat as history grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WINDOW = 20
+
+SERVER = """
+import sys, time
+from memgpt_lite.testing import FakeOpenAIServer, call, reply
+server = FakeOpenAIServer()
+server.responder = lambda body: reply(
+    content="Replying.", tool_calls=[call("send_message", message="Noted, thank you.")])
+server.start()
+print(server.base_url, server.api_key, flush=True)
+sys.stdin.read()  # until the parent closes our stdin
+server.stop()
+"""
+
+
+def seed(agent, count: int) -> None:
+    """Store `count` messages as user / assistant-call / tool-result triples."""
+    from memgpt_lite.models import Message, ToolCall
+
+    batch: list[Message] = []
+    for i in range(count):
+        kind = i % 3
+        if kind == 0:
+            message = Message(
+                agent_id=agent.state.id,
+                role="user",
+                content=f"Message {i}: tell me about topic {i % 97} please",
+            )
+        elif kind == 1:
+            call = ToolCall(
+                id=f"seed_{i}",
+                name="send_message",
+                arguments=json.dumps({"message": f"Here is something on {i % 97}."}),
+            )
+            message = Message(agent_id=agent.state.id, role="assistant", tool_calls=[call])
+        else:
+            message = Message(
+                agent_id=agent.state.id,
+                role="tool",
+                tool_call_id=f"seed_{i - 1}",
+                name="send_message",
+                content="Sent message successfully.",
+            )
+        batch.append(message)
+        if len(batch) == 5000:
+            agent.store.add_messages(batch)
+            batch = []
+    agent.store.add_messages(batch)
+
+
+def hold_window(agent) -> None:
+    """Move the window start so it holds about WINDOW messages, starting at a
+    user message so no tool result is separated from its call."""
+    rows = agent.store.db.execute(
+        "SELECT seq FROM messages WHERE agent_id = ? AND role = 'user' ORDER BY seq DESC LIMIT ?",
+        [agent.state.id, WINDOW // 3],
+    ).fetchall()
+    if rows:
+        agent.state.context_start = rows[-1][0]
+        agent.store.save_agent(agent.state)
+
+
+def worker(stored: int, steps: int, base_url: str, api_key: str) -> dict:
+    from memgpt_lite import Agent
+
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Agent.create(
+            "bench", "gpt-4o-mini", db=Path(tmp) / "bench.db", base_url=base_url, api_key=api_key
+        )
+        seed(agent, stored)
+        framework_ms, total_ms = [], []
+        for i in range(steps + 10):
+            hold_window(agent)
+            started = time.perf_counter()
+            result = agent.step(f"Step {i}: what do you remember about topic {i % 97}?")
+            total = time.perf_counter() - started
+            if i >= 10:  # the first steps warm caches and the tokenizer
+                total_ms.append(total * 1000)
+                framework_ms.append((total - result.llm_seconds) * 1000)
+        return {
+            "stored": stored,
+            "framework_ms_median": statistics.median(framework_ms),
+            "framework_ms_p95": statistics.quantiles(framework_ms, n=20)[18],
+            "step_ms_median": statistics.median(total_ms),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "window_messages": len(agent.context_messages()),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stored", default="0,1000,10000,100000")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument(
+        "--worker", nargs=3, metavar=("STORED", "BASE_URL", "API_KEY"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.worker:
+        stored, base_url, api_key = args.worker
+        print(json.dumps(worker(int(stored), args.steps, base_url, api_key)))
+        return
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    base_url, api_key = server.stdout.readline().split()
+    print(
+        f"{'stored':>8} {'framework ms/step (median)':>27} {'p95':>6} "
+        f"{'whole step ms':>14} {'peak RSS MB':>12}"
+    )
+    try:
+        for stored in (int(s) for s in args.stored.split(",")):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--steps",
+                    str(args.steps),
+                    "--worker",
+                    str(stored),
+                    base_url,
+                    api_key,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=os.environ.copy(),
+            )
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            print(
+                f"{row['stored']:>8} {row['framework_ms_median']:>27.2f} "
+                f"{row['framework_ms_p95']:>6.2f} {row['step_ms_median']:>14.2f} "
+                f"{row['peak_rss_mb']:>12.1f}",
+                flush=True,
+            )
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,761 @@
+"""A fake OpenAI-compatible HTTP server, for testing agents offline.
+
+The server speaks real HTTP on 127.0.0.1, so the code under test uses the real
+``openai`` client (retries, timeouts, error classes and all) and nothing is
+mocked inside the process. Replies are scripted, and every request is checked
+the way the real API checks it, above all the rule that each tool call must be
+answered by exactly one tool message. A test that breaks that rule fails here
+the same way it would fail against OpenAI::
+
+    with FakeOpenAIServer() as server:
+        server.enqueue(reply("thinking", tool_calls=[call("send_message", message="hi")]))
+        client = openai.OpenAI(base_url=server.base_url, api_key=server.api_key)
+        ...
+        assert server.rejections == []
+
+When the script runs out, ``server.responder`` (if set) answers instead; with
+neither, the server answers 400 rather than 5xx because the client retries 5xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+import secrets
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
+from typing import Any
+
+from .tokens import TokenCounter
+
+# Tool call ids: a counter pushed through a bijection of 48-bit numbers, so ids
+# look random (like OpenAI's) yet never repeat within a process.
+_ID_BITS = 48
+_ID_COUNTER = count(secrets.randbits(_ID_BITS))
+_ID_MULTIPLIER = 0x9E3779B97F4B  # odd, hence invertible modulo 2**48
+
+
+def _new_call_id() -> str:
+    n = (next(_ID_COUNTER) * _ID_MULTIPLIER) % (1 << _ID_BITS)
+    return f"call_{n:012x}"
+
+
+# --------------------------------------------------------------------- script
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call in a scripted reply; ``arguments`` is sent verbatim."""
+
+    name: str
+    arguments: str
+    id: str = field(default_factory=_new_call_id)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted assistant message. ``finish_reason`` None means automatic."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """A scripted HTTP error in OpenAI's error shape."""
+
+    status: int
+    message: str
+    error_type: str = "invalid_request_error"
+    code: str | None = None
+    param: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection without answering."""
+
+    delay: float = 0.0
+
+
+Scripted = Reply | ErrorReply | Drop
+Responder = Callable[[dict[str, Any]], Scripted]
+
+
+def call(name: str, /, **arguments: Any) -> ToolCall:
+    """A tool call whose arguments are ``json.dumps(arguments)``; the id is generated.
+
+    ``name`` is positional-only so a tool may itself take a ``name`` argument.
+    """
+    return ToolCall(name=name, arguments=json.dumps(arguments))
+
+
+def call_raw(name: str, arguments: str, *, id: str | None = None) -> ToolCall:  # noqa: A002
+    """A tool call whose arguments string is sent as-is, valid JSON or not."""
+    return ToolCall(name=name, arguments=arguments, id=id or _new_call_id())
+
+
+def reply(
+    content: str | None = None,
+    tool_calls: Iterable[ToolCall] = (),
+    *,
+    finish_reason: str | None = None,
+    delay: float = 0.0,
+) -> Reply:
+    """An assistant reply with optional text and tool calls."""
+    return Reply(content, tuple(tool_calls), finish_reason, delay)
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    error_type: str | None = None,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    delay: float = 0.0,
+) -> ErrorReply:
+    """An HTTP error reply; the error type defaults to what OpenAI uses for the status."""
+    if error_type is None:
+        error_type = {429: "rate_limit_error"}.get(status, "invalid_request_error")
+        if status >= 500:
+            error_type = "server_error"
+    return ErrorReply(status, message, error_type, code, param, dict(headers or {}), delay)
+
+
+def drop(*, delay: float = 0.0) -> Drop:
+    """Close the connection without answering; the client sees a dropped connection."""
+    return Drop(delay)
+
+
+_FINISH_REASONS = {None, "stop", "tool_calls", "length", "content_filter"}
+
+
+def _check_scripted(item: object, strict: bool = True) -> None:
+    """Raise ValueError for a malformed scripted item, so test authors hear at
+    enqueue time rather than from a confusing client error later.
+
+    ``strict`` also refuses repeated tool call ids. A responder is checked
+    without it, so it can imitate servers that do repeat them."""
+    if not isinstance(item, Reply | ErrorReply | Drop):
+        raise ValueError(f"expected reply(), error() or drop(), got {item!r}")
+    if not (isinstance(item.delay, int | float) and math.isfinite(item.delay) and item.delay >= 0):
+        raise ValueError(f"delay must be a finite number >= 0, got {item.delay!r}")
+    if isinstance(item, ErrorReply):
+        if not (isinstance(item.status, int) and 400 <= item.status <= 599):
+            raise ValueError(f"error status must be an int in 400..599, got {item.status!r}")
+        if not isinstance(item.message, str):
+            raise ValueError("error message must be a string")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in item.headers.items()):
+            raise ValueError("error headers must map str to str")
+    elif isinstance(item, Reply):
+        if item.content is not None and not isinstance(item.content, str):
+            raise ValueError(f"reply content must be a string or None, got {item.content!r}")
+        if item.finish_reason not in _FINISH_REASONS:
+            raise ValueError(f"unknown finish_reason {item.finish_reason!r}")
+        ids = set()
+        for tc in item.tool_calls:
+            if not isinstance(tc, ToolCall):
+                raise ValueError(f"tool calls must be made with call() or call_raw(), got {tc!r}")
+            for attr in ("id", "name"):
+                if not (isinstance(getattr(tc, attr), str) and getattr(tc, attr)):
+                    raise ValueError(f"tool call {attr} must be a non-empty string: {tc!r}")
+            if not isinstance(tc.arguments, str):
+                raise ValueError(f"tool call arguments must be a string: {tc!r}")
+            if strict and tc.id in ids:
+                raise ValueError(f"duplicate tool call id {tc.id!r} in one reply")
+            ids.add(tc.id)
+
+
+# ----------------------------------------------------------------- validation
+
+
+class _Rejected(Exception):
+    """A request the real API would refuse with 400."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param, self.code = message, param, code
+
+
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_MISSING_RESPONSES = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+# "preceeding" is OpenAI's own spelling; tests may compare the text exactly.
+_ORPHAN_TOOL = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+    "message with 'tool_calls'."
+)
+_CONTENT = "one of a string or array of objects"
+_ONLY_WITH_TOOLS = "Invalid value for '{0}': '{0}' is only allowed when 'tools' are specified."
+
+
+# Builders for OpenAI's standard error texts, so each rule below is one line.
+def _missing(param: str) -> _Rejected:
+    return _Rejected(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
+
+
+def _wrong_type(param: str, expected: str, value: object) -> _Rejected:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal"}
+    names |= {list: "an array", dict: "an object", type(None): "null"}
+    got = names.get(type(value), type(value).__name__)
+    message = f"Invalid type for '{param}': expected {expected}, but got {got} instead."
+    return _Rejected(message, param, "invalid_type")
+
+
+def _empty(param: str) -> _Rejected:
+    message = (
+        f"Invalid '{param}': empty array. Expected an array with minimum length 1, "
+        "but got an empty array instead."
+    )
+    return _Rejected(message, param, "empty_array")
+
+
+def _is_content(value: object) -> bool:
+    """A string, or a list of content-part objects."""
+    if isinstance(value, list):
+        return all(isinstance(part, dict) for part in value)
+    return isinstance(value, str)
+
+
+def _check_top_level(body: object) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise _Rejected("fake server: the request body must be a JSON object")
+    if not (isinstance(body.get("model"), str) and body["model"]):
+        raise _Rejected("you must provide a model parameter", "model")
+    if "messages" not in body:
+        raise _missing("messages")
+    if not isinstance(body["messages"], list):
+        raise _wrong_type("messages", "an array", body["messages"])
+    if not body["messages"]:
+        raise _empty("messages")
+    if body.get("stream"):
+        raise _Rejected("fake server: streaming is not supported", "stream")
+    return body
+
+
+def _check_message(where: str, msg: object) -> None:
+    if not isinstance(msg, dict):
+        raise _wrong_type(where, "an object", msg)
+    role = msg.get("role")
+    if role not in _ROLES:
+        supported = ", ".join(f"'{r}'" for r in _ROLES)
+        message = f"Invalid value: {role!r}. Supported values are: {supported}."
+        raise _Rejected(message, f"{where}.role", "invalid_value")
+    content = msg.get("content")
+    # null tool_calls is what model_dump() of a client message sends: allowed.
+    has_calls = role == "assistant" and msg.get("tool_calls") is not None
+    if has_calls:
+        _check_tool_calls(f"{where}.tool_calls", msg["tool_calls"])
+    if role == "tool" and not (isinstance(msg.get("tool_call_id"), str) and msg["tool_call_id"]):
+        raise _missing(f"{where}.tool_call_id")
+    if content is None and not has_calls:
+        raise _missing(f"{where}.content")
+    if content is not None and not _is_content(content):
+        raise _wrong_type(f"{where}.content", _CONTENT, content)
+
+
+def _check_tool_calls(where: str, calls: object) -> None:
+    if not isinstance(calls, list):
+        raise _wrong_type(where, "an array", calls)
+    if not calls:
+        raise _empty(where)
+    for j, tc in enumerate(calls):
+        at = f"{where}[{j}]"
+        if not isinstance(tc, dict):
+            raise _wrong_type(at, "an object", tc)
+        if not isinstance(tc.get("id"), str):
+            raise _missing(f"{at}.id")
+        if tc.get("type") != "function":
+            message = f"Invalid value: {tc.get('type')!r}. Supported values are: 'function'."
+            raise _Rejected(message, f"{at}.type", "invalid_value")
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            raise _wrong_type(f"{at}.function", "an object", fn)
+        for key in ("name", "arguments"):
+            if not isinstance(fn.get(key), str):
+                raise _wrong_type(f"{at}.function.{key}", "a string", fn.get(key))
+
+
+def _check_pairing(messages: list[dict[str, Any]]) -> None:
+    """Every tool call must be answered by the tool messages right after it."""
+    unanswered: list[str] = []  # ids of the preceding tool_calls message still open
+    for msg in messages:
+        if msg["role"] == "tool":
+            if msg["tool_call_id"] not in unanswered:
+                raise _Rejected(_ORPHAN_TOOL, "messages")
+            unanswered.remove(msg["tool_call_id"])
+            continue
+        if unanswered:
+            break
+        if msg["role"] == "assistant" and msg.get("tool_calls"):
+            unanswered = [tc["id"] for tc in msg["tool_calls"]]
+    if unanswered:
+        raise _Rejected(_MISSING_RESPONSES.format(ids=", ".join(unanswered)), "messages")
+
+
+def _check_tool(at: str, tool: object, names: list[str]) -> str:
+    """Validate one entry of ``tools`` and return its function name."""
+    if not isinstance(tool, dict):
+        raise _wrong_type(at, "an object", tool)
+    if not isinstance(tool.get("function"), dict):
+        raise _wrong_type(f"{at}.function", "an object", tool.get("function"))
+    if tool.get("type") != "function":
+        message = f"Invalid value: {tool.get('type')!r}. Supported values are: 'function'."
+        raise _Rejected(message, f"{at}.type", "invalid_value")
+    fn, param = tool["function"], f"{at}.function.name"
+    name = fn.get("name")
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        message = (
+            f"Invalid '{param}': string does not match pattern. "
+            "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        )
+        raise _Rejected(message, param, "invalid_value")
+    if name in names:
+        raise _Rejected(f"Invalid 'tools': duplicate function name '{name}'.", "tools")
+    params = fn.get("parameters", {"type": "object"})
+    if not (isinstance(params, dict) and params.get("type") == "object"):
+        got = params.get("type") if isinstance(params, dict) else params
+        message = (
+            f"Invalid schema for function '{name}': schema must be a JSON Schema of "
+            f"'type: \"object\"', got 'type: \"{got}\"'."
+        )
+        raise _Rejected(message, f"{at}.function.parameters", "invalid_function_parameters")
+    return name
+
+
+def _check_tool_choice(body: dict[str, Any], names: list[str], reject_required: bool) -> None:
+    choice = body.get("tool_choice")
+    if choice is None or choice == "none":
+        return
+    if not names:
+        raise _Rejected(_ONLY_WITH_TOOLS.format("tool_choice"), "tool_choice")
+    if choice == "required" and reject_required:
+        raise _Rejected("tool_choice 'required' is not supported by this server", "tool_choice")
+    if choice in ("auto", "required"):
+        return
+    fn = choice.get("function") if isinstance(choice, dict) else None
+    if not (isinstance(fn, dict) and choice.get("type") == "function"):
+        message = (
+            "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or an object."
+        )
+        raise _Rejected(message, "tool_choice", "invalid_value")
+    if fn.get("name") not in names:
+        message = f"Invalid value for 'tool_choice': function {fn.get('name')!r} is not in 'tools'."
+        raise _Rejected(message, "tool_choice", "invalid_value")
+
+
+def _validate_chat_request(body: object, reject_required_tool_choice: bool) -> dict[str, Any]:
+    """Raise ``_Rejected`` for a request the real API would refuse (context size aside)."""
+    body = _check_top_level(body)
+    for i, msg in enumerate(body["messages"]):
+        _check_message(f"messages[{i}]", msg)
+    _check_pairing(body["messages"])
+    names: list[str] = []
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise _wrong_type("tools", "an array", tools)
+        if not tools:
+            raise _empty("tools")
+        for i, tool in enumerate(tools):
+            names.append(_check_tool(f"tools[{i}]", tool, names))
+    if body.get("parallel_tool_calls") is not None and not names:
+        raise _Rejected(_ONLY_WITH_TOOLS.format("parallel_tool_calls"), "parallel_tool_calls")
+    _check_tool_choice(body, names, reject_required_tool_choice)
+    return body
+
+
+# --------------------------------------------------------------------- server
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received. Header names are lower-cased; ``status`` is 0
+    for a dropped connection; ``body`` is None when it was not valid JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    status: int = 0
+    error: str | None = None
+
+
+@dataclass
+class _Response:
+    status: int
+    body: dict[str, Any] | None  # None: drop the connection
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    rejected: bool = False  # refused by the server itself, not by the script
+    scripted: bool = False  # answered from the script or the responder
+
+
+def _error_response(
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+    rejected: bool = True,
+) -> _Response:
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    return _Response(status, body, rejected=rejected)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer that tracks open connections so stop() can close
+    kept-alive ones instead of leaving threads blocked on them."""
+
+    daemon_threads = True
+
+    def __init__(self, fake: FakeOpenAIServer) -> None:
+        self.fake = fake
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind calls getfqdn(), a reverse DNS lookup that can
+        # stall on machines with no network.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):  # already closed by the client
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (timeouts, drop tests) is normal here.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
+    # Headers and body go out in two writes; with Nagle's algorithm on, the
+    # second waits for the client's delayed ACK, adding ~40 ms to every reply.
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def do_GET(self) -> None:  # noqa: N802 - name required by BaseHTTPRequestHandler
+        self._handle("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._handle("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # keep test output clean
+
+    def _handle(self, method: str) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length, self.close_connection = 0, True
+        raw = self.rfile.read(length) if length > 0 else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake = self.server.fake
+        response = fake._respond(method, self.path.split("?", 1)[0], headers, raw)
+        # Wake early when the server stops, so stop() never waits on a sleeper.
+        if response.delay > 0 and fake._stopping.wait(response.delay):
+            response.body = None
+        if response.body is None:
+            self.close_connection = True
+            return
+        data = json.dumps(response.body).encode()
+        self.send_response(response.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI-compatible server on 127.0.0.1; see the module docstring.
+
+    ``requests`` holds every request; ``rejections`` those the server itself
+    refused (bad auth, unknown path, validation, empty script); ``chat_requests``
+    the bodies of chat requests that passed validation and were answered from
+    the script or the responder (scripted errors and drops included).
+    """
+
+    model_id = "fake-model"  # the one model GET /v1/models lists
+
+    def __init__(
+        self,
+        context_window: int | None = None,
+        reject_required_tool_choice: bool = False,
+        api_key: str = "test-key",
+    ) -> None:
+        self.context_window = context_window
+        self.reject_required_tool_choice = reject_required_tool_choice
+        self.api_key = api_key
+        self.responder: Responder | None = None
+        self._lock = threading.RLock()  # re-entrant: a responder may read history
+        self._queue: deque[Scripted] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._rejections: list[RecordedRequest] = []
+        self._chat_requests: list[dict[str, Any]] = []
+        self._counters: dict[str, TokenCounter] = {}
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        # A new route (e.g. embeddings) is one entry here plus one method.
+        self._routes: dict[tuple[str, str], Callable[[dict[str, Any] | None], _Response]] = {
+            ("GET", "/v1/models"): self._list_models,
+            ("POST", "/v1/chat/completions"): self._chat_completions,
+        }
+
+    # -- lifecycle --------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        if self._httpd is None:
+            self._stopping.clear()
+            self._httpd = _HTTPServer(self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.02},
+                name="FakeOpenAIServer",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.close_connections()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not started")
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
+
+    # -- script and history -----------------------------------------------
+
+    def enqueue(self, *items: Scripted) -> None:
+        """Append scripted answers; malformed ones raise ValueError now."""
+        for item in items:
+            _check_scripted(item)
+        with self._lock:
+            self._queue.extend(items)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self._rejections.clear()
+            self._chat_requests.clear()
+
+    # History is returned as copies, so callers never iterate a list being appended to.
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def rejections(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._rejections)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._chat_requests)
+
+    # -- request handling (called from handler threads) --------------------
+
+    def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Response:
+        body: Any = None
+        parse_error = False
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            parse_error = True
+        route = self._routes.get((method, path))
+        auth = headers.get("authorization", "")
+        if auth != f"Bearer {self.api_key}":
+            message = "Incorrect API key provided." if auth else "You didn't provide an API key."
+            response = _error_response(401, message, code="invalid_api_key")
+        elif route is None:
+            response = _error_response(404, f"Invalid URL ({method} {path})")
+        elif parse_error:
+            response = _error_response(400, "We could not parse the JSON body of your request.")
+        else:
+            response = route(body)
+        self._record(RecordedRequest(method, path, headers, body), response)
+        return response
+
+    def _record(self, record: RecordedRequest, response: _Response) -> None:
+        record.status = response.status if response.body is not None else 0
+        if response.body is None:
+            record.error = "connection dropped"
+        elif "error" in response.body:
+            record.error = response.body["error"]["message"]
+        with self._lock:
+            self._requests.append(record)
+            if response.rejected:
+                self._rejections.append(record)
+            if response.scripted:
+                self._chat_requests.append(record.body)
+
+    def _list_models(self, body: dict[str, Any] | None) -> _Response:
+        model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "memgpt-lite"}
+        return _Response(200, {"object": "list", "data": [model]})
+
+    def _chat_completions(self, body: dict[str, Any] | None) -> _Response:
+        try:
+            body = _validate_chat_request(body, self.reject_required_tool_choice)
+            prompt_tokens = self._check_context(body)
+        except _Rejected as exc:
+            return _error_response(400, exc.message, param=exc.param, code=exc.code)
+        try:
+            item = self._next_scripted(body)
+        except ValueError as exc:  # the responder returned garbage: say so, do not crash
+            return _error_response(400, f"fake server: bad responder output: {exc}")
+        if item is None:
+            return _error_response(400, "fake server: no scripted reply left")
+        if isinstance(item, Drop):
+            response = _Response(0, None, delay=item.delay)
+        elif isinstance(item, ErrorReply):
+            response = _error_response(
+                item.status,
+                item.message,
+                error_type=item.error_type,
+                param=item.param,
+                code=item.code,
+                rejected=False,
+            )
+            response.headers, response.delay = dict(item.headers), item.delay
+        else:
+            completion = self._completion(body["model"], item, prompt_tokens)
+            response = _Response(200, completion, delay=item.delay)
+        response.scripted = True
+        return response
+
+    def _next_scripted(self, body: dict[str, Any]) -> Scripted | None:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+            if self.responder is None:
+                return None
+            item = self.responder(body)
+        _check_scripted(item, strict=False)
+        return item
+
+    def _counter(self, model: str) -> TokenCounter:
+        # Building a counter loads a vocabulary: do it once per model.
+        with self._lock:
+            if model not in self._counters:
+                self._counters[model] = TokenCounter(model)
+            return self._counters[model]
+
+    def _check_context(self, body: dict[str, Any]) -> int:
+        """Count the prompt; reject it if it and the requested completion do not fit."""
+        prompt = self._counter(body["model"]).count_request(
+            body["messages"], body.get("tools") or ()
+        )
+        window = self.context_window
+        completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if window is None or prompt + completion <= window:
+            return prompt
+        # The real API's two wordings: with and without a completion budget.
+        detail = f"your messages resulted in {prompt} tokens. Please reduce the length of the"
+        detail += " messages."
+        if completion:
+            detail = (
+                f"you requested {prompt + completion} tokens ({prompt} in the messages, "
+                f"{completion} in the completion). Please reduce the length of the "
+                "messages or completion."
+            )
+        message = f"This model's maximum context length is {window} tokens. However, {detail}"
+        raise _Rejected(message, "messages", "context_length_exceeded")
+
+    def _completion(self, model: str, item: Reply, prompt_tokens: int) -> dict[str, Any]:
+        """A chat.completion object in the real API's shape."""
+        counter = self._counter(model)
+        message: dict[str, Any] = {"role": "assistant", "content": item.content, "refusal": None}
+        completion_tokens = counter.count_text(item.content or "")
+        if item.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.name, "arguments": tc.arguments},
+                }
+                for tc in item.tool_calls
+            ]
+            completion_tokens += sum(
+                counter.count_text(tc.name) + counter.count_text(tc.arguments)
+                for tc in item.tool_calls
+            )
+        finish = item.finish_reason or ("tool_calls" if item.tool_calls else "stop")
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }

@@ -1,0 +1,79 @@
+"""Shared fixtures: no test may reach a real model or the network, and each test
+gets its own home folder and, on request, a scripted fake OpenAI server."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memgpt_lite.testing import FakeOpenAIServer
+
+# Nothing listens on the discard port, so a request that escaped our fakes
+# fails at once instead of reaching OpenAI with a developer's real key.
+UNREACHABLE_BASE_URL = "http://127.0.0.1:9/v1"
+_OPENAI_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT_ID",
+)
+
+
+def _is_local(family: int, address: Any) -> bool:
+    """True for Unix sockets and loopback IPv4/IPv6 addresses."""
+    if family == socket.AF_UNIX:
+        return True
+    if family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
+        return False
+    host = str(address[0])
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])  # drop an IPv6 scope id
+    except ValueError:
+        return False  # a host name: resolving it could already leave the machine
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Block real model requests and non-loopback connections; isolate state."""
+    for name in _OPENAI_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", UNREACHABLE_BASE_URL)
+    monkeypatch.setenv("MEMGPT_LITE_HOME", str(tmp_path / "memgpt_home"))
+
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def check(sock: socket.socket, address: Any) -> None:
+        if not _is_local(sock.family, address):
+            raise RuntimeError(f"network access blocked in tests: {address!r}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        check(self, address)
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        check(self, address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture
+def fake_llm(_isolated: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """A started fake OpenAI server that code under test finds through the env."""
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        yield server

@@ -1,0 +1,215 @@
+"""State survives processes: a fact taught in one process is in the next one's
+system message; shared blocks, concurrent writers and a kill mid-step."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memgpt_lite import Agent, AlreadyExistsError, Block, ConfigError
+from memgpt_lite.testing import call, reply
+
+
+def say(text: str):
+    return reply(tool_calls=[call("send_message", message=text)])
+
+
+def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
+
+
+def test_a_fact_taught_in_one_process_is_known_in_the_next(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    assert (
+        cli(
+            "create",
+            "sam",
+            "--model",
+            "gpt-4o-mini",
+            "--persona",
+            "I am Sam.",
+            "--human",
+            "",
+            db=db,
+        ).returncode
+        == 0
+    )
+    fake_llm.enqueue(
+        reply(
+            tool_calls=[
+                call(
+                    "core_memory_append",
+                    label="human",
+                    content="Name: Alice",
+                    request_heartbeat=True,
+                )
+            ]
+        ),
+        say("Nice to meet you, Alice!"),
+    )
+    taught = cli("send", "sam", "Hi, my name is Alice", db=db)
+    assert taught.returncode == 0, taught.stderr
+    assert taught.stdout == "Nice to meet you, Alice!\n"
+
+    fake_llm.enqueue(say("Your name is Alice."))
+    asked = cli("send", "sam", "What is my name?", db=db)
+    assert asked.stdout == "Your name is Alice.\n"
+    request = fake_llm.chat_requests[-1]
+    system = request["messages"][0]["content"]
+    assert "Name: Alice" in system and "I am Sam." in system
+    contents = [m["content"] for m in request["messages"]]
+    assert "Hi, my name is Alice" in contents
+    assert fake_llm.rejections == []
+
+
+def test_shared_block_edit_is_seen_by_both_agents(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    team = Block(label="team", value="Project: apollo", description="shared notes")
+    alice = Agent.create("alice", "gpt-4o-mini", db=db, blocks=[Block(label="persona"), team])
+    bob = Agent.create("bob", "gpt-4o-mini", db=db, blocks=[Block(label="persona"), team])
+    fake_llm.enqueue(
+        reply(
+            tool_calls=[
+                call(
+                    "core_memory_append",
+                    label="team",
+                    content="Deadline: friday",
+                    request_heartbeat=False,
+                )
+            ]
+        )
+    )
+    alice.step("note the deadline")
+    fake_llm.enqueue(say("friday"))
+    bob.step("when is the deadline?")
+    assert "Deadline: friday" in fake_llm.chat_requests[-1]["messages"][0]["content"]
+    reloaded = Agent.load("bob", db=db)
+    assert reloaded.block("team").value == "Project: apollo\nDeadline: friday"
+    assert reloaded.block("team").id == alice.block("team").id
+
+
+def test_attach_block_shares_it_after_creation(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    alice = Agent.create("alice", "gpt-4o-mini", db=db)
+    bob = Agent.create("bob", "gpt-4o-mini", db=db)
+    alice.attach_block(Block(label="team", value="", limit=200))
+    bob.attach_block(alice.block("team"))
+    alice.set_block("team", "Lead: Carol")
+    assert bob.block("team").value == "Lead: Carol"
+    assert [b.label for b in bob.blocks] == ["persona", "human", "team"]
+    with pytest.raises(AlreadyExistsError, match="already has a block labelled 'human'"):
+        bob.attach_block(alice.block("human"))
+    with pytest.raises(ConfigError, match="over its limit of 200"):
+        bob.set_block("team", "x" * 201)
+    assert alice.block("team").value == "Lead: Carol"
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from memgpt_lite import Agent
+    agent = Agent.load("sam", db=sys.argv[1])
+    for i in range(int(sys.argv[2])):
+        replies = agent.step(f"{sys.argv[3]} message {i}").replies
+        assert replies == ["ok"], replies
+    """
+)
+
+
+def test_two_processes_stepping_one_agent_lose_nothing(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    Agent.create("sam", "gpt-4o-mini", db=db)
+    fake_llm.responder = lambda body: say("ok")
+    steps = 15
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), str(steps), name],
+            env=os.environ.copy(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("first", "second")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    counted = conn.execute("SELECT message_count FROM agents").fetchone()[0]
+    assert stored == counted == 2 * steps * 3
+    users = {r[0] for r in conn.execute("SELECT content FROM messages WHERE role = 'user'")}
+    assert len(users) == 2 * steps
+    conn.close()
+    # Every request, with the interleaved history, passed the server's checks.
+    assert fake_llm.rejections == []
+    assert len(fake_llm.chat_requests) == 2 * steps
+
+
+KILLED = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from memgpt_lite import Agent, tool
+
+    @tool
+    def slow_job(marker: str) -> str:
+        "Take a long time."
+        Path(marker).write_text("started")
+        time.sleep(60)
+        return "done"
+
+    agent = Agent.load("sam", db=sys.argv[1], tools=[slow_job])
+    agent.step("start the job")
+    """
+)
+
+
+def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    marker = tmp_path / "marker"
+    Agent.create("sam", "gpt-4o-mini", db=db, blocks=[Block(label="human", value="Name: Bob")])
+    fake_llm.enqueue(
+        reply(
+            tool_calls=[
+                call(
+                    "core_memory_replace",
+                    label="human",
+                    old_content="Bob",
+                    new_content="Robert",
+                    request_heartbeat=False,
+                ),
+                call("slow_job", marker=str(marker), request_heartbeat=False),
+            ]
+        )
+    )
+    process = subprocess.Popen([sys.executable, "-c", KILLED, str(db)], env=os.environ.copy())
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+    agent = Agent.load("sam", db=db)
+    # The edit made earlier in the same response was rolled back with it...
+    assert agent.block("human").value == "Name: Bob"
+    # ...and the context ends with the user's message, stored before the call.
+    assert [(m.role, m.content) for m in agent.context_messages()] == [("user", "start the job")]
+    fake_llm.enqueue(say("where were we?"))
+    assert agent.step("hello?").replies == ["where were we?"]
+    assert fake_llm.rejections == []

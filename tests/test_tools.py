@@ -1,0 +1,159 @@
+"""Tool schemas generated from Python functions, and the offline token counter."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import Field
+
+from memgpt_lite import ConfigError, ToolContext, tool
+from memgpt_lite.builtin_tools import BUILTIN_TOOLS
+from memgpt_lite.tokens import TokenCounter, encoding_name
+from memgpt_lite.tools import parse_docstring
+
+
+def test_schema_from_signature_hints_and_docstring():
+    @tool
+    def find_flights(
+        ctx: ToolContext,
+        origin: str,
+        destination: Annotated[str, Field(description="IATA code of the arrival airport")],
+        cabin: Literal["economy", "business"] = "economy",
+        max_stops: int = 1,
+    ) -> str:
+        """Find flights between two airports.
+
+        Args:
+            origin: IATA code of the departure
+                airport, such as LHR.
+            destination: ignored, the Field wins.
+            max_stops (int): At most this many stops.
+
+        Returns:
+            A list of flights.
+        """
+        return ""
+
+    function = find_flights.schema()["function"]
+    assert function["name"] == "find_flights"
+    assert function["description"] == "Find flights between two airports."
+    params = function["parameters"]
+    assert "ctx" not in params["properties"]
+    assert params["properties"]["origin"] == {
+        "type": "string",
+        "description": "IATA code of the departure airport, such as LHR.",
+    }
+    assert params["properties"]["destination"]["description"] == "IATA code of the arrival airport"
+    assert params["properties"]["cabin"]["enum"] == ["economy", "business"]
+    assert params["properties"]["max_stops"]["description"] == "At most this many stops."
+    assert params["required"] == ["origin", "destination", "request_heartbeat"]
+    assert params["properties"]["request_heartbeat"]["type"] == "boolean"
+    assert params["additionalProperties"] is False
+    assert "title" not in params and "title" not in params["properties"]["origin"]
+    assert find_flights.context_param == "ctx"
+
+
+def test_builtin_tools_have_memgpt_names_and_parameters():
+    def params(name):
+        return set(BUILTIN_TOOLS[name].schema()["function"]["parameters"]["properties"])
+
+    assert params("send_message") == {"message"}
+    assert params("core_memory_append") == {"label", "content", "request_heartbeat"}
+    assert params("core_memory_replace") == {
+        "label",
+        "old_content",
+        "new_content",
+        "request_heartbeat",
+    }
+    assert params("conversation_search") == {"query", "page", "request_heartbeat"}
+    assert params("conversation_search_date") == {
+        "start_date",
+        "end_date",
+        "page",
+        "request_heartbeat",
+    }
+    assert params("archival_memory_insert") == {"content", "request_heartbeat"}
+    assert params("archival_memory_search") == {"query", "page", "request_heartbeat"}
+    for built_in in BUILTIN_TOOLS.values():
+        assert built_in.description, built_in.name
+
+
+def test_tool_name_and_options():
+    @tool(name="lookup-v2", heartbeat=False, description="Look it up.")
+    def lookup(term: str) -> str:
+        return term
+
+    schema = lookup.schema()["function"]
+    assert schema["name"] == "lookup-v2" and schema["description"] == "Look it up."
+    assert "request_heartbeat" not in schema["parameters"]["properties"]
+    assert lookup("x") == "x"  # still callable as a function
+
+
+@pytest.mark.parametrize("bad_name", ["has space", "dot.ted", "", "x" * 65])
+def test_bad_tool_names_are_refused(bad_name):
+    with pytest.raises(ConfigError, match="tool name"):
+        tool(name=bad_name)(lambda: None)
+
+
+def test_varargs_are_refused():
+    def spread(*items: str) -> str:
+        return ""
+
+    with pytest.raises(ConfigError, match=r"\*args"):
+        tool(spread)
+
+
+def test_parse_docstring_sections():
+    summary, args = parse_docstring(
+        "Do a thing.\n\nMore words.\n\nArgs:\n    a: first\n    b (int): second\n\n"
+        "Raises:\n    ValueError: never"
+    )
+    assert summary == "Do a thing.\n\nMore words."
+    assert args == {"a": "first", "b": "second"}
+
+
+def test_encoding_follows_the_model():
+    assert encoding_name("gpt-4o-mini") == "o200k_base"
+    assert encoding_name("gpt-4.1") == "o200k_base"
+    assert encoding_name("gpt-4") == "cl100k_base"
+    assert encoding_name("gpt-3.5-turbo") == "cl100k_base"
+    assert encoding_name("llama3.2:latest") == "o200k_base"
+
+
+def test_token_counts_are_exact_and_offline():
+    # Known ids from OpenAI's tokenizers; the conftest blocks the network, so
+    # this also proves the vocabularies load offline.
+    o200k = TokenCounter("gpt-4o")
+    assert o200k.encoding.encode_ordinary("hello world") == [24912, 2375]
+    cl100k = TokenCounter("gpt-4")
+    assert cl100k.encoding.encode_ordinary("hello world") == [15339, 1917]
+    # Special-token text typed by a user is counted as text, never refused.
+    assert o200k.count_text("<|endoftext|>") > 1
+
+
+def test_request_count_includes_messages_tools_and_framing():
+    counter = TokenCounter("gpt-4o-mini")
+    message = {"role": "user", "content": "hello world"}
+    assert counter.count_message(message) == 3 + 1 + 2
+    tools = [BUILTIN_TOOLS["send_message"].schema()]
+    assert counter.count_request([message], tools) == 6 + counter.count_tools(tools) + 3
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "send_message", "arguments": "{}"}}
+        ],
+    }
+    assert counter.count_message(call) > counter.count_message(
+        {"role": "assistant", "content": None}
+    )
+
+
+def test_per_message_counts_are_cached_by_key():
+    counter = TokenCounter("gpt-4o-mini")
+    first = counter.count_message({"role": "user", "content": "short"}, cache_key="m1")
+    # Same key: the cached count comes back without tokenising again.
+    assert counter.count_message({"role": "user", "content": "much longer " * 50}, "m1") == first
+    counter.forget("m1")
+    assert counter.count_message({"role": "user", "content": "much longer " * 50}, "m1") > first
