@@ -8,16 +8,12 @@ from openai.types.chat import ChatCompletion
 
 from memgpt_lite import Agent, ConfigError, LLMError
 from memgpt_lite.llm import ContextWindowExceeded, _completion_from
-from memgpt_lite.testing import FakeOpenAIServer, call, drop, error, reply
+from memgpt_lite.testing import FakeOpenAIServer, call, drop, error, reply, say
 
 
 def make_agent(tmp_path, **llm_options) -> Agent:
     options = {"max_retries": 2, "timeout_seconds": 5.0} | llm_options
     return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", llm_options=options)
-
-
-def say(text: str):
-    return reply(tool_calls=[call("send_message", message=text)])
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from memgpt_lite import Agent, AgentSettings, Block, ModelRetry, tool
-from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, reply
+from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, reply, say
 
 
 def make_agent(fake_llm: FakeOpenAIServer, tmp_path, **kwargs) -> Agent:
@@ -26,10 +26,6 @@ def requested_ids(request: dict) -> list[str]:
         if m["role"] == "assistant"
         for c in m.get("tool_calls", [])
     ]
-
-
-def say(text: str):
-    return reply(tool_calls=[call("send_message", message=text)])
 
 
 def test_send_message_ends_the_step(fake_llm, tmp_path):

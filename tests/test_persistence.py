@@ -15,11 +15,7 @@ from pathlib import Path
 import pytest
 
 from memgpt_lite import Agent, AlreadyExistsError, Block, ConfigError
-from memgpt_lite.testing import call, reply
-
-
-def say(text: str):
-    return reply(tool_calls=[call("send_message", message=text)])
+from memgpt_lite.testing import call, reply, say
 
 
 def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
