@@ -33,7 +33,7 @@ from .models import (
     utcnow,
 )
 from .store import Store
-from .tokens import TokenCounter
+from .tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from .tools import Tool, ToolContext, ToolOutcome, as_tool
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,7 @@ class Agent:
         self._endpoint = (base_url, api_key)
         self._llm: LLMClient | None = None
         self._counter: TokenCounter | None = None
+        self._tool_tokens: int | None = None  # the tools do not change, so count them once
 
     @classmethod
     def create(
@@ -156,6 +157,11 @@ class Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was created with."""
         store = _open_store(store, db)
         return cls(store.get_agent(name), store, tools, base_url=base_url, api_key=api_key)
+
+    def save(self) -> None:
+        """Store changes made to `agent.state` (model, settings, ...). Each step
+        reloads the state from the database, so unsaved changes do not last."""
+        self.store.save_agent(self.state)
 
     # Memory
 
@@ -217,7 +223,9 @@ class Agent:
             messages.append(as_openai)
             tokens += counter.count_message(as_openai, cache_key=message.id)
         tools = self.tool_schemas()
-        return messages, tools, tokens + counter.count_tools(tools) + 3
+        if self._tool_tokens is None:
+            self._tool_tokens = counter.count_tools(tools)
+        return messages, tools, tokens + self._tool_tokens + REPLY_PRIMER_TOKENS
 
     # The loop
 

@@ -67,7 +67,7 @@ class Store:
         self.db = Database(conn)
         try:
             self.db.execute("PRAGMA foreign_keys = ON")
-            if self.db.query("PRAGMA journal_mode").__next__()["journal_mode"] != "wal":
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 self.db.enable_wal()
             # NORMAL is durable across application crashes in WAL mode; only a
             # power cut can lose the last commits, never corrupt the file.
@@ -100,10 +100,13 @@ class Store:
             raise StoreError(f"the database {self.path} is busy: {exc}") from exc
         try:
             yield
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # Also when COMMIT itself fails (disk full): never leave a
+            # half-open transaction for the next write to join.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     # Agents
 

@@ -386,3 +386,32 @@ def test_tool_arguments_reach_the_function_typed(fake_llm, tmp_path):
     result = agent.step("plan")
     assert seen == {"days": 3, "places": ["Rome"]}
     assert json.loads(result.tool_results[0].content) == {"ok": True}
+
+
+def test_custom_tool_not_given_on_load_is_hidden_and_answered(fake_llm, tmp_path, caplog):
+    @tool
+    def weather(city: str) -> str:
+        """Tell the weather."""
+        return "sunny"
+
+    make_agent(fake_llm, tmp_path, tools=[weather])
+    agent = Agent.load("sam", db=tmp_path / "agents.db")
+    assert "tools weather were not given" in caplog.text
+    fake_llm.enqueue(reply(tool_calls=[call("weather", city="Oslo")]), say("no idea"))
+    result = agent.step("weather?")
+    assert "weather" not in {t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]}
+    assert "no tool named 'weather'" in result.tool_results[0].content
+    assert Agent.load("sam", db=tmp_path / "agents.db", tools=[weather]).state.tool_names == [
+        "weather"
+    ]
+
+
+def test_saved_state_changes_reach_the_next_request(fake_llm, tmp_path):
+    agent = make_agent(fake_llm, tmp_path)
+    agent.state.llm.model = "gpt-4.1-mini"
+    agent.state.llm.temperature = 0.2
+    agent.save()
+    fake_llm.enqueue(say("ok"))
+    Agent.load("sam", db=tmp_path / "agents.db").step("hi")
+    assert fake_llm.chat_requests[0]["model"] == "gpt-4.1-mini"
+    assert fake_llm.chat_requests[0]["temperature"] == 0.2
