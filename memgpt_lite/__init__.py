@@ -9,6 +9,7 @@ from .agent import Agent, default_blocks
 from .errors import (
     AlreadyExistsError,
     ConfigError,
+    ContextBudgetError,
     LLMError,
     MemGPTError,
     ModelRetry,
@@ -26,6 +27,7 @@ __all__ = [
     "AlreadyExistsError",
     "Block",
     "ConfigError",
+    "ContextBudgetError",
     "LLMError",
     "MemGPTError",
     "Message",

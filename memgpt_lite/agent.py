@@ -8,7 +8,6 @@ stored in the same transaction as the response, whatever goes wrong.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,17 @@ from pydantic import ValidationError
 
 from .builtin_tools import BUILTIN_TOOLS
 from .config import default_db_path
+from .context import (
+    CompactionReport,
+    ContextOverview,
+    call_model,
+    compact,
+    compile_context,
+    overview,
+)
 from .errors import ConfigError, ModelRetry
 from .llm import Completion, LLMClient
-from .memory import load_prompt, render_system_message, set_block_value
+from .memory import load_prompt, set_block_value
 from .models import (
     AgentSettings,
     AgentState,
@@ -30,10 +37,9 @@ from .models import (
     ToolCall,
     ToolResult,
     new_id,
-    utcnow,
 )
 from .store import Store
-from .tokens import REPLY_PRIMER_TOKENS, TokenCounter
+from .tokens import TokenCounter
 from .tools import Tool, ToolContext, ToolOutcome, as_tool
 
 log = logging.getLogger(__name__)
@@ -99,7 +105,7 @@ class Agent:
         self._endpoint = (base_url, api_key)
         self._llm: LLMClient | None = None
         self._counter: TokenCounter | None = None
-        self._tool_tokens: int | None = None  # the tools do not change, so count them once
+        self._tool_tokens: int | None = None
 
     @classmethod
     def create(
@@ -191,13 +197,8 @@ class Agent:
         self.store.attach_block(self.state.id, block)
 
     def system_message(self) -> str:
-        return render_system_message(
-            self.state.system,
-            self.blocks,
-            self.store.agent_stats(self.state.id),
-            utcnow(),
-            self.state.summary,
-        )
+        """The system message the next call would send."""
+        return compile_context(self).request_messages[0]["content"]
 
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""
@@ -206,26 +207,26 @@ class Agent:
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
 
+    def tool_tokens(self) -> int:
+        if self._tool_tokens is None:  # the tools do not change, so count them once
+            self._tool_tokens = self.token_counter.count_tools(self.tool_schemas())
+        return self._tool_tokens
+
     @property
     def token_counter(self) -> TokenCounter:
         if self._counter is None:
             self._counter = TokenCounter(self.state.llm.model)
         return self._counter
 
-    def build_request(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-        """The messages and tools of the next call, and their token count."""
-        counter = self.token_counter
-        system = {"role": "system", "content": self.system_message()}
-        messages = [system]
-        tokens = counter.count_message(system)
-        for message in self.context_messages():
-            as_openai = message.to_openai()
-            messages.append(as_openai)
-            tokens += counter.count_message(as_openai, cache_key=message.id)
-        tools = self.tool_schemas()
-        if self._tool_tokens is None:
-            self._tool_tokens = counter.count_tools(tools)
-        return messages, tools, tokens + self._tool_tokens + REPLY_PRIMER_TOKENS
+    def context_overview(self) -> ContextOverview:
+        """The window size and the tokens each section of the next request uses."""
+        return overview(self)
+
+    def summarize(self) -> CompactionReport:
+        """Force a compaction now: the older messages leave the window and are
+        folded into the summary (they stay searchable in recall memory)."""
+        self.state = self.store.get_agent(self.state.id)
+        return compact(self, compile_context(self), force=True)
 
     # The loop
 
@@ -248,11 +249,10 @@ class Agent:
         user = Message(agent_id=self.state.id, role="user", content=user_message, step_id=step_id)
         self.store.add_messages([user])  # committed before the call, so a failure loses nothing
         result.messages.append(user)
+        seconds_before = llm.seconds_in_calls
         for _ in range(self.state.settings.max_chained_steps):
-            messages, tools, result.prompt_tokens_estimate = self.build_request()
-            started = time.perf_counter()
-            completion = llm.complete(self.state.llm, messages, tools)
-            result.llm_seconds += time.perf_counter() - started
+            completion = call_model(self, result, step_id)
+            result.llm_seconds = llm.seconds_in_calls - seconds_before
             if completion.tool_choice != self.state.llm.tool_choice:
                 # The endpoint refused "required"; remember, so we do not ask again.
                 self.state.llm.tool_choice = completion.tool_choice

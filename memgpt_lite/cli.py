@@ -10,6 +10,7 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from .agent import Agent, default_blocks
 from .errors import MemGPTError
@@ -149,6 +150,45 @@ def memory(ctx: click.Context, name: str) -> None:
         click.echo(f"[{block.label}] {len(block.value)}/{block.limit} chars{flags}")
         click.echo(block.value)
         click.echo()
+
+
+@cli.command()
+@click.argument("name")
+@click.pass_context
+def context(ctx: click.Context, name: str) -> None:
+    """Show where the tokens of agent NAME's next request go, section by section."""
+    view = Agent.load(name, store=_store(ctx)).context_overview()
+    table = Table(title=f"{name}: {view.model}", show_edge=False)
+    table.add_column("section")
+    table.add_column("tokens", justify="right")
+    for section, tokens in view.sections.items():
+        table.add_row(section, f"{tokens:,}")
+    table.add_row("total (exact request)", f"{view.total_tokens:,}", style="bold")
+    console = Console(highlight=False)
+    console.print(table)
+    used = 100 * view.total_tokens / view.context_window
+    click.echo(
+        f"{view.total_tokens:,} of {view.context_window:,} tokens ({used:.0f}%), "
+        f"{view.reply_reserve:,} reserved for the reply; messages: "
+        f"{view.messages_in_context} in context, {view.messages_in_storage} stored"
+    )
+
+
+@cli.command()
+@click.argument("name")
+@click.pass_context
+def summarize(ctx: click.Context, name: str) -> None:
+    """Compact agent NAME's context now: older messages are folded into the
+    summary and leave the window (they stay searchable)."""
+    report = Agent.load(name, store=_store(ctx)).summarize()
+    if report.evicted == 0:
+        click.echo("Nothing to compact: the window holds only the latest exchange.")
+        return
+    how = "summarized" if report.summarized else "dropped without a summary (summarizer failed)"
+    click.echo(
+        f"{report.evicted} messages left the window, {how}; the request went from "
+        f"{report.tokens_before:,} to {report.tokens_after:,} tokens."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

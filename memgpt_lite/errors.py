@@ -27,6 +27,10 @@ class LLMError(MemGPTError):
     """The model endpoint failed after retries, or answered with an error."""
 
 
+class ContextBudgetError(MemGPTError):
+    """Even the system message and core memory do not fit the context window."""
+
+
 class ModelRetry(MemGPTError):
     """Raised by a tool to tell the model to try again, with the reason.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,7 @@ class LLMClient:
             timeout=config.timeout_seconds,
         )
         self.max_retries = config.max_retries
+        self.seconds_in_calls = 0.0  # so callers can tell their own time from the endpoint's
 
     def complete(
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -132,6 +134,7 @@ class LLMClient:
             request["tool_choice"] = tool_choice
         if config.temperature is not None:
             request["temperature"] = config.temperature
+        started = time.perf_counter()
         try:
             response = self.client.chat.completions.create(**request)
         except openai.APITimeoutError as exc:
@@ -140,6 +143,8 @@ class LLMClient:
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"cannot reach the model endpoint {self.base_url}: {exc}") from exc
+        finally:
+            self.seconds_in_calls += time.perf_counter() - started
         completion = _completion_from(response)
         completion.tool_choice = tool_choice
         return completion

@@ -52,18 +52,45 @@ def render_metadata(stats: AgentStats, now: datetime) -> str:
     )
 
 
-def render_system_message(
-    instructions: str, blocks: Sequence[Block], stats: AgentStats, now: datetime, summary: str = ""
-) -> str:
-    """The system message sent on every call: instructions, memory metadata,
-    the recursive summary (if any), then every core memory block."""
-    parts = [instructions, render_metadata(stats, now)]
+def render_summary(summary: str, hidden_messages: int) -> str:
+    """The recursive summary, with how many messages are out of view and how to find them."""
+    lines = [f'<summary hidden_messages="{hidden_messages}">']
     if summary:
-        parts.append(f"<summary>\n{summary}\n</summary>")
-    parts.append(
-        "<core_memory>\n" + "\n".join(render_block(b) for b in blocks) + "\n</core_memory>"
+        lines.append(summary)
+    lines.append(
+        f"{hidden_messages} earlier messages are out of view but stored in recall memory; "
+        "find them with conversation_search or conversation_search_date."
     )
-    return "\n\n".join(parts)
+    lines.append("</summary>")
+    return "\n".join(lines)
+
+
+def system_sections(
+    instructions: str,
+    blocks: Sequence[Block],
+    stats: AgentStats,
+    now: datetime,
+    summary: str = "",
+    hidden_messages: int = 0,
+) -> list[tuple[str, str]]:
+    """The named parts of the system message, in order: instructions, memory
+    metadata, the summary (once messages have left the window), then each core
+    memory block (named "block:LABEL")."""
+    sections = [
+        ("system instructions", instructions),
+        ("memory metadata", render_metadata(stats, now)),
+    ]
+    if summary or hidden_messages:
+        sections.append(("summary", render_summary(summary, hidden_messages)))
+    sections += [(f"block:{b.label}", render_block(b)) for b in blocks]
+    return sections
+
+
+def join_sections(sections: Sequence[tuple[str, str]]) -> str:
+    """The system message text: the blocks go inside one <core_memory> element."""
+    head = [text for name, text in sections if not name.startswith("block:")]
+    blocks = [text for name, text in sections if name.startswith("block:")]
+    return "\n\n".join([*head, "<core_memory>\n" + "\n".join(blocks) + "\n</core_memory>"])
 
 
 def _check_editable(block: Block) -> None:

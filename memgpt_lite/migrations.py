@@ -107,3 +107,9 @@ def m003_counters(db: Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m004_memory_pressure(db: Database) -> None:
+    # Whether the one-time memory-pressure alert was given since the last compaction.
+    db.execute("ALTER TABLE agents ADD COLUMN pressure_warned INTEGER NOT NULL DEFAULT 0")

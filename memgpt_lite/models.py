@@ -147,7 +147,13 @@ class LLMConfig(BaseModel):
 
 
 class AgentSettings(BaseModel):
-    context_window: int | None = Field(default=None, gt=0)
+    """Per-agent settings. Thresholds are fractions of the context window."""
+
+    context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
+    reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
+    warning_threshold: float = Field(default=0.75, gt=0, le=1)
+    compaction_threshold: float = Field(default=0.9, gt=0, le=1)
+    compaction_target: float = Field(default=0.5, gt=0, lt=1)  # share of room kept
     max_chained_steps: int = Field(default=10, ge=1)
     tool_result_max_chars: int = Field(default=6000, ge=200)
 
@@ -170,6 +176,7 @@ class AgentState(BaseModel):
     tool_names: list[str] = Field(default_factory=list)
     context_start: int = 0
     summary: str = ""
+    pressure_warned: bool = False
     settings: AgentSettings = Field(default_factory=AgentSettings)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
@@ -227,3 +234,5 @@ class StepResult(BaseModel):
     stop_reason: StopReason = "send_message"
     prompt_tokens_estimate: int = 0
     llm_seconds: float = 0.0
+    compactions: int = 0
+    memory_warnings: int = 0

@@ -134,6 +134,7 @@ class Store:
             "tool_names": json.dumps(state.tool_names),
             "context_start": state.context_start,
             "summary": state.summary,
+            "pressure_warned": int(state.pressure_warned),
             "settings": state.settings.model_dump_json(),
             "updated_at": _ts(state.updated_at),
         }
@@ -144,7 +145,8 @@ class Store:
             cursor = self.db.execute(
                 "UPDATE agents SET name = :name, llm = :llm, system = :system, "
                 "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
-                "settings = :settings, updated_at = :updated_at WHERE id = :id",
+                "pressure_warned = :pressure_warned, settings = :settings, "
+                "updated_at = :updated_at WHERE id = :id",
                 self._agent_row(state),
             )
             if cursor.rowcount == 0:
@@ -176,6 +178,7 @@ class Store:
             tool_names=json.loads(row["tool_names"]),
             context_start=row["context_start"],
             summary=row["summary"],
+            pressure_warned=bool(row["pressure_warned"]),
             settings=AgentSettings.model_validate_json(row["settings"]),
             created_at=row["created_at"],
             updated_at=row["updated_at"],

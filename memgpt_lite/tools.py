@@ -32,10 +32,7 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 HEARTBEAT_PARAM = "request_heartbeat"
-HEARTBEAT_DESCRIPTION = (
-    "true to get control back right after this call (to chain another tool call); "
-    "false to end your turn and wait for the user."
-)
+HEARTBEAT_DESCRIPTION = "true to act again after this call; false to end your turn."
 
 
 @dataclass

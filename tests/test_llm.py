@@ -63,15 +63,13 @@ def test_bad_request_is_not_retried(fake_llm, tmp_path):
     assert fake_llm.pending() == 1
 
 
-def test_context_length_error_is_recognised(fake_llm, tmp_path):
+def test_context_length_error_is_recognised_and_retries_are_bounded(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
-    fake_llm.enqueue(
-        error(
-            400, "This model's maximum context length is 10 tokens.", code="context_length_exceeded"
-        )
-    )
+    too_long = error(400, "Request too long for this model.", code="context_length_exceeded")
+    fake_llm.enqueue(*[too_long] * 4)
     with pytest.raises(ContextWindowExceeded):
         agent.step("hi")
+    assert fake_llm.pending() == 0  # the first try and three retries, no more
 
 
 def test_unreachable_endpoint_is_one_clear_error(tmp_path, monkeypatch):

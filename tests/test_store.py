@@ -70,7 +70,10 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "passages_count_delete",
     }
     applied = [m.name for m in migrations.applied(store.db)]
-    assert applied == ["m001_initial", "m002_full_text_search", "m003_counters"]
+    assert applied == [
+        "m001_initial", "m002_full_text_search", "m003_counters", "m004_memory_pressure",
+    ]
+    assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
     # Opening again applies nothing twice.

@@ -1,0 +1,333 @@
+"""Context window management against a fake server that enforces a small window
+the way a real endpoint does."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from memgpt_lite import Agent, AgentSettings, Block, ContextBudgetError, tool
+from memgpt_lite.cli import cli
+from memgpt_lite.context import budget_for, choose_cut, window_for_model
+from memgpt_lite.models import Message
+from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
+
+WINDOW = 2500
+FILLER = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)  # about 75 tokens
+
+
+@pytest.fixture
+def server(fake_llm: FakeOpenAIServer) -> FakeOpenAIServer:
+    fake_llm.context_window = WINDOW
+    return fake_llm
+
+
+def make_agent(tmp_path, window: int = WINDOW, tools=(), blocks=None, **settings) -> Agent:
+    return Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        system="You are a test agent.",
+        blocks=blocks or [Block(label="persona", value="I am Sam."), Block(label="human")],
+        settings=AgentSettings(context_window=window, **settings),
+        tools=tools,
+    )
+
+
+def is_summary_request(body: dict) -> bool:
+    return "tools" not in body
+
+
+def carrying_summarizer(body: dict) -> str:
+    """A summarizer that keeps every FACTn word: the previous summary's and the
+    new messages'. It shows what we pass on, not what a model would write."""
+    text = body["messages"][-1]["content"]
+    return "Facts so far: " + " ".join(
+        sorted(set(re.findall(r"FACT\d+", text)), key=lambda f: int(f[4:]))
+    )
+
+
+def model(body: dict):
+    if is_summary_request(body):
+        return reply(content=carrying_summarizer(body))
+    return say("ok")
+
+
+def chat(agent: Agent, turns: range):
+    return [agent.step(f"FACT{i} {FILLER}") for i in turns]
+
+
+def test_default_windows_and_budget(tmp_path, fake_llm):
+    assert window_for_model("gpt-4o-mini") == 128_000
+    assert window_for_model("gpt-4-0613") == 8_192
+    assert window_for_model("gpt-4.1-nano") == 1_047_576
+    assert window_for_model("openai/gpt-4o") == 128_000
+    assert window_for_model("llama3.2") == 8_192
+    budget = budget_for(make_agent(tmp_path, window=4096))
+    assert (budget.window, budget.reserve, budget.compact_at, budget.warning_at) == (
+        4096,
+        410,
+        3686,
+        3072,
+    )
+
+
+def test_memory_pressure_warning_once_then_rearmed(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    results = chat(agent, range(30))
+    warned = [i for i, r in enumerate(results) if r.memory_warnings]
+    compacted = [i for i, r in enumerate(results) if r.compactions]
+    assert warned and compacted
+    # One warning per compaction cycle: never two without a compaction between.
+    events = sorted([(i, "warn") for i in warned] + [(i, "compact") for i in compacted])
+    kinds = [k for _, k in events]
+    assert all(not (a == b == "warn") for a, b in zip(kinds, kinds[1:], strict=False))
+    alert_requests = [
+        r
+        for r in server.chat_requests
+        if not is_summary_request(r)
+        and any(
+            "memory pressure" in (m.get("content") or "")
+            for m in r["messages"]
+            if m["role"] == "system"
+        )
+    ]
+    assert alert_requests
+    first_alert = next(m for m in alert_requests[0]["messages"][1:] if m["role"] == "system")
+    assert "archival_memory_insert" in first_alert["content"]
+    assert server.rejections == []
+
+
+def test_proactive_compaction_keeps_every_request_in_the_window(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    results = chat(agent, range(40))
+    budget = budget_for(agent)
+    assert sum(r.compactions for r in results) >= 2
+    assert server.rejections == []
+    assert all(r.prompt_tokens_estimate <= budget.compact_at for r in results)
+    # The summary sits in the system message, with the hidden count and how to search.
+    system = server.chat_requests[-1]["messages"][0]["content"]
+    hidden = int(re.search(r'hidden_messages="(\d+)"', system).group(1))
+    assert hidden == agent.store.agent_stats(agent.state.id).message_count - len(
+        agent.context_messages()
+    )
+    assert hidden > 0 and "conversation_search" in system
+    # Nothing left recall storage.
+    assert agent.store.agent_stats(agent.state.id).message_count == 40 * 3 + sum(
+        r.memory_warnings for r in results
+    )
+
+
+def test_recursive_summary_carries_earlier_facts_forward(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    chat(agent, range(40))
+    summary_requests = [r for r in server.chat_requests if is_summary_request(r)]
+    assert len(summary_requests) >= 2
+    # Each summarization is given the previous summary...
+    assert "Facts so far: FACT0" in summary_requests[1]["messages"][-1]["content"]
+    # ...so the earliest fact, long out of the window, is still in the system message.
+    system = server.chat_requests[-1]["messages"][0]["content"]
+    assert re.search(r"Facts so far: FACT0 FACT1 ", system)
+    assert "FACT0 " not in " ".join(m.content or "" for m in agent.context_messages())
+
+
+def test_reactive_compaction_after_context_length_exceeded(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path, window=6000)  # the agent believes in a larger window
+    results = chat(agent, range(25))
+    overflows = [
+        r
+        for r in server.rejections
+        if r.status == 400 and "maximum context length is 2500" in (r.error or "")
+    ]
+    assert len(overflows) == 1  # once: the agent then learns the real window
+    assert agent.state.settings.context_window == WINDOW
+    assert all(r.replies == ["ok"] for r in results)
+    assert sum(r.compactions for r in results) >= 1
+
+
+def test_tool_pairs_are_never_split(server, tmp_path):
+    @tool
+    def lookup(topic: str) -> str:
+        """Look something up."""
+        return f"notes on {topic}: " + FILLER
+
+    turn = {"n": 0}
+
+    def parallel_model(body):
+        if is_summary_request(body):
+            return reply(content="Summary.")
+        turn["n"] += 1
+        if turn["n"] % 2:
+            return reply(
+                content="checking",
+                tool_calls=[
+                    call("lookup", topic=f"t{turn['n']}", request_heartbeat=True),
+                    call("lookup", topic="more", request_heartbeat=True),
+                    call("archival_memory_search", query="fox", request_heartbeat=True),
+                ],
+            )
+        return say("done")
+
+    server.responder = parallel_model
+    agent = make_agent(tmp_path, tools=[lookup])
+    results = chat(agent, range(25))
+    assert sum(r.compactions for r in results) >= 2
+    assert server.rejections == []  # the server rejects any unanswered or orphan tool message
+    for request in server.chat_requests:
+        if not is_summary_request(request):
+            assert request["messages"][1]["role"] != "tool"
+
+
+def test_a_message_larger_than_the_window_is_clipped_in_the_request_only(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    huge = "FACT7 " + "lorem ipsum dolor sit amet " * 3000  # about 18k tokens
+    result = agent.step(huge)
+    assert result.replies == ["ok"] and server.rejections == []
+    sent = server.chat_requests[-1]["messages"][-1]["content"]
+    assert sent.startswith("FACT7 lorem") and "[clipped:" in sent and "recall memory" in sent
+    stored = agent.store.search_messages(agent.state.id, "FACT7", 5)[0][0]
+    assert stored.content == huge
+
+
+def test_a_huge_tool_result_is_clipped(server, tmp_path):
+    @tool
+    def dump() -> str:
+        """Return a lot."""
+        return "data " * 20_000
+
+    server.enqueue(reply(tool_calls=[call("dump", request_heartbeat=True)]), say("got it"))
+    agent = make_agent(tmp_path, tools=[dump], tool_result_max_chars=200_000)
+    assert agent.step("dump it").replies == ["got it"]
+    assert server.rejections == []
+    assert "[clipped:" in server.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_failing_summarizer_falls_back_to_dropping_old_exchanges(server, tmp_path):
+    def broken(body):
+        if is_summary_request(body):
+            return error(400, "summaries are not my thing")
+        return say("ok")
+
+    server.responder = broken
+    agent = make_agent(tmp_path)
+    results = chat(agent, range(30))
+    assert sum(r.compactions for r in results) >= 1
+    assert all(r.replies == ["ok"] for r in results)
+    assert agent.state.summary == ""  # nothing invented
+    system = server.chat_requests[-1]["messages"][0]["content"]
+    assert "earlier messages are out of view" in system
+    assert [r.status for r in server.rejections] == []
+
+
+def test_empty_summary_also_falls_back(server, tmp_path):
+    server.responder = lambda body: reply(content="  ") if is_summary_request(body) else say("ok")
+    agent = make_agent(tmp_path)
+    assert all(r.replies == ["ok"] for r in chat(agent, range(25)))
+    assert agent.state.summary == ""
+
+
+def test_search_finds_evicted_messages(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    chat(agent, range(30))
+    in_window = " ".join(m.content or "" for m in agent.context_messages())
+    assert "FACT1 " not in in_window
+    script = [
+        reply(tool_calls=[call("conversation_search", query="fact1", request_heartbeat=True)]),
+        say("found"),
+    ]
+    server.responder = lambda body: model(body) if is_summary_request(body) else script.pop(0)
+    result = agent.step("what was fact one?")
+    assert "of 1 results" in result.tool_results[0].content
+    assert "user: FACT1 the quick" in result.tool_results[0].content
+
+
+@pytest.mark.parametrize(
+    "query", ['"unbalanced', "NEAR(a b)", "x AND", "*", "col:val", "-not", "((", "日本", "   "]
+)
+def test_hostile_queries_through_the_tool(server, tmp_path, query):
+    agent = make_agent(tmp_path)
+    server.enqueue(
+        reply(tool_calls=[call("conversation_search", query=query, request_heartbeat=False)])
+    )
+    result = agent.step("search")
+    assert result.tool_results[0].ok, result.tool_results[0].content
+
+
+def test_core_memory_too_big_for_the_window_names_the_sections(server, tmp_path):
+    agent = make_agent(tmp_path, blocks=[Block(label="persona", value="x " * 2400)])
+    with pytest.raises(ContextBudgetError) as caught:
+        agent.step("hi")
+    message = str(caught.value)
+    assert re.search(r"block:persona 24\d\d,", message) and "tool schemas 1" in message
+    assert "2500-token window" in message
+    assert server.chat_requests == []
+
+
+def test_compaction_terminates_when_nothing_helps(server, tmp_path):
+    """A huge message and a summarizer that always fails still end in a request
+    that fits, or a clear error: never a loop."""
+    server.responder = lambda body: error(400, "no") if is_summary_request(body) else say("ok")
+    agent = make_agent(tmp_path, compaction_target=0.1)
+    chat(agent, range(10))
+    assert agent.step("x " * 20_000).replies == ["ok"]
+    assert server.rejections == []
+
+
+def test_forced_summary_and_context_overview(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    chat(agent, range(4))
+    before = agent.context_overview()
+    assert before.context_window == WINDOW and before.messages_in_context == 12
+    assert set(before.sections) == {
+        "system instructions",
+        "memory metadata",
+        "block:persona",
+        "block:human",
+        "messages",
+        "tool schemas",
+    }
+    assert before.sections["messages"] > 0 and before.messages_in_storage == 12
+    report = agent.summarize()
+    assert report.evicted >= 5 and report.summarized
+    after = agent.context_overview()
+    assert after.messages_in_context == 12 - report.evicted
+    assert after.sections["summary"] > 0
+    assert "Facts so far: FACT0 FACT1" in agent.state.summary
+
+
+def test_cli_context_and_summarize(server, tmp_path):
+    server.responder = model
+    agent = make_agent(tmp_path)
+    chat(agent, range(4))
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["--db", str(tmp_path / "a.db"), "context", "sam"])
+    assert shown.exit_code == 0, shown.output
+    assert "2,500" in shown.output and "tool schemas" in shown.output
+    assert "12 in context, 12 stored" in shown.output
+    done = runner.invoke(cli, ["--db", str(tmp_path / "a.db"), "summarize", "sam"])
+    assert done.exit_code == 0 and "left the window" in done.output
+
+
+def test_choose_cut_never_starts_at_a_tool_result():
+    def msg(role):
+        return Message(agent_id="a", role=role, content="x")
+
+    roles = ["user", "assistant", "tool", "tool", "assistant", "tool", "user"]
+    messages = [msg(r) for r in roles]
+    tokens = [10] * len(roles)
+    for keep in range(0, 80, 5):
+        cut = choose_cut(messages, tokens, keep)
+        assert messages[cut].role != "tool"
+        assert cut <= 6  # the last exchange is always kept
+    assert choose_cut(messages, tokens, 25) == 6
+    assert choose_cut(messages, tokens, 30) == 4
+    assert choose_cut(messages, tokens, 1000) == 0
