@@ -26,19 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-WINDOW = 20
+from fake_endpoint import fake_endpoint
 
-SERVER = """
-import sys, time
-from memgpt_lite.testing import FakeOpenAIServer, call, reply
-server = FakeOpenAIServer()
-server.responder = lambda body: reply(
-    content="Replying.", tool_calls=[call("send_message", message="Noted, thank you.")])
-server.start()
-print(server.base_url, server.api_key, flush=True)
-sys.stdin.read()  # until the parent closes our stdin
-server.stop()
-"""
+WINDOW = 20
 
 
 def seed(agent, count: int) -> None:
@@ -127,15 +117,11 @@ def main() -> None:
         stored, base_url, api_key = args.worker
         print(json.dumps(worker(int(stored), args.steps, base_url, api_key)))
         return
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    base_url, api_key = server.stdout.readline().split()
     print(
         f"{'stored':>8} {'framework ms/step (median)':>27} {'p95':>6} "
         f"{'whole step ms':>14} {'peak RSS MB':>12}"
     )
-    try:
+    with fake_endpoint() as endpoint:
         for stored in (int(s) for s in args.stored.split(",")):
             out = subprocess.run(
                 [
@@ -145,8 +131,8 @@ def main() -> None:
                     str(args.steps),
                     "--worker",
                     str(stored),
-                    base_url,
-                    api_key,
+                    endpoint.base_url,
+                    endpoint.api_key,
                 ],
                 capture_output=True,
                 text=True,
@@ -160,9 +146,6 @@ def main() -> None:
                 f"{row['peak_rss_mb']:>12.1f}",
                 flush=True,
             )
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -361,7 +361,9 @@ class Store:
             return [], 0
         where = "messages_fts MATCH ? AND m.agent_id = ?" + _NOT_IN_STEP
         params: list[Any] = [match, agent_id, exclude_step_id, exclude_step_id]
-        source = "messages_fts JOIN messages m ON m.seq = messages_fts.rowid"
+        # CROSS JOIN makes SQLite start from the full-text match; left to itself it
+        # scans every message of the agent and probes the index for each (O(n)).
+        source = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
         total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", params).fetchone()
         rows = self.db.execute(
             f"SELECT {self._MESSAGE_COLUMNS} FROM {source} WHERE {where} "
@@ -418,7 +420,7 @@ class Store:
         match = fts_query(query)
         if match is None:
             return [], 0
-        source = "passages_fts JOIN passages p ON p.seq = passages_fts.rowid"
+        source = "passages_fts CROSS JOIN passages p ON p.seq = passages_fts.rowid"
         where = "passages_fts MATCH ? AND p.agent_id = ?"
         total = self.db.execute(
             f"SELECT COUNT(*) FROM {source} WHERE {where}", [match, agent_id]

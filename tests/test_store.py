@@ -71,7 +71,10 @@ def test_migrations_build_the_expected_schema(tmp_path):
     }
     applied = [m.name for m in migrations.applied(store.db)]
     assert applied == [
-        "m001_initial", "m002_full_text_search", "m003_counters", "m004_memory_pressure",
+        "m001_initial",
+        "m002_full_text_search",
+        "m003_counters",
+        "m004_memory_pressure",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -230,3 +233,24 @@ def test_raw_sqlite_sees_valid_json(tmp_path):
     row = conn.execute("SELECT json_valid(llm), json_valid(settings) FROM agents").fetchone()
     assert row == (1, 1)
     assert store.get_agent(state.id).name == "sam"
+
+
+def test_searches_start_from_the_full_text_index(tmp_path):
+    """With a plain JOIN SQLite scans every message of the agent and probes the
+    index per row; the plan must start from the FTS match instead."""
+    store = Store(tmp_path / "a.db")
+    state = new_agent(store)
+    store.add_messages(
+        [Message(agent_id=state.id, role="user", content=f"m{i}") for i in range(50)]
+    )
+    store.add_passage(Passage(agent_id=state.id, text="p"))
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    store.search_messages(state.id, "m1 m2", 5)
+    store.search_passages(state.id, "p", 5)
+    store.db.conn.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 4
+    for sql in selects:
+        plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql)]
+        assert plan[0].startswith("SCAN ") and "_fts VIRTUAL TABLE" in plan[0], (sql, plan)
