@@ -78,12 +78,14 @@ def run(turns: int, window: int) -> None:
         load_seconds = time.perf_counter() - load_started
         prompt_tokens: dict[int, tuple[int, int]] = {}
         framework_ms: list[float] = []
+        all_prompts: list[int] = []
         compactions = warnings = 0
         started = time.perf_counter()
         for turn in range(1, turns + 1):
             step_started = time.perf_counter()
             result = agent.step(user_message(turn))
             framework_ms.append((time.perf_counter() - step_started - result.llm_seconds) * 1000)
+            all_prompts.append(result.prompt_tokens_estimate)
             compactions += result.compactions
             warnings += result.memory_warnings
             if turn in REPORTED_TURNS:
@@ -99,6 +101,10 @@ def run(turns: int, window: int) -> None:
     print("prompt tokens per request (our count / endpoint's count):")
     for turn, (ours, theirs) in prompt_tokens.items():
         print(f"  turn {turn:>5}: {ours:>5} / {theirs:>5}")
+    print(
+        f"  every turn: min {min(all_prompts)}, median {statistics.median(all_prompts):.0f}, "
+        f"max {max(all_prompts)} (compaction starts above {int(window * 0.9)})"
+    )
     print(f"compactions: {compactions}, memory-pressure alerts: {warnings}")
     print(f"messages stored: {stored}")
     print(
