@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .archival import ArchivalMemory
 from .builtin_tools import BUILTIN_TOOLS
 from .config import default_db_path
 from .context import (
@@ -24,6 +25,7 @@ from .context import (
     compile_context,
     overview,
 )
+from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, ModelRetry
 from .llm import Completion, LLMClient
 from .memory import load_prompt, set_block_value
@@ -38,7 +40,9 @@ from .models import (
     ToolResult,
     new_id,
 )
+from .search import VectorIndex, check_embedder
 from .store import Store
+from .store_archival import Owner
 from .tokens import TokenCounter
 from .tools import Tool, ToolContext, ToolOutcome, as_tool
 
@@ -90,9 +94,13 @@ class Agent:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.state = state
         self.store = store
+        self.archival = ArchivalMemory(self)
+        self._embedder = embedder
+        self._vector_indexes: dict[str, VectorIndex] = {}
         given = _custom_tools(tools)
         missing = [name for name in state.tool_names if name not in given]
         if missing:
@@ -120,17 +128,22 @@ class Agent:
         api_key: str | None = None,
         settings: AgentSettings | None = None,
         llm_options: dict[str, Any] | None = None,
+        embedder: Embedder | str | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
         agent is shared, not copied. `llm_options` sets the other `LLMConfig`
-        fields (temperature, max_retries, timeout_seconds, tool_choice). The API
-        key is never stored."""
+        fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
+        ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. The
+        API key is never stored."""
         tools = list(tools)
         custom = _custom_tools(tools)
         blocks = list(blocks) if blocks is not None else default_blocks()
+        settings = (settings or AgentSettings()).model_copy()
+        if embedder is not None:
+            settings.embedder = embedder if isinstance(embedder, str) else embedder.name
         labels = [b.label for b in blocks]
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")
@@ -140,14 +153,17 @@ class Agent:
                 llm=LLMConfig(model=model, base_url=base_url, **(llm_options or {})),
                 system=system if system is not None else load_prompt("system"),
                 tool_names=list(custom),
-                settings=settings or AgentSettings(),
+                settings=settings,
             )
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise ConfigError(f"cannot create agent {name!r}: {problems}") from None
         store = _open_store(store, db)
         store.create_agent(state, blocks)
-        return cls(state, store, tools, base_url=base_url, api_key=api_key)
+        agent = cls(state, store, tools, base_url=base_url, api_key=api_key)
+        if embedder is not None and not isinstance(embedder, str):
+            agent.set_embedder(embedder)
+        return agent
 
     @classmethod
     def load(
@@ -157,12 +173,49 @@ class Agent:
         tools: Iterable[ToolLike] = (),
         base_url: str | None = None,
         api_key: str | None = None,
+        embedder: Embedder | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
     ) -> Agent:
-        """Reopen a stored agent by name. Pass the same custom tools it was created with."""
+        """Reopen a stored agent by name. Pass the same custom tools it was
+        created with (and its embedder, if not built from its settings)."""
         store = _open_store(store, db)
-        return cls(store.get_agent(name), store, tools, base_url=base_url, api_key=api_key)
+        agent = cls(store.get_agent(name), store, tools, base_url=base_url, api_key=api_key)
+        if embedder is not None:
+            agent.set_embedder(embedder)
+        return agent
+
+    # Embeddings
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The agent's embedder, built from `settings.embedder` on first use."""
+        if self._embedder is None and self.state.settings.embedder:
+            base_url, api_key = self._endpoint
+            self._embedder = make_embedder(
+                self.state.settings.embedder,
+                base_url=base_url or self.state.llm.base_url,
+                api_key=api_key,
+            )
+            check_embedder(self)
+        return self._embedder
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Use `embedder` from now on (it must match the stored vectors)."""
+        self._embedder = embedder
+        self._vector_indexes.clear()
+        check_embedder(self)
+        if self.state.settings.embedder != embedder.name:
+            self.state.settings.embedder = embedder.name
+            self.store.save_agent(self.state)
+
+    def vector_index(self, owner: Owner) -> VectorIndex:
+        dimension = self.state.embedding_dimension or 0
+        index = self._vector_indexes.get(owner)
+        if index is None or index.dimension != dimension:
+            index = VectorIndex(self.store, self.state.id, owner, dimension)
+            self._vector_indexes[owner] = index
+        return index
 
     def save(self) -> None:
         """Store changes made to `agent.state` (model, settings, ...). Each step

@@ -14,7 +14,8 @@ from datetime import date
 
 from .errors import ModelRetry
 from .memory import append_to_block, replace_in_block
-from .models import Block, Message, Passage
+from .models import Block, Message
+from .search import search_messages
 from .tools import Tool, ToolContext, tool
 
 PAGE_SIZE = 5
@@ -108,8 +109,8 @@ def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
         page: Which page of results, starting at 0.
     """
     _check_page(page)
-    found, total = ctx.agent.store.search_messages(
-        ctx.agent.state.id, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    found, total = search_messages(
+        ctx.agent, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
     )
     return _format_messages(f"results for {query!r}", page, found, total)
 
@@ -143,38 +144,64 @@ def conversation_search_date(
 
 
 @tool
-def archival_memory_insert(ctx: ToolContext, content: str) -> str:
-    """Save a passage to archival memory, your unlimited long-term store. Write it
-    so it can be found and understood later on its own.
+def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
+    """Save to archival memory, your unlimited long-term store. Write it so it can
+    be found and understood later on its own; long text is split into passages.
 
     Args:
         content: The text to save.
+        tags: Optional labels to filter by later, such as ["recipe", "family"].
     """
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to save.")
-    passage = Passage(agent_id=ctx.agent.state.id, text=content)
-    ctx.agent.store.add_passage(passage)
-    return f"Saved to archival memory as {passage.id}."
+    report = ctx.agent.archival.insert(content, tags=tags or ())
+    parts = []
+    if report.stored:
+        ids = ", ".join(p.id for p in report.stored)
+        parts.append(f"Saved {len(report.stored)} passage(s) to archival memory: {ids}.")
+    if report.duplicates:
+        parts.append(
+            f"Skipped {len(report.duplicates)} passage(s) already stored word for word "
+            f"({', '.join(report.duplicates)}); nothing new was needed."
+        )
+    return " ".join(parts)
+
+
+def _optional_date(value: str | None, name: str) -> date | None:
+    return _parse_date(value, name) if value else None
 
 
 @tool
-def archival_memory_search(ctx: ToolContext, query: str, page: int = 0) -> str:
+def archival_memory_search(
+    ctx: ToolContext,
+    query: str,
+    page: int = 0,
+    tags: list[str] | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> str:
     """Search archival memory for passages about something.
 
     Args:
-        query: Plain words to look for.
+        query: Plain words describing what to find.
         page: Which page of results, starting at 0.
+        tags: Only passages with at least one of these tags.
+        start_date: Only passages saved on or after this day, YYYY-MM-DD.
+        end_date: Only passages saved on or before this day, YYYY-MM-DD.
     """
     _check_page(page)
-    found, total = ctx.agent.store.search_passages(
-        ctx.agent.state.id, query, PAGE_SIZE, page * PAGE_SIZE
+    start = _optional_date(start_date, "start_date")
+    end = _optional_date(end_date, "end_date")
+    found, total = ctx.agent.archival.search(
+        query, PAGE_SIZE, page * PAGE_SIZE, tags=tags, start=start, end=end
     )
     if not found:
         return "No passages found." if total == 0 else f"No passages on page {page}; total {total}."
     lines = [_page_header(f"passages for {query!r}", page, total)]
     for passage in found:
         when = passage.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        lines.append(f"- [{when}] ({passage.id}) {passage.text}")
+        tag_text = f" tags: {', '.join(passage.tags)}" if passage.tags else ""
+        lines.append(f"- [{when}] ({passage.id}){tag_text}\n  {passage.text}")
     return "\n".join(lines)
 
 

@@ -5,6 +5,8 @@ that has shipped is never edited: change the schema by adding a new function
 at the end.
 """
 
+import hashlib
+
 from sqlite_utils import Database, Migrations
 
 migrations = Migrations("memgpt_lite")
@@ -113,3 +115,47 @@ def m003_counters(db: Database) -> None:
 def m004_memory_pressure(db: Database) -> None:
     # Whether the one-time memory-pressure alert was given since the last compaction.
     db.execute("ALTER TABLE agents ADD COLUMN pressure_warned INTEGER NOT NULL DEFAULT 0")
+
+
+@migrations()
+def m005_archival_search(db: Database) -> None:
+    """Dedupe hashes on passages, stored vectors, and each agent's embedding space."""
+    db.executescript(
+        """
+        ALTER TABLE passages ADD COLUMN text_hash TEXT;
+        ALTER TABLE agents ADD COLUMN embedding_model TEXT;
+        ALTER TABLE agents ADD COLUMN embedding_dimension INTEGER;
+        ALTER TABLE agents ADD COLUMN vector_inserts INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE agents ADD COLUMN vector_deletes INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE vectors (
+            rowid INTEGER PRIMARY KEY,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            owner TEXT NOT NULL CHECK (owner IN ('passage', 'message')),
+            item_seq INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (owner, item_seq)
+        );
+        CREATE INDEX vectors_agent ON vectors(agent_id, owner, rowid);
+        -- The counters let an in-memory index tell, in O(1), whether it is stale.
+        CREATE TRIGGER vectors_insert AFTER INSERT ON vectors BEGIN
+            UPDATE agents SET vector_inserts = vector_inserts + 1 WHERE id = NEW.agent_id;
+        END;
+        CREATE TRIGGER vectors_delete AFTER DELETE ON vectors BEGIN
+            UPDATE agents SET vector_deletes = vector_deletes + 1 WHERE id = OLD.agent_id;
+        END;
+        CREATE TRIGGER passages_vector_delete AFTER DELETE ON passages BEGIN
+            DELETE FROM vectors WHERE owner = 'passage' AND item_seq = OLD.seq;
+        END;
+        CREATE TRIGGER messages_vector_delete AFTER DELETE ON messages BEGIN
+            DELETE FROM vectors WHERE owner = 'message' AND item_seq = OLD.seq;
+        END;
+        """
+    )
+    for seq, text in db.execute("SELECT seq, text FROM passages").fetchall():
+        db.execute("UPDATE passages SET text_hash = ? WHERE seq = ?", [text_hash(text), seq])
+    db.execute("CREATE UNIQUE INDEX passages_agent_hash ON passages(agent_id, text_hash)")
+
+
+def text_hash(text: str) -> str:
+    """The key for skipping exact duplicates: the text with surrounding space trimmed."""
+    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()

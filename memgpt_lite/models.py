@@ -129,6 +129,7 @@ class Passage(BaseModel):
     text: str
     tags: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
+    seq: int | None = None
 
 
 ToolChoice = Literal["required", "auto"]
@@ -156,6 +157,9 @@ class AgentSettings(BaseModel):
     compaction_target: float = Field(default=0.5, gt=0, lt=1)  # share of room kept
     max_chained_steps: int = Field(default=10, ge=1)
     tool_result_max_chars: int = Field(default=6000, ge=200)
+    # How to embed archival passages and messages: "local" (offline MiniLM),
+    # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
+    embedder: str | None = None
 
 
 class AgentState(BaseModel):
@@ -177,6 +181,8 @@ class AgentState(BaseModel):
     context_start: int = 0
     summary: str = ""
     pressure_warned: bool = False
+    embedding_model: str | None = None  # the space the stored vectors are in
+    embedding_dimension: int | None = None
     settings: AgentSettings = Field(default_factory=AgentSettings)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

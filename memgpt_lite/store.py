@@ -29,24 +29,40 @@ from .models import (
     Block,
     LLMConfig,
     Message,
-    Passage,
     ToolCall,
     utcnow,
 )
+from .store_archival import ArchivalStore
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
 
 
+# English function words: they match nearly everything and only add noise to an
+# OR query. A query made only of them is searched as it is.
+_STOP_WORDS_TEXT = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is
+    it its itself just let me more most my myself no nor not now of off on once only or other
+    our ours ourselves out over own same she should so some such than that the their theirs
+    them themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
 def fts_query(text: str) -> str | None:
     """Turn user or model text into a safe FTS5 query: every word quoted and
     OR-ed, so quotes, AND/OR/NOT/NEAR, `*`, `:`, `-` and parentheses are just
-    text. None when the text holds no word at all."""
+    text, and stop words left out. None when the text holds no word at all."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    if not words:
+    content = [w for w in words if w not in STOP_WORDS] or words
+    if not content:
         return None
-    return " OR ".join(f'"{w}"' for w in words)
+    return " OR ".join(f'"{w}"' for w in content)
 
 
 def _ts(value: datetime) -> str:
@@ -57,7 +73,7 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-class Store:
+class Store(ArchivalStore):
     """The database of agents, blocks, messages and passages."""
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
@@ -135,6 +151,8 @@ class Store:
             "context_start": state.context_start,
             "summary": state.summary,
             "pressure_warned": int(state.pressure_warned),
+            "embedding_model": state.embedding_model,
+            "embedding_dimension": state.embedding_dimension,
             "settings": state.settings.model_dump_json(),
             "updated_at": _ts(state.updated_at),
         }
@@ -146,6 +164,7 @@ class Store:
                 "UPDATE agents SET name = :name, llm = :llm, system = :system, "
                 "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
                 "pressure_warned = :pressure_warned, settings = :settings, "
+                "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
                 "updated_at = :updated_at WHERE id = :id",
                 self._agent_row(state),
             )
@@ -179,6 +198,8 @@ class Store:
             context_start=row["context_start"],
             summary=row["summary"],
             pressure_warned=bool(row["pressure_warned"]),
+            embedding_model=row["embedding_model"],
+            embedding_dimension=row["embedding_dimension"],
             settings=AgentSettings.model_validate_json(row["settings"]),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -372,6 +393,33 @@ class Store:
         )
         return [self._message_from_row(r) for r in rows], total[0]
 
+    def rank_messages(
+        self, agent_id: str, match: str, limit: int, exclude_step_id: str | None = None
+    ) -> list[Message]:
+        """The best `limit` user and assistant messages for an FTS5 `match`."""
+        # CROSS JOIN: start from the full-text match, not from every message.
+        source = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
+        rows = self.db.execute(
+            f"SELECT {self._MESSAGE_COLUMNS} FROM {source} WHERE messages_fts MATCH ? "
+            f"AND m.agent_id = ?{_NOT_IN_STEP} ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?",
+            [match, agent_id, exclude_step_id, exclude_step_id, limit],
+        )
+        return [self._message_from_row(r) for r in rows]
+
+    def messages_by_seq(
+        self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None
+    ) -> dict[int, Message]:
+        found: dict[int, Message] = {}
+        for i in range(0, len(seqs), 500):  # stay under SQLite's parameter limit
+            chunk = list(seqs[i : i + 500])
+            rows = self.db.execute(
+                f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+                f"AND m.seq IN ({','.join('?' * len(chunk))}){_NOT_IN_STEP}",
+                [agent_id, *chunk, exclude_step_id, exclude_step_id],
+            )
+            found.update((r[0], self._message_from_row(r)) for r in rows)
+        return found
+
     def messages_between(
         self,
         agent_id: str,
@@ -397,41 +445,3 @@ class Store:
             [*params, limit, offset],
         )
         return [self._message_from_row(r) for r in rows], total.fetchone()[0]
-
-    # Passages
-
-    def add_passage(self, passage: Passage) -> None:
-        with self.transaction():
-            self.db.execute(
-                "INSERT INTO passages (id, agent_id, text, tags, created_at) VALUES (?,?,?,?,?)",
-                [
-                    passage.id,
-                    passage.agent_id,
-                    passage.text,
-                    json.dumps(passage.tags),
-                    _ts(passage.created_at),
-                ],
-            )
-
-    def search_passages(
-        self, agent_id: str, query: str, limit: int, offset: int = 0
-    ) -> tuple[list[Passage], int]:
-        """Rank the agent's passages by BM25 for plain-text `query`."""
-        match = fts_query(query)
-        if match is None:
-            return [], 0
-        source = "passages_fts CROSS JOIN passages p ON p.seq = passages_fts.rowid"
-        where = "passages_fts MATCH ? AND p.agent_id = ?"
-        total = self.db.execute(
-            f"SELECT COUNT(*) FROM {source} WHERE {where}", [match, agent_id]
-        ).fetchone()[0]
-        rows = self.db.execute(
-            f"SELECT p.id, p.agent_id, p.text, p.tags, p.created_at FROM {source} "
-            f"WHERE {where} ORDER BY bm25(passages_fts), p.seq DESC LIMIT ? OFFSET ?",
-            [match, agent_id, limit, offset],
-        )
-        passages = [
-            Passage(id=r[0], agent_id=r[1], text=r[2], tags=json.loads(r[3]), created_at=r[4])
-            for r in rows
-        ]
-        return passages, total

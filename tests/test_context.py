@@ -206,7 +206,8 @@ def test_a_huge_tool_result_is_clipped(server, tmp_path):
     agent = make_agent(tmp_path, tools=[dump], tool_result_max_chars=200_000)
     assert agent.step("dump it").replies == ["got it"]
     assert server.rejections == []
-    assert "[clipped:" in server.chat_requests[-1]["messages"][-1]["content"]
+    tool_messages = [m for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert "[clipped:" in tool_messages[-1]["content"]
 
 
 def test_failing_summarizer_falls_back_to_dropping_old_exchanges(server, tmp_path):

@@ -55,13 +55,14 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "updated_at",
     ]
     assert list(store.db["passages"].columns_dict) == [
-        "seq",
-        "id",
-        "agent_id",
-        "text",
-        "tags",
-        "created_at",
+        "seq", "id", "agent_id", "text", "tags", "created_at", "text_hash",
     ]
+    assert list(store.db["vectors"].columns_dict) == [
+        "rowid", "agent_id", "owner", "item_seq", "vector",
+    ]
+    assert {"embedding_model", "embedding_dimension", "vector_inserts", "vector_deletes"} <= set(
+        store.db["agents"].columns_dict
+    )
     assert store.db["agents"].columns_dict["message_count"] is int
     assert {t.name for t in store.db.triggers} >= {
         "messages_count_insert",
@@ -75,6 +76,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m002_full_text_search",
         "m003_counters",
         "m004_memory_pressure",
+        "m005_archival_search",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -170,7 +172,8 @@ def test_hostile_queries_never_raise(tmp_path, query):
     store.add_passage(Passage(agent_id=state.id, text="NEAR the café, col value"))
     found, total = store.search_messages(state.id, query, 5)
     assert total == len(found)
-    store.search_passages(state.id, query, 5)
+    if (match := fts_query(query)) is not None:
+        store.rank_passages(state.id, match, 5)
 
 
 def test_search_finds_stemmed_and_accented_words(tmp_path):
@@ -189,7 +192,9 @@ def test_search_finds_stemmed_and_accented_words(tmp_path):
 
 
 def test_fts_query_quotes_every_word():
-    assert fts_query('say "hi" OR bye*') == '"say" OR "hi" OR "or" OR "bye"'
+    assert fts_query('say "hi" OR bye*') == '"say" OR "hi" OR "bye"'
+    assert fts_query("what did she say about the cat?") == '"say" OR "cat"'
+    assert fts_query("what is it") == '"what" OR "is" OR "it"'  # only stop words: keep them
     assert fts_query("!!! ---") is None
 
 
@@ -247,7 +252,7 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
     store.search_messages(state.id, "m1 m2", 5)
-    store.search_passages(state.id, "p", 5)
+    store.rank_passages(state.id, fts_query("p"), 5)
     store.db.conn.set_trace_callback(None)
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     assert len(selects) == 4

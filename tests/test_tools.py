@@ -73,8 +73,10 @@ def test_builtin_tools_have_memgpt_names_and_parameters():
         "page",
         "request_heartbeat",
     }
-    assert params("archival_memory_insert") == {"content", "request_heartbeat"}
-    assert params("archival_memory_search") == {"query", "page", "request_heartbeat"}
+    assert params("archival_memory_insert") == {"content", "tags", "request_heartbeat"}
+    assert params("archival_memory_search") == {
+        "query", "page", "tags", "start_date", "end_date", "request_heartbeat",
+    }
     for built_in in BUILTIN_TOOLS.values():
         assert built_in.description, built_in.name
 

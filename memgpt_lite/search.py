@@ -1,0 +1,216 @@
+"""Hybrid search over archival passages and recall messages.
+
+Lexical ranking is SQLite FTS5 BM25 (porter stemming, stop words dropped, any
+input taken as plain words). With an embedder, the query is also embedded and
+compared with every stored vector of the agent (a numpy matrix kept in memory
+and refreshed from the database only when its counters say it changed), and
+the two rankings are fused by reciprocal rank fusion. Items stored before an
+embedder was set, or while the endpoint was down, are embedded on the next
+search, a bounded batch at a time; search never fails because an embedder did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from .embeddings import EmbeddingMismatchError
+from .errors import LLMError
+from .models import Message, Passage
+from .store import Store, fts_query
+from .store_archival import Owner
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+log = logging.getLogger(__name__)
+
+RRF_K = 60  # the usual constant of reciprocal rank fusion
+BACKFILL_PER_SEARCH = 512
+T = TypeVar("T", Passage, Message)
+
+
+class VectorIndex:
+    """One agent's stored vectors of one kind, as a growable matrix in memory."""
+
+    def __init__(self, store: Store, agent_id: str, owner: Owner, dimension: int) -> None:
+        self.store, self.agent_id, self.owner, self.dimension = store, agent_id, owner, dimension
+        self._clear()
+
+    def _clear(self) -> None:
+        self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self.size = 0
+        self._last_rowid = 0
+        self._counters = (-1, -1)
+
+    def refresh(self) -> None:
+        counters = self.store.vector_counters(self.agent_id)
+        if counters == self._counters:
+            return
+        if counters[1] != self._counters[1]:  # something was deleted: reload all
+            self._clear()
+        rowids, seqs, matrix = self.store.load_vectors(
+            self.agent_id, self.owner, self._last_rowid, self.dimension
+        )
+        self._append(seqs, matrix)
+        if len(rowids):
+            self._last_rowid = int(rowids[-1])
+        self._counters = counters
+
+    def _append(self, seqs: np.ndarray, matrix: np.ndarray) -> None:
+        needed = self.size + len(seqs)
+        if needed > len(self._matrix):  # grow geometrically: appends stay amortised O(1)
+            capacity = max(needed, int(len(self._matrix) * 1.5) + 64)
+            grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+            grown[: self.size] = self._matrix[: self.size]
+            seqs_grown = np.zeros(capacity, dtype=np.int64)
+            seqs_grown[: self.size] = self._seqs[: self.size]
+            self._matrix, self._seqs = grown, seqs_grown
+        self._matrix[self.size : needed] = matrix
+        self._seqs[self.size : needed] = seqs
+        self.size = needed
+
+    def nearest(self, query: np.ndarray, k: int) -> list[int]:
+        """Seqs of the `k` stored vectors most similar to `query`, best first."""
+        self.refresh()
+        if self.size == 0:
+            return []
+        scores = self._matrix[: self.size] @ query.astype(np.float32)
+        k = min(k, self.size)
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [int(s) for s in self._seqs[top]]
+
+
+def fuse(rankings: Sequence[Sequence[int]]) -> list[int]:
+    """Reciprocal rank fusion: an item's score is the sum of 1 / (K + rank)."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+def check_embedder(agent: Agent) -> None:
+    """Refuse an embedder other than the one the agent's vectors came from."""
+    embedder, state = agent.embedder, agent.state
+    if embedder is None or state.embedding_model is None:
+        return
+    same_dimension = embedder.dimension in (None, state.embedding_dimension)
+    if embedder.name != state.embedding_model or not same_dimension:
+        raise EmbeddingMismatchError(
+            f"agent {state.name!r} has vectors from {state.embedding_model} "
+            f"({state.embedding_dimension} dimensions), not {embedder.name}"
+            f"{f' ({embedder.dimension} dimensions)' if embedder.dimension else ''}; use the "
+            f"same embedder, or re-embed: memgpt-lite archival {state.name} reembed"
+        )
+
+
+def store_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], texts: Sequence[str]) -> None:
+    """Embed and store; record the agent's embedding space on first use."""
+    embedder = agent.embedder
+    if embedder is None or not seqs:
+        return
+    vectors = embedder.embed(list(texts))
+    check_embedder(agent)
+    if agent.state.embedding_model is None:
+        agent.state.embedding_model = embedder.name
+        agent.state.embedding_dimension = int(vectors.shape[1])
+        agent.store.save_agent(agent.state)
+    agent.store.add_vectors(agent.state.id, owner, seqs, vectors)
+
+
+def backfill(agent: Agent, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
+    """Embed up to `limit` stored items that have no vector yet."""
+    if owner == "passage":
+        pending = [
+            (p.seq or 0, p.text) for p in agent.store.unembedded_passages(agent.state.id, limit)
+        ]
+    else:
+        pending = agent.store.unembedded_messages(agent.state.id, limit)
+    store_vectors(agent, owner, [s for s, _ in pending], [t for _, t in pending])
+    return len(pending)
+
+
+def _vector_ranking(agent: Agent, owner: Owner, query: str, depth: int) -> list[int]:
+    """Seqs ranked by similarity to `query`; empty when there is no embedder or
+    it fails (search then stays lexical)."""
+    if agent.embedder is None:
+        return []
+    try:
+        backfill(agent, owner)
+        vector = agent.embedder.embed([query])[0]
+    except LLMError as exc:
+        log.warning(
+            "agent %s: embedding failed, searching by words only: %s", agent.state.name, exc
+        )
+        return []
+    if agent.state.embedding_dimension is None:
+        return []
+    index = agent.vector_index(owner)
+    return index.nearest(vector, depth)
+
+
+def _hybrid(
+    lexical: list[T],
+    vector_seqs: list[int],
+    fetch: Callable[[list[int]], dict[int, T]],
+    limit: int,
+    offset: int,
+    total: int,
+) -> tuple[list[T], int]:
+    by_seq = {item.seq: item for item in lexical}
+    by_seq.update(fetch([s for s in vector_seqs if s not in by_seq]))
+    vector_ranked = [s for s in vector_seqs if s in by_seq]  # what passed the filters
+    order = fuse([[item.seq or 0 for item in lexical], vector_ranked])
+    return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
+
+
+def search_passages(
+    agent: Agent,
+    query: str,
+    limit: int,
+    offset: int = 0,
+    tags: Sequence[str] | None = None,
+    start: date | None = None,
+    end: date | None = None,
+) -> tuple[list[Passage], int]:
+    """One page of the agent's passages for `query`, best first, and the total."""
+    store, agent_id = agent.store, agent.state.id
+    match = fts_query(query)
+    depth = max(50, 3 * (offset + limit))
+    lexical, total = (
+        store.rank_passages(agent_id, match, depth, tags, start, end) if match else ([], 0)
+    )
+    filtered = bool(tags or start or end)
+    vector_seqs = _vector_ranking(agent, "passage", query, depth * (4 if filtered else 1))
+    if not vector_seqs:
+        return lexical[offset : offset + limit], total
+
+    def fetch(seqs: list[int]) -> dict[int, Passage]:
+        return store.passages_by_seq(agent_id, seqs, tags, start, end)
+
+    return _hybrid(lexical, vector_seqs, fetch, limit, offset, total)
+
+
+def search_messages(
+    agent: Agent, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
+) -> tuple[list[Message], int]:
+    """One page of the agent's past user and assistant messages for `query`."""
+    store, agent_id = agent.store, agent.state.id
+    if agent.embedder is None:
+        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
+    match = fts_query(query)
+    depth = max(50, 3 * (offset + limit))
+    lexical = store.rank_messages(agent_id, match, depth, exclude_step_id) if match else []
+    vector_seqs = _vector_ranking(agent, "message", query, depth)
+
+    def fetch(seqs: list[int]) -> dict[int, Message]:
+        return store.messages_by_seq(agent_id, seqs, exclude_step_id)
+
+    return _hybrid(lexical, vector_seqs, fetch, limit, offset, len(lexical))

@@ -1,0 +1,251 @@
+"""The store's SQL for archival passages and stored vectors (a part of `Store`).
+
+Vectors are float32 blobs in one table for passages and messages. An agent's
+`vector_inserts` / `vector_deletes` counters, kept by triggers, let an
+in-memory index tell in O(1) whether another process changed them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+from sqlite_utils import Database
+
+from .errors import NotFoundError
+from .migrations import text_hash
+from .models import Passage
+
+Owner = Literal["passage", "message"]
+
+
+def day_bounds(start: date | None, end: date | None) -> tuple[str | None, str | None]:
+    """ISO bounds for `created_at` covering whole UTC days, `end` inclusive."""
+    low = datetime.combine(start, datetime.min.time(), UTC).isoformat() if start else None
+    high = None
+    if end:
+        high = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC).isoformat()
+    return low, high
+
+
+def passage_filters(
+    tags: Sequence[str] | None, start: date | None, end: date | None
+) -> tuple[str, list[Any]]:
+    """SQL conditions on `p` for tag (any of them) and date filters."""
+    where, params = "", []
+    if tags:
+        marks = ",".join("?" * len(tags))
+        where += f" AND EXISTS (SELECT 1 FROM json_each(p.tags) WHERE value IN ({marks}))"
+        params += list(tags)
+    low, high = day_bounds(start, end)
+    if low:
+        where += " AND p.created_at >= ?"
+        params.append(low)
+    if high:
+        where += " AND p.created_at < ?"
+        params.append(high)
+    return where, params
+
+
+_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at"
+
+
+def _passage(row: Sequence[Any]) -> Passage:
+    seq, id_, agent_id, text, tags, created_at = row
+    return Passage(
+        seq=seq, id=id_, agent_id=agent_id, text=text, tags=json.loads(tags), created_at=created_at
+    )
+
+
+class ArchivalStore:
+    """Passages and vectors. Mixed into `Store`, which provides `db` and `transaction`."""
+
+    db: Database
+    transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
+
+    def add_passages(self, passages: Sequence[Passage]) -> list[bool]:
+        """Store passages, skipping exact duplicates of a passage the agent
+        already has. Returns, per passage, whether it was stored; sets `seq`."""
+        stored = []
+        with self.transaction():
+            for passage in passages:
+                cursor = self.db.execute(
+                    "INSERT OR IGNORE INTO passages (id, agent_id, text, tags, created_at,"
+                    " text_hash) VALUES (?,?,?,?,?,?)",
+                    [
+                        passage.id,
+                        passage.agent_id,
+                        passage.text,
+                        json.dumps(passage.tags),
+                        passage.created_at.astimezone(UTC).isoformat(),
+                        text_hash(passage.text),
+                    ],
+                )
+                stored.append(cursor.rowcount == 1)
+                if cursor.rowcount == 1:
+                    passage.seq = cursor.lastrowid
+        return stored
+
+    def add_passage(self, passage: Passage) -> bool:
+        return self.add_passages([passage])[0]
+
+    def passage_id_for_text(self, agent_id: str, text: str) -> str | None:
+        """The id of the agent's passage with exactly this text, if any."""
+        row = self.db.execute(
+            "SELECT id FROM passages WHERE agent_id = ? AND text_hash = ?",
+            [agent_id, text_hash(text)],
+        ).fetchone()
+        return row[0] if row else None
+
+    def get_passage(self, agent_id: str, passage_id: str) -> Passage:
+        row = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND p.id = ?",
+            [agent_id, passage_id],
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+        return _passage(row)
+
+    def list_passages(
+        self,
+        agent_id: str,
+        limit: int,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> tuple[list[Passage], int]:
+        """Passages newest first, with the total that match the filters."""
+        where, params = passage_filters(tags, start, end)
+        total = self.db.execute(
+            f"SELECT COUNT(*) FROM passages p WHERE p.agent_id = ?{where}", [agent_id, *params]
+        ).fetchone()[0]
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ?{where} "
+            "ORDER BY p.seq DESC LIMIT ? OFFSET ?",
+            [agent_id, *params, limit, offset],
+        )
+        return [_passage(r) for r in rows], total
+
+    def delete_passage(self, agent_id: str, passage_id: str) -> None:
+        with self.transaction():
+            cursor = self.db.execute(
+                "DELETE FROM passages WHERE agent_id = ? AND id = ?", [agent_id, passage_id]
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+
+    def rank_passages(
+        self,
+        agent_id: str,
+        match: str,
+        limit: int,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> tuple[list[Passage], int]:
+        """The best `limit` passages for an FTS5 `match` expression by BM25,
+        and the number that match in all."""
+        where, params = passage_filters(tags, start, end)
+        # CROSS JOIN: start from the full-text match, not from every passage.
+        source = "passages_fts CROSS JOIN passages p ON p.seq = passages_fts.rowid"
+        condition = f"passages_fts MATCH ? AND p.agent_id = ?{where}"
+        args = [match, agent_id, *params]
+        total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {condition}", args)
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM {source} WHERE {condition} "
+            "ORDER BY bm25(passages_fts), p.seq DESC LIMIT ?",
+            [*args, limit],
+        )
+        return [_passage(r) for r in rows], total.fetchone()[0]
+
+    def passages_by_seq(
+        self,
+        agent_id: str,
+        seqs: Iterable[int],
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> dict[int, Passage]:
+        """The agent's passages among `seqs` that pass the filters."""
+        seqs = list(seqs)
+        if not seqs:
+            return {}
+        where, params = passage_filters(tags, start, end)
+        found: dict[int, Passage] = {}
+        for i in range(0, len(seqs), 500):  # stay under SQLite's parameter limit
+            chunk = seqs[i : i + 500]
+            rows = self.db.execute(
+                f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? "
+                f"AND p.seq IN ({','.join('?' * len(chunk))}){where}",
+                [agent_id, *chunk, *params],
+            )
+            found.update((r[0], _passage(r)) for r in rows)
+        return found
+
+    # Vectors
+
+    def add_vectors(
+        self, agent_id: str, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+    ) -> None:
+        rows = [
+            (agent_id, owner, int(seq), np.asarray(v, dtype=np.float32).tobytes())
+            for seq, v in zip(seqs, vectors, strict=True)
+        ]
+        with self.transaction():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO vectors (agent_id, owner, item_seq, vector) "
+                "VALUES (?,?,?,?)",
+                rows,
+            )
+
+    def vector_counters(self, agent_id: str) -> tuple[int, int]:
+        row = self.db.execute(
+            "SELECT vector_inserts, vector_deletes FROM agents WHERE id = ?", [agent_id]
+        ).fetchone()
+        return (row[0], row[1]) if row else (0, 0)
+
+    def load_vectors(
+        self, agent_id: str, owner: Owner, after_rowid: int, dimension: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Vectors stored after `after_rowid`: their rowids, item seqs and matrix."""
+        cursor = self.db.conn.execute(
+            "SELECT rowid, item_seq, vector FROM vectors WHERE agent_id = ? AND owner = ? "
+            "AND rowid > ? ORDER BY rowid",
+            [agent_id, owner, after_rowid],
+        )
+        rowids, seqs, blobs = [], [], []
+        for rowid, seq, blob in cursor:
+            rowids.append(rowid)
+            seqs.append(seq)
+            blobs.append(blob)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dimension)
+        return np.array(rowids, dtype=np.int64), np.array(seqs, dtype=np.int64), matrix
+
+    def delete_vectors(self, agent_id: str) -> None:
+        with self.transaction():
+            self.db.execute("DELETE FROM vectors WHERE agent_id = ?", [agent_id])
+
+    def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.owner = 'passage' AND v.item_seq = p.seq) "
+            "ORDER BY p.seq LIMIT ?",
+            [agent_id, limit],
+        )
+        return [_passage(r) for r in rows]
+
+    def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
+        """(seq, search text) of searchable messages that have no vector yet."""
+        rows = self.db.execute(
+            "SELECT m.seq, m.search_text FROM messages m WHERE m.agent_id = ? "
+            "AND m.search_text IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.owner = 'message' AND v.item_seq = m.seq) "
+            "ORDER BY m.seq LIMIT ?",
+            [agent_id, limit],
+        )
+        return [(r[0], r[1]) for r in rows]
