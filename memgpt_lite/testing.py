@@ -15,6 +15,10 @@ the same way it would fail against OpenAI::
 
 When the script runs out, ``server.responder`` (if set) answers instead; with
 neither, the server answers 400 rather than 5xx because the client retries 5xx.
+
+``POST /v1/embeddings`` answers with deterministic bag-of-words vectors that
+``fake_embedding(text)`` reproduces, after any failures scripted apart from the
+chat script with ``enqueue_embeddings(error(...), drop())``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from .testing_validation import Rejected, validate_chat_request
+from .testing_embeddings import DEFAULT_DIMENSION, embedding_response, input_texts
+from .testing_embeddings import cosine as cosine  # re-exported for tests
+from .testing_embeddings import fake_embedding as fake_embedding  # re-exported for tests
+from .testing_validation import (
+    Rejected,
+    check_context,
+    validate_chat_request,
+    validate_embedding_request,
+)
 from .tokens import TokenCounter
 
 # Tool call ids: a counter pushed through a bijection of 48-bit numbers, so ids
@@ -211,7 +223,8 @@ class _Response:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     rejected: bool = False  # refused by the server itself, not by the script
-    scripted: bool = False  # answered from the script or the responder
+    # The history list (chat or embedding requests) the request body joins.
+    history: list[dict[str, Any]] | None = None
 
 
 def _error_response(
@@ -225,6 +238,22 @@ def _error_response(
 ) -> _Response:
     body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
     return _Response(status, body, rejected=rejected)
+
+
+def _failure_response(item: ErrorReply | Drop) -> _Response:
+    """The answer for a scripted error or drop."""
+    if isinstance(item, Drop):
+        return _Response(0, None, delay=item.delay)
+    response = _error_response(
+        item.status,
+        item.message,
+        error_type=item.error_type,
+        param=item.param,
+        code=item.code,
+        rejected=False,
+    )
+    response.headers, response.delay = dict(item.headers), item.delay
+    return response
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -317,7 +346,9 @@ class FakeOpenAIServer:
     ``requests`` holds every request; ``rejections`` those the server itself
     refused (bad auth, unknown path, validation, empty script); ``chat_requests``
     the bodies of chat requests that passed validation and were answered from
-    the script or the responder (scripted errors and drops included).
+    the script or the responder (scripted errors and drops included);
+    ``embedding_requests`` likewise for embeddings, and ``embedding_inputs_seen``
+    how many inputs were actually embedded (answered with vectors).
     """
 
     model_id = "fake-model"  # the one model GET /v1/models lists
@@ -327,7 +358,11 @@ class FakeOpenAIServer:
         context_window: int | None = None,
         reject_required_tool_choice: bool = False,
         api_key: str = "test-key",
+        embedding_dimension: int = DEFAULT_DIMENSION,
     ) -> None:
+        if not (isinstance(embedding_dimension, int) and embedding_dimension >= 1):
+            raise ValueError(f"embedding_dimension must be an int >= 1: {embedding_dimension!r}")
+        self.embedding_dimension = embedding_dimension
         self.context_window = context_window
         self.reject_required_tool_choice = reject_required_tool_choice
         self.api_key = api_key
@@ -337,14 +372,18 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._rejections: list[RecordedRequest] = []
         self._chat_requests: list[dict[str, Any]] = []
+        self._embedding_queue: deque[ErrorReply | Drop] = deque()
+        self._embedding_requests: list[dict[str, Any]] = []
+        self._embedding_inputs_seen = 0
         self._counters: dict[str, TokenCounter] = {}
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        # A new route (e.g. embeddings) is one entry here plus one method.
+        # A new route is one entry here plus one method.
         self._routes: dict[tuple[str, str], Callable[[dict[str, Any] | None], _Response]] = {
             ("GET", "/v1/models"): self._list_models,
             ("POST", "/v1/chat/completions"): self._chat_completions,
+            ("POST", "/v1/embeddings"): self._embeddings,
         }
 
     # -- lifecycle --------------------------------------------------------
@@ -394,6 +433,16 @@ class FakeOpenAIServer:
         with self._lock:
             self._queue.extend(items)
 
+    def enqueue_embeddings(self, *items: ErrorReply | Drop) -> None:
+        """Script failures for the next embedding requests, apart from the chat
+        script; once they are used up, requests get the deterministic vectors."""
+        for item in items:
+            if isinstance(item, Reply):
+                raise ValueError("enqueue_embeddings takes error() or drop(), not reply()")
+            _check_scripted(item)
+        with self._lock:
+            self._embedding_queue.extend(items)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._queue)
@@ -404,6 +453,9 @@ class FakeOpenAIServer:
             self._requests.clear()
             self._rejections.clear()
             self._chat_requests.clear()
+            self._embedding_queue.clear()
+            self._embedding_requests.clear()
+            self._embedding_inputs_seen = 0
 
     # History is returned as copies, so callers never iterate a list being appended to.
     @property
@@ -420,6 +472,16 @@ class FakeOpenAIServer:
     def chat_requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._chat_requests)
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._embedding_requests)
+
+    @property
+    def embedding_inputs_seen(self) -> int:
+        with self._lock:
+            return self._embedding_inputs_seen
 
     # -- request handling (called from handler threads) --------------------
 
@@ -454,8 +516,8 @@ class FakeOpenAIServer:
             self._requests.append(record)
             if response.rejected:
                 self._rejections.append(record)
-            if response.scripted:
-                self._chat_requests.append(record.body)
+            if response.history is not None:
+                response.history.append(record.body)
 
     def _list_models(self, body: dict[str, Any] | None) -> _Response:
         model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "memgpt-lite"}
@@ -464,7 +526,8 @@ class FakeOpenAIServer:
     def _chat_completions(self, body: dict[str, Any] | None) -> _Response:
         try:
             body = validate_chat_request(body, self.reject_required_tool_choice)
-            prompt_tokens = self._check_context(body)
+            counter = self._counter(body["model"])
+            prompt_tokens = check_context(counter, body, self.context_window)
         except Rejected as exc:
             return _error_response(400, exc.message, param=exc.param, code=exc.code)
         try:
@@ -473,22 +536,31 @@ class FakeOpenAIServer:
             return _error_response(400, f"fake server: bad responder output: {exc}")
         if item is None:
             return _error_response(400, "fake server: no scripted reply left")
-        if isinstance(item, Drop):
-            response = _Response(0, None, delay=item.delay)
-        elif isinstance(item, ErrorReply):
-            response = _error_response(
-                item.status,
-                item.message,
-                error_type=item.error_type,
-                param=item.param,
-                code=item.code,
-                rejected=False,
-            )
-            response.headers, response.delay = dict(item.headers), item.delay
-        else:
+        if isinstance(item, Reply):
             completion = self._completion(body["model"], item, prompt_tokens)
             response = _Response(200, completion, delay=item.delay)
-        response.scripted = True
+        else:
+            response = _failure_response(item)
+        response.history = self._chat_requests
+        return response
+
+    def _embeddings(self, body: dict[str, Any] | None) -> _Response:
+        try:
+            body = validate_embedding_request(body, self.embedding_dimension)
+            encoding = self._counter(body["model"]).encoding
+            texts, prompt_tokens = input_texts(body["input"], encoding)
+        except Rejected as exc:
+            return _error_response(400, exc.message, param=exc.param, code=exc.code)
+        with self._lock:
+            item = self._embedding_queue.popleft() if self._embedding_queue else None
+            if item is None:
+                self._embedding_inputs_seen += len(texts)
+        if item is None:
+            answer = embedding_response(body, texts, prompt_tokens, self.embedding_dimension)
+            response = _Response(200, answer)
+        else:
+            response = _failure_response(item)
+        response.history = self._embedding_requests
         return response
 
     def _next_scripted(self, body: dict[str, Any]) -> Scripted | None:
@@ -507,27 +579,6 @@ class FakeOpenAIServer:
             if model not in self._counters:
                 self._counters[model] = TokenCounter(model)
             return self._counters[model]
-
-    def _check_context(self, body: dict[str, Any]) -> int:
-        """Count the prompt; reject it if it and the requested completion do not fit."""
-        prompt = self._counter(body["model"]).count_request(
-            body["messages"], body.get("tools") or ()
-        )
-        window = self.context_window
-        completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-        if window is None or prompt + completion <= window:
-            return prompt
-        # The real API's two wordings: with and without a completion budget.
-        detail = f"your messages resulted in {prompt} tokens. Please reduce the length of the"
-        detail += " messages."
-        if completion:
-            detail = (
-                f"you requested {prompt + completion} tokens ({prompt} in the messages, "
-                f"{completion} in the completion). Please reduce the length of the "
-                "messages or completion."
-            )
-        message = f"This model's maximum context length is {window} tokens. However, {detail}"
-        raise Rejected(message, "messages", "context_length_exceeded")
 
     def _completion(self, model: str, item: Reply, prompt_tokens: int) -> dict[str, Any]:
         """A chat.completion object in the real API's shape."""

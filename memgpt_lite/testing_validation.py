@@ -1,11 +1,15 @@
 """Request validation for the fake server: the checks the real chat
-completions API makes, with its own error texts. `validate_chat_request` raises
-`Rejected` for a request OpenAI would refuse with 400."""
+completions and embeddings APIs make, with their own error texts.
+`validate_chat_request` and `validate_embedding_request` raise `Rejected` for a
+request OpenAI would refuse with 400."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .tokens import TokenCounter
 
 
 class Rejected(Exception):
@@ -204,4 +208,102 @@ def validate_chat_request(body: object, reject_required_tool_choice: bool) -> di
     if body.get("parallel_tool_calls") is not None and not names:
         raise Rejected(_ONLY_WITH_TOOLS.format("parallel_tool_calls"), "parallel_tool_calls")
     _check_tool_choice(body, names, reject_required_tool_choice)
+    return body
+
+
+def check_context(counter: TokenCounter, body: dict[str, Any], window: int | None) -> int:
+    """Count a validated chat request's prompt; reject it if it and the requested
+    completion do not fit in ``window`` tokens (None: no limit)."""
+    prompt = counter.count_request(body["messages"], body.get("tools") or ())
+    completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    if window is None or prompt + completion <= window:
+        return prompt
+    # The real API's two wordings: with and without a completion budget.
+    detail = f"your messages resulted in {prompt} tokens. Please reduce the length of the"
+    detail += " messages."
+    if completion:
+        detail = (
+            f"you requested {prompt + completion} tokens ({prompt} in the messages, "
+            f"{completion} in the completion). Please reduce the length of the "
+            "messages or completion."
+        )
+    message = f"This model's maximum context length is {window} tokens. However, {detail}"
+    raise Rejected(message, "messages", "context_length_exceeded")
+
+
+# ----------------------------------------------------------------- embeddings
+
+# The real API's one message for any malformed embeddings input, empty strings included.
+INVALID_INPUT = (
+    "'$.input' is invalid. Please check the API reference: "
+    "https://platform.openai.com/docs/api-reference."
+)
+MAX_EMBEDDING_INPUTS = 2048
+_ENCODING_FORMATS = ("float", "base64")
+
+
+def _is_token_ids(value: object) -> bool:
+    """A non-empty list of token ids (bool is an int subclass, but not a token)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value)
+    )
+
+
+def _check_embedding_input(value: object) -> None:
+    """A non-empty string, a token-id list, or a list of either (not mixed)."""
+    if isinstance(value, str):
+        if not value:
+            raise Rejected(INVALID_INPUT, "input")
+        return
+    if not (isinstance(value, list) and value):
+        raise Rejected(INVALID_INPUT, "input")
+    if _is_token_ids(value):
+        return  # one input given as tokens
+    if len(value) > MAX_EMBEDDING_INPUTS:
+        message = (
+            f"Invalid 'input': array too long. Expected an array with maximum length "
+            f"{MAX_EMBEDDING_INPUTS}, but got an array with length {len(value)} instead."
+        )
+        raise Rejected(message, "input", "array_above_max_length")
+    strings = all(isinstance(v, str) and v for v in value)
+    if not (strings or all(_is_token_ids(v) for v in value)):
+        raise Rejected(INVALID_INPUT, "input")
+
+
+def _check_dimensions(value: object, maximum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _wrong_type("dimensions", "an integer", value)
+    if value < 1:
+        message = (
+            "Invalid 'dimensions': integer below minimum value. "
+            f"Expected a value >= 1, but got {value} instead."
+        )
+        raise Rejected(message, "dimensions", "integer_below_min_value")
+    if value > maximum:
+        message = (
+            "Invalid 'dimensions': integer above maximum value. "
+            f"Expected a value <= {maximum}, but got {value} instead."
+        )
+        raise Rejected(message, "dimensions", "integer_above_max_value")
+
+
+def validate_embedding_request(body: object, dimension: int) -> dict[str, Any]:
+    """Raise ``Rejected`` for an embeddings request the real API would refuse.
+
+    ``dimension`` is the model's full vector size, the most ``dimensions`` may ask for."""
+    if not isinstance(body, dict):
+        raise Rejected("fake server: the request body must be a JSON object")
+    if not (isinstance(body.get("model"), str) and body["model"]):
+        raise Rejected("you must provide a model parameter", "model")
+    if "input" not in body:
+        raise _missing("input")
+    _check_embedding_input(body["input"])
+    encoding_format = body.get("encoding_format")
+    if encoding_format is not None and encoding_format not in _ENCODING_FORMATS:
+        message = f"Invalid value: {encoding_format!r}. Supported values are: 'float' and 'base64'."
+        raise Rejected(message, "encoding_format", "invalid_value")
+    if body.get("dimensions") is not None:
+        _check_dimensions(body["dimensions"], dimension)
     return body

@@ -314,9 +314,9 @@ def test_models_and_unknown_paths(fake_llm: FakeOpenAIServer) -> None:
     client = client_for(fake_llm)
     assert [m.id for m in client.models.list()] == [FakeOpenAIServer.model_id]
     with pytest.raises(openai.NotFoundError) as info:
-        client.embeddings.create(model="text-embedding-3-small", input="x")
-    assert info.value.body["message"] == "Invalid URL (POST /v1/embeddings)"
-    assert fake_llm.rejections[-1].path == "/v1/embeddings"
+        client.moderations.create(model="omni-moderation-latest", input="x")
+    assert info.value.body["message"] == "Invalid URL (POST /v1/moderations)"
+    assert fake_llm.rejections[-1].path == "/v1/moderations"
 
 
 def test_invalid_json_body_is_400(fake_llm: FakeOpenAIServer) -> None:
