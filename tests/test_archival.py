@@ -1,0 +1,301 @@
+"""Archival memory: chunking, dedupe, filters, paging, hybrid search and
+embedders, through the real store and the fake server's /v1/embeddings."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, date, datetime
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from memgpt_lite import Agent, ConfigError, NotFoundError
+from memgpt_lite.archival import chunk_text
+from memgpt_lite.cli import cli
+from memgpt_lite.embeddings import EmbeddingMismatchError, EndpointEmbedder, make_embedder
+from memgpt_lite.search import fuse
+from memgpt_lite.testing import call, drop, error, reply, say
+from memgpt_lite.tokens import TokenCounter
+
+
+class SynonymEmbedder:
+    """A user-supplied embedder whose space knows that a car is an automobile:
+    a meaning BM25 cannot see, so a hybrid hit proves the vector side works."""
+
+    GROUPS = [{"car", "automobile", "vehicle"}, {"cat", "kitten", "feline"}, {"rain", "storm"}]
+
+    def __init__(self, name: str = "test:synonyms", dimension: int = 8) -> None:
+        self.name, self.dimension, self.calls = name, dimension, 0
+
+    def embed(self, texts):
+        self.calls += 1
+        rows = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            words = set(re.findall(r"\w+", text.lower()))
+            for i, group in enumerate(self.GROUPS):
+                row[i] = len(words & group)
+            row[-1] = 0.1  # every text has some direction
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def make_agent(tmp_path, **kwargs) -> Agent:
+    return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", **kwargs)
+
+
+def test_chunking_keeps_every_word_and_respects_the_size():
+    counter = TokenCounter("gpt-4o-mini")
+    paragraphs = [" ".join(f"word{p}_{i}." for i in range(n)) for p, n in enumerate([5, 400, 30])]
+    text = "\n\n".join(paragraphs)
+    chunks = chunk_text(counter, text, max_tokens=100)
+    assert len(chunks) > 3
+    assert all(counter.count_text(c) <= 110 for c in chunks)
+    assert " ".join(chunks).split() == text.split()
+    assert chunk_text(counter, "short note") == ["short note"]
+    unbroken = "x" * 5000  # no sentence or paragraph break at all
+    assert "".join(chunk_text(counter, unbroken, max_tokens=50)) == unbroken
+
+
+def test_insert_dedupes_and_reports(tmp_path):
+    agent = make_agent(tmp_path)
+    first = agent.archival.insert("Alice's sister is called Beth.", tags=["family"])
+    again = agent.archival.insert("  Alice's sister is called Beth.  ")
+    assert len(first.stored) == 1 and again.stored == []
+    assert again.duplicates == [first.stored[0].id]
+    assert agent.archival.count() == 1
+    with pytest.raises(ConfigError, match="empty"):
+        agent.archival.insert("   ")
+
+
+def test_list_get_delete_and_filters(tmp_path):
+    agent = make_agent(tmp_path)
+    days = [datetime(2026, 1, d, 12, tzinfo=UTC) for d in (1, 2, 3)]
+    ids = [
+        agent.archival.insert(f"note {i} about the garden", tags=tags, created_at=day).stored[0].id
+        for i, (tags, day) in enumerate(zip([["a"], ["b"], ["a", "b"]], days, strict=True))
+    ]
+    listed, total = agent.archival.list()
+    assert total == 3 and [p.id for p in listed] == ids[::-1]
+    assert {p.id for p in agent.archival.list(tags=["a"])[0]} == {ids[0], ids[2]}
+    found, total = agent.archival.search("garden", tags=["b"])
+    assert total == 2 and {p.id for p in found} == {ids[1], ids[2]}
+    found, _ = agent.archival.search("garden", start=date(2026, 1, 2), end=date(2026, 1, 2))
+    assert [p.id for p in found] == [ids[1]]
+    page0, total = agent.archival.search("garden", limit=2)
+    page1, _ = agent.archival.search("garden", limit=2, offset=2)
+    assert total == 3 and len(page0) == 2 and len(page1) == 1
+    assert {p.id for p in page0 + page1} == set(ids)
+    assert agent.archival.get(ids[1]).tags == ["b"]
+    agent.archival.delete(ids[1])
+    with pytest.raises(NotFoundError):
+        agent.archival.get(ids[1])
+    with pytest.raises(NotFoundError):
+        agent.archival.delete(ids[1])
+    assert agent.archival.count() == 2
+
+
+def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(
+            tool_calls=[
+                call(
+                    "archival_memory_insert",
+                    content="Beth likes tulips",
+                    tags=["family"],
+                    request_heartbeat=True,
+                )
+            ]
+        ),
+        reply(
+            tool_calls=[
+                call("archival_memory_insert", content="Beth likes tulips", request_heartbeat=True)
+            ]
+        ),
+        reply(
+            tool_calls=[
+                call(
+                    "archival_memory_search",
+                    query="what does beth like?",
+                    tags=["family"],
+                    start_date="2000-01-01",
+                    end_date="2999-12-31",
+                    request_heartbeat=True,
+                )
+            ]
+        ),
+        reply(
+            tool_calls=[
+                call(
+                    "archival_memory_search",
+                    query="tulips",
+                    start_date="june",
+                    request_heartbeat=True,
+                )
+            ]
+        ),
+        say("tulips"),
+    )
+    results = agent.step("remember and recall").tool_results
+    assert results[0].content.startswith("Saved 1 passage(s) to archival memory: passage-")
+    assert "Skipped 1 passage(s) already stored word for word" in results[1].content
+    assert re.search(
+        r"\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\] \(passage-\w+\) tags: family\n"
+        r"  Beth likes tulips",
+        results[2].content,
+    )
+    assert "start_date must be a date as YYYY-MM-DD" in results[3].content
+    assert fake_llm.rejections == []
+
+
+def test_fuse_rewards_agreement():
+    # Items both rankings found come before items only one found.
+    fused = fuse([[1, 2, 3], [3, 2, 4]])
+    assert set(fused[:2]) == {2, 3} and fused[2:] == [1, 4]
+    assert fuse([[], [5, 6]]) == [5, 6]
+    assert fuse([[7], []]) == [7]
+
+
+def test_hybrid_search_finds_what_words_alone_miss(tmp_path):
+    embedder = SynonymEmbedder()
+    agent = make_agent(tmp_path, embedder=embedder)
+    agent.archival.insert("My car is red and fast.")
+    agent.archival.insert("The weather report promised sun.")
+    assert agent.state.embedding_model == "test:synonyms" and agent.state.embedding_dimension == 8
+    found, _ = agent.archival.search("automobile")
+    assert [p.text for p in found][:1] == ["My car is red and fast."]
+    plain = make_agent(tmp_path / "plain")
+    plain.archival.insert("My car is red and fast.")
+    assert plain.archival.search("automobile") == ([], 0)
+
+
+def test_passages_stored_before_an_embedder_are_backfilled(tmp_path):
+    agent = make_agent(tmp_path)
+    agent.archival.insert("A kitten slept on the sofa.")
+    embedder = SynonymEmbedder()
+    agent.set_embedder(embedder)
+    found, _ = agent.archival.search("feline")
+    assert [p.text for p in found] == ["A kitten slept on the sofa."]
+    # Reopened in another "process": the stored vectors are used, not recomputed.
+    again = Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder())
+    assert again.archival.search("feline")[0][0].text == "A kitten slept on the sofa."
+    assert again.embedder.calls == 1  # only the query was embedded
+
+
+def test_embedder_mismatch_is_refused_until_reembedded(tmp_path):
+    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+    agent.archival.insert("storm warning tonight")
+    with pytest.raises(EmbeddingMismatchError, match="has vectors from test:synonyms"):
+        Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder("test:other"))
+    with pytest.raises(EmbeddingMismatchError, match="8 dimensions"):
+        Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder(dimension=16))
+    agent = Agent.load("sam", db=tmp_path / "a.db")
+    assert agent.archival.reembed(SynonymEmbedder("test:other", dimension=16)) == 1
+    assert (agent.state.embedding_model, agent.state.embedding_dimension) == ("test:other", 16)
+    assert agent.archival.search("rain")[0][0].text == "storm warning tonight"
+
+
+@pytest.mark.parametrize("query", ['"', "NEAR(", "AND OR", "*", "-x", "a:b", "日本語", "", "  "])
+def test_hostile_queries_with_an_embedder(tmp_path, query):
+    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+    agent.archival.insert("NEAR the car park")
+    found, total = agent.archival.search(query)
+    assert total >= len(found)
+
+
+def test_endpoint_embedder_batches_and_retries(fake_llm, tmp_path):
+    embedder = EndpointEmbedder("text-embedding-3-small", batch_size=2, max_retries=1)
+    fake_llm.enqueue_embeddings(error(429, "slow down", headers={"Retry-After": "0"}))
+    vectors = embedder.embed(["one", "two", "three", "four", "five"])
+    assert vectors.shape == (5, 64) and embedder.dimension == 64
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert fake_llm.embedding_inputs_seen == 5
+    assert [len(r["input"]) for r in fake_llm.embedding_requests] == [2, 2, 2, 1]
+    assert embedder.embed([]).shape[0] == 0
+
+
+def test_endpoint_embedder_end_to_end_and_outage(fake_llm, tmp_path):
+    agent = make_agent(
+        tmp_path, embedder="endpoint:text-embedding-3-small", llm_options={"max_retries": 0}
+    )
+    assert agent.state.settings.embedder == "endpoint:text-embedding-3-small"
+    agent.archival.insert("The walking trail by the river.")
+    assert agent.state.embedding_model == "endpoint:text-embedding-3-small"
+    # The endpoint goes down: the passage is still stored, and searched by words.
+    agent = Agent.load("sam", db=tmp_path / "a.db")
+    agent.embedder.client = agent.embedder.client.with_options(max_retries=0)
+    fake_llm.enqueue_embeddings(drop(), drop())
+    agent.archival.insert("Walked to the river twice.")
+    assert agent.archival.count() == 2
+    found, _ = agent.archival.search("river walks")
+    assert len(found) == 2
+    # Back up: the missing vector is filled in at the next search.
+    stats_before = fake_llm.embedding_inputs_seen
+    agent.archival.search("river")
+    assert fake_llm.embedding_inputs_seen == stats_before + 2  # the backfill and the query
+
+
+def test_conversation_search_is_hybrid_with_an_embedder(fake_llm, tmp_path):
+    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+    fake_llm.enqueue(say("Lovely, a new kitten!"))
+    agent.step("We adopted a cat yesterday")
+    fake_llm.enqueue(
+        reply(tool_calls=[call("conversation_search", query="feline", request_heartbeat=False)])
+    )
+    result = agent.step("what pet did we get?")
+    content = result.tool_results[0].content
+    assert "user: We adopted a cat yesterday" in content
+    assert "what pet did we get" not in content  # the current step is left out
+
+
+def test_unknown_embedder_spec():
+    with pytest.raises(ConfigError, match="unknown embedder 'word2vec'"):
+        make_embedder("word2vec")
+
+
+def test_cli_archival_commands(tmp_path, fake_llm):
+    db = tmp_path / "a.db"
+    runner = CliRunner()
+
+    def run(*args, input=None):
+        result = runner.invoke(cli, ["--db", str(db), *args], input=input)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("create", "sam", "--model", "gpt-4o-mini")
+    assert "stored passage-" in run(
+        "archival", "sam", "insert", "Tulips bloom in April", "--tag", "garden"
+    )
+    assert "skipped: already stored as passage-" in run(
+        "archival", "sam", "insert", "Tulips bloom in April"
+    )
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("Roses need sun.\n\nFerns like shade.")
+    (folder / "b.txt").write_text("Tulips bloom in April")
+    (folder / "skip.bin").write_bytes(b"\x00\x01")
+    assert "2 files: 1 passages stored, 1 duplicates skipped" in run(
+        "archival", "sam", "load", str(folder)
+    )
+    listed = run("archival", "sam", "list", "--tag", "garden")
+    assert "Tulips bloom in April" in listed and "(1 shown of 1)" in listed
+    found = run("archival", "sam", "search", "shade")
+    assert "Roses need sun." in found and "file:a.md" in found
+    passage_id = re.search(r"(passage-\w+)", listed).group(1)
+    assert passage_id in run("archival", "sam", "get", passage_id)
+    kept = runner.invoke(
+        cli, ["--db", str(db), "archival", "sam", "delete", passage_id], input="n\n"
+    )
+    assert kept.exit_code == 1 and "Aborted" in kept.output
+    assert passage_id in run("archival", "sam", "get", passage_id)
+    assert "deleted" in run("archival", "sam", "delete", passage_id, "--yes")
+    missing = runner.invoke(cli, ["--db", str(db), "archival", "sam", "get", passage_id])
+    assert missing.exit_code == 1 and "no passage" in missing.output
+    no_embedder = runner.invoke(cli, ["--db", str(db), "archival", "sam", "reembed"])
+    assert no_embedder.exit_code == 1 and "no embedder" in no_embedder.output
+    out = run("archival", "sam", "reembed", "--embedder", "endpoint:text-embedding-3-small")
+    assert "re-embedded 1 passages with endpoint:text-embedding-3-small" in out
+    assert json.loads(json.dumps(fake_llm.embedding_requests[0]))["model"] == (
+        "text-embedding-3-small"
+    )
