@@ -65,6 +65,10 @@ def chunk_text(counter: TokenCounter, text: str, max_tokens: int = CHUNK_TOKENS)
     return chunks
 
 
+def _tail(text: str, words: int = 40) -> str:
+    return " ".join(text.split()[-words:])
+
+
 @dataclass
 class InsertReport:
     stored: list[Passage] = field(default_factory=list)
@@ -92,14 +96,19 @@ class ArchivalMemory:
         if not text.strip():
             raise ConfigError("the passage is empty")
         tags = sorted({t.strip() for t in tags if t.strip()})
+        chunks = chunk_text(self.agent.token_counter, text, chunk_tokens)
+        when = {"created_at": created_at} if created_at else {}
         passages = [
+            # A later chunk's context is the end of the one before it, so a chunk
+            # whose subject was named earlier can still be found by it.
             Passage(
                 agent_id=self._agent_id,
                 text=chunk,
                 tags=tags,
-                **({"created_at": created_at} if created_at else {}),
+                context=_tail(chunks[i - 1]) if i else "",
+                **when,
             )
-            for chunk in chunk_text(self.agent.token_counter, text, chunk_tokens)
+            for i, chunk in enumerate(chunks)
         ]
         report = self._store(passages)
         self._embed(report.stored)
@@ -126,7 +135,10 @@ class ArchivalMemory:
             return
         try:
             store_vectors(
-                self.agent, "passage", [p.seq or 0 for p in passages], [p.text for p in passages]
+                self.agent,
+                "passage",
+                [p.seq or 0 for p in passages],
+                [p.text for p in passages],
             )
         except LLMError as exc:
             log.warning(

@@ -159,3 +159,18 @@ def m005_archival_search(db: Database) -> None:
 def text_hash(text: str) -> str:
     """The key for skipping exact duplicates: the text with surrounding space trimmed."""
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
+
+
+@migrations()
+def m006_passage_context(db: Database) -> None:
+    """A passage's context: text around it when it was written (the previous turn
+    of a conversation, the chunk before it in a document), searched with it but
+    not part of it. The FTS index gains the column."""
+    db.execute("ALTER TABLE passages ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    db["passages"].enable_fts(
+        ["text", "context"],
+        fts_version="FTS5",
+        create_triggers=True,
+        tokenize="porter unicode61 remove_diacritics 2",
+        replace=True,
+    )

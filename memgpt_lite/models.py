@@ -129,6 +129,10 @@ class Passage(BaseModel):
     text: str
     tags: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
+    # Text around the passage when it was written (the previous turn, the chunk
+    # before it): found by word search, at half weight, but not shown as part of
+    # it, nor embedded (measured: embedding it too diluted the passage's vector).
+    context: str = ""
     seq: int | None = None
 
 

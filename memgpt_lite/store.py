@@ -395,16 +395,18 @@ class Store(ArchivalStore):
 
     def rank_messages(
         self, agent_id: str, match: str, limit: int, exclude_step_id: str | None = None
-    ) -> list[Message]:
-        """The best `limit` user and assistant messages for an FTS5 `match`."""
+    ) -> list[tuple[Message, float]]:
+        """The best `limit` user and assistant messages for an FTS5 `match`,
+        with their BM25 scores (higher is better)."""
         # CROSS JOIN: start from the full-text match, not from every message.
         source = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
         rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS} FROM {source} WHERE messages_fts MATCH ? "
-            f"AND m.agent_id = ?{_NOT_IN_STEP} ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?",
+            f"SELECT {self._MESSAGE_COLUMNS}, -bm25(messages_fts) AS score FROM {source} "
+            f"WHERE messages_fts MATCH ? AND m.agent_id = ?{_NOT_IN_STEP} "
+            "ORDER BY score DESC, m.seq DESC LIMIT ?",
             [match, agent_id, exclude_step_id, exclude_step_id, limit],
         )
-        return [self._message_from_row(r) for r in rows]
+        return [(self._message_from_row(r[:10]), r[10]) for r in rows]
 
     def messages_by_seq(
         self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None

@@ -51,13 +51,21 @@ def passage_filters(
     return where, params
 
 
-_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at"
+_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
+# BM25 column weights: a match in the passage counts twice a match in its context.
+_BM25 = "bm25(passages_fts, 1.0, 0.5)"
 
 
 def _passage(row: Sequence[Any]) -> Passage:
-    seq, id_, agent_id, text, tags, created_at = row
+    seq, id_, agent_id, text, tags, created_at, context = row[:7]
     return Passage(
-        seq=seq, id=id_, agent_id=agent_id, text=text, tags=json.loads(tags), created_at=created_at
+        seq=seq,
+        id=id_,
+        agent_id=agent_id,
+        text=text,
+        tags=json.loads(tags),
+        created_at=created_at,
+        context=context,
     )
 
 
@@ -75,7 +83,7 @@ class ArchivalStore:
             for passage in passages:
                 cursor = self.db.execute(
                     "INSERT OR IGNORE INTO passages (id, agent_id, text, tags, created_at,"
-                    " text_hash) VALUES (?,?,?,?,?,?)",
+                    " text_hash, context) VALUES (?,?,?,?,?,?,?)",
                     [
                         passage.id,
                         passage.agent_id,
@@ -83,6 +91,7 @@ class ArchivalStore:
                         json.dumps(passage.tags),
                         passage.created_at.astimezone(UTC).isoformat(),
                         text_hash(passage.text),
+                        passage.context,
                     ],
                 )
                 stored.append(cursor.rowcount == 1)
@@ -147,9 +156,9 @@ class ArchivalStore:
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
-    ) -> tuple[list[Passage], int]:
-        """The best `limit` passages for an FTS5 `match` expression by BM25,
-        and the number that match in all."""
+    ) -> tuple[list[tuple[Passage, float]], int]:
+        """The best `limit` passages for an FTS5 `match` expression, with their
+        BM25 scores (higher is better), and the number that match in all."""
         where, params = passage_filters(tags, start, end)
         # CROSS JOIN: start from the full-text match, not from every passage.
         source = "passages_fts CROSS JOIN passages p ON p.seq = passages_fts.rowid"
@@ -157,11 +166,11 @@ class ArchivalStore:
         args = [match, agent_id, *params]
         total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {condition}", args)
         rows = self.db.execute(
-            f"SELECT {_PASSAGE_COLUMNS} FROM {source} WHERE {condition} "
-            "ORDER BY bm25(passages_fts), p.seq DESC LIMIT ?",
+            f"SELECT {_PASSAGE_COLUMNS}, -{_BM25} AS score FROM {source} WHERE {condition} "
+            "ORDER BY score DESC, p.seq DESC LIMIT ?",
             [*args, limit],
         )
-        return [_passage(r) for r in rows], total.fetchone()[0]
+        return [(_passage(r), r[7]) for r in rows], total.fetchone()[0]
 
     def passages_by_seq(
         self,
@@ -231,21 +240,66 @@ class ArchivalStore:
             self.db.execute("DELETE FROM vectors WHERE agent_id = ?", [agent_id])
 
     def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
-        rows = self.db.execute(
-            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND NOT EXISTS "
+        rows = self._unembedded(
+            agent_id,
+            "passage",
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND p.seq > ? "
+            "AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.owner = 'passage' AND v.item_seq = p.seq) "
             "ORDER BY p.seq LIMIT ?",
-            [agent_id, limit],
+            "SELECT seq FROM passages WHERE agent_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+            limit,
         )
         return [_passage(r) for r in rows]
 
     def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
         """(seq, search text) of searchable messages that have no vector yet."""
-        rows = self.db.execute(
-            "SELECT m.seq, m.search_text FROM messages m WHERE m.agent_id = ? "
+        rows = self._unembedded(
+            agent_id,
+            "message",
+            "SELECT m.seq, m.search_text FROM messages m WHERE m.agent_id = ? AND m.seq > ? "
             "AND m.search_text IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.owner = 'message' AND v.item_seq = m.seq) "
             "ORDER BY m.seq LIMIT ?",
-            [agent_id, limit],
+            "SELECT seq FROM messages WHERE agent_id = ? AND seq < ? "
+            "AND search_text IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            limit,
         )
         return [(r[0], r[1]) for r in rows]
+
+    def _unembedded(
+        self, agent_id: str, owner: Owner, pending_sql: str, last_sql: str, limit: int
+    ) -> list[Any]:
+        """Rows of `pending_sql`: the agent's items (of one kind) that have no
+        vector, by seq, from the first one past a remembered seq.
+
+        Proving that no item lacks a vector means visiting every item, on every
+        hybrid search. So each `Store` remembers, per agent and kind, a seq up
+        to which every item had a vector, and the agent's `vector_deletes`
+        counter then: until the counter moves, no vector was removed, and an
+        item stored since has a higher seq (SQLite gives a new row the largest
+        rowid + 1, and the remembered item still exists, or deleting it would
+        have deleted its vector). `last_sql` finds the seq to remember: the
+        agent's last item that needs a vector below the first one found without.
+        """
+        marks: dict[tuple[str, str], tuple[int, int]] = self.__dict__.setdefault(
+            "_embedded_through", {}
+        )
+        conn = self.db.conn
+        outer = conn.in_transaction
+        if not outer:
+            conn.execute("BEGIN")  # one snapshot: the counter and both queries agree
+        try:
+            deletes = self.vector_counters(agent_id)[1]
+            known, after = marks.get((agent_id, owner), (deletes, 0))
+            if known != deletes:
+                after = 0
+            rows = self.db.execute(pending_sql, [agent_id, after, limit]).fetchall()
+            last = self.db.execute(
+                last_sql, [agent_id, rows[0][0] if rows else 2**63 - 1]
+            ).fetchone()
+        finally:
+            if not outer:
+                conn.execute("COMMIT")
+        marks[(agent_id, owner)] = (deletes, max(after, last[0] if last else 0))
+        return rows

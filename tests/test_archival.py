@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from memgpt_lite import Agent, ConfigError, NotFoundError
+from memgpt_lite import Agent, ConfigError, NotFoundError, Passage
 from memgpt_lite.archival import chunk_text
 from memgpt_lite.cli import cli
 from memgpt_lite.embeddings import EmbeddingMismatchError, EndpointEmbedder, make_embedder
-from memgpt_lite.search import fuse
+from memgpt_lite.search import combine
 from memgpt_lite.testing import call, drop, error, reply, say
 from memgpt_lite.tokens import TokenCounter
 
@@ -149,12 +149,41 @@ def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, tmp_path):
     assert fake_llm.rejections == []
 
 
-def test_fuse_rewards_agreement():
-    # Items both rankings found come before items only one found.
-    fused = fuse([[1, 2, 3], [3, 2, 4]])
-    assert set(fused[:2]) == {2, 3} and fused[2:] == [1, 4]
-    assert fuse([[], [5, 6]]) == [5, 6]
-    assert fuse([[7], []]) == [7]
+def test_combine_normalises_and_weighs_both_sides():
+    # BM25 is divided by the best score; similarities are already in [0, 1].
+    lexical = {1: 10.0, 2: 5.0}
+    similarity = {1: 0.0, 2: 1.0, 3: 0.9}
+    # 1: 0.5 * 1.0 + 0.5 * 0.0 = 0.5;  2: 0.5 * 0.5 + 0.5 * 1.0 = 0.75;  3: 0.5 * 0 + 0.5 * 0.9
+    assert combine(lexical, similarity) == [2, 1, 3]
+    assert combine({}, {4: 0.2, 5: 0.3}) == [5, 4]
+    assert combine({6: 3.0}, {}) == [6]
+
+
+def test_context_is_searched_but_not_shown(tmp_path):
+    agent = make_agent(tmp_path)
+    agent.archival.insert_many(
+        [
+            Passage(
+                agent_id=agent.state.id,
+                text="Yes, it was wonderful!",
+                context="Melanie: How was the pottery class?",
+            ),
+            Passage(agent_id=agent.state.id, text="Pottery is messy.", context=""),
+        ]
+    )
+    found, total = agent.archival.search("pottery class")
+    assert total == 2
+    assert [p.text for p in found] == ["Pottery is messy.", "Yes, it was wonderful!"]
+    assert found[1].context == "Melanie: How was the pottery class?"
+    assert agent.archival.search("wonderful")[0][0].text == "Yes, it was wonderful!"
+
+
+def test_later_chunks_carry_the_end_of_the_previous_one(tmp_path):
+    agent = make_agent(tmp_path)
+    text = "\n\n".join(f"Paragraph {i} " + "about gardens " * 60 for i in range(4))
+    stored = agent.archival.insert(text).stored
+    assert len(stored) > 1 and stored[0].context == ""
+    assert all(p.context and p.context in stored[i].text for i, p in enumerate(stored[1:]))
 
 
 def test_hybrid_search_finds_what_words_alone_miss(tmp_path):

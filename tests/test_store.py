@@ -55,7 +55,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "updated_at",
     ]
     assert list(store.db["passages"].columns_dict) == [
-        "seq", "id", "agent_id", "text", "tags", "created_at", "text_hash",
+        "seq", "id", "agent_id", "text", "tags", "created_at", "text_hash", "context",
     ]
     assert list(store.db["vectors"].columns_dict) == [
         "rowid", "agent_id", "owner", "item_seq", "vector",
@@ -77,6 +77,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m003_counters",
         "m004_memory_pressure",
         "m005_archival_search",
+        "m006_passage_context",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
