@@ -69,15 +69,19 @@ class VectorIndex:
 
     def _append(self, seqs: np.ndarray, matrix: np.ndarray) -> None:
         needed = self.size + len(seqs)
-        if needed > len(self._matrix):  # grow geometrically: appends stay amortised O(1)
-            capacity = max(needed, int(len(self._matrix) * 1.5) + 64)
-            grown = np.zeros((capacity, self.dimension), dtype=np.float32)
-            grown[: self.size] = self._matrix[: self.size]
-            seqs_grown = np.zeros(capacity, dtype=np.int64)
-            seqs_grown[: self.size] = self._seqs[: self.size]
-            self._matrix, self._seqs = grown, seqs_grown
-        self._matrix[self.size : needed] = matrix
-        self._seqs[self.size : needed] = seqs
+        if self.size == 0 and needed > len(self._matrix) and matrix.flags.writeable:
+            # The first load: keep the loaded arrays (a copy is 1.5 GB per 1M vectors).
+            self._matrix, self._seqs = matrix, seqs
+        else:
+            if needed > len(self._matrix):  # grow geometrically: appends stay amortised O(1)
+                capacity = max(needed, int(len(self._matrix) * 1.5) + 64)
+                grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+                grown[: self.size] = self._matrix[: self.size]
+                seqs_grown = np.zeros(capacity, dtype=np.int64)
+                seqs_grown[: self.size] = self._seqs[: self.size]
+                self._matrix, self._seqs = grown, seqs_grown
+            self._matrix[self.size : needed] = matrix
+            self._seqs[self.size : needed] = seqs
         self._row_of.update((int(seq), row) for row, seq in enumerate(seqs, start=self.size))
         self.size = needed
 

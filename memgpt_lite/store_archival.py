@@ -69,6 +69,13 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
+def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    """A copy of `array`'s first `size` rows with room for `capacity`."""
+    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[:size] = array[:size]
+    return grown
+
+
 class ArchivalStore:
     """Passages and vectors. Mixed into `Store`, which provides `db` and `transaction`."""
 
@@ -221,19 +228,33 @@ class ArchivalStore:
     def load_vectors(
         self, agent_id: str, owner: Owner, after_rowid: int, dimension: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Vectors stored after `after_rowid`: their rowids, item seqs and matrix."""
+        """Vectors stored after `after_rowid`: their rowids, item seqs and matrix.
+
+        Read a chunk at a time into arrays sized by a count first: holding every
+        blob, then their join, then the matrix (1.5 GB each for 1M vectors of
+        384 dimensions) took three times the memory and twice the time."""
+        where = "WHERE agent_id = ? AND owner = ? AND rowid > ?"
+        args = [agent_id, owner, after_rowid]
+        count = self.db.execute(f"SELECT COUNT(*) FROM vectors {where}", args).fetchone()[0]
+        rowids, seqs = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+        matrix = np.empty((count, dimension), dtype=np.float32)
         cursor = self.db.conn.execute(
-            "SELECT rowid, item_seq, vector FROM vectors WHERE agent_id = ? AND owner = ? "
-            "AND rowid > ? ORDER BY rowid",
-            [agent_id, owner, after_rowid],
+            f"SELECT rowid, item_seq, vector FROM vectors {where} ORDER BY rowid", args
         )
-        rowids, seqs, blobs = [], [], []
-        for rowid, seq, blob in cursor:
-            rowids.append(rowid)
-            seqs.append(seq)
-            blobs.append(blob)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dimension)
-        return np.array(rowids, dtype=np.int64), np.array(seqs, dtype=np.int64), matrix
+        size = 0
+        while rows := cursor.fetchmany(4096):
+            end = size + len(rows)
+            if end > len(matrix):  # stored by another process since the count
+                capacity = max(end, 2 * len(matrix))
+                rowids, seqs, matrix = (_grown(a, size, capacity) for a in (rowids, seqs, matrix))
+            batch_rowids, batch_seqs, blobs = zip(*rows, strict=True)
+            rowids[size:end] = batch_rowids
+            seqs[size:end] = batch_seqs
+            matrix[size:end] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+                len(rows), dimension
+            )
+            size = end
+        return rowids[:size], seqs[:size], matrix[:size]
 
     def delete_vectors(self, agent_id: str) -> None:
         with self.transaction():
