@@ -14,6 +14,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .agent import Agent, default_blocks
+from .config import default_db_path
 from .embeddings import make_embedder
 from .errors import MemGPTError
 from .models import AgentSettings, Passage, StepResult
@@ -36,15 +37,9 @@ class FriendlyGroup(click.Group):
 def _store(ctx: click.Context) -> Store:
     db = ctx.obj.get("db")
     if "store" not in ctx.obj:
-        ctx.obj["store"] = Store(db) if db else Store(_default_db())
+        ctx.obj["store"] = Store(db or default_db_path())
         ctx.call_on_close(ctx.obj["store"].close)
     return ctx.obj["store"]
-
-
-def _default_db() -> Path:
-    from .config import default_db_path
-
-    return default_db_path()
 
 
 @click.group(cls=FriendlyGroup)

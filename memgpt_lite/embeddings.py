@@ -19,7 +19,7 @@ import numpy as np
 import openai
 
 from .errors import ConfigError, LLMError
-from .llm import resolve_endpoint
+from .llm import error_text, resolve_endpoint
 from .models import LLMConfig
 
 
@@ -88,7 +88,8 @@ class EndpointEmbedder:
             )
         except openai.APIStatusError as exc:
             raise LLMError(
-                f"the embeddings endpoint {self.base_url} answered {exc.status_code}: {exc.message}"
+                f"the embeddings endpoint {self.base_url} answered {exc.status_code}: "
+                f"{error_text(exc)}"
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"cannot reach the embeddings endpoint {self.base_url}: {exc}") from exc

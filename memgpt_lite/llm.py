@@ -57,7 +57,7 @@ def resolve_endpoint(
     return url, key
 
 
-def _error_text(exc: openai.APIStatusError) -> str:
+def error_text(exc: openai.APIStatusError) -> str:
     """The endpoint's own error message, without the client's decoration."""
     body = exc.body
     if isinstance(body, dict):
@@ -150,7 +150,7 @@ class LLMClient:
         return completion
 
     def _error(self, exc: openai.APIStatusError, config: LLMConfig) -> LLMError:
-        message = _error_text(exc)
+        message = error_text(exc)
         if _is_context_length_error(exc):
             return ContextWindowExceeded(message)
         if isinstance(exc, openai.AuthenticationError):

@@ -237,12 +237,12 @@ def search_messages(
     store, agent_id = agent.store, agent.state.id
     if agent.embedder is None:
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
-    match = fts_query(query)
     depth = max(50, 3 * (offset + limit))
-    lexical = store.rank_messages(agent_id, match, depth, exclude_step_id) if match else []
     hits = _vector_hits(agent, "message", query, depth)
-    if hits is None:
+    if hits is None:  # the embedder failed: words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
+    match = fts_query(query)
+    lexical = store.rank_messages(agent_id, match, depth, exclude_step_id) if match else []
 
     def fetch(seqs: list[int]) -> dict[int, Message]:
         return store.messages_by_seq(agent_id, seqs, exclude_step_id)

@@ -14,7 +14,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,14 @@ from .models import (
     ToolCall,
     utcnow,
 )
-from .store_archival import ArchivalStore
+from .store_archival import ArchivalStore, day_bounds, seq_chunks
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
+# CROSS JOIN makes SQLite start from the full-text match; left to itself it
+# scans every message of the agent and probes the index for each (O(n)).
+_MESSAGES_MATCH = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
 
 
 # English function words: they match nearly everything and only add noise to an
@@ -380,31 +383,29 @@ class Store(ArchivalStore):
         match = fts_query(query)
         if match is None:
             return [], 0
-        where = "messages_fts MATCH ? AND m.agent_id = ?" + _NOT_IN_STEP
-        params: list[Any] = [match, agent_id, exclude_step_id, exclude_step_id]
-        # CROSS JOIN makes SQLite start from the full-text match; left to itself it
-        # scans every message of the agent and probes the index for each (O(n)).
-        source = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
-        total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", params).fetchone()
-        rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS} FROM {source} WHERE {where} "
-            "ORDER BY bm25(messages_fts), m.seq DESC LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
-        return [self._message_from_row(r) for r in rows], total[0]
+        total = self.db.execute(
+            f"SELECT COUNT(*) FROM {_MESSAGES_MATCH} WHERE messages_fts MATCH ? "
+            f"AND m.agent_id = ?{_NOT_IN_STEP}",
+            [match, agent_id, exclude_step_id, exclude_step_id],
+        ).fetchone()[0]
+        ranked = self.rank_messages(agent_id, match, limit, exclude_step_id, offset)
+        return [message for message, _ in ranked], total
 
     def rank_messages(
-        self, agent_id: str, match: str, limit: int, exclude_step_id: str | None = None
+        self,
+        agent_id: str,
+        match: str,
+        limit: int,
+        exclude_step_id: str | None = None,
+        offset: int = 0,
     ) -> list[tuple[Message, float]]:
-        """The best `limit` user and assistant messages for an FTS5 `match`,
-        with their BM25 scores (higher is better)."""
-        # CROSS JOIN: start from the full-text match, not from every message.
-        source = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
+        """The best user and assistant messages for an FTS5 `match` (skipping
+        `offset`), with their BM25 scores (higher is better)."""
         rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS}, -bm25(messages_fts) AS score FROM {source} "
+            f"SELECT {self._MESSAGE_COLUMNS}, -bm25(messages_fts) AS score FROM {_MESSAGES_MATCH} "
             f"WHERE messages_fts MATCH ? AND m.agent_id = ?{_NOT_IN_STEP} "
-            "ORDER BY score DESC, m.seq DESC LIMIT ?",
-            [match, agent_id, exclude_step_id, exclude_step_id, limit],
+            "ORDER BY score DESC, m.seq DESC LIMIT ? OFFSET ?",
+            [match, agent_id, exclude_step_id, exclude_step_id, limit, offset],
         )
         return [(self._message_from_row(r[:10]), r[10]) for r in rows]
 
@@ -412,11 +413,10 @@ class Store(ArchivalStore):
         self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None
     ) -> dict[int, Message]:
         found: dict[int, Message] = {}
-        for i in range(0, len(seqs), 500):  # stay under SQLite's parameter limit
-            chunk = list(seqs[i : i + 500])
+        for chunk, marks in seq_chunks(seqs):
             rows = self.db.execute(
                 f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
-                f"AND m.seq IN ({','.join('?' * len(chunk))}){_NOT_IN_STEP}",
+                f"AND m.seq IN ({marks}){_NOT_IN_STEP}",
                 [agent_id, *chunk, exclude_step_id, exclude_step_id],
             )
             found.update((r[0], self._message_from_row(r)) for r in rows)
@@ -433,8 +433,7 @@ class Store(ArchivalStore):
     ) -> tuple[list[Message], int]:
         """The agent's user and assistant messages from `start` to `end`
         inclusive (UTC days), oldest first. Returns one page and the total."""
-        low = _ts(datetime.combine(start, datetime.min.time(), UTC))
-        high = _ts(datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC))
+        low, high = day_bounds(start, end)
         where = (
             "m.agent_id = ? AND m.created_at >= ? AND m.created_at < ? "
             "AND m.search_text IS NOT NULL" + _NOT_IN_STEP

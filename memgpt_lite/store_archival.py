@@ -8,7 +8,7 @@ in-memory index tell in O(1) whether another process changed them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
@@ -30,6 +30,14 @@ def day_bounds(start: date | None, end: date | None) -> tuple[str | None, str | 
     if end:
         high = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC).isoformat()
     return low, high
+
+
+def seq_chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
+    """`seqs` in chunks that stay under SQLite's parameter limit, each with its
+    `?,?,...` placeholders for an `IN (...)` list."""
+    for i in range(0, len(seqs), 500):
+        chunk = list(seqs[i : i + 500])
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def passage_filters(
@@ -193,11 +201,10 @@ class ArchivalStore:
             return {}
         where, params = passage_filters(tags, start, end)
         found: dict[int, Passage] = {}
-        for i in range(0, len(seqs), 500):  # stay under SQLite's parameter limit
-            chunk = seqs[i : i + 500]
+        for chunk, marks in seq_chunks(seqs):
             rows = self.db.execute(
                 f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? "
-                f"AND p.seq IN ({','.join('?' * len(chunk))}){where}",
+                f"AND p.seq IN ({marks}){where}",
                 [agent_id, *chunk, *params],
             )
             found.update((r[0], _passage(r)) for r in rows)

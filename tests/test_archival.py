@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from memgpt_lite import Agent, ConfigError, NotFoundError, Passage
+from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
 from memgpt_lite.archival import chunk_text
 from memgpt_lite.cli import cli
 from memgpt_lite.embeddings import EmbeddingMismatchError, EndpointEmbedder, make_embedder
@@ -242,6 +242,14 @@ def test_endpoint_embedder_batches_and_retries(fake_llm, tmp_path):
     assert fake_llm.embedding_inputs_seen == 5
     assert [len(r["input"]) for r in fake_llm.embedding_requests] == [2, 2, 2, 1]
     assert embedder.embed([]).shape[0] == 0
+
+
+def test_endpoint_embedder_error_is_the_endpoints_own_message(fake_llm):
+    embedder = EndpointEmbedder("text-embedding-3-small", max_retries=0)
+    fake_llm.enqueue_embeddings(error(400, "model not loaded"))
+    with pytest.raises(LLMError) as caught:
+        embedder.embed(["x"])
+    assert str(caught.value).endswith("answered 400: model not loaded")
 
 
 def test_endpoint_embedder_end_to_end_and_outage(fake_llm, tmp_path):
