@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import history
 from .archival import ArchivalMemory
 from .builtin_tools import BUILTIN_TOOLS
 from .config import default_db_path
@@ -234,16 +235,40 @@ class Agent:
                 return block
         raise ConfigError(f"agent {self.state.name!r} has no block labelled {label!r}")
 
-    def set_block(self, label: str, value: str) -> Block:
-        """Replace a block's value by hand, under the same limit and read-only rules."""
+    def set_block(self, label: str, value: str, *, expected: str | None = None) -> Block:
+        """Replace a block's value by hand, under the same limit and read-only
+        rules. With `expected`, refuse if the block no longer holds that text
+        (the agent, or another process, changed it while the user was editing)."""
         with self.store.transaction():
             block = self.block(label)
+            if expected is not None and block.value != expected:
+                raise ConfigError(
+                    f"block {label!r} was changed by someone else while you edited it; "
+                    "nothing was changed"
+                )
+            if not block.read_only and len(value) > block.limit:
+                # Said to the user, not the model: no advice about memory tools.
+                raise ConfigError(
+                    f"block {label!r} would hold {len(value)} characters, over its limit of "
+                    f"{block.limit}; nothing was changed"
+                )
             try:
                 block.value = set_block_value(block, value)
             except ModelRetry as exc:
                 raise ConfigError(str(exc)) from None
             self.store.save_block(block)
         return block
+
+    def rename(self, new_name: str) -> None:
+        """Give the agent another name (its id, memory and history stay)."""
+        renamed = self.state.model_copy()
+        try:
+            renamed.name = new_name  # validated on assignment
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+            raise ConfigError(f"cannot rename agent to {new_name!r}: {problems}") from None
+        self.store.rename_agent(self.state.id, new_name)
+        self.state.name = new_name
 
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
@@ -280,6 +305,34 @@ class Agent:
         folded into the summary (they stay searchable in recall memory)."""
         self.state = self.store.get_agent(self.state.id)
         return compact(self, compile_context(self), force=True)
+
+    def set_model(self, model: str) -> None:
+        """Use another model from the next call on, and store the choice."""
+        if not model.strip():
+            raise ConfigError("the model name is empty")
+        self.state = self.store.get_agent(self.state.id)
+        self.state.llm.model = model.strip()
+        self.save()
+        self._llm = self._counter = self._tool_tokens = None  # built for the old model
+
+    # History edits (see history.py)
+
+    def pop_exchanges(self, n: int = 1) -> int:
+        """Delete the last `n` exchanges (a user message and all that followed
+        it). Returns how many messages were deleted."""
+        return history.pop_exchanges(self, n)
+
+    def retry(self) -> StepResult:
+        """Remove the last exchange and send its user message again."""
+        return history.retry(self)
+
+    def rethink(self, text: str) -> Message:
+        """Replace the inner thought of the last response that made tool calls."""
+        return history.rethink(self, text)
+
+    def rewrite(self, text: str) -> Message:
+        """Replace the last reply the user saw."""
+        return history.rewrite(self, text)
 
     # The loop
 

@@ -8,12 +8,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from .agent import Agent, default_blocks
+from .cli_agents import AGENT_COMMANDS
 from .cli_archival import archival
-from .cli_base import FriendlyGroup, load_agent, store_for
-from .models import AgentSettings, StepResult
+from .cli_base import FriendlyGroup, load_agent
+from .cli_chat import chat
+from .cli_transfer import export_command, import_command
+from .models import StepResult
+from .repl_commands import context_summary, context_table
 
 
 @click.group(cls=FriendlyGroup)
@@ -29,47 +31,6 @@ def cli(ctx: click.Context, db: Path | None) -> None:
     """memgpt-lite: agents that remember, with state in SQLite."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
-
-
-@cli.command()
-@click.argument("name")
-@click.option("--model", "-m", required=True, help="Model name, e.g. gpt-4o-mini or llama3.2.")
-@click.option("--persona", help="Text of the persona block (default: the built-in persona).")
-@click.option("--human", help="Text of the human block (default: the built-in template).")
-@click.option("--system", help="System instructions (default: prompts/system.md).")
-@click.option("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL).")
-@click.option("--context-window", type=int, help="Context window of the model, in tokens.")
-@click.option(
-    "--embedder",
-    help='Embedder for hybrid search: "local" (offline) or "endpoint:MODEL". Default: none.',
-)
-@click.pass_context
-def create(
-    ctx: click.Context,
-    name: str,
-    model: str,
-    persona: str | None,
-    human: str | None,
-    system: str | None,
-    base_url: str | None,
-    context_window: int | None,
-    embedder: str | None,
-) -> None:
-    """Create an agent called NAME.
-
-    Example: memgpt-lite create sam --model gpt-4o-mini --persona "I am Sam."
-    """
-    Agent.create(
-        name,
-        model,
-        blocks=default_blocks(persona, human),
-        system=system,
-        base_url=base_url,
-        settings=AgentSettings(context_window=context_window),
-        embedder=embedder,
-        store=store_for(ctx),
-    )
-    click.echo(f"Created agent {name!r} ({model}).")
 
 
 @cli.command()
@@ -105,17 +66,6 @@ def _show_details(result: StepResult) -> None:
         )
 
 
-@cli.command(name="agents")
-@click.pass_context
-def list_agents(ctx: click.Context) -> None:
-    """List the agents: name, model and number of messages."""
-    rows = store_for(ctx).list_agents()
-    if not rows:
-        click.echo("No agents yet. Create one with: memgpt-lite create NAME --model MODEL")
-    for state, stats in rows:
-        click.echo(f"{state.name}\t{state.llm.model}\t{stats.message_count} messages")
-
-
 @cli.command()
 @click.argument("name")
 @click.pass_context
@@ -135,20 +85,8 @@ def memory(ctx: click.Context, name: str) -> None:
 def context(ctx: click.Context, name: str) -> None:
     """Show where the tokens of agent NAME's next request go, section by section."""
     view = load_agent(ctx, name).context_overview()
-    table = Table(title=f"{name}: {view.model}", show_edge=False)
-    table.add_column("section")
-    table.add_column("tokens", justify="right")
-    for section, tokens in view.sections.items():
-        table.add_row(section, f"{tokens:,}")
-    table.add_row("total (exact request)", f"{view.total_tokens:,}", style="bold")
-    console = Console(highlight=False)
-    console.print(table)
-    used = 100 * view.total_tokens / view.context_window
-    click.echo(
-        f"{view.total_tokens:,} of {view.context_window:,} tokens ({used:.0f}%), "
-        f"{view.reply_reserve:,} reserved for the reply; messages: "
-        f"{view.messages_in_context} in context, {view.messages_in_storage} stored"
-    )
+    Console(highlight=False).print(context_table(f"{name}: {view.model}", view))
+    click.echo(context_summary(view))
 
 
 @cli.command()
@@ -170,6 +108,11 @@ def summarize(ctx: click.Context, name: str) -> None:
 
 # Command families kept in their own modules.
 cli.add_command(archival)
+cli.add_command(chat)
+cli.add_command(export_command)
+cli.add_command(import_command)
+for command in AGENT_COMMANDS:
+    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:

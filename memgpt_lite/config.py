@@ -1,11 +1,41 @@
-"""Where state lives: `$MEMGPT_LITE_HOME`, or `~/.memgpt_lite`, holds the database."""
+"""Where state lives, and the defaults new agents start from.
+
+`$MEMGPT_LITE_HOME` (or `~/.memgpt_lite`) holds the database and `config.toml`:
+
+    model = "llama3.2"
+    base_url = "http://localhost:11434/v1"
+    embedder = "local"
+    context_window = 8192
+
+Each setting comes from a command-line flag, else its environment variable,
+else `config.toml`, else the built-in default. API keys never go in the file:
+they stay in the environment (`OPENAI_API_KEY`).
+"""
 
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
 
 DB_FILENAME = "memgpt_lite.db"
+CONFIG_FILENAME = "config.toml"
+
+# The environment variable of each setting, in the order `memgpt-lite config` shows them.
+ENV_VARS = {
+    "model": "MEMGPT_LITE_MODEL",
+    "base_url": "OPENAI_BASE_URL",  # the name the openai package and other tools use
+    "embedder": "MEMGPT_LITE_EMBEDDER",
+    "context_window": "MEMGPT_LITE_CONTEXT_WINDOW",
+}
+DEFAULT_SOURCE = "default"
+
+SettingValue = str | int | None
 
 
 def home_dir() -> Path:
@@ -16,3 +46,113 @@ def home_dir() -> Path:
 
 def default_db_path() -> Path:
     return home_dir() / DB_FILENAME
+
+
+def config_path() -> Path:
+    return home_dir() / CONFIG_FILENAME
+
+
+class FileConfig(BaseModel):
+    """What `config.toml` may hold. Unknown keys are refused, so a typo is
+    reported instead of silently ignored; strict, because TOML has real types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, min_length=1)
+    embedder: str | None = Field(default=None, min_length=1)
+    context_window: int | None = Field(default=None, gt=0)
+
+
+class ConfigValue(BaseModel):
+    """One effective setting and where it came from: a flag such as
+    "--model", an environment variable such as "$MEMGPT_LITE_MODEL", the
+    config file's path, or "default"."""
+
+    value: SettingValue
+    source: str
+
+
+class EffectiveConfig(BaseModel):
+    """The settings a new agent gets, each with its source."""
+
+    path: Path  # the config file consulted (it may not exist)
+    model: ConfigValue
+    base_url: ConfigValue
+    embedder: ConfigValue
+    context_window: ConfigValue
+
+    def settings(self) -> dict[str, ConfigValue]:
+        return {key: getattr(self, key) for key in ENV_VARS}
+
+
+def _describe(error: Any) -> str:
+    key = ".".join(str(part) for part in error["loc"]) or "(file)"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {key!r} (the keys are: {', '.join(ENV_VARS)})"
+    return f"{key}: {error['msg']}"
+
+
+def load_file_config(path: Path | None = None) -> FileConfig:
+    """The settings in `config.toml` (none if the file does not exist)."""
+    path = path or config_path()
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return FileConfig()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        return FileConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors(include_url=False))
+        raise ConfigError(f"{path}: {problems}") from None
+
+
+def configured_base_url() -> str | None:
+    """The `base_url` in config.toml: the endpoint's last fallback, after the
+    agent's own and $OPENAI_BASE_URL."""
+    return load_file_config().base_url
+
+
+def _from_env(key: str) -> SettingValue:
+    variable = ENV_VARS[key]
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return None
+    if key != "context_window":
+        return raw
+    try:
+        tokens = int(raw)
+    except ValueError:
+        tokens = 0
+    if tokens <= 0:
+        raise ConfigError(f"${variable} must be a positive whole number of tokens, got {raw!r}")
+    return tokens
+
+
+def effective_config(
+    flags: dict[str, SettingValue] | None = None, path: Path | None = None
+) -> EffectiveConfig:
+    """Each setting from `flags` (None: not given), else the environment, else
+    the config file, else the default. A bad file or variable is a ConfigError."""
+    flags = flags or {}
+    path = path or config_path()
+    from_file = load_file_config(path)
+    resolved: dict[str, ConfigValue] = {}
+    for key, variable in ENV_VARS.items():
+        if flags.get(key) is not None:
+            resolved[key] = ConfigValue(value=flags[key], source="--" + key.replace("_", "-"))
+        elif (from_env := _from_env(key)) is not None:
+            resolved[key] = ConfigValue(value=from_env, source=f"${variable}")
+        elif getattr(from_file, key) is not None:
+            resolved[key] = ConfigValue(value=getattr(from_file, key), source=str(path))
+        else:
+            resolved[key] = ConfigValue(value=None, source=DEFAULT_SOURCE)
+    return EffectiveConfig(path=path, **resolved)

@@ -18,6 +18,7 @@ from typing import Any
 
 import openai
 
+from .config import configured_base_url
 from .errors import ConfigError, LLMError
 from .models import LLMConfig, ToolCall, ToolChoice, Usage
 
@@ -42,9 +43,14 @@ def resolve_endpoint(
     config: LLMConfig, base_url: str | None = None, api_key: str | None = None
 ) -> tuple[str, str]:
     """The base URL and API key to use: from arguments, then the agent's
-    config, then OPENAI_BASE_URL / OPENAI_API_KEY."""
+    config, then OPENAI_BASE_URL / OPENAI_API_KEY, then (the URL only)
+    `base_url` in config.toml."""
     url = (
-        base_url or config.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+        base_url
+        or config.base_url
+        or os.environ.get("OPENAI_BASE_URL")
+        or configured_base_url()
+        or OPENAI_DEFAULT_BASE_URL
     )
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:

@@ -68,6 +68,10 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in content)
 
 
+def _tool_calls_json(message: Message) -> str | None:
+    return json.dumps([c.model_dump() for c in message.tool_calls]) if message.tool_calls else None
+
+
 def _ts(value: datetime) -> str:
     return value.astimezone(UTC).isoformat()
 
@@ -126,6 +130,13 @@ class Store(ArchivalStore):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def rollback_interrupted(self) -> None:
+        """Roll back a transaction an interrupt left open (Ctrl-C landing between
+        BEGIN and the `try` that guards it), so later writes do not join it and
+        never commit. A no-op otherwise; call it only outside our transactions."""
+        if self.db.conn.in_transaction:
+            self.db.conn.execute("ROLLBACK")
 
     # Agents
 
@@ -241,7 +252,31 @@ class Store(ArchivalStore):
                 "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM agent_blocks)"
             )
 
+    def rename_agent(self, agent_id: str, new_name: str) -> None:
+        """Change an agent's name; everything else refers to it by id."""
+        with self.transaction():
+            taken = self.db.execute(
+                "SELECT 1 FROM agents WHERE name = ? AND id != ?", [new_name, agent_id]
+            ).fetchone()
+            if taken:
+                raise AlreadyExistsError(f"an agent named {new_name!r} already exists")
+            cursor = self.db.execute(
+                "UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
+                [new_name, _ts(utcnow()), agent_id],
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"no agent with id {agent_id!r}")
+
     # Blocks
+
+    def block_owners(self, block_id: str) -> list[str]:
+        """The names of the agents a block is attached to, sorted."""
+        rows = self.db.execute(
+            "SELECT a.name FROM agents a JOIN agent_blocks ab ON ab.agent_id = a.id "
+            "WHERE ab.block_id = ? ORDER BY a.name",
+            [block_id],
+        )
+        return [row[0] for row in rows]
 
     @staticmethod
     def _block_row(block: Block) -> dict[str, Any]:
@@ -328,9 +363,7 @@ class Store(ArchivalStore):
                         message.agent_id,
                         message.role,
                         message.content,
-                        json.dumps([c.model_dump() for c in message.tool_calls])
-                        if message.tool_calls
-                        else None,
+                        _tool_calls_json(message),
                         message.tool_call_id,
                         message.name,
                         message.step_id,
@@ -360,6 +393,48 @@ class Store(ArchivalStore):
             step_id=step_id,
             created_at=created,
         )
+
+    def update_message(self, message: Message) -> None:
+        """Rewrite a stored message's content and tool calls, and what search
+        indexes (the FTS trigger follows). Its vector, now stale, is dropped,
+        so the next search embeds the message again."""
+        with self.transaction():
+            cursor = self.db.execute(
+                "UPDATE messages SET content = ?, tool_calls = ?, search_text = ? "
+                "WHERE id = ? AND agent_id = ?",
+                [
+                    message.content,
+                    _tool_calls_json(message),
+                    message.search_text(),
+                    message.id,
+                    message.agent_id,
+                ],
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"no message with id {message.id!r}")
+            self.db.execute(
+                "DELETE FROM vectors WHERE owner = 'message' AND item_seq = "
+                "(SELECT seq FROM messages WHERE id = ?)",
+                [message.id],
+            )
+
+    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+        """Delete the agent's messages with `seq >= start_seq`; returns how many.
+        Triggers keep the full-text index, counters and vectors in step."""
+        with self.transaction():
+            cursor = self.db.execute(
+                "DELETE FROM messages WHERE agent_id = ? AND seq >= ?", [agent_id, start_seq]
+            )
+            return cursor.rowcount
+
+    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
+        """The agent's newest `limit` messages, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+            "ORDER BY m.seq DESC LIMIT ?",
+            [agent_id, limit],
+        )
+        return [self._message_from_row(r) for r in reversed(rows.fetchall())]
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
         """The agent's messages with `seq >= start_seq`, oldest first."""

@@ -1,0 +1,68 @@
+"""`memgpt-lite chat [NAME]`: an interactive session with an agent."""
+
+from __future__ import annotations
+
+import click
+
+from .agent import Agent
+from .cli_base import load_agent, store_for
+from .errors import AlreadyExistsError, ConfigError
+from .repl import ChatSession
+from .store import Store
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def create_interactively(store: Store) -> Agent:
+    """Ask for a name and a model until an agent can be created; the persona
+    and human blocks start from the templates."""
+    while True:
+        name = click.prompt("Name of the new agent").strip()
+        model = click.prompt("Model", default=DEFAULT_MODEL).strip()
+        try:
+            agent = Agent.create(name, model, store=store)
+        except (ConfigError, AlreadyExistsError) as exc:
+            click.echo(f"Error: {exc}")
+            continue
+        click.echo(f"Created agent {name!r} ({model}).")
+        return agent
+
+
+def choose_agent(store: Store) -> Agent:
+    """Offer the stored agents by number (or name), or a new one."""
+    rows = store.list_agents()
+    if not rows:
+        click.echo("No agents yet: let's create one.")
+        return create_interactively(store)
+    for number, (state, stats) in enumerate(rows, start=1):
+        click.echo(f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)")
+    click.echo("  n. a new agent")
+    names = [state.name for state, _ in rows]
+    while True:
+        answer = click.prompt("Chat with", default="1").strip()
+        if answer.lower() in ("n", "new"):
+            return create_interactively(store)
+        if answer.isdigit() and 1 <= int(answer) <= len(rows):
+            return Agent.load(names[int(answer) - 1], store=store)
+        if answer in names:
+            return Agent.load(answer, store=store)
+        click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.")
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Show tool calls with full arguments and results."
+)
+@click.pass_context
+def chat(ctx: click.Context, name: str | None, verbose: bool) -> None:
+    """Chat with agent NAME; without NAME, pick an agent or create one.
+
+    Type /help in the chat for its commands (/memory, /edit, /retry, /pop, ...).
+    A line ending in \\ goes on to the next line; \"\"\" opens and closes a block.
+    Ctrl-C cancels a reply in progress; Ctrl-D leaves.
+
+    Example: memgpt-lite chat sam
+    """
+    agent = load_agent(ctx, name) if name else choose_agent(store_for(ctx))
+    ChatSession(agent, verbose=verbose).run()

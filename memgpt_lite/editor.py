@@ -1,0 +1,104 @@
+"""Editing text in the user's editor: $VISUAL, else $EDITOR, else vi.
+
+Used by `memgpt-lite blocks NAME LABEL --edit` and the chat's `/edit`. Whatever
+goes wrong after the user has typed something (the editor fails, the text
+breaks a block's rules), the text is kept in a file under the home folder and
+the error names it: nothing typed is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import home_dir
+from .errors import ConfigError
+from .models import Block
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+UNSAVED_DIRNAME = "unsaved"
+
+
+def editor_command() -> list[str]:
+    """The editor to run, split like a shell would ("code --wait" works)."""
+    for variable in ("VISUAL", "EDITOR"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return shlex.split(value)
+    return ["vi"]
+
+
+def keep_text(text: str | bytes, stem: str, suffix: str = ".md") -> Path:
+    """Save text that could not be used in `HOME/unsaved/`, under a new name;
+    returns the file's path."""
+    folder = home_dir() / UNSAVED_DIRNAME
+    folder.mkdir(parents=True, exist_ok=True)
+    prefix = f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-"
+    fd, name = tempfile.mkstemp(suffix=suffix, prefix=prefix, dir=folder)
+    with os.fdopen(fd, "wb") as file:
+        file.write(text.encode("utf-8") if isinstance(text, str) else text)
+    return Path(name)
+
+
+def _run_editor(path: Path) -> int:
+    command = [*editor_command(), str(path)]
+    try:
+        return subprocess.run(command, check=False).returncode
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot start the editor {command[0]!r}: {exc.strerror}; set $VISUAL or $EDITOR"
+        ) from None
+
+
+def edit_text(initial: str, suffix: str = ".md", stem: str = "edit") -> str:
+    """Open the user's editor on a temporary file holding `initial` and return
+    the saved text. Trailing newlines that the editor adds are dropped when
+    `initial` had none. Raises ConfigError when the editor cannot start or
+    exits with an error; if the text was changed, it is kept (see `keep_text`,
+    named after `stem`) and the error gives its path."""
+    fd, name = tempfile.mkstemp(suffix=suffix, prefix="memgpt-lite-")
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(initial)
+        status = _run_editor(path)
+        raw = path.read_bytes()
+    finally:
+        path.unlink(missing_ok=True)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        kept = keep_text(raw, stem, suffix)
+        raise ConfigError(
+            f"the edited text is not UTF-8; nothing was changed. It is in {kept}"
+        ) from None
+    if status != 0:
+        detail = f"; your text is in {keep_text(raw, stem, suffix)}" if text != initial else ""
+        raise ConfigError(f"the editor exited with status {status}; nothing was changed{detail}")
+    return text if initial.endswith("\n") else text.rstrip("\n")
+
+
+def edit_block(agent: Agent, label: str) -> Block | None:
+    """Edit the agent's block LABEL in the user's editor and store it. Returns
+    the saved block, or None when the text is unchanged. If the new text breaks
+    the block's limit, or the block changed meanwhile, the ConfigError says why
+    and where the text was kept."""
+    block = agent.block(label)
+    if block.read_only:
+        raise ConfigError(f"block {label!r} is read-only: it cannot be edited")
+    stem = f"{agent.state.name}-{label}"
+    text = edit_text(block.value, stem=stem)
+    if text == block.value:
+        return None
+    try:
+        return agent.set_block(label, text, expected=block.value)
+    except ConfigError as exc:
+        reason = str(exc).rstrip(".")
+        raise ConfigError(f"{reason}. Your text is in {keep_text(text, stem)}") from None

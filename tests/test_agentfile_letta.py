@@ -1,0 +1,387 @@
+"""Letta agent files (.af): a realistic file in each layout imports, and the
+imported agent takes a step the fake server accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+
+import pytest
+from click.testing import CliRunner
+
+from memgpt_lite import tool
+from memgpt_lite.agent import Agent
+from memgpt_lite.agentfile import MISSING_RESULT, AgentFileError, import_agent
+from memgpt_lite.cli import cli
+from memgpt_lite.store import Store
+from memgpt_lite.testing import say
+
+
+@tool
+def check_order_status(order_number: int) -> str:
+    """Check the status of an order.
+
+    Args:
+        order_number: The order number.
+    """
+    return f"Order {order_number} is processing."
+
+
+def run(*args: str, db=None):
+    prefix = ["--db", str(db)] if db else []
+    return CliRunner().invoke(cli, [*prefix, *args], catch_exceptions=False)
+
+
+def letta_file() -> dict:
+    """An agent file as Letta exports it (the current layout: agents, blocks and
+    tools at the top level, referenced by id), with a conversation where only
+    the later part is in context, a custom tool and a tool call with no return."""
+    created = "2025-10-31T22:56:56.459100+00:00"
+
+    def message(index, role, text=None, **extra):
+        content = [{"type": "text", "text": text, "signature": None}] if text is not None else []
+        return {
+            "type": "message",
+            "role": role,
+            "content": content,
+            "name": None,
+            "otid": None,
+            "sender_id": None,
+            "batch_item_id": None,
+            "group_id": None,
+            "id": f"message-{index}",
+            "model": "gpt-4o-mini",
+            "agent_id": "agent-0",
+            "tool_calls": None,
+            "tool_call_id": None,
+            "tool_returns": [],
+            "created_at": f"2025-10-31T22:{57 + index // 60:02d}:{index % 60:02d}+00:00",
+            "approve": None,
+            "approval_request_id": None,
+            "denial_reason": None,
+            "approvals": [],
+            **extra,
+        }
+
+    def tool_call(call_id, name, arguments):
+        return {
+            "id": call_id,
+            "function": {"arguments": json.dumps(arguments), "name": name},
+            "type": "function",
+        }
+
+    def user(text):
+        return json.dumps({"type": "user_message", "message": text, "time": "2025-10-31"})
+
+    messages = [
+        message(0, "system", "<base_instructions>Letta's compiled prompt</base_instructions>"),
+        message(1, "user", user("I am Chad and I ordered a kayak.")),
+        message(
+            2,
+            "assistant",
+            "Greet Chad.",
+            tool_calls=[tool_call("call_greet", "send_message", {"message": "Hi Chad!"})],
+        ),
+        message(
+            3,
+            "tool",
+            '{"status": "OK", "message": "None"}',
+            name="send_message",
+            tool_call_id="call_greet",
+            tool_returns=[{"tool_call_id": "call_greet", "status": "success", "stdout": None}],
+        ),
+        message(4, "user", user("Where is my order 42?")),
+        message(
+            5,
+            "assistant",
+            None,
+            content=[{"type": "reasoning", "reasoning": "Look the order up.", "signature": None}],
+            tool_calls=[
+                tool_call(
+                    "call_order",
+                    "check_order_status",
+                    {"order_number": 42, "request_heartbeat": True},
+                )
+            ],
+        ),
+        message(
+            6,
+            "tool",
+            "Order 42 is currently processing.",
+            name="check_order_status",
+            tool_call_id="call_order",
+            tool_returns=[
+                {
+                    "tool_call_id": "call_order",
+                    "status": "success",
+                    "func_response": "Order 42 is currently processing.",
+                    "stdout": [],
+                    "stderr": [],
+                }
+            ],
+        ),
+        message(
+            7,
+            "assistant",
+            None,
+            tool_calls=[
+                tool_call(
+                    "call_reply",
+                    "send_message",
+                    {"inner_thoughts": "Tell him.", "message": "Your kayak is on its way soon."},
+                )
+            ],
+        ),
+        message(8, "user", user("Thanks!")),
+    ]
+    return {
+        "agents": [
+            {
+                "name": "kayak_helper",
+                "memory_blocks": [],
+                "tools": [],
+                "tool_ids": ["tool-0", "tool-1", "tool-2"],
+                "source_ids": [],
+                "folder_ids": None,
+                "block_ids": ["block-0", "block-1"],
+                "tool_rules": [],
+                "tags": [],
+                "system": "You are a helpful support agent for a kayak shop.",
+                "agent_type": "memgpt_v2_agent",
+                "llm_config": {
+                    "model": "gpt-4o-mini",
+                    "display_name": None,
+                    "model_endpoint_type": "openai",
+                    "model_endpoint": "https://api.openai.com/v1",
+                    "provider_name": "openai",
+                    "context_window": 32000,
+                    "put_inner_thoughts_in_kwargs": True,
+                    "handle": "openai/gpt-4o-mini",
+                    "temperature": 0.7,
+                    "max_tokens": None,
+                },
+                "embedding_config": {
+                    "embedding_endpoint_type": "openai",
+                    "embedding_model": "text-embedding-3-small",
+                    "embedding_dim": 2000,
+                },
+                "include_base_tools": False,
+                "description": "Answers questions about orders",
+                "metadata": None,
+                "tool_exec_environment_variables": {"SHOP_API_KEY": "secret-shop-key"},
+                "message_buffer_autoclear": False,
+                "timezone": "UTC",
+                "id": "agent-0",
+                "in_context_message_ids": [f"message-{i}" for i in (0, 4, 5, 6, 7, 8)],
+                "messages": messages,
+                "files_agents": [],
+                "group_ids": [],
+                "created_at": created,
+            }
+        ],
+        "groups": [],
+        "blocks": [
+            {
+                "value": "Name: Chad\nOrdered: a kayak",
+                "limit": 20000,
+                "project_id": None,
+                "template_name": None,
+                "is_template": False,
+                "preserve_on_migration": False,
+                "label": "human",
+                "read_only": False,
+                "description": "The human block: what you know about the user.",
+                "metadata": {},
+                "hidden": None,
+                "id": "block-0",
+            },
+            {
+                "value": "I am Kay, the shop's assistant.",
+                "limit": 5000,
+                "label": "persona",
+                "read_only": True,
+                "description": "The persona block.",
+                "metadata": {},
+                "id": "block-1",
+            },
+        ],
+        "files": [],
+        "sources": [],
+        "tools": [
+            {
+                "id": "tool-0",
+                "tool_type": "letta_core",
+                "name": "conversation_search",
+                "tags": ["letta_core"],
+                "source_code": None,
+            },
+            {"id": "tool-1", "tool_type": "letta_builtin", "name": "web_search", "tags": []},
+            {
+                "id": "tool-2",
+                "tool_type": "custom",
+                "name": "check_order_status",
+                "description": "Check the status for an order number.",
+                "source_code": "def check_order_status(order_number: int):\n    ...\n",
+                "json_schema": {"name": "check_order_status", "parameters": {"type": "object"}},
+                "return_char_limit": 6000,
+            },
+        ],
+        "mcp_servers": [],
+        "metadata": {"revision_id": "abc123"},
+        "created_at": created,
+    }
+
+
+def test_letta_agent_file_imports_and_takes_a_step(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    path = tmp_path / "kayak_helper.af"
+    path.write_text(json.dumps(letta_file(), indent=2))
+    result = run("import", str(path), db=db)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"Imported Letta agent 'kayak_helper' from {path}: 2 blocks, 9 messages "
+        "(6 in context), 0 passages (0 with vectors).\n"
+    )
+    assert result.stderr == (
+        "note: Letta's tool 'web_search' has no equivalent here; left out\n"
+        "note: 1 tool calls had no result; each was given an error result\n"
+    )
+    agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])
+    state = agent.state
+    assert state.system == "You are a helpful support agent for a kayak shop."
+    assert state.tool_names == ["check_order_status"]
+    assert (state.llm.model, state.llm.base_url, state.llm.temperature) == (
+        "gpt-4o-mini",
+        None,
+        0.7,
+    )
+    assert state.settings.context_window == 32000
+    assert [(b.label, b.value, b.limit, b.read_only) for b in agent.blocks] == [
+        ("human", "Name: Chad\nOrdered: a kayak", 20000, False),
+        ("persona", "I am Kay, the shop's assistant.", 5000, True),
+    ]
+    stored = agent.store.messages_from(state.id, 0)
+    assert [m.role for m in stored] == ["user", "assistant", "tool"] + [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "user",
+    ]
+    assert stored[0].content == "I am Chad and I ordered a kayak."
+    assert stored[0].created_at == datetime(2025, 10, 31, 22, 57, 1, tzinfo=UTC)
+    assert "secret-shop-key" not in json.dumps([m.model_dump(mode="json") for m in stored])
+
+    fake_llm.enqueue(say("You're welcome, Chad!"))
+    assert agent.step("Bye now").replies == ["You're welcome, Chad!"]
+    assert fake_llm.rejections == []
+    sent = fake_llm.chat_requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant"] + [
+        "tool",
+        "user",
+        "user",
+    ]
+    assert "Letta's compiled prompt" not in json.dumps(sent)
+    assert "I ordered a kayak" not in json.dumps(sent[1:])  # out of Letta's context
+    assert "Name: Chad" in sent[0]["content"]
+    assert sent[2]["content"] == "Look the order up."
+    assert sent[3] == {
+        "role": "tool",
+        "content": "Order 42 is currently processing.",
+        "tool_call_id": "call_order",
+    }
+    assert sent[4]["content"] == "Tell him."  # inner thoughts moved out of the arguments
+    assert json.loads(sent[4]["tool_calls"][0]["function"]["arguments"]) == {
+        "message": "Your kayak is on its way soon."
+    }
+    assert sent[5] == {"role": "tool", "content": MISSING_RESULT, "tool_call_id": "call_reply"}
+    assert [t["function"]["name"] for t in fake_llm.chat_requests[-1]["tools"]].count(
+        "check_order_status"
+    ) == 1
+
+
+def test_letta_older_layout_and_double_encoded_files(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    older = {
+        "agent_type": "memgpt_agent",
+        "name": "researcher",
+        "system": "You are a research agent.",
+        "created_at": "2025-05-07T05:25:00.104503+00:00",
+        "llm_config": {
+            "model": "llama3.2",
+            "model_endpoint_type": "ollama",
+            "model_endpoint": "http://localhost:11434",
+            "context_window": 8192,
+        },
+        "core_memory": [
+            {"label": "research_plan", "value": "", "limit": 5000, "description": None},
+            {"label": "notes", "value": "x" * 60, "limit": 50, "description": None},
+        ],
+        "in_context_message_indices": [0, 2, 3],
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "compiled"}], "tool_calls": []},
+            {"role": "user", "content": [{"type": "text", "text": "old question"}]},
+            {"role": "user", "content": [{"type": "text", "text": "plan a trip"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Sure, where to?"}]},
+        ],
+        "tools": [
+            {"name": "send_message", "tool_type": "letta_core", "tags": ["letta_core"]},
+            {"name": "create_research_plan", "tool_type": "custom", "tags": []},
+        ],
+        "tool_exec_environment_variables": [{"key": "TAVILY_API_KEY", "value": ""}],
+        "passages": [
+            {"text": "Paris is nice in May.", "tags": None, "created_at": "2025-05-01T10:00:00"}
+        ],
+        "version": "0.7.1",
+    }
+    path = tmp_path / "researcher.af"
+    path.write_text(json.dumps(json.dumps(older)))  # as some published files are
+    report = import_agent(Store(db), path)
+    assert report.source == "letta" and report.messages_in_context == 2 and report.passages == 1
+    assert "block 'notes' was over its limit; the limit was raised to fit" in report.notes
+    agent = Agent.load("researcher", db=db)
+    assert agent.state.llm.base_url == "http://localhost:11434/v1"
+    assert agent.state.tool_names == ["create_research_plan"]
+    assert agent.block("notes").limit == 60
+    passage = agent.archival.list()[0][0]
+    assert passage.created_at == datetime(2025, 5, 1, 10, tzinfo=UTC)
+    agent.state.llm.base_url = None  # reach the fake server instead of Ollama
+    agent.save()
+    fake_llm.enqueue(say("Lisbon?"))
+    agent.step("Somewhere warm")
+    sent = fake_llm.chat_requests[-1]["messages"]
+    assert [m.get("content") for m in sent[1:]] == [
+        "plan a trip",
+        "Sure, where to?",
+        "Somewhere warm",
+    ]
+    assert fake_llm.rejections == []
+
+
+def test_letta_files_that_cannot_be_imported(tmp_path):
+    db = tmp_path / "a.db"
+    two = letta_file()
+    second = json.loads(json.dumps(two["agents"][0]))
+    second["name"] = "other helper"
+    two["agents"].append(second)
+    path = tmp_path / "two.af"
+    path.write_text(json.dumps(two))
+    with pytest.raises(
+        AgentFileError, match=r"holds 2 agents \(kayak_helper, other helper\); pick"
+    ):
+        import_agent(Store(db), path)
+    bad_name = run("import", str(path), "--agent", "other helper", db=db)
+    assert bad_name.exit_code == 1
+    assert "cannot import agent 'other helper': name: Value error" in bad_name.stderr
+    assert bad_name.stderr.rstrip().endswith("choose another name with --name")
+    assert run("import", str(path), "--agent", "other helper", "--name", "o", db=db).exit_code == 0
+
+    no_model = letta_file()
+    del no_model["agents"][0]["llm_config"]["model"]
+    path.write_text(json.dumps(no_model))
+    result = run("import", str(path), db=db)
+    assert result.exit_code == 1
+    assert re.search(r"not a valid Letta agent file: agents\.0\.llm_config\.model", result.stderr)
+    assert [s.name for s, _ in Store(db).list_agents()] == ["o"]

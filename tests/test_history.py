@@ -1,0 +1,216 @@
+"""History edits (pop, retry, rethink, rewrite) through the public API: after
+each edit the next request must still be accepted by the validating server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memgpt_lite import Agent, ConfigError, Message, NotFoundError
+from memgpt_lite.search import search_messages
+from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
+
+
+def make_agent(tmp_path) -> Agent:
+    return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "agents.db")
+
+
+def chat(fake_llm: FakeOpenAIServer, agent: Agent, text: str, answer: str) -> None:
+    """One exchange with a memory edit chained before the reply, so it holds
+    two responses and two tool results."""
+    fake_llm.enqueue(
+        reply(
+            f"thinking about {text}",
+            [
+                call(
+                    "core_memory_append",
+                    label="human",
+                    content=f"said {text}",
+                    request_heartbeat=True,
+                )
+            ],
+        ),
+        say(answer, content=f"answering {text}"),
+    )
+    agent.step(text)
+
+
+def roles(agent: Agent) -> list[str]:
+    return [m.role for m in agent.context_messages()]
+
+
+def next_call_is_accepted(fake_llm: FakeOpenAIServer, agent: Agent) -> dict:
+    fake_llm.enqueue(say("ok"))
+    assert agent.step("next").replies == ["ok"]
+    assert fake_llm.rejections == []
+    return fake_llm.chat_requests[-1]
+
+
+def test_pop_removes_whole_exchanges_and_search_forgets_them(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "I like apples")
+    chat(fake_llm, agent, "bananas", "I like bananas")
+    chat(fake_llm, agent, "cherries", "I like cherries")
+    assert len(agent.context_messages()) == 15
+    assert search_messages(agent, "cherries", 5)[1] == 3
+
+    assert agent.pop_exchanges(2) == 10
+    assert roles(agent) == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [m.content for m in agent.context_messages() if m.role == "user"] == ["apples"]
+    assert agent.store.agent_stats(agent.state.id).message_count == 5
+    assert search_messages(agent, "cherries", 5) == ([], 0)
+    assert search_messages(agent, "bananas", 5) == ([], 0)
+    assert search_messages(agent, "apples", 5)[1] == 3
+
+    request = next_call_is_accepted(fake_llm, agent)
+    sent = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert sent == ["apples", "next"]
+
+
+def test_pop_refuses_exchanges_folded_into_the_summary(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    for fruit in ("apples", "bananas", "cherries"):
+        chat(fake_llm, agent, fruit, f"I like {fruit}")
+    fake_llm.enqueue(reply("Talked about fruit."))  # the summarizer's answer
+    assert agent.summarize().evicted > 0
+    window = agent.context_messages()
+    in_window = [m for m in window if m.role == "user"]
+    assert window[0].seq > 1 and 1 <= len(in_window) < 3
+    before = agent.store.agent_stats(agent.state.id).message_count
+
+    with pytest.raises(ConfigError, match=rf"only {len(in_window)} exchange\(s\) are in the"):
+        agent.pop_exchanges(len(in_window) + 1)
+    assert agent.store.agent_stats(agent.state.id).message_count == before
+    popped = agent.pop_exchanges(len(in_window))
+    assert popped == len([m for m in window if m.seq >= in_window[0].seq])
+    assert agent.store.agent_stats(agent.state.id).message_count == before - popped
+    with pytest.raises(ConfigError, match="only 0 exchange"):
+        agent.pop_exchanges(1)
+    with pytest.raises(ConfigError, match="at least 1"):
+        agent.pop_exchanges(0)
+    next_call_is_accepted(fake_llm, agent)
+
+
+def test_edits_with_nothing_to_edit(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    with pytest.raises(ConfigError, match="no reply in the context window"):
+        agent.rewrite("anything")
+    with pytest.raises(ConfigError, match="no inner thought in the context window"):
+        agent.rethink("anything")
+    with pytest.raises(ConfigError, match="no user message"):
+        agent.retry()
+    assert fake_llm.requests == []
+
+
+def test_pop_after_a_step_the_model_never_answered(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "I like apples")
+    fake_llm.enqueue(reply("no tools, no text", finish_reason="stop"))
+    # The user message is stored first; here only a text reply follows.
+    agent.step("dangling")
+    assert agent.pop_exchanges() == 2
+    assert roles(agent)[-1] == "tool"
+    next_call_is_accepted(fake_llm, agent)
+
+
+def test_retry_resends_the_last_user_message(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "Wrongful")
+    fake_llm.enqueue(say("Better answer"))
+    result = agent.retry()
+    assert result.replies == ["Better answer"]
+    assert roles(agent) == ["user", "assistant", "tool"]
+    assert agent.context_messages()[0].content == "apples"
+    assert fake_llm.rejections == []
+    last = fake_llm.chat_requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"] == ["apples"]
+    assert search_messages(agent, "wrongful", 5) == ([], 0)
+
+
+def test_rethink_replaces_the_last_thought(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "I like apples")
+    edited = agent.rethink("I should talk about pears")
+    assert edited.content == "I should talk about pears"
+    stored = [m for m in agent.context_messages() if m.role == "assistant"]
+    assert [m.content for m in stored] == ["thinking about apples", "I should talk about pears"]
+    assert search_messages(agent, "pears", 5)[1] == 1
+    assert search_messages(agent, "answering", 5) == ([], 0)
+    request = next_call_is_accepted(fake_llm, agent)
+    contents = [m.get("content") for m in request["messages"]]
+    assert "I should talk about pears" in contents
+
+
+def test_rewrite_replaces_the_sent_message(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "I like apples")
+    agent.rewrite("I love pears")
+    last = agent.context_messages()[-2]
+    assert last.tool_calls[0].name == "send_message"
+    assert json.loads(last.tool_calls[0].arguments) == {"message": "I love pears"}
+    assert last.content == "answering apples"  # the thought is kept
+    assert search_messages(agent, "pears", 5)[1] == 1
+    assert search_messages(agent, "like", 5) == ([], 0)
+    request = next_call_is_accepted(fake_llm, agent)
+    arguments = [
+        c["function"]["arguments"] for m in request["messages"] for c in m.get("tool_calls", [])
+    ]
+    assert json.dumps({"message": "I love pears"}) in arguments
+
+
+def test_rewrite_replaces_a_plain_text_reply(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(reply("Plain hello"))
+    agent.step("hi")
+    agent.rewrite("Plain goodbye")
+    assert agent.context_messages()[-1].content == "Plain goodbye"
+    with pytest.raises(ConfigError, match="no inner thought"):
+        agent.rethink("nothing with tool calls here")
+    with pytest.raises(ConfigError, match="empty"):
+        agent.rewrite("   ")
+    next_call_is_accepted(fake_llm, agent)
+
+
+def test_edits_reach_the_token_count(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "short")
+    before = agent.context_overview().sections["messages"]
+    agent.rewrite("a much longer reply " * 50)
+    after = agent.context_overview().sections["messages"]
+    assert after > before + 100
+
+
+def test_update_of_a_missing_message_is_refused(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    ghost = Message(agent_id=agent.state.id, role="user", content="never stored")
+    with pytest.raises(NotFoundError, match="no message with id"):
+        agent.store.update_message(ghost)
+
+
+def test_an_edited_message_is_embedded_again(fake_llm, tmp_path):
+    agent = Agent.create(
+        "sam", "gpt-4o-mini", db=tmp_path / "agents.db", embedder="endpoint:text-embedding-3-small"
+    )
+    chat(fake_llm, agent, "apples", "I like apples")
+    search_messages(agent, "apples", 5)  # embeds the stored messages
+    vectors = agent.store.db["vectors"]
+    embedded = vectors.count
+    last = agent.context_messages()[-2]
+    agent.rewrite("I love pears")
+    assert vectors.count == embedded - 1
+    assert [r["item_seq"] for r in vectors.rows_where("item_seq = ?", [last.seq])] == []
+    found, _ = search_messages(agent, "pears", 5)
+    assert vectors.count == embedded
+    assert found[0].id == last.id
+    assert fake_llm.rejections == []
+
+
+def test_set_model_persists(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    agent.set_model("gpt-4o")
+    assert Agent.load("sam", db=tmp_path / "agents.db").state.llm.model == "gpt-4o"
+    next_call_is_accepted(fake_llm, agent)
+    assert fake_llm.chat_requests[-1]["model"] == "gpt-4o"
+    with pytest.raises(ConfigError, match="empty"):
+        agent.set_model(" ")

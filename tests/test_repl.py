@@ -1,0 +1,381 @@
+"""`memgpt-lite chat`, driven as a person would drive it: in a pseudo-terminal
+with pexpect (readline, spinner, Ctrl-C, Ctrl-D, the editor), and through
+pipes, where no escape code may appear. The agent talks to the fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from memgpt_lite import Agent, Block, Store
+from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
+
+REPO = Path(__file__).resolve().parent.parent
+PROMPT = "you> "
+ANSI_ESCAPE = re.compile(r"\x1b[\[\]()]")
+CSI_SEQUENCE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture
+def chat_env(fake_llm: FakeOpenAIServer, tmp_path: Path) -> dict[str, str]:
+    """The environment of a chat process: the fake server, a home of its own,
+    this source tree, and a colour terminal unless a test says otherwise."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR", "FORCE_COLOR")}
+    env.update(PYTHONPATH=str(REPO), TERM="xterm", COLUMNS="200", LINES="50")
+    env.pop("NO_COLOR", None)
+    return env
+
+
+def make_agent(tmp_path: Path, human_limit: int = 5000) -> Agent:
+    blocks = [
+        Block(label="persona", value="I am Sam.", read_only=True),
+        Block(label="human", value="", limit=human_limit),
+    ]
+    return Agent.create("sam", "gpt-4o-mini", blocks=blocks, db=tmp_path / "chat.db")
+
+
+def spawn(env: dict[str, str], db: Path, *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memgpt_lite", "--db", str(db), "chat", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 200),
+    )
+    child.expect(PROMPT)
+    return child
+
+
+def command(child: pexpect.spawn, line: str) -> str:
+    """Send a line, wait for the next prompt; what was printed in between,
+    without colours and cursor moves."""
+    child.sendline(line)
+    child.expect(PROMPT)
+    return CSI_SEQUENCE.sub("", child.before)
+
+
+def leave(child: pexpect.spawn) -> None:
+    child.sendeof()  # Ctrl-D
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def stored(tmp_path: Path) -> list[tuple[str, str | None]]:
+    with Store(tmp_path / "chat.db") as store:
+        agent = store.get_agent("sam")
+        return [(m.role, m.content) for m in store.messages_from(agent.id, 0)]
+
+
+def user_messages(tmp_path: Path) -> list[str | None]:
+    return [content for role, content in stored(tmp_path) if role == "user"]
+
+
+def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
+    agent = make_agent(tmp_path)
+    agent.archival.insert("Beth's birthday is on the third of March.", tags=["family"])
+    fake_llm.enqueue(
+        reply(
+            "Note her name",
+            [
+                call(
+                    "core_memory_append",
+                    label="human",
+                    content="Name: Alice",
+                    request_heartbeat=True,
+                )
+            ],
+        ),
+        say("Hi **Alice**!", content="Greet her"),
+    )
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    turn = command(child, "hello, I am Alice")
+    assert "thought: Note her name" in turn and "thought: Greet her" in turn
+    assert "tool core_memory_append(" in turn and "-> Appended to block 'human'" in turn
+    assert "Alice!" in turn and "send_message" not in turn
+    assert re.search(r"[\d,]+/128,000 tokens in context", turn)
+
+    helped = command(child, "/help")
+    for name in ("help", "memory", "edit", "block", "archival", "search", "context", "summarize"):
+        assert f"/{name}" in helped
+    for name in ("retry", "pop", "rethink", "rewrite", "dump", "tools", "model", "exit"):
+        assert f"/{name}" in helped
+    assert '"""' in helped and "Ctrl-C" in helped
+
+    memory = command(child, "/memory")
+    assert "[persona] 9/5000 chars, read-only" in memory and "[human] 11/5000 chars" in memory
+    assert "Saved block 'human' (9/5000 chars)" in command(child, "/block human Name: Bob")
+    assert Agent.load("sam", db=tmp_path / "chat.db").block("human").value == "Name: Bob"
+    assert "Error: block 'persona' is read-only" in command(child, "/block persona I am Max.")
+    assert "Usage: /block LABEL TEXT" in command(child, "/block human")
+
+    listed = command(child, "/archival")
+    assert "third of March" in listed and "[family]" in listed and "(1 shown of 1)" in listed
+    assert "(1 shown of 1)" in command(child, "/archival birthday beth")
+    assert "(0 shown of 0)" in command(child, "/archival zebras")
+    found = command(child, "/search alice")
+    assert "user: hello, I am Alice" in found and "(2 shown of 2)" in found
+    assert "Usage: /search QUERY" in command(child, "/search")
+
+    context = command(child, "/context")
+    assert "total (exact request)" in context and "block:human" in context
+    tools = command(child, "/tools")
+    assert "send_message: Send a message to the user." in tools
+    assert "archival_memory_search:" in tools
+
+    dumped = command(child, "/dump 2")
+    assert "assistant" in dumped and '"name": "send_message"' in dumped
+    assert "tool name=send_message tool_call_id=" in dumped
+    assert "Usage: /dump [N]" in command(child, "/dump -3")
+
+    assert "Model: gpt-4o-mini (context window 128,000 tokens)" in command(child, "/model")
+    assert "Model set to gpt-4.1." in command(child, "/model gpt-4.1")
+    assert Store(tmp_path / "chat.db").get_agent("sam").llm.model == "gpt-4.1"
+    assert "Unknown command /fly. Type /help" in command(child, "/fly away")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_llm.rejections == []
+
+
+def test_history_commands(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    fake_llm.enqueue(
+        say("Apples are red.", content="fruit"),
+        say("Pears are green.", content="more fruit"),
+    )
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    command(child, "tell me about apples")
+    command(child, "and pears?")
+
+    assert "Replaced the last inner thought." in command(child, "/rethink pears, carefully")
+    assert "Replaced the last reply." in command(child, "/rewrite Pears are yellow.")
+    assert "Usage: /rewrite TEXT" in command(child, "/rewrite")
+    fake_llm.enqueue(say("Pears are yellow or green."))
+    retried = command(child, "/retry")
+    assert "Sending again: and pears?" in retried and "Pears are yellow or green." in retried
+    assert user_messages(tmp_path) == ["tell me about apples", "and pears?"]
+    assert fake_llm.chat_requests[-1]["messages"][-1] == {"role": "user", "content": "and pears?"}
+
+    assert "Removed 1 exchange(s): 3 messages." in command(child, "/pop")
+    assert user_messages(tmp_path) == ["tell me about apples"]
+    assert "Usage: /pop [N]" in command(child, "/pop zero")
+    assert "only 1 exchange(s) are in the context window" in command(child, "/pop 2")
+
+    fake_llm.enqueue(say("Plums are purple."), reply("They talked about apples."))
+    command(child, "plums?")
+    summarized = command(child, "/summarize")
+    assert "messages left the window, summarized" in summarized
+    assert Store(tmp_path / "chat.db").get_agent("sam").summary == "They talked about apples."
+    dumped = command(child, "/dump 10")
+    assert "tell me about apples" in dumped and "(folded into the summary)" in dumped
+    leave(child)
+    assert fake_llm.rejections == []
+
+
+class SlowModel:
+    """A responder that answers only when released, and says when it was called."""
+
+    def __init__(self) -> None:
+        self.called = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        self.called.set()
+        self.release.wait(30)
+        return say("too late")
+
+
+def test_ctrl_c_cancels_a_model_call_and_the_next_call_is_valid(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    slow = SlowModel()
+    fake_llm.responder = slow
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    try:
+        child.sendline("a slow question")
+        assert slow.called.wait(20)
+        child.sendintr()
+        child.expect_exact("(cancelled)")
+        child.expect(PROMPT)
+    finally:
+        slow.release.set()
+    fake_llm.responder = None
+    assert stored(tmp_path) == [("user", "a slow question")]
+
+    child.send("half typed")  # Ctrl-C at the prompt drops the line
+    # Once echoed, readline waits for keys again. (While it handles a key it
+    # blocks SIGINT, and the kernel may then hand the signal to another thread,
+    # which does not wake the one blocked at the prompt.)
+    child.expect_exact("half typed")
+    child.sendintr()
+    fake_llm.enqueue(say("Back again."))
+    child.sendline("are you there?")
+    child.expect_exact("Back again.")
+    child.expect(PROMPT)
+    leave(child)
+
+    assert user_messages(tmp_path) == ["a slow question", "are you there?"]
+    last = next(
+        r["messages"]
+        for r in fake_llm.chat_requests
+        if r["messages"][-1]["content"] == "are you there?"
+    )
+    assert [m["content"] for m in last if m["role"] == "user"] == user_messages(tmp_path)
+    assert fake_llm.rejections == []
+    history = (tmp_path / "memgpt_home" / "chat_history").read_text()
+    assert "a slow question" in history and "are you there?" in history
+    assert "half typed" not in history
+
+
+def test_multi_line_input(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    fake_llm.enqueue(say("one"), say("two"), say("three"))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    child.sendline("first line \\")
+    child.expect_exact("...> ")
+    command(child, "second line")
+    child.sendline('"""')
+    child.sendline("a block")
+    child.sendline("")
+    child.expect_exact("...> ")
+    command(child, 'with a gap"""')
+    command(child, "//slash at the start")
+    leave(child)
+    assert user_messages(tmp_path) == [
+        "first line \nsecond line",
+        "a block\n\nwith a gap",
+        "/slash at the start",
+    ]
+    assert fake_llm.rejections == []
+
+
+# Writes the next text of edits.json into the file, and logs what it was
+# opened on. A text starting with WAIT: is written only after a Ctrl-C.
+EDITOR_SCRIPT = """\
+import json, pathlib, signal, sys
+target = pathlib.Path(sys.argv[1])
+queue = pathlib.Path(sys.argv[0]).with_name("edits.json")
+texts = json.loads(queue.read_text())
+with queue.with_name("seen.txt").open("a") as seen:
+    seen.write(target.read_text() + "\\n--\\n")
+text = texts.pop(0)
+queue.write_text(json.dumps(texts))
+if text.startswith("WAIT:"):
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    print("editor waits for Ctrl-C", flush=True)
+    signal.sigtimedwait([signal.SIGINT], 20)
+    text = text[len("WAIT:"):]
+target.write_text(text)
+"""
+
+
+def test_edit_in_the_editor_keeps_text_that_does_not_fit(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path, human_limit=40)
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR_SCRIPT)
+    too_long = "Name: Alice. Likes: tea, long walks and very long sentences."
+    texts = [too_long, "Name: Alice\n", too_long, "WAIT:Name: Alice B."]
+    (tmp_path / "edits.json").write_text(json.dumps(texts))
+    chat_env["EDITOR"] = f"{sys.executable} {script}"
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+
+    child.sendline("/edit human")
+    child.expect("over its limit of 40")
+    child.expect("Your text is kept in ([^\\s\x1b]+)")
+    kept = Path(child.match.group(1))
+    child.expect_exact("Edit it again? [y/N]")
+    saved = command(child, "y")
+    assert "Saved block 'human' (11/40 chars)." in saved
+    assert kept.read_text() == too_long
+    # The editor was reopened on the text that did not fit, not the old value.
+    assert (tmp_path / "seen.txt").read_text() == f"\n--\n{too_long}\n--\n"
+
+    child.sendline("/edit human")
+    child.expect_exact("Edit it again? [y/N]")
+    command(child, "n")
+    assert Agent.load("sam", db=tmp_path / "chat.db").block("human").value == "Name: Alice"
+    assert len(list(kept.parent.iterdir())) == 2
+
+    # Ctrl-C in the editor is the editor's business: the edit goes on.
+    child.sendline("/edit human")
+    child.expect_exact("editor waits for Ctrl-C")
+    child.sendintr()
+    child.expect_exact("Saved block 'human' (14/40 chars).")
+    child.expect(PROMPT)
+    assert Agent.load("sam", db=tmp_path / "chat.db").block("human").value == "Name: Alice B."
+
+    assert "is read-only" in command(child, "/edit persona")
+    assert "no block labelled 'ghost'" in command(child, "/edit ghost")
+    assert "Usage: /edit LABEL" in command(child, "/edit")
+    leave(child)
+
+
+def test_create_an_agent_when_there_is_none(fake_llm, chat_env, tmp_path):
+    db = tmp_path / "empty.db"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memgpt_lite", "--db", str(db), "chat"],
+        env=chat_env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 200),
+    )
+    child.expect_exact("No agents yet")
+    child.expect_exact("Name of the new agent:")
+    child.sendline("not a valid name!")
+    child.expect_exact("Model [gpt-4o-mini]:")
+    child.sendline("")
+    child.expect_exact("Error: cannot create agent")
+    child.expect_exact("Name of the new agent:")
+    child.sendline("bob")
+    child.expect_exact("Model [gpt-4o-mini]:")
+    child.sendline("gpt-4o")
+    child.expect_exact("Chatting with bob (gpt-4o)")
+    child.expect(PROMPT)
+    leave(child)
+    agents = Store(db).list_agents()
+    assert [(a.name, a.llm.model) for a, _ in agents] == [("bob", "gpt-4o")]
+    assert agents[0][0].block_ids  # persona and human from the templates
+
+
+def test_piped_chat_is_plain_text(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    Agent.create("zed", "gpt-4o-mini", db=tmp_path / "chat.db")
+    fake_llm.enqueue(
+        reply(
+            "I should greet",
+            [call("core_memory_append", label="human", content="x", request_heartbeat=True)],
+        ),
+        say("**Hello** from Sam"),
+    )
+    entries = ["sam", "hi there", "/memory", "/context", "/pop x", "/nope", "/block ghost x"]
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat"],
+        input="\n".join(entries) + "\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    out = finished.stdout
+    assert "1. sam" in out and "2. zed" in out
+    assert "thought: I should greet" in out and "**Hello** from Sam" in out
+    assert "Usage: /pop [N]" in out and "Unknown command /nope" in out
+    assert "Error: agent 'sam' has no block labelled 'ghost'" in out
+    assert not ANSI_ESCAPE.search(out + finished.stderr)
+    assert "Traceback" not in finished.stderr
+    assert not (tmp_path / "memgpt_home" / "chat_history").exists()
+    assert user_messages(tmp_path) == ["hi there"]
+    assert fake_llm.rejections == []
