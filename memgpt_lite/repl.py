@@ -53,12 +53,21 @@ class _Elapsed:
 
 
 def _load_readline(history_path: Path) -> ModuleType | None:
-    """GNU readline (or libedit) with the history file loaded; None where the
-    platform has none, and input is then plain `input()`."""
+    """GNU readline (or libedit) with command completion and the history file
+    loaded; None where the platform has none, and input is then plain `input()`."""
     try:
         import readline
     except ImportError:
         return None
+    names = sorted(f"/{name}" for name in COMMANDS)
+    readline.set_completer(
+        lambda text, state: ([n for n in names if n.startswith(text)] + [None])[state]
+    )
+    readline.set_completer_delims(" \t\n")
+    if "libedit" in (readline.__doc__ or ""):  # macOS: another syntax
+        readline.parse_and_bind("bind ^I rl_complete")
+    else:
+        readline.parse_and_bind("tab: complete")
     readline.set_history_length(HISTORY_LENGTH)
     try:
         history_path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,13 +76,7 @@ def _load_readline(history_path: Path) -> ModuleType | None:
         if readline.get_current_history_length() > HISTORY_LENGTH:
             readline.write_history_file(history_path)  # trims the file to the length
     except OSError:
-        return readline  # an unreadable history file must not stop the chat
-    names = sorted(f"/{name}" for name in COMMANDS)
-    readline.set_completer(
-        lambda text, state: ([n for n in names if n.startswith(text)] + [None])[state]
-    )
-    readline.set_completer_delims(" \t\n")
-    readline.parse_and_bind("tab: complete")
+        pass  # an unreadable history file must not stop the chat: it starts empty
     return readline
 
 
@@ -111,6 +114,14 @@ class LineReader:
             line = input(CONTINUATION_PROMPT)
         lines.append(line.rstrip()[: -len(BLOCK_QUOTE)])
         return "\n".join(lines).strip("\n")
+
+    def ask(self, question: str) -> str:
+        """One line of answer, left out of the history."""
+        before = self._history_length()
+        answer = input(question)
+        if self.readline is not None and self._history_length() > before:
+            self.readline.remove_history_item(self._history_length() - 1)
+        return answer
 
     def _history_length(self) -> int:
         return self.readline.get_current_history_length() if self.readline else 0
@@ -222,7 +233,7 @@ class ChatSession:
     def confirm(self, question: str) -> bool:
         """Ask a yes/no question; no, unless the answer starts with y."""
         try:
-            answer = input(f"{question} [y/N] ")
+            answer = self.reader.ask(f"{question} [y/N] ")
         except (EOFError, KeyboardInterrupt):
             self.print()
             return False

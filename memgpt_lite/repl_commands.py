@@ -147,7 +147,7 @@ def _ctrl_c_left_to_the_editor() -> Iterator[None]:
     leaves insert mode with it). Raising KeyboardInterrupt here would kill the
     editor with the user's text in it, so while it runs Ctrl-C does nothing
     in this process. A handler, not SIG_IGN: the editor gets the default."""
-    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
     try:
         yield
     finally:

@@ -19,6 +19,8 @@ import pytest
 from memgpt_lite import Agent, Block, Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
 
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
+
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = "you> "
 ANSI_ESCAPE = re.compile(r"\x1b[\[\]()]")
@@ -112,7 +114,7 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
         assert f"/{name}" in helped
     assert '"""' in helped and "Ctrl-C" in helped
 
-    memory = command(child, "/memory")
+    memory = command(child, "/mem\t")  # Tab completes command names
     assert "[persona] 9/5000 chars, read-only" in memory and "[human] 11/5000 chars" in memory
     assert "Saved block 'human' (9/5000 chars)" in command(child, "/block human Name: Bob")
     assert Agent.load("sam", db=tmp_path / "chat.db").block("human").value == "Name: Bob"
