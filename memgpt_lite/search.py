@@ -25,7 +25,7 @@ import numpy as np
 from .embeddings import EmbeddingMismatchError
 from .errors import LLMError
 from .models import Message, Passage
-from .store import Store, fts_query
+from .store import Store, fts_query, fts_words
 from .store_archival import Owner
 
 if TYPE_CHECKING:
@@ -213,12 +213,10 @@ def search_passages(
 ) -> tuple[list[Passage], int]:
     """One page of the agent's passages for `query`, best first, and the total."""
     store, agent_id = agent.store, agent.state.id
-    match = fts_query(query)
     depth = max(50, 3 * (offset + limit))
-    lexical: list[tuple[Passage, float]] = []
-    total = 0
-    if match:
-        lexical, total = store.rank_passages(agent_id, match, depth, tags, start, end)
+    lexical, total, _ = store.rank_passages(
+        agent_id, fts_words(query), depth, tags, start, end, exact=offset + limit
+    )
     filtered = bool(tags or start or end)
     hits = _vector_hits(agent, "passage", query, depth * (4 if filtered else 1))
     if hits is None:

@@ -32,7 +32,7 @@ from .models import (
     ToolCall,
     utcnow,
 )
-from .store_archival import ArchivalStore, day_bounds, seq_chunks
+from .store_archival import ArchivalStore, day_bounds, fts_any, seq_chunks
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -57,15 +57,18 @@ _STOP_WORDS_TEXT = """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
+def fts_words(text: str) -> list[str]:
+    """The words of `text` to search for: lower-cased, each once, stop words
+    left out (unless the text holds nothing else)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return [w for w in words if w not in STOP_WORDS] or words
+
+
 def fts_query(text: str) -> str | None:
     """Turn user or model text into a safe FTS5 query: every word quoted and
     OR-ed, so quotes, AND/OR/NOT/NEAR, `*`, `:`, `-` and parentheses are just
     text, and stop words left out. None when the text holds no word at all."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    content = [w for w in words if w not in STOP_WORDS] or words
-    if not content:
-        return None
-    return " OR ".join(f'"{w}"' for w in content)
+    return fts_any(fts_words(text)) or None
 
 
 def _tool_calls_json(message: Message) -> str | None:

@@ -8,10 +8,11 @@ in-memory index tell in O(1) whether another process changed them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from sqlite_utils import Database
@@ -59,6 +60,29 @@ def passage_filters(
     return where, params
 
 
+def fts_any(words: Sequence[str]) -> str:
+    """An FTS5 expression matching any of `words` (each quoted: plain text)."""
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+# Ranking a query holding common words: scoring every match of a word found in
+# half of a million passages costs FTS5 about a second. So the rarest words,
+# together matching at most RANK_BUDGET passages, choose the candidates, and the
+# other words only add to their scores. A passage holding none of the rare
+# words scores at most the sum of the other words' largest possible BM25 terms
+# (IDF * (k1 + 1), k1 = 1.2 in FTS5); when the results that must be exact all
+# score above that bound, they are exactly FTS5's own ranking (MaxScore).
+# Otherwise they are the best of the passages holding a rare word.
+RANK_BUDGET = 10_000
+_BM25_K1 = 1.2
+
+
+def fts5_idf(rows: int, hits: int) -> float:
+    """FTS5's BM25 IDF of a word found in `hits` of `rows` rows (fts5_aux.c)."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
 _PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
 # BM25 column weights: a match in the passage counts twice a match in its context.
 _BM25 = "bm25(passages_fts, 1.0, 0.5)"
@@ -82,6 +106,14 @@ def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
     grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:size] = array[:size]
     return grown
+
+
+class Ranking(NamedTuple):
+    """Passages with their BM25 scores, best first, and how many matched."""
+
+    scored: list[tuple[Passage, float]]
+    total: int
+    proven: bool  # the results that had to be exact are FTS5's own ranking
 
 
 class ArchivalStore:
@@ -166,26 +198,105 @@ class ArchivalStore:
     def rank_passages(
         self,
         agent_id: str,
-        match: str,
+        words: Sequence[str],
         limit: int,
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
-    ) -> tuple[list[tuple[Passage, float]], int]:
-        """The best `limit` passages for an FTS5 `match` expression, with their
-        BM25 scores (higher is better), and the number that match in all."""
-        where, params = passage_filters(tags, start, end)
-        # CROSS JOIN: start from the full-text match, not from every passage.
-        source = "passages_fts CROSS JOIN passages p ON p.seq = passages_fts.rowid"
-        condition = f"passages_fts MATCH ? AND p.agent_id = ?{where}"
-        args = [match, agent_id, *params]
-        total = self.db.execute(f"SELECT COUNT(*) FROM {source} WHERE {condition}", args)
-        rows = self.db.execute(
-            f"SELECT {_PASSAGE_COLUMNS}, -{_BM25} AS score FROM {source} WHERE {condition} "
-            "ORDER BY score DESC, p.seq DESC LIMIT ?",
-            [*args, limit],
+        *,
+        exact: int | None = None,
+        budget: int = RANK_BUDGET,
+    ) -> Ranking:
+        """The best `limit` passages matching any of `words` (see `fts_words`),
+        with their BM25 scores (higher is better), and how many match.
+
+        When the query's words match more than `budget` passages, only those
+        holding its rarer words are scored (see RANK_BUDGET), and the count
+        covers those; `Ranking.proven` says whether the first `exact` (default:
+        all) are still FTS5's exact ranking."""
+        if not words:
+            return Ranking([], 0, proven=True)
+        exact = limit if exact is None else min(exact, limit)
+        rows, hits = self._word_hits(words)
+        order = sorted(words, key=lambda w: hits[w])  # rarest first
+        chosen, scored = 1, hits[order[0]]
+        while chosen < len(order) and scored + hits[order[chosen]] <= budget:
+            scored += hits[order[chosen]]
+            chosen += 1
+        rare, common = order[:chosen], order[chosen:]
+        floor = 0
+        if scored > budget:
+            # Even the rarest word is common: its newest `budget` matches are scored.
+            floor = self.db.execute(
+                "SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? "
+                "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                [fts_any(rare), budget - 1],
+            ).fetchone()[0]
+        score = (
+            f"SELECT rowid AS seq, -{_BM25} AS score FROM passages_fts "
+            "WHERE passages_fts MATCH ? AND rowid >= ?"
         )
-        return [(_passage(r), r[7]) for r in rows], total.fetchone()[0]
+        if common:
+            # BM25 is a sum over words: a passage that also holds a common word
+            # gets its full score from `rare AND common` (each word once), any
+            # other from `rare` alone. The larger of the two is the full score.
+            both = f"{score} UNION ALL {score}"
+            source = f"SELECT seq, max(score) AS score FROM ({both}) GROUP BY seq"
+            args = [fts_any(rare), floor, f"({fts_any(rare)}) AND ({fts_any(common)})", floor]
+        else:
+            source, args = score, [fts_any(rare), floor]
+        ranked, total = self._rank_source(agent_id, source, args, limit, tags, start, end)
+        bound = sum(fts5_idf(rows, hits[w]) * (_BM25_K1 + 1) for w in common)
+        above_bound = len(ranked) >= exact and (exact == 0 or ranked[exact - 1][1] > bound)
+        proven = floor == 0 and (not common or above_bound)
+        return Ranking(ranked, total, proven)
+
+    def _rank_source(
+        self,
+        agent_id: str,
+        source: str,
+        args: list[Any],
+        limit: int,
+        tags: Sequence[str] | None,
+        start: date | None,
+        end: date | None,
+    ) -> tuple[list[tuple[Passage, float]], int]:
+        """The agent's best `limit` rows of `source` (seq, score) passing the filters."""
+        where, params = passage_filters(tags, start, end)
+        # Only seqs and scores are sorted; the top rows are fetched after. The
+        # covering index (agent_id, seq) tells whose a passage is without
+        # reading it, unless a tag or date filter needs the row.
+        owner = "passages p INDEXED BY passages_agent_seq" if not where else "passages p"
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS}, t.score, t.total FROM ("
+            f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({source}) b "
+            f"CROSS JOIN {owner} ON p.seq = b.seq WHERE p.agent_id = ?{where} "
+            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
+            ") t CROSS JOIN passages p ON p.seq = t.seq ORDER BY t.score DESC, t.seq DESC",
+            [*args, agent_id, *params, limit],
+        ).fetchall()
+        return [(_passage(r), r[7]) for r in rows], rows[0][8] if rows else 0
+
+    def _word_hits(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of indexed passages (all agents), and how many hold each
+        word: FTS5's own counts behind its IDF. Counting a common word's
+        matches takes milliseconds, so counts are kept until a passage is
+        added or deleted anywhere in the database."""
+        state = self.db.execute(
+            "SELECT (SELECT coalesce(sum(passage_count), 0) FROM agents),"
+            " (SELECT coalesce(max(seq), 0) FROM passages)"
+        ).fetchone()
+        cache: dict[str, int] = self.__dict__.setdefault("_word_hits_cache", {})
+        if self.__dict__.get("_word_hits_state") != state:
+            cache.clear()
+            self.__dict__["_word_hits_state"] = state
+        for word in words:
+            if word not in cache:
+                cache[word] = self.db.execute(
+                    "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
+                    [fts_any([word])],
+                ).fetchone()[0]
+        return state[0], {w: cache[w] for w in words}
 
     def passages_by_seq(
         self,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from memgpt_lite import AlreadyExistsError, NotFoundError, Store, StoreError
 from memgpt_lite.migrations import migrations
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
-from memgpt_lite.store import fts_query
+from memgpt_lite.store import fts_query, fts_words
 
 
 def new_agent(store: Store, name: str = "sam") -> AgentState:
@@ -55,10 +57,21 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "updated_at",
     ]
     assert list(store.db["passages"].columns_dict) == [
-        "seq", "id", "agent_id", "text", "tags", "created_at", "text_hash", "context",
+        "seq",
+        "id",
+        "agent_id",
+        "text",
+        "tags",
+        "created_at",
+        "text_hash",
+        "context",
     ]
     assert list(store.db["vectors"].columns_dict) == [
-        "rowid", "agent_id", "owner", "item_seq", "vector",
+        "rowid",
+        "agent_id",
+        "owner",
+        "item_seq",
+        "vector",
     ]
     assert {"embedding_model", "embedding_dimension", "vector_inserts", "vector_deletes"} <= set(
         store.db["agents"].columns_dict
@@ -173,8 +186,7 @@ def test_hostile_queries_never_raise(tmp_path, query):
     store.add_passage(Passage(agent_id=state.id, text="NEAR the café, col value"))
     found, total = store.search_messages(state.id, query, 5)
     assert total == len(found)
-    if (match := fts_query(query)) is not None:
-        store.rank_passages(state.id, match, 5)
+    store.rank_passages(state.id, fts_words(query), 5)
 
 
 def test_search_finds_stemmed_and_accented_words(tmp_path):
@@ -253,10 +265,92 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
     store.search_messages(state.id, "m1 m2", 5)
-    store.rank_passages(state.id, fts_query("p"), 5)
+    store.rank_passages(state.id, ["p"], 5)
     store.db.conn.set_trace_callback(None)
-    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(selects) == 4
+    # The joins of messages or passages with their full-text index.
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "JOIN" in s]
+    assert len(selects) == 3
     for sql in selects:
         plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql)]
-        assert plan[0].startswith("SCAN ") and "_fts VIRTUAL TABLE" in plan[0], (sql, plan)
+        scans = [step for step in plan if step.startswith("SCAN ")]
+        # Only the index and subqueries over it are scanned; rows are fetched by seq.
+        assert any("_fts VIRTUAL TABLE" in step for step in scans), (sql, plan)
+        base_tables = ("SCAN p", "SCAN m", "SCAN passages", "SCAN messages")
+        assert not any(s.split(" USING")[0] in base_tables for s in scans), (sql, plan)
+        assert any(step.startswith("SEARCH ") and "rowid=?" in step for step in plan)
+
+
+def _store_with_common_words(tmp_path: Path) -> tuple[Store, AgentState]:
+    """600 passages: three words in most of them, forty rare codes in a few each."""
+    store = Store(tmp_path / "ranking.db")
+    state = new_agent(store)
+    rng = random.Random(7)
+    rare = [f"zq{i}" for i in range(40)]
+    passages = []
+    for i in range(600):
+        words = [w for w in ("apple", "river", "stone") if rng.random() < 0.6]
+        words += rng.sample(rare, 2) + ["filler"] * rng.randint(0, 8)
+        rng.shuffle(words)
+        passages.append(Passage(agent_id=state.id, text=" ".join([*words, f"n{i}"])))
+    store.add_passages(passages)
+    return store, state
+
+
+QUERIES = [
+    ["zq1", "apple"],
+    ["zq2", "zq3", "river", "stone"],
+    ["zq5", "apple", "river", "stone"],
+    ["zq7", "zq8", "zq9", "apple"],
+]
+
+
+def test_budgeted_ranking_gives_true_scores_and_exact_order_when_proven(tmp_path):
+    """Only passages holding the rarer words are scored, yet each gets its full
+    BM25 score over all the words, and a proven ranking is FTS5's own."""
+    store, state = _store_with_common_words(tmp_path)
+    proven = 0
+    for words in QUERIES:
+        everything = store.rank_passages(state.id, words, 1000, budget=10**9)
+        assert everything.proven and everything.total == len(everything.scored)
+        true_score = {p.seq: score for p, score in everything.scored}
+        ranking = store.rank_passages(state.id, words, 10, exact=3, budget=60)
+        assert ranking.scored and ranking.total < everything.total  # a budget was applied
+        for passage, score in ranking.scored:
+            assert score == pytest.approx(true_score[passage.seq])
+        if ranking.proven:
+            proven += 1
+            top = [score for _, score in everything.scored[:3]]
+            assert [score for _, score in ranking.scored[:3]] == pytest.approx(top)
+    assert proven >= 2
+
+
+def test_a_query_of_common_words_scores_their_newest_matches(tmp_path):
+    store, state = _store_with_common_words(tmp_path)
+    everything = store.rank_passages(state.id, ["apple", "river"], 1000, budget=10**9)
+    ranking = store.rank_passages(state.id, ["apple", "river"], 10, budget=50)
+    assert not ranking.proven and ranking.total == 50
+    newest_apples = sorted(
+        (p.seq for p, _ in everything.scored if "apple" in p.text.split()), reverse=True
+    )[:50]
+    assert {p.seq for p, _ in ranking.scored} <= set(newest_apples)
+    true_score = {p.seq: score for p, score in everything.scored}
+    for passage, score in ranking.scored:
+        assert score == pytest.approx(true_score[passage.seq])
+
+
+def test_a_ranking_that_misses_better_passages_is_not_claimed_proven(tmp_path):
+    """The rare word is buried in long passages; short passages of common
+    words outscore them. Scoring only the rare word's passages cannot be
+    proven right, and is not."""
+    store = Store(tmp_path / "a.db")
+    state = new_agent(store)
+    texts = [f"zeta {' '.join(['filler'] * 60)} n{i}" for i in range(2)]
+    texts += [f"apple river stone n{i}" for i in range(60)]
+    texts += [f"other words here n{i}" for i in range(140)]
+    store.add_passages([Passage(agent_id=state.id, text=t) for t in texts])
+    words = ["zeta", "apple", "river", "stone"]
+    best = store.rank_passages(state.id, words, 1, budget=10**9).scored[0][0]
+    assert "zeta" not in best.text
+    ranking = store.rank_passages(state.id, words, 5, exact=1, budget=10)
+    assert not ranking.proven
+    assert {p.text.split()[0] for p, _ in ranking.scored} == {"zeta"}
