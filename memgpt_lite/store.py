@@ -132,7 +132,9 @@ class Store(ArchivalStore):
             # half-open transaction for the next write to join.
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            self.transaction_ended(committed=False)
             raise
+        self.transaction_ended(committed=True)
 
     def rollback_interrupted(self) -> None:
         """Roll back a transaction an interrupt left open (Ctrl-C landing between
@@ -140,6 +142,7 @@ class Store(ArchivalStore):
         never commit. A no-op otherwise; call it only outside our transactions."""
         if self.db.conn.in_transaction:
             self.db.conn.execute("ROLLBACK")
+            self.transaction_ended(committed=False)
 
     # Agents
 

@@ -421,16 +421,15 @@ class ArchivalStore:
         have deleted its vector). `last_sql` finds the seq to remember: the
         agent's last item that needs a vector below the first one found without.
         """
-        marks: dict[tuple[str, str], tuple[int, int]] = self.__dict__.setdefault(
-            "_embedded_through", {}
-        )
+        marks = self._embedded_marks()
         conn = self.db.conn
         outer = conn.in_transaction
         if not outer:
             conn.execute("BEGIN")  # one snapshot: the counter and both queries agree
         try:
             deletes = self.vector_counters(agent_id)[1]
-            known, after = marks.get((agent_id, owner), (deletes, 0))
+            seen = self._embedded_marks(pending=True).get((agent_id, owner))
+            known, after = seen or marks.get((agent_id, owner), (deletes, 0))
             if known != deletes:
                 after = 0
             rows = self.db.execute(pending_sql, [agent_id, after, limit]).fetchall()
@@ -440,5 +439,23 @@ class ArchivalStore:
         finally:
             if not outer:
                 conn.execute("COMMIT")
-        marks[(agent_id, owner)] = (deletes, max(after, last[0] if last else 0))
+        mark = (deletes, max(after, last[0] if last else 0))
+        if outer:  # seen inside a write that may still roll back: kept if it commits
+            self._embedded_marks(pending=True)[(agent_id, owner)] = mark
+        else:
+            marks[(agent_id, owner)] = mark
         return rows
+
+    def _embedded_marks(self, pending: bool = False) -> dict[tuple[str, str], tuple[int, int]]:
+        """What `_unembedded` remembers, and what it saw inside the open write."""
+        key = "_embedded_pending" if pending else "_embedded_through"
+        return self.__dict__.setdefault(key, {})
+
+    def transaction_ended(self, committed: bool) -> None:
+        """Called by `Store.transaction`: marks seen inside a write that rolled
+        back are forgotten (the rows they vouched for may be gone, and their
+        seqs given again to rows with no vector)."""
+        pending = self._embedded_marks(pending=True)
+        if committed:
+            self._embedded_marks().update(pending)
+        pending.clear()

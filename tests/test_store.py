@@ -7,6 +7,7 @@ import sqlite3
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memgpt_lite import AlreadyExistsError, NotFoundError, Store, StoreError
@@ -354,3 +355,23 @@ def test_a_ranking_that_misses_better_passages_is_not_claimed_proven(tmp_path):
     ranking = store.rank_passages(state.id, words, 5, exact=1, budget=10)
     assert not ranking.proven
     assert {p.text.split()[0] for p, _ in ranking.scored} == {"zeta"}
+
+
+def test_a_rolled_back_write_does_not_hide_passages_from_embedding(tmp_path):
+    """The check for passages with no vector remembers how far every passage
+    had one. Seen inside a write that rolls back, that must be forgotten: the
+    next passage stored reuses the rolled-back seq and has no vector."""
+    store = Store(tmp_path / "a.db")
+    state = new_agent(store)
+    vector = np.ones((1, 4), dtype=np.float32)
+    store.add_passage(Passage(agent_id=state.id, text="first"))
+    store.add_vectors(state.id, "passage", [1], vector)
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add_passage(Passage(agent_id=state.id, text="rolled back"))
+        store.add_vectors(state.id, "passage", [2], vector)
+        assert store.unembedded_passages(state.id, 10) == []
+        raise RuntimeError("the step failed")
+    stored = Passage(agent_id=state.id, text="second")
+    store.add_passage(stored)
+    assert stored.seq == 2
+    assert [p.text for p in store.unembedded_passages(state.id, 10)] == ["second"]

@@ -1,0 +1,90 @@
+"""The in-memory vector index: exact up to EXACT_VECTOR_LIMIT vectors, binary
+codes with exact rescoring beyond, always in step with the database."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memgpt_lite import search
+from memgpt_lite.models import AgentState, Block, LLMConfig
+from memgpt_lite.search import VectorIndex
+from memgpt_lite.store import Store
+
+DIMENSION = 64
+
+
+def clustered(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
+    """Unit vectors near random cluster centres, like sentence embeddings of topics."""
+    picks = centres[rng.integers(len(centres), size=count)]
+    vectors = picks + 0.6 * rng.standard_normal((count, DIMENSION)) / np.sqrt(DIMENSION)
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def store_and_agent(tmp_path):
+    store = Store(tmp_path / "v.db")
+    state = AgentState(name="v", llm=LLMConfig(model="gpt-4o-mini"), system="s")
+    store.create_agent(state, [Block(label="persona", value="p")])
+    return store, state.id
+
+
+def exact_top(vectors: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int) -> list[int]:
+    scores = vectors @ query
+    return [int(seqs[i]) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+def test_large_indexes_find_nearly_the_exact_neighbours(store_and_agent, monkeypatch):
+    store, agent_id = store_and_agent
+    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 1_000)
+    monkeypatch.setattr(search, "APPROXIMATE_CANDIDATES", 150)  # 3% of 5,000
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((40, DIMENSION))
+    vectors = clustered(rng, 5_000, centres)
+    seqs = np.arange(1, 5_001)
+    store.add_vectors(agent_id, "passage", seqs.tolist(), vectors)
+    index = VectorIndex(store, agent_id, "passage", DIMENSION)
+    queries = clustered(rng, 30, centres)
+    recalls = []
+    for query in queries:
+        hits = index.search(query, 10)
+        assert len(hits.ranked) == 10
+        recalls.append(len(set(hits.ranked) & set(exact_top(vectors, seqs, query, 10))) / 10)
+        # Similarities are exact cosines, normalised: the best hit scores highest.
+        best = [hits.similarity(seq) for seq in hits.ranked]
+        assert best == sorted(best, reverse=True) and 0.0 <= best[-1] <= best[0] <= 1.0
+    assert index._codes is not None  # the approximate path ran
+    assert np.mean(recalls) >= 0.9
+
+
+def test_vectors_stored_later_are_found_and_deletes_reload(store_and_agent, monkeypatch):
+    store, agent_id = store_and_agent
+    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 100)
+    monkeypatch.setattr(search, "APPROXIMATE_CANDIDATES", 20)
+    rng = np.random.default_rng(4)
+    centres = rng.standard_normal((10, DIMENSION))
+    first = clustered(rng, 500, centres)
+    store.add_vectors(agent_id, "passage", list(range(1, 501)), first)
+    index = VectorIndex(store, agent_id, "passage", DIMENSION)
+    index.search(first[0], 5)
+    # A new vector, far from everything, appended after the codes were built.
+    odd = np.zeros(DIMENSION, dtype=np.float32)
+    odd[0] = 1.0
+    store.add_vectors(agent_id, "passage", [999], odd[np.newaxis])
+    assert index.search(odd, 1).ranked == [999]
+    store.db.execute("DELETE FROM vectors WHERE item_seq = 999")
+    store.db.conn.commit()
+    assert 999 not in index.search(odd, 5).ranked
+    assert index.size == 500
+
+
+def test_small_indexes_are_exact(store_and_agent):
+    store, agent_id = store_and_agent
+    rng = np.random.default_rng(5)
+    vectors = clustered(rng, 300, rng.standard_normal((5, DIMENSION)))
+    seqs = np.arange(1, 301)
+    store.add_vectors(agent_id, "passage", seqs.tolist(), vectors)
+    index = VectorIndex(store, agent_id, "passage", DIMENSION)
+    for query in vectors[:10]:
+        assert index.search(query, 10).ranked == exact_top(vectors, seqs, query, 10)
+    assert index._codes is None
