@@ -6,21 +6,31 @@ import click
 
 from .agent import Agent
 from .cli_base import load_agent, store_for
+from .config import effective_config
 from .errors import AlreadyExistsError, ConfigError
+from .models import AgentSettings
 from .repl import ChatSession
 from .store import Store
 
+# Offered when neither the environment nor config.toml names a model.
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
 def create_interactively(store: Store) -> Agent:
-    """Ask for a name and a model until an agent can be created; the persona
-    and human blocks start from the templates."""
+    """Ask for a name and a model until an agent can be created. The model
+    offered, the context window and the embedder come from the environment
+    and config.toml, as for `memgpt-lite create`; the persona and human blocks
+    start from the templates."""
+    config = effective_config()
+    default_model = str(config.model.value or DEFAULT_MODEL)
+    window = config.context_window.value
+    settings = AgentSettings(context_window=window if isinstance(window, int) else None)
+    embedder = None if config.embedder.value is None else str(config.embedder.value)
     while True:
         name = click.prompt("Name of the new agent").strip()
-        model = click.prompt("Model", default=DEFAULT_MODEL).strip()
+        model = click.prompt("Model", default=default_model).strip()
         try:
-            agent = Agent.create(name, model, store=store)
+            agent = Agent.create(name, model, settings=settings, embedder=embedder, store=store)
         except (ConfigError, AlreadyExistsError) as exc:
             click.echo(f"Error: {exc}")
             continue

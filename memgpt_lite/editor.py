@@ -3,15 +3,20 @@
 Used by `memgpt-lite blocks NAME LABEL --edit` and the chat's `/edit`. Whatever
 goes wrong after the user has typed something (the editor fails, the text
 breaks a block's rules), the text is kept in a file under the home folder and
-the error names it: nothing typed is lost.
+the error names it: nothing typed is lost. Ctrl-C while the editor runs is the
+editor's business: it does not stop this process, which would kill the editor.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,10 +52,30 @@ def keep_text(text: str | bytes, stem: str, suffix: str = ".md") -> Path:
     return Path(name)
 
 
+@contextmanager
+def ctrl_c_left_to_the_editor() -> Iterator[None]:
+    """Ctrl-C reaches every process at the terminal, and editors use it (vim
+    leaves insert mode with it). Raising KeyboardInterrupt here would kill the
+    editor with the user's text in it, so while it runs Ctrl-C does nothing
+    in this process. A handler, not SIG_IGN: an ignored signal stays ignored
+    across exec, while a handler is reset, so the editor gets the default.
+    Only the main thread may set handlers; Python runs them there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    try:
+        yield
+    finally:
+        # None: the old handler was not set from Python; the default is closest.
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
 def _run_editor(path: Path) -> int:
     command = [*editor_command(), str(path)]
     try:
-        return subprocess.run(command, check=False).returncode
+        with ctrl_c_left_to_the_editor():
+            return subprocess.run(command, check=False).returncode
     except OSError as exc:
         raise ConfigError(
             f"cannot start the editor {command[0]!r}: {exc.strerror}; set $VISUAL or $EDITOR"

@@ -8,9 +8,7 @@ printed; our errors (`MemGPTError`) are printed by the session as one line.
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -141,19 +139,6 @@ def _memory(session: ChatSession, arguments: str) -> None:
         session.print(block.value or "(empty)")
 
 
-@contextmanager
-def _ctrl_c_left_to_the_editor() -> Iterator[None]:
-    """Ctrl-C reaches every process at the terminal, and editors use it (vim
-    leaves insert mode with it). Raising KeyboardInterrupt here would kill the
-    editor with the user's text in it, so while it runs Ctrl-C does nothing
-    in this process. A handler, not SIG_IGN: the editor gets the default."""
-    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 @command("/edit LABEL", "Edit a core memory block in $VISUAL or $EDITOR.")
 def _edit(session: ChatSession, arguments: str) -> None:
     label = _required(arguments)
@@ -166,9 +151,9 @@ def _edit(session: ChatSession, arguments: str) -> None:
     text = agent.block(label).value
     while True:
         current = agent.block(label).value
-        # The editor failing is a ConfigError naming where changed text was kept.
-        with _ctrl_c_left_to_the_editor():
-            text = edit_text(text, stem=stem)
+        # The editor failing is a ConfigError naming where changed text was kept;
+        # Ctrl-C in the editor is left to it (see editor.ctrl_c_left_to_the_editor).
+        text = edit_text(text, stem=stem)
         if text == current:
             session.print("No change.", "dim")
             return

@@ -381,6 +381,42 @@ def test_editor_that_cannot_start(db, monkeypatch):
     assert unsaved_files() == []
 
 
+# Blocks SIGINT, says so, and writes its text only once a Ctrl-C has come.
+EDITOR_WAITING_FOR_CTRL_C = """\
+import pathlib, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+print("editor waits for Ctrl-C", flush=True)
+if signal.sigtimedwait([signal.SIGINT], 20) is not None:
+    pathlib.Path(sys.argv[1]).write_text("Name: Alice B.")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
+def test_ctrl_c_in_the_editor_does_not_lose_the_edit(db, tmp_path):
+    import pexpect
+
+    create_sam(db, "--human", "Name: Alice")
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR_WAITING_FOR_CTRL_C)
+    env = {k: v for k, v in os.environ.items() if k != "VISUAL"}
+    env.update(EDITOR=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), TERM="xterm")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memgpt_lite", "--db", str(db), "blocks", "sam", "human", "--edit"],
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+    )
+    child.expect_exact("editor waits for Ctrl-C")
+    child.sendintr()  # reaches the editor and memgpt-lite, as at a real terminal
+    child.expect_exact("Saved block 'human' (14/5000 chars).")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert blocks_of(db, "sam")["human"].value == "Name: Alice B."
+
+
 def test_edit_text_prefers_visual_and_keeps_newlines_it_was_given(tmp_path, monkeypatch):
     use_editor(monkeypatch, tmp_path, "path.write_text('from editor\\n')", "EDITOR")
     visual_dir = tmp_path / "visual"

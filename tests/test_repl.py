@@ -104,7 +104,7 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     turn = command(child, "hello, I am Alice")
     assert "thought: Note her name" in turn and "thought: Greet her" in turn
     assert "tool core_memory_append(" in turn and "-> Appended to block 'human'" in turn
-    assert "Alice!" in turn and "send_message" not in turn
+    assert "Hi Alice!" in turn and "**" not in turn and "send_message" not in turn  # markdown
     assert re.search(r"[\d,]+/128,000 tokens in context", turn)
 
     helped = command(child, "/help")
@@ -207,6 +207,7 @@ def test_ctrl_c_cancels_a_model_call_and_the_next_call_is_valid(fake_llm, chat_e
     try:
         child.sendline("a slow question")
         assert slow.called.wait(20)
+        child.expect_exact("sam is thinking…")  # the spinner, with the seconds elapsed
         child.sendintr()
         child.expect_exact("(cancelled)")
         child.expect(PROMPT)
@@ -238,6 +239,68 @@ def test_ctrl_c_cancels_a_model_call_and_the_next_call_is_valid(fake_llm, chat_e
     history = (tmp_path / "memgpt_home" / "chat_history").read_text()
     assert "a slow question" in history and "are you there?" in history
     assert "half typed" not in history
+
+
+def test_a_new_session_finds_everything_as_it_was(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(
+            "Remember her",
+            [call("core_memory_append", label="human", content="Alice", request_heartbeat=True)],
+        ),
+        say("Hello Alice!"),
+    )
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    command(child, "I am Alice")
+    command(child, "/block human Name: Alice; likes tea")
+    command(child, "/memory")
+    leave(child)
+
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    child.send("\x10")  # Ctrl-P: the last entry typed, in the previous session
+    child.expect_exact("/memory")
+    assert "[human] 22/5000 chars\r\nName: Alice; likes tea" in command(child, "")
+    assert "user\r\nI am Alice" in command(child, "/dump 10")
+    fake_llm.enqueue(say("You like tea."))
+    assert "You like tea." in command(child, "what do I like?")
+    leave(child)
+    request = fake_llm.chat_requests[-1]["messages"]
+    assert "Name: Alice; likes tea" in request[0]["content"]
+    assert {"role": "user", "content": "I am Alice"} in request
+    assert fake_llm.rejections == []
+
+
+def test_verbose_chat_shows_whole_tool_calls(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(
+            "Note it",
+            [
+                call(
+                    "core_memory_append",
+                    label="human",
+                    content="Likes: tea",
+                    request_heartbeat=True,
+                )
+            ],
+        ),
+        say("Noted."),
+    )
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"]
+        + ["--verbose"],
+        input="I like tea\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    # Each argument on its own line, and the result in full below the call.
+    assert 'tool core_memory_append (ok)\n{\n  "label": "human",\n' in finished.stdout
+    assert '  "content": "Likes: tea",\n' in finished.stdout
+    assert "\n-> Appended to block 'human'" in finished.stdout
+    assert "Noted." in finished.stdout and fake_llm.rejections == []
 
 
 def test_multi_line_input(fake_llm, chat_env, tmp_path):
@@ -325,6 +388,10 @@ def test_edit_in_the_editor_keeps_text_that_does_not_fit(fake_llm, chat_env, tmp
 
 def test_create_an_agent_when_there_is_none(fake_llm, chat_env, tmp_path):
     db = tmp_path / "empty.db"
+    home = tmp_path / "memgpt_home"
+    home.mkdir()
+    # The new agent's defaults come from config.toml, as for `memgpt-lite create`.
+    (home / "config.toml").write_text('model = "llama3.2"\ncontext_window = 8192\n')
     child = pexpect.spawn(
         sys.executable,
         ["-m", "memgpt_lite", "--db", str(db), "chat"],
@@ -336,18 +403,19 @@ def test_create_an_agent_when_there_is_none(fake_llm, chat_env, tmp_path):
     child.expect_exact("No agents yet")
     child.expect_exact("Name of the new agent:")
     child.sendline("not a valid name!")
-    child.expect_exact("Model [gpt-4o-mini]:")
-    child.sendline("")
+    child.expect_exact("Model [llama3.2]:")
+    child.sendline("gpt-4o")
     child.expect_exact("Error: cannot create agent")
     child.expect_exact("Name of the new agent:")
     child.sendline("bob")
-    child.expect_exact("Model [gpt-4o-mini]:")
-    child.sendline("gpt-4o")
-    child.expect_exact("Chatting with bob (gpt-4o)")
+    child.expect_exact("Model [llama3.2]:")
+    child.sendline("")
+    child.expect_exact("Chatting with bob (llama3.2)")
     child.expect(PROMPT)
     leave(child)
     agents = Store(db).list_agents()
-    assert [(a.name, a.llm.model) for a, _ in agents] == [("bob", "gpt-4o")]
+    assert [(a.name, a.llm.model) for a, _ in agents] == [("bob", "llama3.2")]
+    assert agents[0][0].settings.context_window == 8192
     assert agents[0][0].block_ids  # persona and human from the templates
 
 
