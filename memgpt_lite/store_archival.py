@@ -217,7 +217,7 @@ class ArchivalStore:
         if not words:
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
-        rows, hits = self._word_hits(words)
+        rows, hits = self._word_hits(words, cap=budget + 1)
         order = sorted(words, key=lambda w: hits[w])  # rarest first
         chosen, scored = 1, hits[order[0]]
         while chosen < len(order) and scored + hits[order[chosen]] <= budget:
@@ -277,26 +277,30 @@ class ArchivalStore:
         ).fetchall()
         return [(_passage(r), r[7]) for r in rows], rows[0][8] if rows else 0
 
-    def _word_hits(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def _word_hits(self, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
         """The number of indexed passages (all agents), and how many hold each
-        word: FTS5's own counts behind its IDF. Counting a common word's
-        matches takes milliseconds, so counts are kept until a passage is
-        added or deleted anywhere in the database."""
+        word (FTS5's own counts behind its IDF), counted up to `cap`: a word
+        found more often counts as `cap`. That only overestimates its IDF, so
+        a bound built from it stays an upper bound, and counting stays cheap.
+        Counts are kept until a passage is added or deleted anywhere."""
         state = self.db.execute(
             "SELECT (SELECT coalesce(sum(passage_count), 0) FROM agents),"
             " (SELECT coalesce(max(seq), 0) FROM passages)"
         ).fetchone()
-        cache: dict[str, int] = self.__dict__.setdefault("_word_hits_cache", {})
+        cache: dict[str, tuple[int, int]] = self.__dict__.setdefault("_word_hits_cache", {})
         if self.__dict__.get("_word_hits_state") != state:
             cache.clear()
             self.__dict__["_word_hits_state"] = state
         for word in words:
-            if word not in cache:
-                cache[word] = self.db.execute(
-                    "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
-                    [fts_any([word])],
+            known = cache.get(word)
+            if known is None or (known[0] >= known[1] and known[1] < cap):
+                count = self.db.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM passages_fts "
+                    "WHERE passages_fts MATCH ? LIMIT ?)",
+                    [fts_any([word]), cap],
                 ).fetchone()[0]
-        return state[0], {w: cache[w] for w in words}
+                cache[word] = (count, cap)
+        return state[0], {w: cache[w][0] for w in words}
 
     def passages_by_seq(
         self,
