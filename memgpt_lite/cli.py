@@ -95,15 +95,7 @@ def context(ctx: click.Context, name: str) -> None:
 def summarize(ctx: click.Context, name: str) -> None:
     """Compact agent NAME's context now: older messages are folded into the
     summary and leave the window (they stay searchable)."""
-    report = load_agent(ctx, name).summarize()
-    if report.evicted == 0:
-        click.echo("Nothing to compact: the window holds only the latest exchange.")
-        return
-    how = "summarized" if report.summarized else "dropped without a summary (summarizer failed)"
-    click.echo(
-        f"{report.evicted} messages left the window, {how}; the request went from "
-        f"{report.tokens_before:,} to {report.tokens_after:,} tokens."
-    )
+    click.echo(load_agent(ctx, name).summarize().describe())
 
 
 # Command families kept in their own modules.

@@ -209,6 +209,16 @@ class CompactionReport(BaseModel):
     tokens_before: int
     tokens_after: int
 
+    def describe(self) -> str:
+        """One line for people: what left the window and what it saved."""
+        if self.evicted == 0:
+            return "Nothing to summarize: the window holds only the latest exchange."
+        how = "summarized" if self.summarized else "dropped without a summary (summarizer failed)"
+        return (
+            f"{self.evicted} messages left the window, {how}; the request went from "
+            f"{self.tokens_before:,} to {self.tokens_after:,} tokens."
+        )
+
 
 def compact(
     agent: Agent,

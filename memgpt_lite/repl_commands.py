@@ -217,16 +217,8 @@ def _context(session: ChatSession, arguments: str) -> None:
 def _summarize(session: ChatSession, arguments: str) -> None:
     _no_arguments(arguments)
     report = session.call_model("summarizing…", session.agent.summarize)
-    if report is None:
-        return
-    if report.evicted == 0:
-        session.print("Nothing to summarize: the window holds only the latest exchange.")
-        return
-    how = "summarized" if report.summarized else "dropped without a summary (summarizer failed)"
-    session.print(
-        f"{report.evicted} messages left the window, {how}; the request went from "
-        f"{report.tokens_before:,} to {report.tokens_after:,} tokens."
-    )
+    if report is not None:
+        session.print(report.describe())
 
 
 @command("/retry", "Remove the last exchange and send its message again.")
