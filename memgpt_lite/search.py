@@ -1,9 +1,11 @@
 """Hybrid search over archival passages and recall messages.
 
 Lexical ranking is SQLite FTS5 BM25 (porter stemming, stop words dropped, any
-input taken as plain words). With an embedder, the query is also embedded and
-compared with every stored vector of the agent (a numpy matrix kept in memory
-and refreshed from the database only when its counters say it changed), and
+input taken as plain words; see `Store.rank_passages` for large memories). With
+an embedder, the query is also embedded and compared with the agent's stored
+vectors (a numpy matrix kept in memory and refreshed from the database only
+when its counters say it changed; exactly up to EXACT_VECTOR_LIMIT vectors,
+through binary codes beyond), and
 the two are fused by a convex combination of normalised scores: BM25 over the
 query's best BM25, cosine min-max normalised, weighted equally. (Reciprocal
 rank fusion was measured too: with a dense model weaker than BM25, as MiniLM
@@ -27,7 +29,7 @@ from .embeddings import EmbeddingMismatchError
 from .errors import LLMError
 from .models import Message, Passage
 from .store import Store, fts_query, fts_words
-from .store_archival import Owner
+from .store_archival import Owner, grown
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -91,16 +93,17 @@ class VectorIndex:
         else:
             if needed > len(self._matrix):  # grow geometrically: appends stay amortised O(1)
                 capacity = max(needed, int(len(self._matrix) * 1.5) + 64)
-                self._matrix = _resized(self._matrix, self.size, capacity)
-                self._seqs = _resized(self._seqs, self.size, capacity)
+                self._matrix = grown(self._matrix, self.size, capacity)
+                self._seqs = grown(self._seqs, self.size, capacity)
             self._matrix[self.size : needed] = matrix
             self._seqs[self.size : needed] = seqs
         self._row_of.update((int(seq), row) for row, seq in enumerate(seqs, start=self.size))
         if self._codes is not None:
             if needed > self._codes.shape[1]:
-                grown = np.zeros((len(self._codes), len(self._matrix)), dtype=np.uint64)
-                grown[:, : self.size] = self._codes[:, : self.size]
-                self._codes = grown
+                # Word-major, so grown along columns (`grown` copies rows).
+                wider = np.zeros((len(self._codes), len(self._matrix)), dtype=np.uint64)
+                wider[:, : self.size] = self._codes[:, : self.size]
+                self._codes = wider
             self._codes[:, self.size : needed] = self._encode(matrix).T
         self.size = needed
 
@@ -166,13 +169,6 @@ class VectorIndex:
         rows = np.flatnonzero(distances <= cut)
         farthest = int(np.argmax(distances))
         return rows, float(self._matrix[farthest] @ query)
-
-
-def _resized(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
-    """A copy of `array`'s first `size` rows with room for `capacity`."""
-    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
-    grown[:size] = array[:size]
-    return grown
 
 
 @dataclass

@@ -101,7 +101,7 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
-def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+def grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
     """A copy of `array`'s first `size` rows with room for `capacity`."""
     grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:size] = array[:size]
@@ -368,7 +368,7 @@ class ArchivalStore:
             end = size + len(rows)
             if end > len(matrix):  # stored by another process since the count
                 capacity = max(end, 2 * len(matrix))
-                rowids, seqs, matrix = (_grown(a, size, capacity) for a in (rowids, seqs, matrix))
+                rowids, seqs, matrix = (grown(a, size, capacity) for a in (rowids, seqs, matrix))
             batch_rowids, batch_seqs, blobs = zip(*rows, strict=True)
             rowids[size:end] = batch_rowids
             seqs[size:end] = batch_seqs
