@@ -265,17 +265,31 @@ class ArchivalStore:
         where, params = passage_filters(tags, start, end)
         # Only seqs and scores are sorted; the top rows are fetched after. The
         # covering index (agent_id, seq) tells whose a passage is without
-        # reading it, unless a tag or date filter needs the row.
-        owner = "passages p INDEXED BY passages_agent_seq" if not where else "passages p"
+        # reading it, unless a tag or date filter needs the row. Even so that
+        # costs about 2 µs a match, so it is skipped when no other agent has
+        # a passage (the full-text index then holds only this agent's).
+        if where or not self._sole_archivist(agent_id):
+            owner = "passages p INDEXED BY passages_agent_seq" if not where else "passages p"
+            source = (
+                f"SELECT b.seq, b.score FROM ({source}) b CROSS JOIN {owner} "
+                f"ON p.seq = b.seq WHERE p.agent_id = ?{where}"
+            )
+            args = [*args, agent_id, *params]
         rows = self.db.execute(
             f"SELECT {_PASSAGE_COLUMNS}, t.score, t.total FROM ("
             f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({source}) b "
-            f"CROSS JOIN {owner} ON p.seq = b.seq WHERE p.agent_id = ?{where} "
             "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
             ") t CROSS JOIN passages p ON p.seq = t.seq ORDER BY t.score DESC, t.seq DESC",
-            [*args, agent_id, *params, limit],
+            [*args, limit],
         ).fetchall()
         return [(_passage(r), r[7]) for r in rows], rows[0][8] if rows else 0
+
+    def _sole_archivist(self, agent_id: str) -> bool:
+        """Whether no other agent has a passage (counts kept by triggers)."""
+        return not self.db.execute(
+            "SELECT EXISTS (SELECT 1 FROM agents WHERE id != ? AND passage_count > 0)",
+            [agent_id],
+        ).fetchone()[0]
 
     def _word_hits(self, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
         """The number of indexed passages (all agents), and how many hold each

@@ -375,3 +375,26 @@ def test_a_rolled_back_write_does_not_hide_passages_from_embedding(tmp_path):
     store.add_passage(stored)
     assert stored.seq == 2
     assert [p.text for p in store.unembedded_passages(state.id, 10)] == ["second"]
+
+
+def test_ranking_returns_only_the_agents_own_passages(tmp_path):
+    """The ownership check is skipped while one agent has every passage; a
+    second agent's passages must never leak in, and the first agent's ranking
+    is the same with or without them."""
+    store = Store(tmp_path / "a.db")
+    sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+    words = ["apple", "river"]
+    store.add_passages([Passage(agent_id=sam.id, text=f"apple river sam{i}") for i in range(5)])
+    alone = store.rank_passages(sam.id, words, 10)
+    store.add_passages([Passage(agent_id=kim.id, text=f"apple river kim{i}") for i in range(7)])
+    shared = store.rank_passages(sam.id, words, 10)
+    assert {p.agent_id for p, _ in shared.scored} == {sam.id} and shared.total == 5
+    kims = store.rank_passages(kim.id, words, 10)
+    assert {p.agent_id for p, _ in kims.scored} == {kim.id} and kims.total == 7
+    assert [p.seq for p, _ in alone.scored] == [p.seq for p, _ in shared.scored]
+    for passage, _ in kims.scored:
+        store.delete_passage(kim.id, passage.id)
+    assert store.rank_passages(kim.id, words, 10).total == 0
+    assert [p.seq for p, _ in store.rank_passages(sam.id, words, 10).scored] == [
+        p.seq for p, _ in alone.scored
+    ]
