@@ -52,6 +52,8 @@ T = TypeVar("T", Passage, Message)
 EXACT_VECTOR_LIMIT = 200_000
 APPROXIMATE_CANDIDATES = 8_192
 _CODE_CHUNK = 65_536  # rows encoded at a time, to bound the temporary arrays
+_HAMMING_BLOCK = 131_072  # rows per block of the Hamming pass (about 1 MB of codes a word)
+_GATHER_BLOCK = 1_024  # candidate rows compared at a time (1.5 MB at 384 dimensions)
 
 
 class VectorIndex:
@@ -145,7 +147,10 @@ class VectorIndex:
             low, high = float(scores.min()), float(scores.max())
         else:
             rows, low = self._candidates(query, max(APPROXIMATE_CANDIDATES, 20 * k))
-            scores = self._matrix[rows] @ query
+            scores = np.empty(len(rows), dtype=np.float32)
+            for start in range(0, len(rows), _GATHER_BLOCK):  # blocks stay in the cache
+                block = rows[start : start + _GATHER_BLOCK]
+                scores[start : start + len(block)] = self._matrix[block] @ query
             low, high = min(low, float(scores.min())), float(scores.max())
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
@@ -153,22 +158,39 @@ class VectorIndex:
         return VectorHits(ranked, self._row_of, self._matrix, query, low, high)
 
     def _candidates(self, query: np.ndarray, count: int) -> tuple[np.ndarray, float]:
-        """The rows whose codes are nearest the query's (at least `count`, all
-        those as near as the farthest of them), and the exact similarity of
-        the farthest code: an estimate of the lowest of all."""
+        """The `count` rows whose codes are nearest the query's, and the exact
+        similarity of the farthest code: an estimate of the lowest of all."""
         if self._codes is None:
             self._build_codes()
         assert self._codes is not None
-        code = self._encode(query[np.newaxis])[0]
-        distances = np.bitwise_count(self._codes[0, : self.size] ^ code[0]).astype(np.uint16)
-        for word in range(1, len(code)):
-            distances += np.bitwise_count(self._codes[word, : self.size] ^ code[word])
+        distances = self._hamming(self._encode(query[np.newaxis])[0])
         # Distances are small integers: a histogram finds the cut in one pass.
+        # All rows nearer than the cut, then the first of those at it.
         reached = np.cumsum(np.bincount(distances, minlength=self.dimension + 1))
-        cut = int(np.searchsorted(reached, min(count, self.size)))
-        rows = np.flatnonzero(distances <= cut)
+        count = min(count, self.size)
+        cut = int(np.searchsorted(reached, count))
+        nearer = np.flatnonzero(distances < cut)
+        at_cut = np.flatnonzero(distances == cut)[: count - len(nearer)]
         farthest = int(np.argmax(distances))
-        return rows, float(self._matrix[farthest] @ query)
+        return np.concatenate([nearer, at_cut]), float(self._matrix[farthest] @ query)
+
+    def _hamming(self, code: np.ndarray) -> np.ndarray:
+        """Each row's Hamming distance to `code`. Done a block of rows at a
+        time into reused buffers, so the temporaries stay in the CPU cache:
+        twice as fast at 1M rows as whole-array operations."""
+        assert self._codes is not None
+        distances = np.empty(self.size, dtype=np.uint16)
+        xor = np.empty(_HAMMING_BLOCK, dtype=np.uint64)
+        bits = np.empty(_HAMMING_BLOCK, dtype=np.uint8)
+        for start in range(0, self.size, _HAMMING_BLOCK):
+            end = min(start + _HAMMING_BLOCK, self.size)
+            n, block = end - start, distances[start:end]
+            block[:] = 0
+            for word in range(len(code)):
+                np.bitwise_xor(self._codes[word, start:end], code[word], out=xor[:n])
+                np.bitwise_count(xor[:n], out=bits[:n])
+                np.add(block, bits[:n], out=block)
+        return distances
 
 
 @dataclass
@@ -316,8 +338,10 @@ def search_passages(
     depth = max(50, 3 * (offset + limit))
     filtered = bool(tags or start or end)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
+    # Alone, the words need rank only the page; fused, they need depth.
+    lexical_depth = depth if vector_search else offset + limit
     lexical, total, _ = store.rank_passages(
-        agent_id, fts_words(query), depth, tags, start, end, exact=offset + limit
+        agent_id, fts_words(query), lexical_depth, tags, start, end, exact=offset + limit
     )
     hits = _finished(vector_search)
     if hits is None:

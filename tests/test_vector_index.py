@@ -88,3 +88,31 @@ def test_small_indexes_are_exact(store_and_agent):
     for query in vectors[:10]:
         assert index.search(query, 10).ranked == exact_top(vectors, seqs, query, 10)
     assert index._codes is None
+
+
+def test_hamming_blocks_and_candidate_count(store_and_agent, monkeypatch):
+    """Distances computed a block at a time (the last block partial) equal the
+    bit counts of whole codes, and ties at the cut fill exactly `count` rows."""
+    store, agent_id = store_and_agent
+    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 100)
+    monkeypatch.setattr(search, "_HAMMING_BLOCK", 777)
+    monkeypatch.setattr(search, "_GATHER_BLOCK", 64)
+    rng = np.random.default_rng(6)
+    vectors = clustered(rng, 3_000, rng.standard_normal((20, DIMENSION)))
+    seqs = np.arange(1, 3_001)
+    store.add_vectors(agent_id, "passage", seqs.tolist(), vectors)
+    index = VectorIndex(store, agent_id, "passage", DIMENSION)
+    query = vectors[42]
+    hits = index.search(query, 10)  # builds the codes
+    assert index._codes is not None and hits.ranked[0] == 43
+    code = index._encode(query[np.newaxis])[0]
+    whole = np.unpackbits(
+        (index._codes[:, : index.size].T ^ code).view(np.uint8), axis=1
+    ).sum(axis=1)
+    assert index._hamming(code).tolist() == whole.tolist()
+    for count in (1, 150, 1_001):
+        rows, _ = index._candidates(query, count)
+        assert len(rows) == len(set(rows.tolist())) == count
+        # Every row left out is at least as far as every row taken.
+        left_out = np.setdiff1d(np.arange(index.size), rows)
+        assert whole[rows].max() <= whole[left_out].min()
