@@ -32,7 +32,7 @@ Measured, for each size:
   process, not per search). So is the first check for passages without a
   vector: later searches look only past what it saw (what a search inside a
   step's write saw is kept once that write commits).
-- quality: the budgeted BM25 ranking (see store_archival.RANK_BUDGET) against
+- quality: the budgeted BM25 ranking (see ranking.RANK_BUDGET) against
   an exhaustive one (share of searches proven exact, share of the exhaustive
   top-5 scores returned), and the vector index's recall@10 against an
   exhaustive scan. The stub's random vectors are the hardest case for the
@@ -182,7 +182,7 @@ class Corpus:
             words = self._content(rng, int(rng.integers(2, 7))).tolist()
             if rng.random() < 0.2:
                 words[int(rng.integers(len(words)))] = self._code(rng)
-            if rng.random() < 0.3:  # natural phrasing: fts_query drops function words
+            if rng.random() < 0.3:  # natural phrasing: fts_words drops function words
                 words.insert(0, str(rng.choice(["what", "the", "about"])))
             queries.append(" ".join(words))
         return queries

@@ -28,7 +28,7 @@ import numpy as np
 from .embeddings import EmbeddingMismatchError
 from .errors import LLMError
 from .models import Message, Passage
-from .store import Store, fts_query, fts_words
+from .store import Store, fts_words
 from .store_archival import Owner, grown
 
 if TYPE_CHECKING:
@@ -365,8 +365,7 @@ def search_messages(
     vector_search = _start_vector_search(agent, "message", query, depth)
     if vector_search is None:  # the embedder failed: words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
-    match = fts_query(query)
-    lexical = store.rank_messages(agent_id, match, depth, exclude_step_id) if match else []
+    lexical, total, _ = store.rank_messages(agent_id, fts_words(query), depth, exclude_step_id)
     hits = _finished(vector_search)
     if hits is None:  # no vectors yet: the words alone, with their full count
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
@@ -374,4 +373,4 @@ def search_messages(
     def fetch(seqs: list[int]) -> dict[int, Message]:
         return store.messages_by_seq(agent_id, seqs, exclude_step_id)
 
-    return _hybrid(lexical, hits, fetch, limit, offset, len(lexical))
+    return _hybrid(lexical, hits, fetch, limit, offset, total)

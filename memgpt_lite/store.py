@@ -32,14 +32,12 @@ from .models import (
     ToolCall,
     utcnow,
 )
-from .store_archival import ArchivalStore, day_bounds, fts_any, seq_chunks
+from .ranking import RANK_BUDGET, Ranking
+from .store_archival import ArchivalStore, day_bounds, seq_chunks
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
-# CROSS JOIN makes SQLite start from the full-text match; left to itself it
-# scans every message of the agent and probes the index for each (O(n)).
-_MESSAGES_MATCH = "messages_fts CROSS JOIN messages m ON m.seq = messages_fts.rowid"
 
 
 # English function words: they match nearly everything and only add noise to an
@@ -62,13 +60,6 @@ def fts_words(text: str) -> list[str]:
     left out (unless the text holds nothing else)."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     return [w for w in words if w not in STOP_WORDS] or words
-
-
-def fts_query(text: str) -> str | None:
-    """Turn user or model text into a safe FTS5 query: every word quoted and
-    OR-ed, so quotes, AND/OR/NOT/NEAR, `*`, `:`, `-` and parentheses are just
-    text, and stop words left out. None when the text holds no word at all."""
-    return fts_any(fts_words(text)) or None
 
 
 def _tool_calls_json(message: Message) -> str | None:
@@ -464,35 +455,38 @@ class Store(ArchivalStore):
         exclude_step_id: str | None = None,
     ) -> tuple[list[Message], int]:
         """Rank the agent's user and assistant messages by BM25 for plain-text
-        `query`. Returns one page and the total number of matches."""
-        match = fts_query(query)
-        if match is None:
-            return [], 0
-        total = self.db.execute(
-            f"SELECT COUNT(*) FROM {_MESSAGES_MATCH} WHERE messages_fts MATCH ? "
-            f"AND m.agent_id = ?{_NOT_IN_STEP}",
-            [match, agent_id, exclude_step_id, exclude_step_id],
-        ).fetchone()[0]
-        ranked = self.rank_messages(agent_id, match, limit, exclude_step_id, offset)
-        return [message for message, _ in ranked], total
+        `query`. Returns one page and how many matched (see `rank_messages`)."""
+        ranking = self.rank_messages(agent_id, fts_words(query), offset + limit, exclude_step_id)
+        return [message for message, _ in ranking.scored[offset:]], ranking.total
 
     def rank_messages(
         self,
         agent_id: str,
-        match: str,
+        words: Sequence[str],
         limit: int,
         exclude_step_id: str | None = None,
-        offset: int = 0,
-    ) -> list[tuple[Message, float]]:
-        """The best user and assistant messages for an FTS5 `match` (skipping
-        `offset`), with their BM25 scores (higher is better)."""
+        *,
+        budget: int = RANK_BUDGET,
+    ) -> Ranking[Message]:
+        """The best `limit` user and assistant messages holding any of `words`
+        (see `fts_words`), with their BM25 scores (higher is better), and how
+        many match; budgeted like `rank_passages` when the words are common."""
+        if not words:
+            return Ranking([], 0, proven=True)
+        candidates = self.candidates("messages", words, budget)
+        # CROSS JOIN makes SQLite start from the full-text match; left to
+        # itself it scans every message of the agent and probes the index.
         rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS}, -bm25(messages_fts) AS score FROM {_MESSAGES_MATCH} "
-            f"WHERE messages_fts MATCH ? AND m.agent_id = ?{_NOT_IN_STEP} "
-            "ORDER BY score DESC, m.seq DESC LIMIT ? OFFSET ?",
-            [match, agent_id, exclude_step_id, exclude_step_id, limit, offset],
-        )
-        return [(self._message_from_row(r[:10]), r[10]) for r in rows]
+            f"SELECT {self._MESSAGE_COLUMNS}, t.score, t.total FROM ("
+            f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({candidates.source}) b "
+            f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP} "
+            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
+            ") t CROSS JOIN messages m ON m.seq = t.seq ORDER BY t.score DESC, t.seq DESC",
+            [*candidates.args, agent_id, exclude_step_id, exclude_step_id, limit],
+        ).fetchall()
+        scored = [(self._message_from_row(r[:10]), r[10]) for r in rows]
+        total = rows[0][11] if rows else 0
+        return Ranking(scored, total, candidates.proves([s for _, s in scored], limit))
 
     def messages_by_seq(
         self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None

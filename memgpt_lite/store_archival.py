@@ -8,11 +8,10 @@ in-memory index tell in O(1) whether another process changed them.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 from sqlite_utils import Database
@@ -20,6 +19,7 @@ from sqlite_utils import Database
 from .errors import NotFoundError
 from .migrations import text_hash
 from .models import Passage
+from .ranking import RANK_BUDGET, BudgetedSearch, Ranking
 
 Owner = Literal["passage", "message"]
 
@@ -60,32 +60,7 @@ def passage_filters(
     return where, params
 
 
-def fts_any(words: Sequence[str]) -> str:
-    """An FTS5 expression matching any of `words` (each quoted: plain text)."""
-    return " OR ".join(f'"{w}"' for w in words)
-
-
-# Ranking a query holding common words: scoring every match of a word found in
-# half of a million passages costs FTS5 about a second. So the rarest words,
-# together matching at most RANK_BUDGET passages, choose the candidates, and the
-# other words only add to their scores. A passage holding none of the rare
-# words scores at most the sum of the other words' largest possible BM25 terms
-# (IDF * (k1 + 1), k1 = 1.2 in FTS5); when the results that must be exact all
-# score above that bound, they are exactly FTS5's own ranking (MaxScore).
-# Otherwise they are the best of the passages holding a rare word.
-RANK_BUDGET = 10_000
-_BM25_K1 = 1.2
-
-
-def fts5_idf(rows: int, hits: int) -> float:
-    """FTS5's BM25 IDF of a word found in `hits` of `rows` rows (fts5_aux.c)."""
-    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0 else 1e-6
-
-
 _PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
-# BM25 column weights: a match in the passage counts twice a match in its context.
-_BM25 = "bm25(passages_fts, 1.0, 0.5)"
 
 
 def _passage(row: Sequence[Any]) -> Passage:
@@ -108,15 +83,7 @@ def grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
     return grown
 
 
-class Ranking(NamedTuple):
-    """Passages with their BM25 scores, best first, and how many matched."""
-
-    scored: list[tuple[Passage, float]]
-    total: int
-    proven: bool  # the results that had to be exact are FTS5's own ranking
-
-
-class ArchivalStore:
+class ArchivalStore(BudgetedSearch):
     """Passages and vectors. Mixed into `Store`, which provides `db` and `transaction`."""
 
     db: Database
@@ -206,7 +173,7 @@ class ArchivalStore:
         *,
         exact: int | None = None,
         budget: int = RANK_BUDGET,
-    ) -> Ranking:
+    ) -> Ranking[Passage]:
         """The best `limit` passages matching any of `words` (see `fts_words`),
         with their BM25 scores (higher is better), and how many match.
 
@@ -217,39 +184,11 @@ class ArchivalStore:
         if not words:
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
-        rows, hits = self._word_hits(words, cap=budget + 1)
-        order = sorted(words, key=lambda w: hits[w])  # rarest first
-        chosen, scored = 1, hits[order[0]]
-        while chosen < len(order) and scored + hits[order[chosen]] <= budget:
-            scored += hits[order[chosen]]
-            chosen += 1
-        rare, common = order[:chosen], order[chosen:]
-        floor = 0
-        if scored > budget:
-            # Even the rarest word is common: its newest `budget` matches are scored.
-            floor = self.db.execute(
-                "SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? "
-                "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                [fts_any(rare), budget - 1],
-            ).fetchone()[0]
-        score = (
-            f"SELECT rowid AS seq, -{_BM25} AS score FROM passages_fts "
-            "WHERE passages_fts MATCH ? AND rowid >= ?"
+        candidates = self.candidates("passages", words, budget)
+        ranked, total = self._rank_source(
+            agent_id, candidates.source, candidates.args, limit, tags, start, end
         )
-        if common:
-            # BM25 is a sum over words: a passage that also holds a common word
-            # gets its full score from `rare AND common` (each word once), any
-            # other from `rare` alone. The larger of the two is the full score.
-            both = f"{score} UNION ALL {score}"
-            source = f"SELECT seq, max(score) AS score FROM ({both}) GROUP BY seq"
-            args = [fts_any(rare), floor, f"({fts_any(rare)}) AND ({fts_any(common)})", floor]
-        else:
-            source, args = score, [fts_any(rare), floor]
-        ranked, total = self._rank_source(agent_id, source, args, limit, tags, start, end)
-        bound = sum(fts5_idf(rows, hits[w]) * (_BM25_K1 + 1) for w in common)
-        above_bound = len(ranked) >= exact and (exact == 0 or ranked[exact - 1][1] > bound)
-        proven = floor == 0 and (not common or above_bound)
-        return Ranking(ranked, total, proven)
+        return Ranking(ranked, total, candidates.proves([s for _, s in ranked], exact))
 
     def _rank_source(
         self,
@@ -290,31 +229,6 @@ class ArchivalStore:
             "SELECT EXISTS (SELECT 1 FROM agents WHERE id != ? AND passage_count > 0)",
             [agent_id],
         ).fetchone()[0]
-
-    def _word_hits(self, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
-        """The number of indexed passages (all agents), and how many hold each
-        word (FTS5's own counts behind its IDF), counted up to `cap`: a word
-        found more often counts as `cap`. That only overestimates its IDF, so
-        a bound built from it stays an upper bound, and counting stays cheap.
-        Counts are kept until a passage is added or deleted anywhere."""
-        state = self.db.execute(
-            "SELECT (SELECT coalesce(sum(passage_count), 0) FROM agents),"
-            " (SELECT coalesce(max(seq), 0) FROM passages)"
-        ).fetchone()
-        cache: dict[str, tuple[int, int]] = self.__dict__.setdefault("_word_hits_cache", {})
-        if self.__dict__.get("_word_hits_state") != state:
-            cache.clear()
-            self.__dict__["_word_hits_state"] = state
-        for word in words:
-            known = cache.get(word)
-            if known is None or (known[0] >= known[1] and known[1] < cap):
-                count = self.db.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM passages_fts "
-                    "WHERE passages_fts MATCH ? LIMIT ?)",
-                    [fts_any([word]), cap],
-                ).fetchone()[0]
-                cache[word] = (count, cap)
-        return state[0], {w: cache[w][0] for w in words}
 
     def passages_by_seq(
         self,

@@ -13,7 +13,8 @@ import pytest
 from memgpt_lite import AlreadyExistsError, NotFoundError, Store, StoreError
 from memgpt_lite.migrations import migrations
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
-from memgpt_lite.store import fts_query, fts_words
+from memgpt_lite.ranking import fts_any
+from memgpt_lite.store import fts_words
 
 
 def new_agent(store: Store, name: str = "sam") -> AgentState:
@@ -205,11 +206,12 @@ def test_search_finds_stemmed_and_accented_words(tmp_path):
     assert total == 1 and found[0].content == "I went running at the café"
 
 
-def test_fts_query_quotes_every_word():
-    assert fts_query('say "hi" OR bye*') == '"say" OR "hi" OR "bye"'
-    assert fts_query("what did she say about the cat?") == '"say" OR "cat"'
-    assert fts_query("what is it") == '"what" OR "is" OR "it"'  # only stop words: keep them
-    assert fts_query("!!! ---") is None
+def test_query_words_are_quoted_plain_words():
+    assert fts_words('say "hi" OR bye*') == ["say", "hi", "bye"]
+    assert fts_words("what did she say about the cat?") == ["say", "cat"]
+    assert fts_words("what is it") == ["what", "is", "it"]  # only stop words: keep them
+    assert fts_words("!!! ---") == []
+    assert fts_any(["say", "hi"]) == '"say" OR "hi"'
 
 
 def test_messages_between_pages_by_day(tmp_path):
@@ -270,7 +272,7 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     store.db.conn.set_trace_callback(None)
     # The joins of messages or passages with their full-text index.
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "JOIN" in s]
-    assert len(selects) == 3
+    assert len(selects) == 2
     for sql in selects:
         plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql)]
         scans = [step for step in plan if step.startswith("SCAN ")]
@@ -398,3 +400,46 @@ def test_ranking_returns_only_the_agents_own_passages(tmp_path):
     assert [p.seq for p, _ in store.rank_passages(sam.id, words, 10).scored] == [
         p.seq for p, _ in alone.scored
     ]
+
+
+def test_message_ranking_is_budgeted_like_passages(tmp_path):
+    """Messages get the same budgeted ranking: true scores, FTS5's own order
+    when proven, and the agent and step filters still applied."""
+    store = Store(tmp_path / "m.db")
+    sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+    rng = random.Random(11)
+    rare = [f"zq{i}" for i in range(40)]
+    messages = []
+    for i in range(600):
+        words = [w for w in ("apple", "river", "stone") if rng.random() < 0.12]
+        words += rng.sample(rare, 2) + ["filler"] * rng.randint(0, 8)
+        rng.shuffle(words)
+        owner = kim if i % 5 == 0 else sam
+        step = "step-x" if i % 7 == 0 else None
+        role = "user" if i % 2 else "assistant"
+        content = " ".join([*words, f"n{i}"])
+        messages.append(Message(agent_id=owner.id, role=role, content=content, step_id=step))
+    store.add_messages(messages)
+    proven = 0
+    queries = [["zq1", "apple"], ["zq2", "zq3", "river"], ["zq4", "stone"], ["zq5", "zq6", "apple"]]
+    for words in queries:
+        everything = store.rank_messages(sam.id, words, 1000, "step-x", budget=10**9)
+        assert everything.proven and everything.total == len(everything.scored)
+        assert {m.agent_id for m, _ in everything.scored} == {sam.id}
+        assert all(m.step_id != "step-x" for m, _ in everything.scored)
+        true_score = {m.seq: score for m, score in everything.scored}
+        ranking = store.rank_messages(sam.id, words, 2, "step-x", budget=60)
+        assert ranking.scored and ranking.total < everything.total  # a budget was applied
+        for message, score in ranking.scored:
+            assert score == pytest.approx(true_score[message.seq])
+        if ranking.proven:
+            proven += 1
+            top = [score for _, score in everything.scored[:2]]
+            assert [score for _, score in ranking.scored] == pytest.approx(top)
+    assert proven >= 2
+    # Paging: the second page follows the first.
+    first, total = store.search_messages(sam.id, "zq1 apple", 3)
+    second, _ = store.search_messages(sam.id, "zq1 apple", 3, offset=3)
+    ranked = store.rank_messages(sam.id, ["zq1", "apple"], 6).scored
+    assert [m.seq for m in first + second] == [m.seq for m, _ in ranked]
+    assert total >= 6

@@ -106,9 +106,8 @@ def test_hamming_blocks_and_candidate_count(store_and_agent, monkeypatch):
     hits = index.search(query, 10)  # builds the codes
     assert index._codes is not None and hits.ranked[0] == 43
     code = index._encode(query[np.newaxis])[0]
-    whole = np.unpackbits(
-        (index._codes[:, : index.size].T ^ code).view(np.uint8), axis=1
-    ).sum(axis=1)
+    differing = (index._codes[:, : index.size].T ^ code).view(np.uint8)
+    whole = np.unpackbits(differing, axis=1).sum(axis=1)
     assert index._hamming(code).tolist() == whole.tolist()
     for count in (1, 150, 1_001):
         rows, _ = index._candidates(query, count)
