@@ -13,7 +13,7 @@ import pytest
 from memgpt_lite import AlreadyExistsError, NotFoundError, Store, StoreError
 from memgpt_lite.migrations import migrations
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
-from memgpt_lite.ranking import fts_any
+from memgpt_lite.ranking import Ranking, fts_any
 from memgpt_lite.store import fts_words
 
 
@@ -283,19 +283,25 @@ def test_searches_start_from_the_full_text_index(tmp_path):
         assert any(step.startswith("SEARCH ") and "rowid=?" in step for step in plan)
 
 
+def common_word_texts(seed: int, common_share: float) -> list[str]:
+    """600 texts: each of three common words in `common_share` of them, two of
+    forty rare codes in each, some filler, and a unique word."""
+    rng = random.Random(seed)
+    rare = [f"zq{i}" for i in range(40)]
+    texts = []
+    for i in range(600):
+        words = [w for w in ("apple", "river", "stone") if rng.random() < common_share]
+        words += rng.sample(rare, 2) + ["filler"] * rng.randint(0, 8)
+        rng.shuffle(words)
+        texts.append(" ".join([*words, f"n{i}"]))
+    return texts
+
+
 def _store_with_common_words(tmp_path: Path) -> tuple[Store, AgentState]:
     """600 passages: three words in most of them, forty rare codes in a few each."""
     store = Store(tmp_path / "ranking.db")
     state = new_agent(store)
-    rng = random.Random(7)
-    rare = [f"zq{i}" for i in range(40)]
-    passages = []
-    for i in range(600):
-        words = [w for w in ("apple", "river", "stone") if rng.random() < 0.6]
-        words += rng.sample(rare, 2) + ["filler"] * rng.randint(0, 8)
-        rng.shuffle(words)
-        passages.append(Passage(agent_id=state.id, text=" ".join([*words, f"n{i}"])))
-    store.add_passages(passages)
+    store.add_passages([Passage(agent_id=state.id, text=t) for t in common_word_texts(7, 0.6)])
     return store, state
 
 
@@ -307,6 +313,20 @@ QUERIES = [
 ]
 
 
+def budgeted_ranking_is_true(everything: Ranking, ranking: Ranking, exact: int) -> bool:
+    """Checks a budgeted ranking against the exhaustive one: a budget was
+    applied, every score is the true one, and a proven top `exact` is the
+    exhaustive top. Returns whether it was proven."""
+    true_score = {item.seq: score for item, score in everything.scored}
+    assert ranking.scored and ranking.total < everything.total
+    for item, score in ranking.scored:
+        assert score == pytest.approx(true_score[item.seq])
+    if ranking.proven:
+        top = [score for _, score in everything.scored[:exact]]
+        assert [score for _, score in ranking.scored[:exact]] == pytest.approx(top)
+    return ranking.proven
+
+
 def test_budgeted_ranking_gives_true_scores_and_exact_order_when_proven(tmp_path):
     """Only passages holding the rarer words are scored, yet each gets its full
     BM25 score over all the words, and a proven ranking is FTS5's own."""
@@ -315,15 +335,8 @@ def test_budgeted_ranking_gives_true_scores_and_exact_order_when_proven(tmp_path
     for words in QUERIES:
         everything = store.rank_passages(state.id, words, 1000, budget=10**9)
         assert everything.proven and everything.total == len(everything.scored)
-        true_score = {p.seq: score for p, score in everything.scored}
         ranking = store.rank_passages(state.id, words, 10, exact=3, budget=60)
-        assert ranking.scored and ranking.total < everything.total  # a budget was applied
-        for passage, score in ranking.scored:
-            assert score == pytest.approx(true_score[passage.seq])
-        if ranking.proven:
-            proven += 1
-            top = [score for _, score in everything.scored[:3]]
-            assert [score for _, score in ranking.scored[:3]] == pytest.approx(top)
+        proven += budgeted_ranking_is_true(everything, ranking, exact=3)
     assert proven >= 2
 
 
@@ -407,18 +420,12 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
     when proven, and the agent and step filters still applied."""
     store = Store(tmp_path / "m.db")
     sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
-    rng = random.Random(11)
-    rare = [f"zq{i}" for i in range(40)]
     messages = []
-    for i in range(600):
-        words = [w for w in ("apple", "river", "stone") if rng.random() < 0.12]
-        words += rng.sample(rare, 2) + ["filler"] * rng.randint(0, 8)
-        rng.shuffle(words)
+    for i, text in enumerate(common_word_texts(11, 0.12)):
         owner = kim if i % 5 == 0 else sam
         step = "step-x" if i % 7 == 0 else None
         role = "user" if i % 2 else "assistant"
-        content = " ".join([*words, f"n{i}"])
-        messages.append(Message(agent_id=owner.id, role=role, content=content, step_id=step))
+        messages.append(Message(agent_id=owner.id, role=role, content=text, step_id=step))
     store.add_messages(messages)
     proven = 0
     queries = [["zq1", "apple"], ["zq2", "zq3", "river"], ["zq4", "stone"], ["zq5", "zq6", "apple"]]
@@ -427,15 +434,8 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
         assert everything.proven and everything.total == len(everything.scored)
         assert {m.agent_id for m, _ in everything.scored} == {sam.id}
         assert all(m.step_id != "step-x" for m, _ in everything.scored)
-        true_score = {m.seq: score for m, score in everything.scored}
         ranking = store.rank_messages(sam.id, words, 2, "step-x", budget=60)
-        assert ranking.scored and ranking.total < everything.total  # a budget was applied
-        for message, score in ranking.scored:
-            assert score == pytest.approx(true_score[message.seq])
-        if ranking.proven:
-            proven += 1
-            top = [score for _, score in everything.scored[:2]]
-            assert [score for _, score in ranking.scored] == pytest.approx(top)
+        proven += budgeted_ranking_is_true(everything, ranking, exact=2)
     assert proven >= 2
     # Paging: the second page follows the first.
     first, total = store.search_messages(sam.id, "zq1 apple", 3)
