@@ -367,8 +367,8 @@ def search_messages(
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     lexical, total, _ = store.rank_messages(agent_id, fts_words(query), depth, exclude_step_id)
     hits = _finished(vector_search)
-    if hits is None:  # no vectors yet: the words alone, with their full count
-        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
+    if hits is None:  # no vectors yet: the words alone
+        return [m for m, _ in lexical[offset : offset + limit]], total
 
     def fetch(seqs: list[int]) -> dict[int, Message]:
         return store.messages_by_seq(agent_id, seqs, exclude_step_id)
