@@ -29,6 +29,7 @@ Indexed = Literal["passages", "messages"]
 # BM25 column weights: a passage's text counts twice its context.
 _BM25 = {"passages": "bm25(passages_fts, 1.0, 0.5)", "messages": "bm25(messages_fts)"}
 _COUNTER = {"passages": "passage_count", "messages": "message_count"}  # kept by triggers
+_ALIAS = {"passages": "p", "messages": "m"}  # as the stores' column lists name them
 T = TypeVar("T")
 
 
@@ -105,6 +106,23 @@ class BudgetedSearch:
             sum(fts5_idf(rows, hits[w]) * (_BM25_K1 + 1) for w in common),
             complete=floor == 0,
         )
+
+    def top_rows(
+        self, table: Indexed, columns: str, source: str, args: list[Any], limit: int
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """The best `limit` rows of `source` (seq, score), best first, each as
+        `columns` of `table` followed by its score, and how many rows `source`
+        yields. Only seqs and scores are sorted; rows are read for the top."""
+        alias = _ALIAS[table]
+        rows = self.db.execute(
+            f"SELECT {columns}, t.score, t.total FROM ("
+            f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({source}) b "
+            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
+            f") t CROSS JOIN {table} {alias} ON {alias}.seq = t.seq "
+            "ORDER BY t.score DESC, t.seq DESC",
+            [*args, limit],
+        ).fetchall()
+        return [row[:-1] for row in rows], rows[0][-1] if rows else 0
 
     def _word_hits(
         self, table: Indexed, words: Sequence[str], cap: int

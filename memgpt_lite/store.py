@@ -476,16 +476,13 @@ class Store(ArchivalStore):
         candidates = self.candidates("messages", words, budget)
         # CROSS JOIN makes SQLite start from the full-text match; left to
         # itself it scans every message of the agent and probes the index.
-        rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS}, t.score, t.total FROM ("
-            f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({candidates.source}) b "
-            f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP} "
-            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
-            ") t CROSS JOIN messages m ON m.seq = t.seq ORDER BY t.score DESC, t.seq DESC",
-            [*candidates.args, agent_id, exclude_step_id, exclude_step_id, limit],
-        ).fetchall()
+        source = (
+            f"SELECT b.seq, b.score FROM ({candidates.source}) b "
+            f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP}"
+        )
+        args = [*candidates.args, agent_id, exclude_step_id, exclude_step_id]
+        rows, total = self.top_rows("messages", self._MESSAGE_COLUMNS, source, args, limit)
         scored = [(self._message_from_row(r[:10]), r[10]) for r in rows]
-        total = rows[0][11] if rows else 0
         return Ranking(scored, total, candidates.proves([s for _, s in scored], limit))
 
     def messages_by_seq(

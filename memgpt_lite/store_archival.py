@@ -202,8 +202,7 @@ class ArchivalStore(BudgetedSearch):
     ) -> tuple[list[tuple[Passage, float]], int]:
         """The agent's best `limit` rows of `source` (seq, score) passing the filters."""
         where, params = passage_filters(tags, start, end)
-        # Only seqs and scores are sorted; the top rows are fetched after. The
-        # covering index (agent_id, seq) tells whose a passage is without
+        # The covering index (agent_id, seq) tells whose a passage is without
         # reading it, unless a tag or date filter needs the row. Even so that
         # costs about 2 µs a match, so it is skipped when no other agent has
         # a passage (the full-text index then holds only this agent's).
@@ -214,14 +213,8 @@ class ArchivalStore(BudgetedSearch):
                 f"ON p.seq = b.seq WHERE p.agent_id = ?{where}"
             )
             args = [*args, agent_id, *params]
-        rows = self.db.execute(
-            f"SELECT {_PASSAGE_COLUMNS}, t.score, t.total FROM ("
-            f"SELECT b.seq, b.score, COUNT(*) OVER () AS total FROM ({source}) b "
-            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
-            ") t CROSS JOIN passages p ON p.seq = t.seq ORDER BY t.score DESC, t.seq DESC",
-            [*args, limit],
-        ).fetchall()
-        return [(_passage(r), r[7]) for r in rows], rows[0][8] if rows else 0
+        rows, total = self.top_rows("passages", _PASSAGE_COLUMNS, source, args, limit)
+        return [(_passage(r), r[7]) for r in rows], total
 
     def _sole_archivist(self, agent_id: str) -> bool:
         """Whether no other agent has a passage (counts kept by triggers)."""
