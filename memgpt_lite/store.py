@@ -14,7 +14,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from .models import (
     utcnow,
 )
 from .ranking import RANK_BUDGET, Ranking
-from .store_archival import ArchivalStore, day_bounds, seq_chunks
+from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -64,10 +64,6 @@ def fts_words(text: str) -> list[str]:
 
 def _tool_calls_json(message: Message) -> str | None:
     return json.dumps([c.model_dump() for c in message.tool_calls]) if message.tool_calls else None
-
-
-def _ts(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat()
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -147,7 +143,8 @@ class Store(ArchivalStore):
         with self.transaction():
             if self.db.execute("SELECT 1 FROM agents WHERE name = ?", [state.name]).fetchone():
                 raise AlreadyExistsError(f"an agent named {state.name!r} already exists")
-            self.db["agents"].insert(self._agent_row(state) | {"created_at": _ts(state.created_at)})
+            created = {"created_at": stored_time(state.created_at)}
+            self.db["agents"].insert(self._agent_row(state) | created)
             for position, block in enumerate(blocks):
                 if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block.id]).fetchone():
                     self.db["blocks"].insert(self._block_row(block))
@@ -169,7 +166,7 @@ class Store(ArchivalStore):
             "embedding_model": state.embedding_model,
             "embedding_dimension": state.embedding_dimension,
             "settings": state.settings.model_dump_json(),
-            "updated_at": _ts(state.updated_at),
+            "updated_at": stored_time(state.updated_at),
         }
 
     def save_agent(self, state: AgentState) -> None:
@@ -263,7 +260,7 @@ class Store(ArchivalStore):
                 raise AlreadyExistsError(f"an agent named {new_name!r} already exists")
             cursor = self.db.execute(
                 "UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
-                [new_name, _ts(utcnow()), agent_id],
+                [new_name, stored_time(utcnow()), agent_id],
             )
             if cursor.rowcount == 0:
                 raise NotFoundError(f"no agent with id {agent_id!r}")
@@ -288,7 +285,7 @@ class Store(ArchivalStore):
             "char_limit": block.limit,
             "description": block.description,
             "read_only": int(block.read_only),
-            "updated_at": _ts(block.updated_at),
+            "updated_at": stored_time(block.updated_at),
         }
 
     @staticmethod
@@ -332,7 +329,7 @@ class Store(ArchivalStore):
             self.db.execute(
                 "UPDATE agents SET memory_updated_at = ? WHERE id IN "
                 "(SELECT agent_id FROM agent_blocks WHERE block_id = ?)",
-                [_ts(block.updated_at), block.id],
+                [stored_time(block.updated_at), block.id],
             )
 
     def attach_block(self, agent_id: str, block: Block) -> None:
@@ -368,7 +365,7 @@ class Store(ArchivalStore):
                         message.tool_call_id,
                         message.name,
                         message.step_id,
-                        _ts(message.created_at),
+                        stored_time(message.created_at),
                         message.search_text(),
                     ],
                 )

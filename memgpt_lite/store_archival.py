@@ -24,6 +24,12 @@ from .ranking import RANK_BUDGET, BudgetedSearch, Ranking
 Owner = Literal["passage", "message"]
 
 
+def stored_time(value: datetime) -> str:
+    """A time as the database stores it: ISO 8601 in UTC, so that times
+    compare correctly as text (`day_bounds` relies on it)."""
+    return value.astimezone(UTC).isoformat()
+
+
 def day_bounds(start: date | None, end: date | None) -> tuple[str | None, str | None]:
     """ISO bounds for `created_at` covering whole UTC days, `end` inclusive."""
     low = datetime.combine(start, datetime.min.time(), UTC).isoformat() if start else None
@@ -103,7 +109,7 @@ class ArchivalStore(BudgetedSearch):
                         passage.agent_id,
                         passage.text,
                         json.dumps(passage.tags),
-                        passage.created_at.astimezone(UTC).isoformat(),
+                        stored_time(passage.created_at),
                         text_hash(passage.text),
                         passage.context,
                     ],
