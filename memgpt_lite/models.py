@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .text import CleanStr, JSONProblem, clean_arguments, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
@@ -32,9 +33,9 @@ class Block(BaseModel):
 
     id: str = Field(default_factory=lambda: new_id("block"))
     label: str
-    value: str = ""
+    value: CleanStr = ""
     limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0)
-    description: str = ""
+    description: CleanStr = ""
     read_only: bool = False
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -61,7 +62,7 @@ class ToolCall(BaseModel):
 
     id: str
     name: str
-    arguments: str = "{}"
+    arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -80,7 +81,7 @@ class Message(BaseModel):
     id: str = Field(default_factory=lambda: new_id("msg"))
     agent_id: str
     role: Role
-    content: str | None = None
+    content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name, on tool results
@@ -113,12 +114,10 @@ class Message(BaseModel):
 
 def _message_argument(arguments: str) -> str:
     try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
+        message = parse_arguments(arguments).get("message")
+    except JSONProblem:
         return ""
-    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
-        return parsed["message"]
-    return ""
+    return message if isinstance(message, str) else ""
 
 
 class Passage(BaseModel):
@@ -126,13 +125,13 @@ class Passage(BaseModel):
 
     id: str = Field(default_factory=lambda: new_id("passage"))
     agent_id: str
-    text: str
-    tags: list[str] = Field(default_factory=list)
+    text: CleanStr
+    tags: list[CleanStr] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
     # Text around the passage when it was written (the previous turn, the chunk
     # before it): found by word search, at half weight, but not shown as part of
     # it, nor embedded (measured: embedding it too diluted the passage's vector).
-    context: str = ""
+    context: CleanStr = ""
     seq: int | None = None
 
 
@@ -179,11 +178,11 @@ class AgentState(BaseModel):
     id: str = Field(default_factory=lambda: new_id("agent"))
     name: str
     llm: LLMConfig
-    system: str
+    system: CleanStr
     block_ids: list[str] = Field(default_factory=list)
     tool_names: list[str] = Field(default_factory=list)
     context_start: int = 0
-    summary: str = ""
+    summary: CleanStr = ""
     pressure_warned: bool = False
     embedding_model: str | None = None  # the space the stored vectors are in
     embedding_dimension: int | None = None
