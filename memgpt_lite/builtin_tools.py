@@ -37,11 +37,10 @@ def send_message(ctx: ToolContext, message: str) -> str:
     Args:
         message: The message for the user.
     """
-    if ctx.replies:
-        raise ModelRetry(
-            "only one send_message is delivered per response; this second message was NOT "
-            "sent. Send it in your next response if it is still needed."
-        )
+    if not message.strip():
+        raise ModelRetry("message is empty: the user would see nothing. Write the message.")
+    # Several calls in one response are all delivered, in order: a model that
+    # splits its answer in two expects the user to see both parts.
     ctx.replies.append(message)
     return "Sent message successfully."
 

@@ -131,11 +131,11 @@ def _with_reply(message: Message, text: str) -> Message | None:
         return None
     if not message.tool_calls:
         return message.model_copy(update={"content": text}) if message.content else None
-    for i, call in enumerate(message.tool_calls):
+    # With several replies in one response, the last is the one the user saw last.
+    for i, call in reversed(list(enumerate(message.tool_calls))):
         arguments = _send_message_arguments(call)
         if arguments is None:
             continue
-        # The first such call is the one delivered: a second is refused by the loop.
         new_call = call.model_copy(update={"arguments": json.dumps({**arguments, "message": text})})
         calls = [*message.tool_calls[:i], new_call, *message.tool_calls[i + 1 :]]
         return message.model_copy(update={"tool_calls": calls})

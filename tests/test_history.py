@@ -159,6 +159,18 @@ def test_rewrite_replaces_the_sent_message(fake_llm, tmp_path):
     assert json.dumps({"message": "I love pears"}) in arguments
 
 
+def test_rewrite_replaces_the_last_of_two_replies(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(tool_calls=[call("send_message", message="one"), call("send_message", message="two")])
+    )
+    agent.step("talk")
+    agent.rewrite("TWO")
+    calls = agent.context_messages()[-3].tool_calls
+    assert [json.loads(c.arguments)["message"] for c in calls] == ["one", "TWO"]
+    next_call_is_accepted(fake_llm, agent)
+
+
 def test_rewrite_replaces_a_plain_text_reply(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
     fake_llm.enqueue(reply("Plain hello"))

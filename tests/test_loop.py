@@ -169,15 +169,26 @@ def test_parallel_calls_all_answered_in_order(fake_llm, tmp_path):
     assert fake_llm.rejections == []
 
 
-def test_second_send_message_in_one_response_is_refused(fake_llm, tmp_path):
+def test_every_send_message_in_one_response_is_delivered_in_order(fake_llm, tmp_path):
     agent = make_agent(fake_llm, tmp_path)
     first, second = call("send_message", message="one"), call("send_message", message="two")
-    fake_llm.enqueue(reply(tool_calls=[first, second]), say("two, again"))
+    fake_llm.enqueue(reply(tool_calls=[first, second]))
     result = agent.step("talk")
-    assert result.replies == ["one", "two, again"]
-    assert result.tool_results[1].ok is False
-    assert "was NOT sent" in result.tool_results[1].content
+    assert result.replies == ["one", "two"]
+    assert [r.ok for r in result.tool_results] == [True, True]
+    assert result.stop_reason == "send_message"
+    fake_llm.enqueue(say("next"))
+    agent.step("again")
     assert answered_ids(fake_llm.chat_requests[1]) == [first.id, second.id]
+    assert fake_llm.rejections == []
+
+
+def test_an_empty_send_message_is_refused_and_the_model_tries_again(fake_llm, tmp_path):
+    agent = make_agent(fake_llm, tmp_path)
+    fake_llm.enqueue(reply(tool_calls=[call("send_message", message="  ")]), say("there"))
+    result = agent.step("talk")
+    assert result.replies == ["there"]
+    assert "message is empty" in result.tool_results[0].content
 
 
 def test_step_limit_answers_every_call_and_the_next_step_works(fake_llm, tmp_path):

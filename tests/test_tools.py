@@ -75,7 +75,12 @@ def test_builtin_tools_have_memgpt_names_and_parameters():
     }
     assert params("archival_memory_insert") == {"content", "tags", "request_heartbeat"}
     assert params("archival_memory_search") == {
-        "query", "page", "tags", "start_date", "end_date", "request_heartbeat",
+        "query",
+        "page",
+        "tags",
+        "start_date",
+        "end_date",
+        "request_heartbeat",
     }
     for built_in in BUILTIN_TOOLS.values():
         assert built_in.description, built_in.name
