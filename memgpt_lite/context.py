@@ -203,6 +203,11 @@ def choose_cut(messages: Sequence[Message], tokens: Sequence[int], keep_tokens: 
     return cut
 
 
+def _first_of_step(messages: Sequence[Message], step_id: str) -> int:
+    """Index of the first message of step `step_id` (len(messages) if none)."""
+    return next((i for i, m in enumerate(messages) if m.step_id == step_id), len(messages))
+
+
 class CompactionReport(BaseModel):
     evicted: int
     summarized: bool
@@ -227,10 +232,13 @@ def compact(
     pressure: int = 0,
     summarize: bool = True,
     force: bool = False,
+    step_id: str | None = None,
 ) -> CompactionReport:
     """Evict the oldest messages from the window into the summary. Each level of
     `pressure` halves how much is kept; `summarize=False` drops whole exchanges
-    without asking the model (the deterministic fallback)."""
+    without asking the model (the deterministic fallback). The messages of step
+    `step_id`, the one in progress, always stay: the model must still see the
+    question it is answering."""
     budget = budget_for(agent)
     room = budget.compact_at - (compiled.fixed_tokens - compiled.summary_tokens)
     room -= budget.summary_tokens
@@ -241,6 +249,8 @@ def compact(
     cut = choose_cut(compiled.messages, compiled.message_tokens, int(keep))
     if force and cut == 0 and len(compiled.messages) > 1:
         cut = choose_cut(compiled.messages, compiled.message_tokens, 0)
+    if step_id is not None:
+        cut = min(cut, _first_of_step(compiled.messages, step_id))
     evicted = compiled.messages[:cut]
     before = compiled.total_tokens
     if not evicted:
@@ -396,7 +406,9 @@ def fit_request(
     for attempt in range(MAX_FIT_ATTEMPTS):
         if compiled.total_tokens <= budget.compact_at and not pressure:
             return compiled
-        report = compact(agent, compiled, pressure=pressure + attempt, summarize=attempt == 0)
+        report = compact(
+            agent, compiled, pressure=pressure + attempt, summarize=attempt == 0, step_id=step_id
+        )
         result.compactions += report.evicted > 0
         if report.evicted == 0:
             # Only the last exchange is left: clip its messages harder.

@@ -332,3 +332,31 @@ def test_choose_cut_never_starts_at_a_tool_result():
     assert choose_cut(messages, tokens, 25) == 6
     assert choose_cut(messages, tokens, 30) == 4
     assert choose_cut(messages, tokens, 1000) == 0
+
+
+def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_path):
+    @tool
+    def research(topic: str) -> str:
+        """Research a topic at length."""
+        return f"notes on {topic}: " + FILLER * 8
+
+    questions_seen = []
+
+    def researching_model(body):
+        if is_summary_request(body):
+            return reply(content="Summary.")
+        messages = body["messages"]
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        questions_seen.append(messages[last_user]["content"].split()[0])
+        if not any(m["role"] == "tool" for m in messages[last_user:]):  # a new question
+            return reply(tool_calls=[call("research", topic="foxes", request_heartbeat=True)])
+        return say("done")
+
+    server.responder = researching_model
+    agent = make_agent(tmp_path, tools=[research])
+    results = [agent.step(f"QUESTION{i} {FILLER}") for i in range(12)]
+    assert sum(r.compactions for r in results) >= 1
+    # Both requests of every step show the question being answered, even when
+    # the tool result pushed the second one over the compaction threshold.
+    assert questions_seen == [f"QUESTION{i}" for i in range(12) for _ in range(2)]
+    assert server.rejections == []
