@@ -24,10 +24,11 @@ from .context import (
     call_model,
     compact,
     compile_context,
+    core_memory_overflow,
     overview,
 )
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, ModelRetry
+from .errors import ConfigError, ContextFullError, ModelRetry
 from .llm import Completion, LLMClient
 from .memory import load_prompt, set_block_value
 from .models import (
@@ -253,9 +254,16 @@ class Agent:
                     f"{block.limit}; nothing was changed"
                 )
             try:
-                block.value = set_block_value(block, value)
+                value = set_block_value(block, value)
             except ModelRetry as exc:
                 raise ConfigError(str(exc)) from None
+            problem = core_memory_overflow(self, block, value)
+            if problem:
+                raise ConfigError(
+                    f"block {label!r}: {problem}; nothing was changed. Shorten the text, "
+                    "or give the agent a larger context window."
+                )
+            block.value = value
             self.store.save_block(block)
         return block
 
@@ -357,7 +365,13 @@ class Agent:
         result.messages.append(user)
         seconds_before = llm.seconds_in_calls
         for _ in range(self.state.settings.max_chained_steps):
-            completion = call_model(self, result, step_id)
+            try:
+                completion = call_model(self, result, step_id)
+            except ContextFullError:
+                if len(result.messages) == 1:  # not even the user's message fits
+                    raise
+                result.stop_reason = "context_full"
+                break
             result.llm_seconds = llm.seconds_in_calls - seconds_before
             if completion.tool_choice != self.state.llm.tool_choice:
                 # The endpoint refused "required"; remember, so we do not ask again.

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import date
 
+from .context import core_memory_overflow
 from .errors import ModelRetry
 from .memory import append_to_block, replace_in_block
 from .models import Block, Message
@@ -28,6 +29,19 @@ def _block(ctx: ToolContext, label: str) -> Block:
             return block
     labels = ", ".join(b.label for b in store.get_blocks(ctx.agent.state.id))
     raise ModelRetry(f"there is no core memory block labelled {label!r}; the blocks are: {labels}.")
+
+
+def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
+    """Store an edit, unless it would crowd the conversation out of the window."""
+    problem = core_memory_overflow(ctx.agent, block, new_value)
+    if problem:
+        raise ModelRetry(
+            f"{problem}. Nothing was changed. Keep core memory short: condense the block "
+            "with core_memory_replace, or save the detail with archival_memory_insert and "
+            "keep only a short note here."
+        )
+    block.value = new_value
+    ctx.agent.store.save_block(block)
 
 
 @tool(heartbeat=False)
@@ -57,8 +71,7 @@ def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
     new_value = append_to_block(block, content)
     if new_value is None:
         return f"No change: block {label!r} already holds that line."
-    block.value = new_value
-    ctx.agent.store.save_block(block)
+    _save_block(ctx, block, new_value)
     return f"Appended to block {label!r} ({len(new_value)}/{block.limit} characters)."
 
 
@@ -72,8 +85,7 @@ def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_cont
         new_content: The text to put in its place.
     """
     block = _block(ctx, label)
-    block.value = replace_in_block(block, old_content, new_content)
-    ctx.agent.store.save_block(block)
+    _save_block(ctx, block, replace_in_block(block, old_content, new_content))
     return f"Replaced in block {label!r} ({len(block.value)}/{block.limit} characters)."
 
 

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .errors import ContextBudgetError, LLMError
+from .errors import ContextBudgetError, ContextFullError, LLMError
 from .llm import Completion, ContextWindowExceeded
-from .memory import join_sections, load_prompt, system_sections
-from .models import Message, StepResult, utcnow
+from .memory import join_sections, load_prompt, render_block, system_sections
+from .models import Block, Message, StepResult, utcnow
 from .tokens import REPLY_PRIMER_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 # Local models vary widely; a cautious default. Set `context_window` for yours.
 UNKNOWN_MODEL_WINDOW = 8_192
+# The least room kept for the conversation when core memory grows: an edit that
+# would leave less is refused (see `core_memory_overflow`).
+MIN_MESSAGE_ROOM = 256
 MAX_FIT_ATTEMPTS = 6
 MAX_ENDPOINT_RETRIES = 3
 TRANSCRIPT_LINE_TOKENS = 300
@@ -86,6 +89,13 @@ class Budget:
     @property
     def summary_tokens(self) -> int:
         return max(64, min(1000, self.window // 10))
+
+    @property
+    def core_limit(self) -> int:
+        """The most tokens the system message (core memory included) and the
+        tool schemas may grow to: the rest of the usable window, at least a
+        quarter, is the conversation's."""
+        return self.compact_at - max(MIN_MESSAGE_ROOM, self.compact_at // 4)
 
 
 def budget_for(agent: Agent) -> Budget:
@@ -164,7 +174,7 @@ def compile_context(agent: Agent, clip_tokens: int | None = None) -> CompiledCon
     )
     system = {"role": "system", "content": join_sections(sections)}
     tools = agent.tool_schemas()
-    fixed = counter.count_message(system) + agent.tool_tokens() + REPLY_PRIMER_TOKENS
+    fixed = _fixed_tokens(agent, system)
     if clip_tokens is None:
         clip_tokens = max(64, (budget.compact_at - fixed) // 2)
     request, counts = [system], []
@@ -185,6 +195,33 @@ def compile_context(agent: Agent, clip_tokens: int | None = None) -> CompiledCon
         fixed,
         counter.count_text(state.summary),
         stats.message_count,
+    )
+
+
+def _fixed_tokens(agent: Agent, system: dict[str, Any]) -> int:
+    """Tokens of a request besides its messages: system message, tools, primer."""
+    return agent.token_counter.count_message(system) + agent.tool_tokens() + REPLY_PRIMER_TOKENS
+
+
+def core_memory_overflow(agent: Agent, block: Block, new_value: str) -> str | None:
+    """Why giving `block` the value `new_value` would crowd the conversation
+    out of the agent's context window, or None if the edit is fine. An edit
+    that does not grow the system message is always fine, so an agent already
+    over the limit can still be trimmed."""
+    compiled = compile_context(agent)
+    edited = render_block(block.model_copy(update={"value": new_value}))
+    sections = [
+        (name, edited if name == f"block:{block.label}" else text)
+        for name, text in compiled.sections
+    ]
+    after = _fixed_tokens(agent, {"role": "system", "content": join_sections(sections)})
+    budget = budget_for(agent)
+    if after <= budget.core_limit or after <= compiled.fixed_tokens:
+        return None
+    return (
+        f"with this edit the system message and core memory would take {after:,} tokens, "
+        f"over the {budget.core_limit:,} that the agent's {budget.window:,}-token context "
+        "window leaves for them (the rest is kept for the conversation)"
     )
 
 
@@ -362,11 +399,14 @@ def _budget_error(agent: Agent, compiled: CompiledContext, budget: Budget) -> Co
     counter = agent.token_counter
     sizes = [f"{name} {counter.count_text(text)}" for name, text in compiled.sections]
     sizes.append(f"tool schemas {agent.tool_tokens()}")
+    name = agent.state.name
     return ContextBudgetError(
-        f"agent {agent.state.name!r}: the system message and core memory alone need "
+        f"agent {name!r}: the system message and core memory alone need "
         f"{compiled.fixed_tokens} tokens, over the {budget.compact_at} usable of a "
-        f"{budget.window}-token window ({', '.join(sizes)}). Shorten the largest blocks, "
-        "or set a larger context_window."
+        f"{budget.window}-token window ({', '.join(sizes)}). To recover, shorten the "
+        f"largest block (memgpt-lite blocks {name} LABEL --edit, or agent.set_block), "
+        f"keeping its detail in archival memory (memgpt-lite archival {name} insert), "
+        "or give the agent the larger window its model has (AgentSettings.context_window)."
     )
 
 
@@ -389,7 +429,8 @@ def fit_request(
 ) -> CompiledContext:
     """The next request, made to fit the budget: warn, compact, then fall back
     to dropping exchanges and clipping harder. Raises ContextBudgetError when
-    even the system message and core memory do not fit."""
+    even the system message and core memory do not fit, and ContextFullError
+    when the step in progress, which is never evicted, does not."""
     budget = budget_for(agent)
     compiled = compile_context(agent)
     if compiled.fixed_tokens > budget.compact_at:
@@ -417,7 +458,14 @@ def fit_request(
         pressure = 0 if compiled.total_tokens <= budget.compact_at else pressure
     if compiled.total_tokens <= budget.compact_at:
         return compiled
-    raise _budget_error(agent, compiled, budget)
+    if compiled.fixed_tokens > budget.compact_at:  # the summary grew meanwhile
+        raise _budget_error(agent, compiled, budget)
+    raise ContextFullError(
+        f"agent {agent.state.name!r}: the messages of the step in progress take "
+        f"{sum(compiled.message_tokens)} tokens, more than the "
+        f"{budget.compact_at - compiled.fixed_tokens} that its {budget.window}-token window "
+        "leaves beside the system message"
+    )
 
 
 def call_model(agent: Agent, result: StepResult, step_id: str) -> Completion:

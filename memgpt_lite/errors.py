@@ -31,6 +31,12 @@ class ContextBudgetError(MemGPTError):
     """Even the system message and core memory do not fit the context window."""
 
 
+class ContextFullError(ContextBudgetError):
+    """The messages of the step in progress no longer fit beside the system
+    message. The loop ends such a step (stop reason "context_full") once the
+    model has answered at least once; the next step can compact it away."""
+
+
 class ModelRetry(MemGPTError):
     """Raised by a tool to tell the model to try again, with the reason.
 

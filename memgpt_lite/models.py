@@ -229,7 +229,8 @@ class ToolResult(BaseModel):
     ok: bool
 
 
-StopReason = Literal["send_message", "no_heartbeat", "text_reply", "step_limit"]
+# "context_full": the step's own messages filled the context window (see ContextFullError).
+StopReason = Literal["send_message", "no_heartbeat", "text_reply", "step_limit", "context_full"]
 
 
 class StepResult(BaseModel):

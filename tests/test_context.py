@@ -8,7 +8,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from memgpt_lite import Agent, AgentSettings, Block, ContextBudgetError, tool
+from memgpt_lite import Agent, AgentSettings, Block, ConfigError, ContextBudgetError, tool
 from memgpt_lite.cli import cli
 from memgpt_lite.context import budget_for, choose_cut, window_for_model
 from memgpt_lite.models import Message
@@ -359,4 +359,72 @@ def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_
     # Both requests of every step show the question being answered, even when
     # the tool result pushed the second one over the compaction threshold.
     assert questions_seen == [f"QUESTION{i}" for i in range(12) for _ in range(2)]
+    assert server.rejections == []
+
+
+def test_an_agent_cannot_edit_itself_out_of_its_window(server, tmp_path):
+    agent = make_agent(tmp_path)
+    line = "Likes: " + "long detailed notes about the garden and the bees " * 6
+
+    def appending_model(body):
+        if is_summary_request(body):
+            return reply(content="Summary.")
+        last = body["messages"][-1]
+        if last["role"] == "user" and last["content"].startswith("remember"):
+            fact = f"{last['content']}: {line}"  # a new line each turn
+            return reply(tool_calls=[call("core_memory_append", label="human", content=fact)])
+        return say("ok")
+
+    server.responder = appending_model
+    results = [agent.step(f"remember this, part {i}") for i in range(12)]
+    outcomes = [r.tool_results[0] for r in results]
+    assert outcomes[0].ok, "the first lines fit"
+    refused = [o for o in outcomes if not o.ok]
+    assert refused, "the block kept growing"
+    assert "archival_memory_insert" in refused[0].content
+    assert "2,500-token context window" in refused[0].content
+    # Every turn still works: the agent never locked itself out.
+    assert agent.step("still there?").replies == ["ok"]
+    assert server.rejections == []
+
+
+def test_a_user_edit_that_crowds_out_the_conversation_is_refused(server, tmp_path):
+    agent = make_agent(tmp_path)
+    with pytest.raises(ConfigError, match="2,500-token context window"):
+        agent.set_block("human", "word " * 900)  # within the block's 5,000 characters
+    assert agent.block("human").value == ""
+
+
+def test_an_agent_already_over_the_limit_can_be_trimmed_and_is_told_how(server, tmp_path):
+    agent = make_agent(tmp_path, blocks=[Block(label="persona", value="x " * 2400)])
+    with pytest.raises(ContextBudgetError) as caught:
+        agent.step("hi")
+    assert "memgpt-lite blocks sam LABEL --edit" in str(caught.value)
+    agent.set_block("persona", "x " * 2300)  # still too big, but smaller: allowed
+    agent.set_block("persona", "I am Sam.")
+    server.enqueue(say("back"))
+    assert agent.step("hi").replies == ["back"]
+
+
+def test_a_step_that_fills_the_window_by_itself_ends_and_the_next_one_works(server, tmp_path):
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch one page of a long document."""
+        return f"page {page}: " + FILLER * 2
+
+    pages = iter(range(100))
+
+    def reading_model(body):
+        if is_summary_request(body):
+            return reply(content="Summary.")
+        if body["messages"][-1]["content"] == "thanks":
+            return say("you are welcome")
+        return reply(tool_calls=[call("fetch", page=next(pages), request_heartbeat=True)])
+
+    server.responder = reading_model
+    agent = make_agent(tmp_path, tools=[fetch], max_chained_steps=50)
+    result = agent.step("read the whole document")
+    assert result.stop_reason == "context_full"
+    assert all(r.ok for r in result.tool_results)
+    assert agent.step("thanks").replies == ["you are welcome"]
     assert server.rejections == []
