@@ -469,14 +469,36 @@ def fit_request(
 
 
 def call_model(agent: Agent, result: StepResult, step_id: str) -> Completion:
-    """Call the model with a request that fits. If the endpoint still says it is
-    too long (its count or window differs from ours), compact harder and retry."""
+    """Call the model with a request that fits. An empty answer (no text and no
+    tool call, which local servers sometimes send) is asked for again once,
+    with a reminder to call a tool; a second one is an LLMError. Neither is
+    stored: an empty assistant message would make every later request invalid."""
+    reminder = None
+    for _ in range(2):
+        completion = _call_fitting(agent, result, step_id, reminder)
+        if completion.tool_calls or (completion.content or "").strip():
+            return completion
+        result.usage.add(completion.usage)
+        reminder = {"role": "system", "content": load_prompt("empty_reply")}
+    raise LLMError(
+        f"the model endpoint {agent.llm.base_url} answered twice with an empty message "
+        "(no text and no tool call); nothing of it was stored"
+    )
+
+
+def _call_fitting(
+    agent: Agent, result: StepResult, step_id: str, reminder: dict[str, str] | None
+) -> Completion:
+    """One completion for a request that fits, with `reminder` appended. If the
+    endpoint still says the request is too long (its count or window differs
+    from ours), compact harder and try again."""
     pressure = 0
     while True:
         compiled = fit_request(agent, result, step_id, pressure)
         result.prompt_tokens_estimate = compiled.total_tokens
+        messages = compiled.request_messages + ([reminder] if reminder else [])
         try:
-            return agent.llm.complete(agent.state.llm, compiled.request_messages, compiled.tools)
+            return agent.llm.complete(agent.state.llm, messages, compiled.tools)
         except ContextWindowExceeded as exc:
             pressure += 1
             if pressure > MAX_ENDPOINT_RETRIES:

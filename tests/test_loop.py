@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memgpt_lite import Agent, AgentSettings, Block, ModelRetry, tool
+from memgpt_lite import Agent, AgentSettings, Block, LLMError, ModelRetry, tool
 from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, reply, say
 
 
@@ -426,3 +426,30 @@ def test_saved_state_changes_reach_the_next_request(fake_llm, tmp_path):
     Agent.load("sam", db=tmp_path / "agents.db").step("hi")
     assert fake_llm.chat_requests[0]["model"] == "gpt-4.1-mini"
     assert fake_llm.chat_requests[0]["temperature"] == 0.2
+
+
+def test_an_empty_reply_is_asked_again_with_a_reminder_and_never_stored(fake_llm, tmp_path):
+    agent = make_agent(fake_llm, tmp_path)
+    fake_llm.enqueue(reply(), say("there you are"))
+    result = agent.step("hello?")
+    assert result.replies == ["there you are"]
+    reminder = fake_llm.chat_requests[1]["messages"][-1]
+    assert reminder["role"] == "system" and "send_message" in reminder["content"]
+    stored = [(m.role, m.content, len(m.tool_calls)) for m in agent.context_messages()]
+    assert stored[:2] == [("user", "hello?", 0), ("assistant", None, 1)]
+    assert result.usage.requests == 2
+    fake_llm.enqueue(say("fine"))
+    agent.step("again")
+    assert fake_llm.rejections == []
+    assert all(m["role"] != "system" for m in fake_llm.chat_requests[-1]["messages"][1:])
+
+
+def test_two_empty_replies_fail_cleanly_and_the_agent_stays_valid(fake_llm, tmp_path):
+    agent = make_agent(fake_llm, tmp_path)
+    fake_llm.enqueue(reply(content="   "), reply())
+    with pytest.raises(LLMError, match="empty message"):
+        agent.step("hello?")
+    assert [m.role for m in agent.context_messages()] == ["user"]
+    fake_llm.enqueue(say("back"))
+    assert agent.step("hello again").replies == ["back"]
+    assert fake_llm.rejections == []
