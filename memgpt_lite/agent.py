@@ -26,6 +26,7 @@ from .context import (
     compile_context,
     core_memory_overflow,
     overview,
+    unanswered,
 )
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, ContextFullError, ModelRetry
@@ -289,6 +290,13 @@ class Agent:
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""
         return self.store.messages_from(self.state.id, self.state.context_start)
+
+    def unanswered(self) -> list[Message]:
+        """The user's messages in the context window that the model never
+        answered (their step failed or was cancelled before it responded),
+        oldest first. They are left out of requests; `retry()` sends the last
+        one again, `pop_exchanges()` drops it."""
+        return unanswered(self.context_messages())
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]

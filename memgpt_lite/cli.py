@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
+from .agent import Agent
 from .cli_agents import AGENT_COMMANDS
 from .cli_archival import archival
 from .cli_base import FriendlyGroup, load_agent
 from .cli_chat import chat
 from .cli_transfer import export_command, import_command
+from .errors import MemGPTError
+from .history import pop_for_retry, unanswered_note
 from .models import StepResult
 from .repl_commands import context_summary, context_table
 
@@ -41,15 +45,63 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 def send(ctx: click.Context, name: str, message: str, verbose: bool) -> None:
     """Send MESSAGE to agent NAME and print its replies, one per line.
 
+    If the endpoint fails, the message stays stored but unanswered, and is left
+    out of later requests: `memgpt-lite retry NAME` sends it again,
+    `memgpt-lite pop NAME` drops it.
+
     Example: memgpt-lite send sam "Hi, my name is Alice"
     """
     agent = load_agent(ctx, name)
-    result = agent.step(message)
+    _print_result(agent, _explained(agent, lambda: agent.step(message)), verbose)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@click.pass_context
+def retry(ctx: click.Context, name: str, verbose: bool) -> None:
+    """Send agent NAME's last message again, after removing its last exchange
+    (that message and everything that followed it): for a message the endpoint
+    failed to answer, or an answer you want redone."""
+    agent = load_agent(ctx, name)
+    _ = agent.llm  # a missing API key fails here, before anything is removed
+    text = pop_for_retry(agent)
+    click.echo(f"Sending again: {text}", err=True)
+    _print_result(agent, _explained(agent, lambda: agent.step(text)), verbose)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("count", default=1, type=click.IntRange(min=1))
+@click.pass_context
+def pop(ctx: click.Context, name: str, count: int) -> None:
+    """Remove agent NAME's last COUNT exchanges (default 1): each a message of
+    yours and everything after it. Memory edits the agent made stay."""
+    deleted = load_agent(ctx, name).pop_exchanges(count)
+    click.echo(f"Removed {count} exchange(s): {deleted} messages.")
+
+
+def _explained(agent: Agent, step: Callable[[], StepResult]) -> StepResult:
+    """Run a step; if it fails before the model answered, the error also says
+    how to send the message again or drop it."""
+    try:
+        return step()
+    except MemGPTError as exc:
+        name = agent.state.name
+        note = unanswered_note(agent, f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
+        # One line, so scripts and logs keep one line per failure.
+        raise click.ClickException(
+            f"{exc} — {note[0].lower()}{note[1:]}" if note else str(exc)
+        ) from None
+
+
+def _print_result(agent: Agent, result: StepResult, verbose: bool) -> None:
     if verbose:
         _show_details(result)
     for reply in result.replies:
         click.echo(reply)
     if not result.replies:
+        name = agent.state.name
         click.echo(f"({name} ended its turn without a reply: {result.stop_reason})", err=True)
 
 

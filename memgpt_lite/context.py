@@ -157,12 +157,31 @@ def _clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) ->
     return clipped
 
 
-def compile_context(agent: Agent, clip_tokens: int | None = None) -> CompiledContext:
-    """Build the next request from the store. Messages over `clip_tokens`
-    (default: half the room left for messages) are clipped in the request."""
+def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[Message]:
+    """The user messages among `messages` that no model response followed in
+    their step (it failed or was cancelled first), but those of step `step_id`,
+    the one in progress. They stay stored, but are left out of requests: the
+    user was told and can send them again, and the next turn must not answer
+    a heap of messages the user thought were gone."""
+    answered = {m.step_id for m in messages if m.role == "assistant"}
+    return [
+        m
+        for m in messages
+        if m.role == "user" and m.step_id not in answered and m.step_id not in (None, step_id)
+    ]
+
+
+def compile_context(
+    agent: Agent, clip_tokens: int | None = None, step_id: str | None = None
+) -> CompiledContext:
+    """Build the next request from the store, for step `step_id` if one is in
+    progress. Messages over `clip_tokens` (default: half the room left for
+    messages) are clipped in the request; unanswered ones are left out."""
     counter, budget = agent.token_counter, budget_for(agent)
     state, store = agent.state, agent.store
     messages = store.messages_from(state.id, state.context_start)
+    left_out = {m.id for m in unanswered(messages, step_id)}
+    messages = [m for m in messages if m.id not in left_out]
     stats = store.agent_stats(state.id)
     sections = system_sections(
         state.system,
@@ -432,7 +451,7 @@ def fit_request(
     even the system message and core memory do not fit, and ContextFullError
     when the step in progress, which is never evicted, does not."""
     budget = budget_for(agent)
-    compiled = compile_context(agent)
+    compiled = compile_context(agent, step_id=step_id)
     if compiled.fixed_tokens > budget.compact_at:
         raise _budget_error(agent, compiled, budget)
     if (
@@ -442,7 +461,7 @@ def fit_request(
     ):
         add_pressure_alert(agent, compiled, step_id)
         result.memory_warnings += 1
-        compiled = compile_context(agent)
+        compiled = compile_context(agent, step_id=step_id)
     clip = None
     for attempt in range(MAX_FIT_ATTEMPTS):
         if compiled.total_tokens <= budget.compact_at and not pressure:
@@ -454,7 +473,7 @@ def fit_request(
         if report.evicted == 0:
             # Only the last exchange is left: clip its messages harder.
             clip = max(16, (clip or (budget.compact_at - compiled.fixed_tokens) // 2) // 2)
-        compiled = compile_context(agent, clip)
+        compiled = compile_context(agent, clip, step_id)
         pressure = 0 if compiled.total_tokens <= budget.compact_at else pressure
     if compiled.total_tokens <= budget.compact_at:
         return compiled

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .context import unanswered
 from .errors import ConfigError
 from .models import Message, StepResult, ToolCall
 
@@ -146,3 +147,16 @@ def rewrite(agent: Agent, text: str) -> Message:
     """Replace the agent's last reply: the message of its last send_message
     call, or its last plain-text answer."""
     return _edit_last(agent, text, "reply", _with_reply)
+
+
+def unanswered_note(agent: Agent, resend: str, drop: str) -> str | None:
+    """If the user's last message went unanswered (its step failed or was
+    cancelled before the model responded), one line saying so and naming the
+    commands that send it again and drop it; else None."""
+    window = _window(agent)
+    starts = [m for m in window if m.role == "user"]
+    if not starts or starts[-1] not in unanswered(window):
+        return None
+    text = " ".join((starts[-1].content or "").split())
+    shown = text if len(text) <= 60 else text[:59] + "…"
+    return f'Your message "{shown}" was not answered: {resend} sends it again, {drop} drops it.'

@@ -29,7 +29,7 @@ from rich.text import Text
 from .agent import Agent
 from .config import home_dir
 from .errors import MemGPTError
-from .history import SEND_MESSAGE
+from .history import SEND_MESSAGE, unanswered_note
 from .models import Message, StepResult, ToolResult
 from .repl_commands import COMMANDS, run_command
 
@@ -202,6 +202,7 @@ class ChatSession:
             "Ctrl-D to leave.",
             "dim",
         )
+        self.note_unanswered()
         while self.running:
             try:
                 entry = self.reader.read()
@@ -258,6 +259,8 @@ class ChatSession:
         # so the history holds whole responses only; the user message is kept.
         self.agent.store.rollback_interrupted()
         self.print("(cancelled)", "yellow")
+        if self.note_unanswered():
+            return
         self.print(
             "What was stored stays: /pop removes the last message and anything after it, "
             "/retry sends it again.",
@@ -265,11 +268,23 @@ class ChatSession:
         )
 
     def send(self, text: str) -> None:
-        result = self.call_model(
-            f"{self.agent.state.name} is thinking…", lambda: self.agent.step(text)
-        )
+        try:
+            result = self.call_model(
+                f"{self.agent.state.name} is thinking…", lambda: self.agent.step(text)
+            )
+        except MemGPTError as exc:
+            self.error(str(exc))
+            self.note_unanswered()
+            return
         if result is not None:
             self.show_result(result)
+
+    def note_unanswered(self) -> bool:
+        """Say so when the user's last message went unanswered; True if it did."""
+        note = unanswered_note(self.agent, "/retry", "/pop")
+        if note:
+            self.print(note, "yellow")
+        return note is not None
 
     # Rendering
 

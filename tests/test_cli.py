@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memgpt_lite.cli import cli
 from memgpt_lite.store import Store
-from memgpt_lite.testing import call, reply
+from memgpt_lite.testing import call, error, reply, say
 
 
 def run(*args: str, db=None, input: str | None = None):
@@ -122,3 +122,27 @@ def test_default_database_lives_under_memgpt_lite_home(fake_llm, tmp_path, monke
     monkeypatch.setenv("MEMGPT_LITE_HOME", str(home))
     assert run("create", "sam", "--model", "gpt-4o-mini").exit_code == 0
     assert (home / "memgpt_lite.db").exists()
+
+
+def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    run("create", "sam", "--model", "gpt-4o-mini", db=db)
+    fake_llm.enqueue(error(400, "the model is loading"))
+    failed = run("send", "sam", "Hi there", db=db)
+    assert failed.exit_code == 1
+    assert failed.stderr == (
+        f"Error: the endpoint {fake_llm.base_url} answered 400: the model is loading — your "
+        'message "Hi there" was not answered: memgpt-lite retry sam sends it again, '
+        "memgpt-lite pop sam drops it.\n"
+    )
+    fake_llm.enqueue(say("Hello!"))
+    retried = run("retry", "sam", db=db)
+    assert retried.exit_code == 0 and retried.stdout == "Hello!\n"
+    assert "Sending again: Hi there" in retried.stderr
+    fake_llm.enqueue(error(400, "the model is loading"))
+    run("send", "sam", "And again", db=db)
+    popped = run("pop", "sam", db=db)
+    assert popped.stdout == "Removed 1 exchange(s): 1 messages.\n"
+    user = [m.content for m in Store(db).last_messages(Store(db).get_agent("sam").id, 10)]
+    assert "And again" not in user and user.count("Hi there") == 1
+    assert fake_llm.rejections == []

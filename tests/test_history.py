@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from memgpt_lite import Agent, ConfigError, Message, NotFoundError
+from memgpt_lite import Agent, ConfigError, LLMError, Message, NotFoundError
+from memgpt_lite.history import unanswered_note
 from memgpt_lite.search import search_messages
-from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
+from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 
 def make_agent(tmp_path) -> Agent:
@@ -226,3 +227,45 @@ def test_set_model_persists(fake_llm, tmp_path):
     assert fake_llm.chat_requests[-1]["model"] == "gpt-4o"
     with pytest.raises(ConfigError, match="empty"):
         agent.set_model(" ")
+
+
+def user_texts(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def test_failed_sends_are_kept_unanswered_and_left_out_of_later_requests(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    chat(fake_llm, agent, "apples", "I like apples")
+    for text in ("first lost", "second lost"):
+        fake_llm.enqueue(error(400, "the model is loading"))
+        with pytest.raises(LLMError):
+            agent.step(text)
+    assert [m.content for m in agent.unanswered()] == ["first lost", "second lost"]
+    fake_llm.enqueue(say("fresh"))
+    assert agent.step("a new question").replies == ["fresh"]
+    # The good turn answers its own message, not a heap of old ones.
+    assert user_texts(fake_llm.chat_requests[-1]) == ["apples", "a new question"]
+    assert fake_llm.rejections == []
+    # Nothing the user typed is lost: both stay in recall memory.
+    assert search_messages(agent, "lost", 5)[1] == 2
+
+
+def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(error(400, "the model is loading"))
+    with pytest.raises(LLMError):
+        agent.step("are you there?")
+    note = unanswered_note(agent, "/retry", "/pop")
+    assert note == 'Your message "are you there?" was not answered: /retry sends it again, ' + (
+        "/pop drops it."
+    )
+    fake_llm.enqueue(say("yes"))
+    assert agent.retry().replies == ["yes"]
+    assert [m.content for m in agent.context_messages() if m.role == "user"] == ["are you there?"]
+    assert agent.unanswered() == [] and unanswered_note(agent, "/retry", "/pop") is None
+    fake_llm.enqueue(error(400, "the model is loading"))
+    with pytest.raises(LLMError):
+        agent.step("still there?")
+    assert agent.pop_exchanges(1) == 1
+    assert agent.unanswered() == []
+    next_call_is_accepted(fake_llm, agent)

@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from memgpt_lite import Agent, Block, Store
-from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
+from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
 
@@ -210,6 +210,7 @@ def test_ctrl_c_cancels_a_model_call_and_the_next_call_is_valid(fake_llm, chat_e
         child.expect_exact("sam is thinking…")  # the spinner, with the seconds elapsed
         child.sendintr()
         child.expect_exact("(cancelled)")
+        child.expect_exact('Your message "a slow question" was not answered: /retry sends')
         child.expect(PROMPT)
     finally:
         slow.release.set()
@@ -234,7 +235,8 @@ def test_ctrl_c_cancels_a_model_call_and_the_next_call_is_valid(fake_llm, chat_e
         for r in fake_llm.chat_requests
         if r["messages"][-1]["content"] == "are you there?"
     )
-    assert [m["content"] for m in last if m["role"] == "user"] == user_messages(tmp_path)
+    # The cancelled message stays stored, unanswered, and out of the next request.
+    assert [m["content"] for m in last if m["role"] == "user"] == ["are you there?"]
     assert fake_llm.rejections == []
     history = (tmp_path / "memgpt_home" / "chat_history").read_text()
     assert "a slow question" in history and "are you there?" in history
@@ -448,4 +450,31 @@ def test_piped_chat_is_plain_text(fake_llm, chat_env, tmp_path):
     assert "Traceback" not in finished.stderr
     assert not (tmp_path / "memgpt_home" / "chat_history").exists()
     assert user_messages(tmp_path) == ["hi there"]
+    assert fake_llm.rejections == []
+
+
+def test_an_unanswered_message_is_named_now_and_in_the_next_session(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    fake_llm.enqueue(error(400, "the model is loading"))
+
+    def chat(*entries: str) -> str:
+        finished = subprocess.run(
+            [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+            input="\n".join(entries) + "\n",
+            capture_output=True,
+            text=True,
+            env=chat_env,
+            timeout=60,
+        )
+        assert finished.returncode == 0 and "Traceback" not in finished.stderr
+        return finished.stdout
+
+    note = 'Your message "is it on?" was not answered: /retry sends it again, /pop drops it.'
+    out = chat("is it on?")
+    assert "Error: the endpoint" in out and "the model is loading" in out and note in out
+    assert note in chat()  # told again when the chat opens
+    fake_llm.enqueue(say("yes"))
+    out = chat("/retry")
+    assert "Sending again: is it on?" in out and "yes" in out and note not in chat()
+    assert user_messages(tmp_path) == ["is it on?"]
     assert fake_llm.rejections == []
