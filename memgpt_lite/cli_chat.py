@@ -6,6 +6,7 @@ import click
 
 from .agent import Agent
 from .cli_base import load_agent, store_for
+from .cli_logging import show_details
 from .config import effective_config
 from .errors import AlreadyExistsError, ConfigError
 from .models import AgentSettings
@@ -74,5 +75,7 @@ def chat(ctx: click.Context, name: str | None, verbose: bool) -> None:
 
     Example: memgpt-lite chat sam
     """
+    if verbose:
+        show_details()
     agent = load_agent(ctx, name) if name else choose_agent(store_for(ctx))
     ChatSession(agent, verbose=verbose).run()

@@ -126,8 +126,9 @@ class Tool:
             return ToolOutcome(f"Error: {exc}", ok=False, heartbeat=heartbeat)
         except Exception as exc:  # noqa: BLE001
             # A custom tool's bug must not break the protocol: the model gets a
-            # readable error for this call, and the traceback goes to the log.
-            log.exception("tool %s raised", self.name)
+            # readable error for this call, and the traceback goes to the log
+            # (the CLI shows one line and keeps the traceback in its log file).
+            log.exception("tool %s raised %s: %s", self.name, type(exc).__name__, exc)
             return ToolOutcome(
                 f"Error: {self.name} failed: {type(exc).__name__}: {exc}",
                 ok=False,
