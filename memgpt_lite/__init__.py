@@ -3,23 +3,58 @@
 An agent is a model in a tool-calling loop with three tiers of memory: core
 memory blocks in the system message, recall memory of every message, and
 archival memory of passages. State lives in SQLite.
+
+The names below are imported on first use, so `import memgpt_lite` (and the
+command line's start-up) does not pay for the openai client until it is needed,
+and Ctrl-C during start-up lands in code that can handle it.
 """
 
-from .agent import Agent, default_blocks
-from .errors import (
-    AlreadyExistsError,
-    ConfigError,
-    ContextBudgetError,
-    LLMError,
-    MemGPTError,
-    ModelRetry,
-    NotFoundError,
-    StoreError,
-)
-from .models import AgentSettings, AgentState, Block, Message, Passage, StepResult
-from .store import Store
-from .tools import Tool, ToolContext, tool
+from __future__ import annotations
 
+# Not `typing.TYPE_CHECKING`: importing typing here would widen the window in
+# which Ctrl-C at start-up escapes as a traceback. Type checkers know the idiom.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .agent import Agent, default_blocks
+    from .errors import (
+        AlreadyExistsError,
+        ConfigError,
+        ContextBudgetError,
+        LLMError,
+        MemGPTError,
+        ModelRetry,
+        NotFoundError,
+        StoreError,
+    )
+    from .models import AgentSettings, AgentState, Block, Message, Passage, StepResult
+    from .store import Store
+    from .tools import Tool, ToolContext, tool
+
+# Each public name and the module that defines it.
+_EXPORTS = {
+    "Agent": "agent",
+    "default_blocks": "agent",
+    "AlreadyExistsError": "errors",
+    "ConfigError": "errors",
+    "ContextBudgetError": "errors",
+    "LLMError": "errors",
+    "MemGPTError": "errors",
+    "ModelRetry": "errors",
+    "NotFoundError": "errors",
+    "StoreError": "errors",
+    "AgentSettings": "models",
+    "AgentState": "models",
+    "Block": "models",
+    "Message": "models",
+    "Passage": "models",
+    "StepResult": "models",
+    "Store": "store",
+    "Tool": "tools",
+    "ToolContext": "tools",
+    "tool": "tools",
+}
 __all__ = [
     "Agent",
     "AgentSettings",
@@ -42,3 +77,18 @@ __all__ = [
     "default_blocks",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

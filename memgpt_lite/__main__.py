@@ -1,3 +1,20 @@
-from .cli import main
+"""The `memgpt-lite` command's entry point (and `python -m memgpt_lite`).
 
-main()
+It imports nothing heavy itself: Ctrl-C while the CLI's modules load ends the
+program quietly instead of printing a traceback from deep inside an import.
+"""
+
+import sys
+
+
+def main() -> None:
+    try:
+        from .cli import main as run_cli
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        sys.exit(130)
+    run_cli()
+
+
+if __name__ == "__main__":
+    main()

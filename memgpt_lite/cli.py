@@ -15,6 +15,7 @@ from .cli_agents import AGENT_COMMANDS
 from .cli_archival import archival
 from .cli_base import FriendlyGroup, load_agent
 from .cli_chat import chat
+from .cli_logging import configure_logging, show_details
 from .cli_transfer import export_command, import_command
 from .errors import MemGPTError
 from .history import pop_for_retry, unanswered_note
@@ -33,6 +34,7 @@ from .repl_commands import context_summary, context_table
 @click.pass_context
 def cli(ctx: click.Context, db: Path | None) -> None:
     """memgpt-lite: agents that remember, with state in SQLite."""
+    configure_logging()
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
 
@@ -51,6 +53,8 @@ def send(ctx: click.Context, name: str, message: str, verbose: bool) -> None:
 
     Example: memgpt-lite send sam "Hi, my name is Alice"
     """
+    if verbose:
+        show_details()
     agent = load_agent(ctx, name)
     _print_result(agent, _explained(agent, lambda: agent.step(message)), verbose)
 
@@ -63,6 +67,8 @@ def retry(ctx: click.Context, name: str, verbose: bool) -> None:
     """Send agent NAME's last message again, after removing its last exchange
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone."""
+    if verbose:
+        show_details()
     agent = load_agent(ctx, name)
     _ = agent.llm  # a missing API key fails here, before anything is removed
     text = pop_for_retry(agent)
@@ -97,7 +103,7 @@ def _explained(agent: Agent, step: Callable[[], StepResult]) -> StepResult:
 
 def _print_result(agent: Agent, result: StepResult, verbose: bool) -> None:
     if verbose:
-        _show_details(result)
+        _show_steps(result)
     for reply in result.replies:
         click.echo(reply)
     if not result.replies:
@@ -105,7 +111,7 @@ def _print_result(agent: Agent, result: StepResult, verbose: bool) -> None:
         click.echo(f"({name} ended its turn without a reply: {result.stop_reason})", err=True)
 
 
-def _show_details(result: StepResult) -> None:
+def _show_steps(result: StepResult) -> None:
     console = Console(stderr=True, highlight=False)
     for thought in result.thoughts:
         console.print(f"[dim]thought: {escape(thought)}[/dim]")
@@ -160,8 +166,14 @@ for command in AGENT_COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the CLI. Our errors are one line (FriendlyGroup); Ctrl-C anywhere,
+    at a prompt included, is "Interrupted.", never click's "Aborted!"."""
     try:
-        cli.main(args=argv, prog_name="memgpt-lite")
-    except KeyboardInterrupt:
+        status = cli.main(args=argv, prog_name="memgpt-lite", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.Abort, KeyboardInterrupt, EOFError):
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    sys.exit(status if isinstance(status, int) else 0)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from .agent import Agent, default_blocks
 from .builtin_tools import BUILTIN_TOOLS
-from .cli_base import store_for
+from .cli_base import confirm_or_stop, store_for
 from .config import ENV_VARS, configured_base_url, effective_config
 from .context import window_for_model
 from .editor import edit_block
@@ -237,10 +237,9 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
     state = store.get_agent(name)
     stats = store.agent_stats(state.id)
     if not yes:
-        click.confirm(
+        confirm_or_stop(
             f"Delete agent {state.name!r}, its {stats.message_count} messages and "
-            f"{stats.passage_count} passages? This cannot be undone",
-            abort=True,
+            f"{stats.passage_count} passages? This cannot be undone"
         )
     store.delete_agent(state.id)
     click.echo(f"Deleted agent {state.name!r}.")

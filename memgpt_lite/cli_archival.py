@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from .agent import Agent
-from .cli_base import load_agent
+from .cli_base import confirm_or_stop, load_agent
 from .embeddings import make_embedder
 from .models import Passage
 
@@ -87,7 +87,7 @@ def archival_delete(ctx: click.Context, passage_id: str, yes: bool) -> None:
     agent = _agent(ctx)
     passage = agent.archival.get(passage_id)
     if not yes:
-        click.confirm(f"Delete {passage_id}: {passage.text[:60]!r}?", abort=True)
+        confirm_or_stop(f"Delete {passage_id}: {passage.text[:60]!r}?")
     agent.archival.delete(passage_id)
     click.echo(f"deleted {passage_id}")
 

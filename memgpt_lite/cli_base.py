@@ -30,6 +30,14 @@ class FriendlyGroup(click.Group):
             raise click.ClickException(problems) from None
 
 
+def confirm_or_stop(question: str) -> None:
+    """Ask a yes/no question (no by default); on no, say that nothing was done
+    and exit with status 1."""
+    if not click.confirm(question, default=False):
+        click.echo("Nothing was deleted.", err=True)
+        click.get_current_context().exit(1)
+
+
 def store_for(ctx: click.Context) -> Store:
     """The store named by `--db` (or the default), opened once per command."""
     root = ctx.find_root()

@@ -158,7 +158,7 @@ def test_agents_is_a_table_on_a_terminal(db):
 def test_delete_asks_first_and_keeps_the_agent_on_no(db):
     create_sam(db)
     refused = run("delete", "sam", db=db, input="n\n")
-    assert refused.exit_code == 1 and "Aborted" in refused.stderr
+    assert refused.exit_code == 1 and refused.stderr == "Nothing was deleted.\n"
     assert "Delete agent 'sam', its 0 messages and 0 passages?" in refused.stdout
     assert [s.name for s, _ in Store(db).list_agents()] == ["sam"]
     accepted = run("delete", "sam", db=db, input="y\n")

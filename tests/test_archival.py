@@ -324,7 +324,7 @@ def test_cli_archival_commands(tmp_path, fake_llm):
     kept = runner.invoke(
         cli, ["--db", str(db), "archival", "sam", "delete", passage_id], input="n\n"
     )
-    assert kept.exit_code == 1 and "Aborted" in kept.output
+    assert kept.exit_code == 1 and "Nothing was deleted." in kept.output
     assert passage_id in run("archival", "sam", "get", passage_id)
     assert "deleted" in run("archival", "sam", "delete", passage_id, "--yes")
     missing = runner.invoke(cli, ["--db", str(db), "archival", "sam", "get", passage_id])

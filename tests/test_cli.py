@@ -4,9 +4,12 @@ stored is lost."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
+import pytest
 from click.testing import CliRunner
 
 from memgpt_lite.cli import cli
@@ -146,3 +149,107 @@ def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
     user = [m.content for m in Store(db).last_messages(Store(db).get_agent("sam").id, 10)]
     assert "And again" not in user and user.count("Hi there") == 1
     assert fake_llm.rejections == []
+
+
+def test_the_package_exports_load_on_first_use():
+    import memgpt_lite
+
+    assert set(memgpt_lite.__all__) == set(memgpt_lite._EXPORTS)
+    for name in memgpt_lite.__all__:
+        assert getattr(memgpt_lite, name).__name__ == name
+    assert set(memgpt_lite.__all__) <= set(dir(memgpt_lite))
+    try:
+        memgpt_lite.NoSuchThing  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("an unknown name was found")
+
+
+def test_log_records_are_one_line_on_the_terminal_and_whole_in_the_log_file(tmp_path):
+    script = (
+        "import logging\n"
+        "from memgpt_lite.cli_logging import configure_logging\n"
+        "configure_logging()\n"
+        "try:\n"
+        "    raise ValueError('boom')\n"
+        "except ValueError as exc:\n"
+        "    logging.getLogger('memgpt_lite.tools').exception('tool lookup raised %r', exc)\n"
+    )
+    home = tmp_path / "home"
+    env = {**os.environ, "MEMGPT_LITE_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    log_file = home / "memgpt_lite.log"
+    assert done.stderr == (
+        f"error: tool lookup raised ValueError('boom') (traceback in {log_file})\n"
+    )
+    logged = log_file.read_text()
+    assert "Traceback (most recent call last)" in logged and "ValueError: boom" in logged
+
+
+def test_a_failing_tool_is_logged_with_its_traceback(fake_llm, tmp_path, caplog):
+    from memgpt_lite import Agent, tool
+
+    @tool
+    def lookup(topic: str) -> str:
+        """Look it up."""
+        raise ValueError(f"no notes on {topic}")
+
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[lookup])
+    fake_llm.enqueue(reply(tool_calls=[call("lookup", topic="bees")]), say("sorry"))
+    agent.step("bees?")
+    record = next(r for r in caplog.records if r.name == "memgpt_lite.tools")
+    assert record.getMessage() == "tool lookup raised ValueError: no notes on bees"
+    assert record.exc_info is not None
+
+
+def _interrupt_when_loaded(process: subprocess.Popen, library: str) -> None:
+    """Send Ctrl-C once `library` is mapped into the process: a moment inside
+    memgpt_lite's own start-up, where a traceback would be ours."""
+    maps = f"/proc/{process.pid}/maps"
+    for _ in range(2000):
+        with open(maps) as f:
+            if library in f.read():
+                process.send_signal(signal.SIGINT)
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"{library} was never loaded")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("library", ["_pydantic_core", "_ssl", "_multiarray_umath", "_tiktoken"])
+def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path, library):
+    env = {**os.environ, "MEMGPT_LITE_HOME": str(tmp_path / "home")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "a.db"), "agents"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _interrupt_when_loaded(process, library)
+    out, err = process.communicate(timeout=60)
+    # -SIGINT: CPython ends with the signal itself when a KeyboardInterrupt went
+    # through code a C extension ran, even though ours caught it; shells see 130.
+    assert err == "Interrupted.\n" and process.returncode in (130, -signal.SIGINT), err
+
+
+def test_ctrl_c_at_a_prompt_is_not_aborted(tmp_path):
+    db = tmp_path / "a.db"
+    run("create", "sam", "--model", "gpt-4o-mini", db=db)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(db), "delete", "sam"],
+        env={**os.environ, "MEMGPT_LITE_HOME": str(tmp_path / "home")},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.read(len("Delete agent")) == "Delete agent"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert err.strip() == "Interrupted." and process.returncode in (130, -signal.SIGINT)
+    assert [state.name for state, _ in Store(db).list_agents()] == ["sam"]
