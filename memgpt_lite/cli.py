@@ -9,10 +9,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from .agent import Agent
 from .cli_agents import AGENT_COMMANDS
 from .cli_archival import archival
-from .cli_base import FriendlyGroup, load_agent
-from .cli_chat import chat
+from .cli_base import FriendlyGroup, load_agent, store_for
+from .cli_chat import chat, timeout_option
 from .cli_transfer import export_command, import_command
 from .models import StepResult
 from .repl_commands import context_summary, context_table
@@ -37,13 +38,14 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 @click.argument("name")
 @click.argument("message")
 @click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@timeout_option
 @click.pass_context
-def send(ctx: click.Context, name: str, message: str, verbose: bool) -> None:
+def send(ctx: click.Context, name: str, message: str, verbose: bool, timeout: float | None) -> None:
     """Send MESSAGE to agent NAME and print its replies, one per line.
 
-    Example: memgpt-lite send sam "Hi, my name is Alice"
+    Example: memgpt-lite send sam "Hi, my name is Alice" --timeout 60
     """
-    agent = load_agent(ctx, name)
+    agent = Agent.load(name, store=store_for(ctx), timeout=timeout)
     result = agent.step(message)
     if verbose:
         _show_details(result)

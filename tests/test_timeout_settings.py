@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError, LLMError
+from memgpt_lite.cli import cli
 from memgpt_lite.config import config_path
 from memgpt_lite.llm import LLMClient
 from memgpt_lite.models import LLMConfig
@@ -19,6 +21,10 @@ from memgpt_lite.testing import FakeOpenAIServer, hang, say
 def write_config(text: str) -> None:
     config_path().parent.mkdir(parents=True, exist_ok=True)
     config_path().write_text(text, encoding="utf-8")
+
+
+def run(*args: str, db, input: str | None = None):  # noqa: A002
+    return CliRunner().invoke(cli, ["--db", str(db), *args], input=input, catch_exceptions=False)
 
 
 def limit_in_force(agent: Agent, server: FakeOpenAIServer) -> str:
@@ -67,6 +73,35 @@ def test_bad_env_value_fails_the_step_before_anything_is_stored(fake_llm, tmp_pa
     with pytest.raises(ConfigError, match=r"^\$MEMGPT_LITE_TIMEOUT must be a positive number"):
         agent.step("hi")
     assert agent.context_messages() == [] and fake_llm.requests == []
+
+
+def test_send_timeout_flag(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    Agent.create("sam", "gpt-4o-mini", db=db, llm_options={"max_retries": 0})
+    fake_llm.enqueue(hang())
+    result = run("send", "sam", "hi", "--timeout", "0.2", db=db)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: the model endpoint {fake_llm.base_url} did not answer within 0.2 s (1 attempt); "
+        "a slow model may need a longer limit (--timeout, timeout=, or timeout in config.toml)\n"
+    )
+    fake_llm.enqueue(say("on time"))
+    assert run("send", "sam", "again", "--timeout", "5", db=db).stdout == "on time\n"
+    assert fake_llm.rejections == []
+    refused = run("send", "sam", "hi", "--timeout", "0", db=db)
+    assert refused.exit_code == 2
+    assert "Invalid value for '--timeout': 0 is not a positive number of seconds" in refused.stderr
+
+
+def test_chat_timeout_flag(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    Agent.create("sam", "gpt-4o-mini", db=db, llm_options={"max_retries": 0})
+    fake_llm.enqueue(hang(), say("on time"))
+    result = run("chat", "sam", "--timeout", "0.2", db=db, input="hi\nagain\n")
+    assert result.exit_code == 0, result.output
+    assert "did not answer within 0.2 s (1 attempt)" in result.stdout
+    assert "on time" in result.stdout
+    assert fake_llm.rejections == []
 
 
 def test_migration_unsets_only_the_old_default(tmp_path):
