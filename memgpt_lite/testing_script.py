@@ -218,6 +218,9 @@ def _check_number(name: str, value: object) -> None:
 def _check_headers(headers: Mapping[str, str], what: str) -> None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         raise ValueError(f"{what} headers must map str to str")
+    for line in (f"{name}: {value}" for name, value in headers.items()):
+        if not line.isprintable() or not line.isascii():
+            raise ValueError(f"{what} header {line!r} must be printable ASCII on one line")
 
 
 def _check_reply(item: Reply, strict: bool) -> None:

@@ -153,6 +153,8 @@ def test_a_run_of_5xx_is_a_repeated_error_and_an_endless_one_a_responder(
     [
         raw(b"x", status=101),
         raw(b"x", headers={"a": 1}),  # type: ignore[dict-item]
+        raw(b"x", headers={"a": "b\r\nX-Injected: 1"}),
+        error(429, "x", headers={"Retry-After": "é"}),
         drip(reply("x"), chunk=0),
         drip(reply("x"), interval=-1),
         drip(drop()),  # type: ignore[arg-type]
