@@ -21,7 +21,15 @@ import httpx2
 import numpy as np
 import openai
 
-from .endpoint import AsyncClients, EndpointCall, client_timeout, error_text, json_answer, run_sync
+from .endpoint import (
+    AsyncClients,
+    EndpointCall,
+    background_loop,
+    client_timeout,
+    error_text,
+    json_answer,
+    run_sync,
+)
 from .errors import ConfigError, LLMError
 from .llm import resolve_endpoint
 from .models import LLMConfig
@@ -89,6 +97,7 @@ class EndpointEmbedder:
         return matrix
 
     def _request(self, batch: list[str]) -> list[list[float]]:
+        self._clients.for_loop(background_loop())
         return run_sync(self._arequest(batch))
 
     async def _arequest(self, batch: list[str]) -> list[list[float]]:

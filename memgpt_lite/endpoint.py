@@ -302,18 +302,35 @@ class EndpointCall:
 # ------------------------------------------------------------ clients, loops
 
 
+ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
+
+
+def _close_clients(clients: ClientsByLoop) -> None:
+    for loop, client in list(clients.items()):
+        if not loop.is_closed():  # closed with its loop otherwise
+            asyncio.run_coroutine_threadsafe(client.close(), loop)
+    clients.clear()
+
+
 class AsyncClients:
     """An `openai.AsyncOpenAI` per event loop, made on first use: a client's
-    pooled connections belong to the loop that opened them."""
+    pooled connections belong to the loop that opened them. They are closed
+    by `close()`, or when this object is garbage collected."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
-        self._clients = weakref.WeakKeyDictionary()
+        self._clients: ClientsByLoop = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self.close = weakref.finalize(self, _close_clients, self._clients)
+        self.close.atexit = False  # the process is ending: its sockets go with it
 
     def get(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
+        """The client for the running loop."""
+        return self.for_loop(asyncio.get_running_loop())
+
+    def for_loop(self, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI:
+        """The client for `loop`, made now if need be: from another thread, this
+        keeps the cost of making one (tens of ms: TLS setup) off the loop."""
         with self._lock:
             client = self._clients.get(loop)
             if client is None:

@@ -29,6 +29,7 @@ from .endpoint import (
     URL_EXAMPLE,
     AsyncClients,
     EndpointCall,
+    background_loop,
     body_summary,
     check_base_url,
     client_timeout,
@@ -143,12 +144,17 @@ class LLMClient:
         self.seconds_in_calls = 0.0  # so callers can tell their own time from the endpoint's
         self._seconds_lock = threading.Lock()
 
+    def close(self) -> None:
+        """Close the pooled connections now (otherwise when the client is collected)."""
+        self._clients.close()
+
     def complete(
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> Completion:
         """One chat completion with the model and options in `config`. Falls back
         from tool_choice "required" to "auto" when the endpoint refuses it; the
         completion's `tool_choice` says which one worked."""
+        self._clients.for_loop(background_loop())
         return run_sync(self.acomplete(config, messages, tools))
 
     async def acomplete(
