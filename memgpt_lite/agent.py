@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from . import history
 from .archival import ArchivalMemory
 from .builtin_tools import BUILTIN_TOOLS
-from .config import default_db_path
+from .config import check_timeout, default_db_path
 from .context import (
     CompactionReport,
     ContextOverview,
@@ -97,6 +97,7 @@ class Agent:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.state = state
@@ -114,6 +115,8 @@ class Agent:
             )
         self.tools: dict[str, Tool] = {**BUILTIN_TOOLS, **given}
         self._endpoint = (base_url, api_key)
+        # The limit on one model request, retries included; not stored.
+        self._timeout = None if timeout is None else check_timeout(timeout, "timeout")
         self._llm: LLMClient | None = None
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
@@ -129,6 +132,7 @@ class Agent:
         system: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float | None = None,
         settings: AgentSettings | None = None,
         llm_options: dict[str, Any] | None = None,
         embedder: Embedder | str | None = None,
@@ -140,7 +144,10 @@ class Agent:
         agent is shared, not copied. `llm_options` sets the other `LLMConfig`
         fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
         ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. The
-        API key is never stored."""
+        API key and `timeout` (seconds for one model request, retries included)
+        are never stored; `llm_options={"timeout_seconds": ...}` stores one."""
+        if timeout is not None:
+            check_timeout(timeout, "timeout")  # before anything is stored
         tools = list(tools)
         custom = _custom_tools(tools)
         blocks = list(blocks) if blocks is not None else default_blocks()
@@ -163,7 +170,7 @@ class Agent:
             raise ConfigError(f"cannot create agent {name!r}: {problems}") from None
         store = _open_store(store, db)
         store.create_agent(state, blocks)
-        agent = cls(state, store, tools, base_url=base_url, api_key=api_key)
+        agent = cls(state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout)
         if embedder is not None and not isinstance(embedder, str):
             agent.set_embedder(embedder)
         return agent
@@ -176,14 +183,17 @@ class Agent:
         tools: Iterable[ToolLike] = (),
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float | None = None,
         embedder: Embedder | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
     ) -> Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was
-        created with (and its embedder, if not built from its settings)."""
+        created with (and its embedder, if not built from its settings).
+        `timeout` limits each model request, for this session only."""
         store = _open_store(store, db)
-        agent = cls(store.get_agent(name), store, tools, base_url=base_url, api_key=api_key)
+        state = store.get_agent(name)
+        agent = cls(state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout)
         if embedder is not None:
             agent.set_embedder(embedder)
         return agent
@@ -356,7 +366,9 @@ class Agent:
     def llm(self) -> LLMClient:
         if self._llm is None:
             base_url, api_key = self._endpoint
-            self._llm = LLMClient(self.state.llm, base_url=base_url, api_key=api_key)
+            self._llm = LLMClient(
+                self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout
+            )
         return self._llm
 
     def step(self, user_message: str) -> StepResult:

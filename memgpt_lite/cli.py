@@ -13,7 +13,7 @@ from rich.markup import escape
 from .agent import Agent
 from .cli_agents import AGENT_COMMANDS
 from .cli_archival import archival
-from .cli_base import FriendlyGroup, load_agent
+from .cli_base import FriendlyGroup, load_agent, timeout_option
 from .cli_chat import chat
 from .cli_logging import configure_logging, show_details
 from .cli_transfer import export_command, import_command
@@ -43,33 +43,35 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 @click.argument("name")
 @click.argument("message")
 @click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@timeout_option
 @click.pass_context
-def send(ctx: click.Context, name: str, message: str, verbose: bool) -> None:
+def send(ctx: click.Context, name: str, message: str, verbose: bool, timeout: float | None) -> None:
     """Send MESSAGE to agent NAME and print its replies, one per line.
 
     If the endpoint fails, the message stays stored but unanswered, and is left
     out of later requests: `memgpt-lite retry NAME` sends it again,
     `memgpt-lite pop NAME` drops it.
 
-    Example: memgpt-lite send sam "Hi, my name is Alice"
+    Example: memgpt-lite send sam "Hi, my name is Alice" --timeout 60
     """
     if verbose:
         show_details()
-    agent = load_agent(ctx, name)
+    agent = load_agent(ctx, name, timeout)
     _print_result(agent, _explained(agent, lambda: agent.step(message)), verbose)
 
 
 @cli.command()
 @click.argument("name")
 @click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@timeout_option
 @click.pass_context
-def retry(ctx: click.Context, name: str, verbose: bool) -> None:
+def retry(ctx: click.Context, name: str, verbose: bool, timeout: float | None) -> None:
     """Send agent NAME's last message again, after removing its last exchange
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone."""
     if verbose:
         show_details()
-    agent = load_agent(ctx, name)
+    agent = load_agent(ctx, name, timeout)
     _ = agent.llm  # a missing API key fails here, before anything is removed
     text = pop_for_retry(agent)
     click.echo(f"Sending again: {text}", err=True)

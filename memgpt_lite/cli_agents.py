@@ -290,7 +290,7 @@ def _settings_text(state: AgentState) -> list[tuple[str, str]]:
         (
             "llm",
             f"tool_choice={llm.tool_choice}, temperature={temperature}, "
-            f"max_retries={llm.max_retries}, timeout_seconds={llm.timeout_seconds:g}",
+            f"max_retries={llm.max_retries}, timeout_seconds={llm.timeout_seconds or 'default'}",
         ),
         ("settings", ", ".join(f"{key}={value}" for key, value in loop.items())),
         ("embedder", settings.embedder or "none (word search only)"),

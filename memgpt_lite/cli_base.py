@@ -6,15 +6,33 @@ each module registers its commands on the group defined in `cli.py`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
 from .agent import Agent
-from .config import default_db_path
+from .config import DEFAULT_TIMEOUT_SECONDS, default_db_path
 from .errors import MemGPTError
 from .store import Store
+
+
+def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value:g} is not a positive number of seconds")
+    return value
+
+
+# Shared by the commands that call the model: send, retry and chat.
+timeout_option = click.option(
+    "--timeout",
+    type=float,
+    metavar="SECONDS",
+    callback=_check_timeout,
+    help="Limit on each model request, retries included (default: the agent's own if set, "
+    f"then $MEMGPT_LITE_TIMEOUT, then timeout in config.toml, then {DEFAULT_TIMEOUT_SECONDS:g}).",
+)
 
 
 class FriendlyGroup(click.Group):
@@ -48,5 +66,6 @@ def store_for(ctx: click.Context) -> Store:
     return root.obj["store"]
 
 
-def load_agent(ctx: click.Context, name: str) -> Agent:
-    return Agent.load(name, store=store_for(ctx))
+def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
+    """Agent NAME from the command's store; `timeout` limits each model request."""
+    return Agent.load(name, store=store_for(ctx), timeout=timeout)

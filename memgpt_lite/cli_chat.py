@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .agent import Agent
-from .cli_base import load_agent, store_for
+from .cli_base import load_agent, store_for, timeout_option
 from .cli_logging import show_details
 from .config import effective_config
 from .errors import AlreadyExistsError, ConfigError
@@ -17,7 +17,7 @@ from .store import Store
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def create_interactively(store: Store) -> Agent:
+def create_interactively(store: Store, timeout: float | None = None) -> Agent:
     """Ask for a name and a model until an agent can be created. The model
     offered, the context window and the embedder come from the environment
     and config.toml, as for `memgpt-lite create`; the persona and human blocks
@@ -31,7 +31,9 @@ def create_interactively(store: Store) -> Agent:
         name = click.prompt("Name of the new agent").strip()
         model = click.prompt("Model", default=default_model).strip()
         try:
-            agent = Agent.create(name, model, settings=settings, embedder=embedder, store=store)
+            agent = Agent.create(
+                name, model, settings=settings, embedder=embedder, store=store, timeout=timeout
+            )
         except (ConfigError, AlreadyExistsError) as exc:
             click.echo(f"Error: {exc}")
             continue
@@ -39,12 +41,12 @@ def create_interactively(store: Store) -> Agent:
         return agent
 
 
-def choose_agent(store: Store) -> Agent:
+def choose_agent(store: Store, timeout: float | None = None) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
     rows = store.list_agents()
     if not rows:
         click.echo("No agents yet: let's create one.")
-        return create_interactively(store)
+        return create_interactively(store, timeout)
     for number, (state, stats) in enumerate(rows, start=1):
         click.echo(f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)")
     click.echo("  n. a new agent")
@@ -52,11 +54,11 @@ def choose_agent(store: Store) -> Agent:
     while True:
         answer = click.prompt("Chat with", default="1").strip()
         if answer.lower() in ("n", "new"):
-            return create_interactively(store)
+            return create_interactively(store, timeout)
         if answer.isdigit() and 1 <= int(answer) <= len(rows):
-            return Agent.load(names[int(answer) - 1], store=store)
+            return Agent.load(names[int(answer) - 1], store=store, timeout=timeout)
         if answer in names:
-            return Agent.load(answer, store=store)
+            return Agent.load(answer, store=store, timeout=timeout)
         click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.")
 
 
@@ -65,8 +67,9 @@ def choose_agent(store: Store) -> Agent:
 @click.option(
     "--verbose", "-v", is_flag=True, help="Show tool calls with full arguments and results."
 )
+@timeout_option
 @click.pass_context
-def chat(ctx: click.Context, name: str | None, verbose: bool) -> None:
+def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | None) -> None:
     """Chat with agent NAME; without NAME, pick an agent or create one.
 
     Type /help in the chat for its commands (/memory, /edit, /retry, /pop, ...).
@@ -77,5 +80,5 @@ def chat(ctx: click.Context, name: str | None, verbose: bool) -> None:
     """
     if verbose:
         show_details()
-    agent = load_agent(ctx, name) if name else choose_agent(store_for(ctx))
+    agent = load_agent(ctx, name, timeout) if name else choose_agent(store_for(ctx), timeout)
     ChatSession(agent, verbose=verbose).run()

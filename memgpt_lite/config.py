@@ -6,14 +6,20 @@
     base_url = "http://localhost:11434/v1"
     embedder = "local"
     context_window = 8192
+    timeout = 600
 
 Each setting comes from a command-line flag, else its environment variable,
 else `config.toml`, else the built-in default. API keys never go in the file:
 they stay in the environment (`OPENAI_API_KEY`).
+
+`timeout` is the limit, in seconds, on one model request as a whole (retries,
+backoff and a slowly dripping answer included). It is read each time an agent
+runs, unless the agent was created with its own (`llm.timeout_seconds`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -32,10 +38,15 @@ ENV_VARS = {
     "base_url": "OPENAI_BASE_URL",  # the name the openai package and other tools use
     "embedder": "MEMGPT_LITE_EMBEDDER",
     "context_window": "MEMGPT_LITE_CONTEXT_WINDOW",
+    "timeout": "MEMGPT_LITE_TIMEOUT",
 }
 DEFAULT_SOURCE = "default"
+# One model request as a whole may take this long: local models on a CPU and
+# reasoning models can take minutes to answer, and nothing arrives before the
+# whole answer is ready.
+DEFAULT_TIMEOUT_SECONDS = 300.0
 
-SettingValue = str | int | None
+SettingValue = str | int | float | None
 
 
 def home_dir() -> Path:
@@ -62,6 +73,7 @@ class FileConfig(BaseModel):
     base_url: str | None = Field(default=None, min_length=1)
     embedder: str | None = Field(default=None, min_length=1)
     context_window: int | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class ConfigValue(BaseModel):
@@ -81,6 +93,7 @@ class EffectiveConfig(BaseModel):
     base_url: ConfigValue
     embedder: ConfigValue
     context_window: ConfigValue
+    timeout: ConfigValue
 
     def settings(self) -> dict[str, ConfigValue]:
         return {key: getattr(self, key) for key in ENV_VARS}
@@ -121,11 +134,42 @@ def configured_base_url() -> str | None:
     return load_file_config().base_url
 
 
+def check_timeout(value: object, source: str) -> float:
+    """`value` as a number of seconds, or a ConfigError naming `source`."""
+    seconds = value
+    if isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not (math.isfinite(seconds) and seconds > 0)
+    ):
+        raise ConfigError(f"{source} must be a positive number of seconds, got {value!r}")
+    return float(seconds)
+
+
+def configured_timeout() -> ConfigValue:
+    """The request timeout from $MEMGPT_LITE_TIMEOUT, else config.toml, else the
+    default, with its source: what an agent without its own uses."""
+    if (from_env := _from_env("timeout")) is not None:
+        return ConfigValue(value=from_env, source=f"${ENV_VARS['timeout']}")
+    path = config_path()
+    from_file = load_file_config(path).timeout
+    if from_file is not None:
+        return ConfigValue(value=from_file, source=str(path))
+    return ConfigValue(value=DEFAULT_TIMEOUT_SECONDS, source=DEFAULT_SOURCE)
+
+
 def _from_env(key: str) -> SettingValue:
     variable = ENV_VARS[key]
     raw = os.environ.get(variable, "").strip()
     if not raw:
         return None
+    if key == "timeout":
+        return check_timeout(raw, f"${variable}")
     if key != "context_window":
         return raw
     try:
@@ -154,5 +198,6 @@ def effective_config(
         elif getattr(from_file, key) is not None:
             resolved[key] = ConfigValue(value=getattr(from_file, key), source=str(path))
         else:
-            resolved[key] = ConfigValue(value=None, source=DEFAULT_SOURCE)
+            default = DEFAULT_TIMEOUT_SECONDS if key == "timeout" else None
+            resolved[key] = ConfigValue(value=default, source=DEFAULT_SOURCE)
     return EffectiveConfig(path=path, **resolved)

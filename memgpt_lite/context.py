@@ -495,7 +495,7 @@ def call_model(agent: Agent, result: StepResult, step_id: str) -> Completion:
     reminder = None
     for _ in range(2):
         completion = _call_fitting(agent, result, step_id, reminder)
-        if completion.tool_calls or (completion.content or "").strip():
+        if not completion.is_empty:
             return completion
         result.usage.add(completion.usage)
         reminder = {"role": "system", "content": load_prompt("empty_reply")}

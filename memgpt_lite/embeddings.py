@@ -1,8 +1,9 @@
 """Embedders behind one small interface: `name`, `dimension`, `embed(texts)`.
 
 - `EndpointEmbedder`: any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI,
-  Ollama, vLLM, llama.cpp server, LM Studio), batched, retried by the `openai`
-  client on 429, 5xx, timeouts and dropped connections.
+  Ollama, vLLM, llama.cpp server, LM Studio), batched; each batch is one
+  request bounded as a whole by `timeout_seconds`, its retries of 429, 5xx,
+  timeouts and dropped connections included (see endpoint.py).
 - `MiniLMEmbedder` (`local_embedder.py`): all-MiniLM-L6-v2 run with numpy, offline.
 
 An agent records the name and dimension of the embedder its vectors came from;
@@ -12,14 +13,25 @@ is re-embedded (`memgpt-lite archival NAME reembed`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+import httpx2
 import numpy as np
 import openai
 
+from .endpoint import (
+    AsyncClients,
+    EndpointCall,
+    background_loop,
+    client_timeout,
+    error_text,
+    json_answer,
+    run_sync,
+)
 from .errors import ConfigError, LLMError
-from .llm import error_text, resolve_endpoint
+from .llm import resolve_endpoint
 from .models import LLMConfig
 
 
@@ -61,8 +73,11 @@ class EndpointEmbedder:
         self.dimension: int | None = None
         self.batch_size = batch_size
         self.base_url, key = resolve_endpoint(LLMConfig(model=model), base_url, api_key)
-        self.client = openai.OpenAI(
-            base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout_seconds
+        self.max_retries = max_retries
+        self.timeout_seconds = timeout_seconds
+        timeout = client_timeout(timeout_seconds)
+        self._clients = AsyncClients(
+            base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout
         )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -82,21 +97,43 @@ class EndpointEmbedder:
         return matrix
 
     def _request(self, batch: list[str]) -> list[list[float]]:
-        try:
-            response = self.client.embeddings.create(
+        self._clients.for_loop(background_loop())
+        return run_sync(self._arequest(batch))
+
+    async def _arequest(self, batch: list[str]) -> list[list[float]]:
+        name = f"the embeddings endpoint {self.base_url}"
+        call = EndpointCall(name, self.timeout_seconds, self.max_retries)
+        client = self._clients.get()
+
+        async def attempt() -> httpx2.Response:
+            raw = await client.embeddings.with_raw_response.create(
                 model=self.model, input=batch, encoding_format="float"
             )
+            return raw.http_response
+
+        try:
+            response = await call.run(attempt)
         except openai.APIStatusError as exc:
             raise LLMError(
-                f"the embeddings endpoint {self.base_url} answered {exc.status_code}: "
-                f"{error_text(exc)}"
+                f"{name} answered {exc.status_code}: {error_text(exc)}{call.attempts_note()}"
             ) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the embeddings endpoint {self.base_url}: {exc}") from exc
-        data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != len(batch):
-            raise LLMError(f"{self.name} returned {len(data)} vectors for {len(batch)} texts")
-        return [list(item.embedding) for item in data]
+        return _vectors(json_answer(response, name, json.loads), len(batch), self.name)
+
+
+def _vectors(data: Any, expected: int, name: str) -> list[list[float]]:
+    """The embeddings in an answer, in input order, or an LLMError."""
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise LLMError(f"{name} answered without a list of embeddings")
+    if len(items) != expected:
+        raise LLMError(f"{name} returned {len(items)} vectors for {expected} texts")
+    ordered = sorted(items, key=lambda i: i["index"] if isinstance(i.get("index"), int) else 0)
+    vectors = [item.get("embedding") for item in ordered]
+    if not all(
+        isinstance(v, list) and v and all(isinstance(x, int | float) for x in v) for v in vectors
+    ):
+        raise LLMError(f"{name} answered an embedding that is not a list of numbers")
+    return vectors
 
 
 def make_embedder(

@@ -6,6 +6,7 @@ at the end.
 """
 
 import hashlib
+import json
 
 from sqlite_utils import Database, Migrations
 
@@ -174,3 +175,15 @@ def m006_passage_context(db: Database) -> None:
         tokenize="porter unicode61 remove_diacritics 2",
         replace=True,
     )
+
+
+@migrations()
+def m007_timeout_default(db: Database) -> None:
+    """`llm.timeout_seconds` became optional: unset, the agent follows
+    $MEMGPT_LITE_TIMEOUT, config.toml or the default. Agents that hold the old
+    default (120 s per attempt) were never given one by their user: unset it."""
+    for agent_id, llm in db.execute("SELECT id, llm FROM agents").fetchall():
+        config = json.loads(llm)
+        if isinstance(config, dict) and config.get("timeout_seconds") == 120.0:
+            config["timeout_seconds"] = None
+            db.execute("UPDATE agents SET llm = ? WHERE id = ?", [json.dumps(config), agent_id])

@@ -147,7 +147,9 @@ class LLMConfig(BaseModel):
     tool_choice: ToolChoice = "required"
     temperature: float | None = None
     max_retries: int = Field(default=4, ge=0)
-    timeout_seconds: float = Field(default=120.0, gt=0)
+    # The limit on one request as a whole, retries included. None: not set, so
+    # $MEMGPT_LITE_TIMEOUT, config.toml or the default applies when the agent runs.
+    timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class AgentSettings(BaseModel):

@@ -16,6 +16,10 @@ the same way it would fail against OpenAI::
 When the script runs out, ``server.responder`` (if set) answers instead; with
 neither, the server answers 400 rather than 5xx because the client retries 5xx.
 
+Besides replies and errors, the script (``testing_script.py``) has the ways
+real servers misbehave: ``drop()``, ``html()``, ``raw()`` bodies such as
+truncated JSON, ``hang()`` and ``drip()``.
+
 ``POST /v1/embeddings`` answers with deterministic bag-of-words vectors that
 ``fake_embedding(text)`` reproduces, after any failures scripted apart from the
 chat script with ``enqueue_embeddings(error(...), drop())``.
@@ -25,8 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
-import secrets
+import select
 import socket
 import socketserver
 import sys
@@ -34,15 +37,38 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import count
 from typing import Any
 
 from .testing_embeddings import DEFAULT_DIMENSION, embedding_response, input_texts
 from .testing_embeddings import cosine as cosine  # re-exported for tests
 from .testing_embeddings import fake_embedding as fake_embedding  # re-exported for tests
+from .testing_script import (
+    HTML_PAGE,
+    Drip,
+    Drop,
+    ErrorReply,
+    Hang,
+    RawReply,
+    Reply,
+    Responder,
+    Scripted,
+    ToolCall,
+    call,
+    call_raw,
+    check_scripted,
+    drip,
+    drop,
+    error,
+    hang,
+    html,
+    raw,
+    reply,
+    say,
+)
 from .testing_validation import (
     Rejected,
     check_context,
@@ -51,154 +77,35 @@ from .testing_validation import (
 )
 from .tokens import TokenCounter
 
-# Tool call ids: a counter pushed through a bijection of 48-bit numbers, so ids
-# look random (like OpenAI's) yet never repeat within a process.
-_ID_BITS = 48
-_ID_COUNTER = count(secrets.randbits(_ID_BITS))
-_ID_MULTIPLIER = 0x9E3779B97F4B  # odd, hence invertible modulo 2**48
+__all__ = [
+    "HTML_PAGE",
+    "Drip",
+    "Drop",
+    "ErrorReply",
+    "FakeOpenAIServer",
+    "Hang",
+    "RawReply",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "Scripted",
+    "ToolCall",
+    "call",
+    "call_raw",
+    "cosine",
+    "drip",
+    "drop",
+    "error",
+    "fake_embedding",
+    "hang",
+    "html",
+    "raw",
+    "reply",
+    "say",
+]
 
-
-def _new_call_id() -> str:
-    n = (next(_ID_COUNTER) * _ID_MULTIPLIER) % (1 << _ID_BITS)
-    return f"call_{n:012x}"
-
-
-# --------------------------------------------------------------------- script
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call in a scripted reply; ``arguments`` is sent verbatim."""
-
-    name: str
-    arguments: str
-    id: str = field(default_factory=_new_call_id)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A scripted assistant message. ``finish_reason`` None means automatic."""
-
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    delay: float = 0.0
-
-
-@dataclass(frozen=True)
-class ErrorReply:
-    """A scripted HTTP error in OpenAI's error shape."""
-
-    status: int
-    message: str
-    error_type: str = "invalid_request_error"
-    code: str | None = None
-    param: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass(frozen=True)
-class Drop:
-    """Close the connection without answering."""
-
-    delay: float = 0.0
-
-
-Scripted = Reply | ErrorReply | Drop
-Responder = Callable[[dict[str, Any]], Scripted]
-
-
-def call(name: str, /, **arguments: Any) -> ToolCall:
-    """A tool call whose arguments are ``json.dumps(arguments)``; the id is generated.
-
-    ``name`` is positional-only so a tool may itself take a ``name`` argument.
-    """
-    return ToolCall(name=name, arguments=json.dumps(arguments))
-
-
-def call_raw(name: str, arguments: str, *, id: str | None = None) -> ToolCall:  # noqa: A002
-    """A tool call whose arguments string is sent as-is, valid JSON or not."""
-    return ToolCall(name=name, arguments=arguments, id=id or _new_call_id())
-
-
-def reply(
-    content: str | None = None,
-    tool_calls: Iterable[ToolCall] = (),
-    *,
-    finish_reason: str | None = None,
-    delay: float = 0.0,
-) -> Reply:
-    """An assistant reply with optional text and tool calls."""
-    return Reply(content, tuple(tool_calls), finish_reason, delay)
-
-
-def say(message: str, *, content: str | None = None) -> Reply:
-    """A reply that calls ``send_message(message)``: the usual end of a turn."""
-    return reply(content, [call("send_message", message=message)])
-
-
-def error(
-    status: int,
-    message: str,
-    *,
-    code: str | None = None,
-    error_type: str | None = None,
-    param: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    delay: float = 0.0,
-) -> ErrorReply:
-    """An HTTP error reply; the error type defaults to what OpenAI uses for the status."""
-    if error_type is None:
-        error_type = {429: "rate_limit_error"}.get(status, "invalid_request_error")
-        if status >= 500:
-            error_type = "server_error"
-    return ErrorReply(status, message, error_type, code, param, dict(headers or {}), delay)
-
-
-def drop(*, delay: float = 0.0) -> Drop:
-    """Close the connection without answering; the client sees a dropped connection."""
-    return Drop(delay)
-
-
-_FINISH_REASONS = {None, "stop", "tool_calls", "length", "content_filter"}
-
-
-def _check_scripted(item: object, strict: bool = True) -> None:
-    """Raise ValueError for a malformed scripted item, so test authors hear at
-    enqueue time rather than from a confusing client error later.
-
-    ``strict`` also refuses repeated tool call ids. A responder is checked
-    without it, so it can imitate servers that do repeat them."""
-    if not isinstance(item, Reply | ErrorReply | Drop):
-        raise ValueError(f"expected reply(), error() or drop(), got {item!r}")
-    if not (isinstance(item.delay, int | float) and math.isfinite(item.delay) and item.delay >= 0):
-        raise ValueError(f"delay must be a finite number >= 0, got {item.delay!r}")
-    if isinstance(item, ErrorReply):
-        if not (isinstance(item.status, int) and 400 <= item.status <= 599):
-            raise ValueError(f"error status must be an int in 400..599, got {item.status!r}")
-        if not isinstance(item.message, str):
-            raise ValueError("error message must be a string")
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in item.headers.items()):
-            raise ValueError("error headers must map str to str")
-    elif isinstance(item, Reply):
-        if item.content is not None and not isinstance(item.content, str):
-            raise ValueError(f"reply content must be a string or None, got {item.content!r}")
-        if item.finish_reason not in _FINISH_REASONS:
-            raise ValueError(f"unknown finish_reason {item.finish_reason!r}")
-        ids = set()
-        for tc in item.tool_calls:
-            if not isinstance(tc, ToolCall):
-                raise ValueError(f"tool calls must be made with call() or call_raw(), got {tc!r}")
-            for attr in ("id", "name"):
-                if not (isinstance(getattr(tc, attr), str) and getattr(tc, attr)):
-                    raise ValueError(f"tool call {attr} must be a non-empty string: {tc!r}")
-            if not isinstance(tc.arguments, str):
-                raise ValueError(f"tool call arguments must be a string: {tc!r}")
-            if strict and tc.id in ids:
-                raise ValueError(f"duplicate tool call id {tc.id!r} in one reply")
-            ids.add(tc.id)
-
+# How often a hung answer looks whether the client has hung up.
+HANG_POLL_SECONDS = 0.02
 
 # --------------------------------------------------------------------- server
 
@@ -206,7 +113,7 @@ def _check_scripted(item: object, strict: bool = True) -> None:
 @dataclass
 class RecordedRequest:
     """One request as received. Header names are lower-cased; ``status`` is 0
-    for a dropped connection; ``body`` is None when it was not valid JSON."""
+    for a dropped or hung connection; ``body`` is None when it was not valid JSON."""
 
     method: str
     path: str
@@ -225,6 +132,11 @@ class _Response:
     rejected: bool = False  # refused by the server itself, not by the script
     # The history list (chat or embedding requests) the request body joins.
     history: list[dict[str, Any]] | None = None
+    # How a scripted misbehaviour goes out.
+    raw: bytes | None = None  # sent instead of the JSON of `body`
+    content_type: str = "application/json"
+    hang: bool = False
+    drip: Drip | None = None
 
 
 def _error_response(
@@ -240,10 +152,20 @@ def _error_response(
     return _Response(status, body, rejected=rejected)
 
 
-def _failure_response(item: ErrorReply | Drop) -> _Response:
-    """The answer for a scripted error or drop."""
-    if isinstance(item, Drop):
-        return _Response(0, None, delay=item.delay)
+def _scripted_response(item: Scripted, completion: dict[str, Any] | None = None) -> _Response:
+    """The answer for a scripted item; `completion` is the body for a reply."""
+    if isinstance(item, Drip):
+        response = _scripted_response(item.item, completion)
+        response.drip, response.delay = item, response.delay + item.delay
+        return response
+    if isinstance(item, Reply):
+        return _Response(200, completion, delay=item.delay)
+    if isinstance(item, Drop | Hang):
+        return _Response(0, None, delay=item.delay, hang=isinstance(item, Hang))
+    if isinstance(item, RawReply):
+        response = _Response(item.status, {}, dict(item.headers), item.delay, raw=item.body)
+        response.content_type = item.content_type
+        return response
     response = _error_response(
         item.status,
         item.message,
@@ -254,6 +176,15 @@ def _failure_response(item: ErrorReply | Drop) -> _Response:
     )
     response.headers, response.delay = dict(item.headers), item.delay
     return response
+
+
+def _client_gone(sock: socket.socket) -> bool:
+    """True once the client has closed its end of the connection."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and not sock.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -325,19 +256,57 @@ class _Handler(BaseHTTPRequestHandler):
         response = fake._respond(method, self.path.split("?", 1)[0], headers, raw)
         # Wake early when the server stops, so stop() never waits on a sleeper.
         if response.delay > 0 and fake._stopping.wait(response.delay):
-            response.body = None
+            response.body, response.hang = None, False
+        if response.hang:
+            self._hang()
         if response.body is None:
             self.close_connection = True
             return
-        data = json.dumps(response.body).encode()
-        self.send_response(response.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        data = self._encode(response)
+        if response.drip is None:
+            self.wfile.write(data)
+        else:
+            self._drip(data, response.drip)
+
+    def _encode(self, response: _Response) -> bytes:
+        """The whole HTTP response: status line, headers and body."""
+        body = response.raw if response.raw is not None else json.dumps(response.body).encode()
+        try:
+            reason = HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = ""
+        lines = [
+            f"HTTP/1.1 {response.status} {reason}",
+            f"Content-Type: {response.content_type}",
+            f"Content-Length: {len(body)}",
+            f"x-request-id: req_{uuid.uuid4().hex}",
+            *(f"{name}: {value}" for name, value in response.headers.items()),
+        ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+    def _hang(self) -> None:
+        """Say nothing until the client hangs up or the server stops."""
+        fake = self.server.fake
+        with fake._lock:
+            fake._hanging += 1
+        try:
+            while not fake._stopping.wait(HANG_POLL_SECONDS):
+                if _client_gone(self.connection):
+                    break
+        finally:
+            with fake._lock:
+                fake._hanging -= 1
+
+    def _drip(self, data: bytes, drip: Drip) -> None:
+        for start in range(0, len(data), drip.chunk):
+            if start and self.server.fake._stopping.wait(drip.interval):
+                self.close_connection = True
+                return
+            try:
+                self.wfile.write(data[start : start + drip.chunk])
+            except OSError:  # the client gave up: normal for a drip
+                self.close_connection = True
+                return
 
 
 class FakeOpenAIServer:
@@ -372,10 +341,11 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._rejections: list[RecordedRequest] = []
         self._chat_requests: list[dict[str, Any]] = []
-        self._embedding_queue: deque[ErrorReply | Drop] = deque()
+        self._embedding_queue: deque[Scripted] = deque()
         self._embedding_requests: list[dict[str, Any]] = []
         self._embedding_inputs_seen = 0
         self._counters: dict[str, TokenCounter] = {}
+        self._hanging = 0
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -429,23 +399,31 @@ class FakeOpenAIServer:
     def enqueue(self, *items: Scripted) -> None:
         """Append scripted answers; malformed ones raise ValueError now."""
         for item in items:
-            _check_scripted(item)
+            check_scripted(item)
         with self._lock:
             self._queue.extend(items)
 
-    def enqueue_embeddings(self, *items: ErrorReply | Drop) -> None:
-        """Script failures for the next embedding requests, apart from the chat
-        script; once they are used up, requests get the deterministic vectors."""
+    def enqueue_embeddings(self, *items: Scripted) -> None:
+        """Script failures (anything but a reply) for the next embedding requests,
+        apart from the chat script; once they are used up, requests get the
+        deterministic vectors."""
         for item in items:
-            if isinstance(item, Reply):
-                raise ValueError("enqueue_embeddings takes error() or drop(), not reply()")
-            _check_scripted(item)
+            if isinstance(item, Reply) or (isinstance(item, Drip) and isinstance(item.item, Reply)):
+                raise ValueError("enqueue_embeddings takes failures such as error(), not reply()")
+            check_scripted(item)
         with self._lock:
             self._embedding_queue.extend(items)
 
     def pending(self) -> int:
         with self._lock:
             return len(self._queue)
+
+    @property
+    def hanging(self) -> int:
+        """How many hang() answers still hold a connection open (the client
+        has not hung up yet)."""
+        with self._lock:
+            return self._hanging
 
     def reset(self) -> None:
         with self._lock:
@@ -508,7 +486,9 @@ class FakeOpenAIServer:
 
     def _record(self, record: RecordedRequest, response: _Response) -> None:
         record.status = response.status if response.body is not None else 0
-        if response.body is None:
+        if response.hang:
+            record.error = "no answer (hang)"
+        elif response.body is None:
             record.error = "connection dropped"
         elif "error" in response.body:
             record.error = response.body["error"]["message"]
@@ -536,11 +516,11 @@ class FakeOpenAIServer:
             return _error_response(400, f"fake server: bad responder output: {exc}")
         if item is None:
             return _error_response(400, "fake server: no scripted reply left")
-        if isinstance(item, Reply):
-            completion = self._completion(body["model"], item, prompt_tokens)
-            response = _Response(200, completion, delay=item.delay)
-        else:
-            response = _failure_response(item)
+        answer = item.item if isinstance(item, Drip) else item
+        completion = None
+        if isinstance(answer, Reply):
+            completion = self._completion(body["model"], answer, prompt_tokens)
+        response = _scripted_response(item, completion)
         response.history = self._chat_requests
         return response
 
@@ -559,7 +539,7 @@ class FakeOpenAIServer:
             answer = embedding_response(body, texts, prompt_tokens, self.embedding_dimension)
             response = _Response(200, answer)
         else:
-            response = _failure_response(item)
+            response = _scripted_response(item)
         response.history = self._embedding_requests
         return response
 
@@ -570,7 +550,7 @@ class FakeOpenAIServer:
             if self.responder is None:
                 return None
             item = self.responder(body)
-        _check_scripted(item, strict=False)
+        check_scripted(item, strict=False)
         return item
 
     def _counter(self, model: str) -> TokenCounter:

@@ -261,7 +261,7 @@ def test_endpoint_embedder_end_to_end_and_outage(fake_llm, tmp_path):
     assert agent.state.embedding_model == "endpoint:text-embedding-3-small"
     # The endpoint goes down: the passage is still stored, and searched by words.
     agent = Agent.load("sam", db=tmp_path / "a.db")
-    agent.embedder.client = agent.embedder.client.with_options(max_retries=0)
+    agent.embedder.max_retries = 0
     fake_llm.enqueue_embeddings(drop(), drop())
     agent.archival.insert("Walked to the river twice.")
     assert agent.archival.count() == 2

@@ -134,8 +134,8 @@ def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
     failed = run("send", "sam", "Hi there", db=db)
     assert failed.exit_code == 1
     assert failed.stderr == (
-        f"Error: the endpoint {fake_llm.base_url} answered 400: the model is loading — your "
-        'message "Hi there" was not answered: memgpt-lite retry sam sends it again, '
+        f"Error: the model endpoint {fake_llm.base_url} answered 400: the model is loading — "
+        'your message "Hi there" was not answered: memgpt-lite retry sam sends it again, '
         "memgpt-lite pop sam drops it.\n"
     )
     fake_llm.enqueue(say("Hello!"))

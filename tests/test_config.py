@@ -37,6 +37,7 @@ def test_missing_file_means_defaults():
         "base_url": ("http://127.0.0.1:9/v1", "$OPENAI_BASE_URL"),  # set by conftest
         "embedder": (None, "default"),
         "context_window": (None, "default"),
+        "timeout": (300.0, "default"),
     }
 
 
@@ -132,6 +133,7 @@ def test_config_command_shows_values_and_sources(monkeypatch):
         f"base_url\t{UNREACHABLE}\t$OPENAI_BASE_URL",
         "embedder\tlocal\t$MEMGPT_LITE_EMBEDDER",
         "context_window\t4096\t--context-window",
+        "timeout\t300.0\tdefault",
     ]
     assert f"Config file: {path}" in result.stderr
 
@@ -236,3 +238,50 @@ def test_a_broken_file_fails_the_call_before_anything_is_stored(fake_llm, tmp_pa
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {path} is not valid TOML")
     assert Store(db).db["messages"].count == 0 and fake_llm.requests == []
+
+
+def test_timeout_from_the_file_then_the_env_then_a_flag(monkeypatch):
+    assert (effective_config().timeout.value, effective_config().timeout.source) == (
+        300.0,
+        "default",
+    )
+    path = write_config("timeout = 90\n")
+    assert (effective_config().timeout.value, effective_config().timeout.source) == (
+        90.0,
+        str(path),
+    )
+    monkeypatch.setenv("MEMGPT_LITE_TIMEOUT", " 45.5 ")
+    timeout = effective_config().timeout
+    assert (timeout.value, timeout.source) == (45.5, "$MEMGPT_LITE_TIMEOUT")
+    timeout = effective_config({"timeout": 10.0}).timeout
+    assert (timeout.value, timeout.source) == (10.0, "--timeout")
+    shown = run("config").stdout.splitlines()
+    assert shown[-1] == "timeout\t45.5\t$MEMGPT_LITE_TIMEOUT"
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "-5", "nan", "inf", "1e999"])
+def test_bad_timeout_variable_is_one_line_naming_it(monkeypatch, raw):
+    monkeypatch.setenv("MEMGPT_LITE_TIMEOUT", raw)
+    with pytest.raises(ConfigError) as caught:
+        effective_config()
+    assert str(caught.value) == (
+        f"$MEMGPT_LITE_TIMEOUT must be a positive number of seconds, got {raw!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("timeout = 0\n", "timeout: Input should be greater than 0"),
+        ("timeout = -1.5\n", "timeout: Input should be greater than 0"),
+        ('timeout = "300"\n', "timeout: Input should be a valid number"),
+        ("timeout = true\n", "timeout: Input should be a valid number"),
+        ("timeout = nan\n", "timeout: Input should be a finite number"),
+        ("timeout = inf\n", "timeout: Input should be a finite number"),
+    ],
+)
+def test_bad_timeout_in_the_file_is_one_line_naming_it(text, problem):
+    path = write_config(text)
+    with pytest.raises(ConfigError) as caught:
+        effective_config()
+    assert str(caught.value) == f"{path}: {problem}"

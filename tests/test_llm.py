@@ -4,16 +4,23 @@ failed call loses nothing."""
 from __future__ import annotations
 
 import pytest
-from openai.types.chat import ChatCompletion
 
 from memgpt_lite import Agent, ConfigError, LLMError
-from memgpt_lite.llm import ContextWindowExceeded, _completion_from
-from memgpt_lite.testing import FakeOpenAIServer, call, drop, error, reply, say
+from memgpt_lite.llm import ContextWindowExceeded, LLMClient, completion_from
+from memgpt_lite.models import LLMConfig
+from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, drop, error, html, raw, reply, say
 
 
 def make_agent(tmp_path, **llm_options) -> Agent:
     options = {"max_retries": 2, "timeout_seconds": 5.0} | llm_options
     return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", llm_options=options)
+
+
+def assert_still_valid(agent: Agent, server: FakeOpenAIServer) -> None:
+    """After a failure the stored agent is whole: its next request is valid."""
+    server.enqueue(say("back"))
+    assert agent.step("are you there?").replies == ["back"]
+    assert server.rejections == []
 
 
 @pytest.mark.parametrize(
@@ -31,14 +38,6 @@ def test_transient_failures_are_retried(fake_llm, tmp_path, failure):
     fake_llm.enqueue(failure, say("made it"))
     assert agent.step("hi").replies == ["made it"]
     assert fake_llm.pending() == 0
-
-
-def test_timeout_is_retried(fake_llm, tmp_path):
-    agent = make_agent(tmp_path, timeout_seconds=0.3)
-    fake_llm.enqueue(
-        reply(tool_calls=[call("send_message", message="late")], delay=1.0), say("on time")
-    )
-    assert agent.step("hi").replies == ["on time"]
 
 
 def test_retries_run_out_with_a_clear_error_and_the_message_is_kept(fake_llm, tmp_path):
@@ -79,10 +78,14 @@ def test_unreachable_endpoint_is_one_clear_error(tmp_path, monkeypatch):
         "gpt-4o-mini",
         db=tmp_path / "a.db",
         base_url="http://127.0.0.1:9/v1",
-        llm_options={"max_retries": 0},
+        llm_options={"max_retries": 1},
     )
-    with pytest.raises(LLMError, match=r"cannot reach the model endpoint http://127.0.0.1:9/v1"):
+    with pytest.raises(LLMError) as caught:
         agent.step("hi")
+    assert str(caught.value) == (
+        "cannot reach the model endpoint http://127.0.0.1:9/v1: connection refused "
+        "(is the server running, on this port?) (2 attempts)"
+    )
 
 
 def test_missing_api_key_for_openai_is_a_config_error(tmp_path, monkeypatch):
@@ -153,40 +156,198 @@ def test_endpoint_quirks_in_tool_calls_are_survived(fake_llm, tmp_path):
 
 def test_repeated_and_missing_call_ids_get_fresh_ids():
     """Some servers repeat a call id or send none; each call still needs its own."""
-    response = ChatCompletion.model_validate(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "tool_calls",
-                    "message": {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "same",
-                                "type": "function",
-                                "function": {"name": "a", "arguments": "{}"},
-                            },
-                            {
-                                "id": "same",
-                                "type": "function",
-                                "function": {"name": "b", "arguments": "{}"},
-                            },
-                            {
-                                "id": "",
-                                "type": "function",
-                                "function": {"name": "c", "arguments": "{}"},
-                            },
-                        ],
-                    },
-                }
-            ],
-        }
-    )
-    ids = [c.id for c in _completion_from(response).tool_calls]
+    response = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "same",
+                            "type": "function",
+                            "function": {"name": "a", "arguments": "{}"},
+                        },
+                        {
+                            "id": "same",
+                            "type": "function",
+                            "function": {"name": "b", "arguments": "{}"},
+                        },
+                        {
+                            "id": "",
+                            "type": "function",
+                            "function": {"name": "c", "arguments": "{}"},
+                        },
+                    ],
+                },
+            }
+        ],
+    }
+    ids = [c.id for c in completion_from(response, "the endpoint").tool_calls]
     assert ids[0] == "same" and len(set(ids)) == 3 and all(ids)
+
+
+# ------------------------------------------------------- misbehaving endpoints
+
+
+def test_html_page_says_so_and_which_url_shape_is_expected(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(html())
+    with pytest.raises(LLMError) as caught:
+        agent.step("hi")
+    assert str(caught.value) == (
+        f"the model endpoint {fake_llm.base_url} answered with an HTML page titled 'Welcome', "
+        "not JSON: check the port, and that the URL is the API's, usually ending in /v1 "
+        "(like http://localhost:11434/v1)"
+    )
+    assert_still_valid(agent, fake_llm)
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ('{"id": "chatcmpl-1", "object": "chat.completion", "choices": [', "answered invalid JSON"),
+        (b"\x00\xff garbage", "answered invalid JSON"),
+        ("", "answered 200 with an empty body, not JSON"),
+        ("[1, 2]", "answered a list, not a chat completion"),
+        ('{"object": "chat.completion"}', "answered a completion with no choices"),
+        ('{"choices": []}', "answered a completion with no choices"),
+        ('{"choices": [{"message": "hi"}]}', "first choice has no message"),
+        ('{"choices": [{"message": {"content": 5}}]}', "content is a number, not text"),
+        ('{"choices": [{"message": {"tool_calls": {}}}]}', "tool_calls is an object"),
+        ('{"choices": [{"message": {"tool_calls": ["f"]}}]}', "a tool call that is a string"),
+        ('{"error": {"message": "model crashed"}}', "answered an error: model crashed"),
+        ("[" * 5000 + "]" * 5000, "answered invalid JSON (nested more than 64 levels deep)"),
+    ],
+    ids=[
+        "truncated",
+        "binary",
+        "empty",
+        "list",
+        "no-choices",
+        "empty-choices",
+        "message-not-object",
+        "content-number",
+        "tool-calls-object",
+        "tool-call-string",
+        "error-in-200",
+        "deep",
+    ],
+)
+def test_bad_200_bodies_are_one_clear_line(fake_llm, tmp_path, body, problem):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(raw(body))
+    with pytest.raises(LLMError) as caught:
+        agent.step("hi")
+    message = str(caught.value)
+    assert message.startswith(f"the model endpoint {fake_llm.base_url} ")
+    assert problem in message and "\n" not in message and len(message) < 400
+    assert_still_valid(agent, fake_llm)
+
+
+def test_error_pages_from_a_proxy_are_summed_up(fake_llm, tmp_path):
+    agent = make_agent(tmp_path, max_retries=0)
+    fake_llm.enqueue(
+        html("<html><title>502 Bad Gateway</title><body>nginx</body></html>", status=502)
+    )
+    with pytest.raises(LLMError, match=r"answered 502: an HTML page titled '502 Bad Gateway'$"):
+        agent.step("hi")
+    assert_still_valid(agent, fake_llm)
+
+
+def test_404_from_a_url_without_v1_suggests_it(fake_llm, tmp_path):
+    agent = Agent.create(
+        "sam", "gpt-4o-mini", db=tmp_path / "a.db", base_url=fake_llm.base_url.removesuffix("/v1")
+    )
+    with pytest.raises(LLMError, match=r"usually ends in /v1, like http://localhost:11434/v1"):
+        agent.step("hi")
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("localhost:11434/v1", "has no http:// or https://: write http://localhost:11434/v1"),
+        ("127.0.0.1:8080/v1", "has no http:// or https://: write http://127.0.0.1:8080/v1"),
+        ("http:/localhost/v1", "has no http:// or https://: write http://localhost/v1"),
+        ("ftp://localhost/v1", "must start with http:// or https://, not ftp://"),
+        ("http:///v1", "has no host name"),
+        ("http://localhost:99999/v1", "is not a valid URL (Port out of range 0-65535)"),
+        ("http://local host/v1", "contains spaces"),
+    ],
+)
+def test_malformed_base_url_is_refused_before_any_request(fake_llm, tmp_path, url, problem):
+    Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", base_url=url)
+    agent = Agent.load("sam", db=tmp_path / "a.db")
+    with pytest.raises(ConfigError) as caught:
+        agent.step("hi")
+    example = "" if "write http" in problem else " (for example http://localhost:11434/v1)"
+    assert str(caught.value) == f"the agent's stored base_url {url!r} {problem}{example}"
+    assert agent.context_messages() == [] and fake_llm.requests == []
+
+
+def test_malformed_url_names_where_it_came_from(fake_llm, tmp_path, monkeypatch):
+    agent = make_agent(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434/v1")
+    with pytest.raises(
+        ConfigError, match=r"^\$OPENAI_BASE_URL 'localhost:11434/v1' has no http://"
+    ):
+        Agent.load("sam", db=tmp_path / "a.db").step("hi")
+    with pytest.raises(ConfigError, match=r"^the base_url argument 'localhost' has no http://"):
+        Agent.load("sam", db=tmp_path / "a.db", base_url="localhost").step("hi")
+    assert agent.context_messages() == []
+
+
+def test_dropped_connections_after_the_retries(fake_llm, tmp_path):
+    agent = make_agent(tmp_path, max_retries=1)
+    fake_llm.enqueue(drop(), drop())
+    with pytest.raises(LLMError) as caught:
+        agent.step("hi")
+    assert str(caught.value) == (
+        f"cannot reach the model endpoint {fake_llm.base_url}: the connection was closed "
+        "without an answer (2 attempts)"
+    )
+    assert_still_valid(agent, fake_llm)
+
+
+def test_empty_reply_is_a_completion_the_loop_can_tell(fake_llm):
+    client = LLMClient(LLMConfig(model="gpt-4o-mini"))
+    messages = [{"role": "user", "content": "hi"}]
+    fake_llm.enqueue(reply(), reply("  \n"), reply("hello"), reply(tool_calls=[call("f")]))
+    empty, blank, text, calls = (
+        client.complete(LLMConfig(model="m"), messages, []) for _ in "1234"
+    )
+    assert (empty.content, empty.tool_calls, empty.is_empty) == (None, [], True)
+    assert blank.is_empty and not text.is_empty and not calls.is_empty
+    assert fake_llm.rejections == []
+
+
+def test_model_output_is_made_valid(fake_llm):
+    """Lone surrogates (JSON-escaped, as models send them) in the text, the
+    arguments and the id; arguments sent as an object; content as parts."""
+    client = LLMClient(LLMConfig(model="gpt-4o-mini"))
+    messages = [{"role": "user", "content": "hi"}]
+    fake_llm.enqueue(
+        reply(
+            "bad \ud800 text", [call_raw("send_message", '{"message": "x\\udc00"}', id="c\ud800")]
+        )
+    )
+    completion = client.complete(LLMConfig(model="m"), messages, [])
+    assert completion.content == "bad \ufffd text"
+    (tool_call,) = completion.tool_calls
+    assert tool_call.arguments == '{"message": "x\ufffd"}' and tool_call.id == "c\ufffd"
+    fake_llm.enqueue(
+        raw(
+            '{"choices": [{"message": {"content": [{"type": "text", "text": "part"}], '
+            '"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"q": 1}}}]}}]}'
+        )
+    )
+    completion = client.complete(LLMConfig(model="m"), messages, [])
+    assert completion.content == "part"
+    assert completion.tool_calls[0].arguments == '{"q": 1}'
+    assert completion.usage.requests == 1 and completion.usage.total_tokens == 0

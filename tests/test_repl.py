@@ -471,7 +471,7 @@ def test_an_unanswered_message_is_named_now_and_in_the_next_session(fake_llm, ch
 
     note = 'Your message "is it on?" was not answered: /retry sends it again, /pop drops it.'
     out = chat("is it on?")
-    assert "Error: the endpoint" in out and "the model is loading" in out and note in out
+    assert "Error: the model endpoint" in out and "the model is loading" in out and note in out
     assert note in chat()  # told again when the chat opens
     fake_llm.enqueue(say("yes"))
     out = chat("/retry")

@@ -93,6 +93,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m004_memory_pressure",
         "m005_archival_search",
         "m006_passage_context",
+        "m007_timeout_default",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
