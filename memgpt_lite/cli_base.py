@@ -6,6 +6,8 @@ each module registers its commands on the group defined in `cli.py`.
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,6 +17,7 @@ from .agent import Agent
 from .config import default_db_path
 from .errors import MemGPTError
 from .store import Store
+from .store_connect import file_problem
 
 
 class FriendlyGroup(click.Group):
@@ -28,6 +31,18 @@ class FriendlyGroup(click.Group):
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise click.ClickException(problems) from None
+        except sqlite3.Error as exc:
+            # A read that failed for the file's sake (a write is a StoreError
+            # already); an SQL bug is not translated and keeps its traceback.
+            problem = file_problem(_db_path(ctx), exc)
+            if problem is None:
+                raise
+            raise click.ClickException(str(problem)) from None
+
+
+def _db_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj or {}
+    return obj["store"].path if "store" in obj else Path(obj.get("db") or default_db_path())
 
 
 def store_for(ctx: click.Context) -> Store:

@@ -259,7 +259,10 @@ def store_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], texts: Sequen
 
 
 def backfill(agent: Agent, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
-    """Embed up to `limit` stored items that have no vector yet."""
+    """Embed up to `limit` stored items that have no vector yet (none in a
+    database this process may only read: search uses the vectors it has)."""
+    if agent.store.read_only:
+        return 0
     if owner == "passage":
         pending = [
             (p.seq or 0, p.text) for p in agent.store.unembedded_passages(agent.state.id, limit)

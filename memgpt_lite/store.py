@@ -3,8 +3,10 @@
 SQLite through sqlite-utils, in WAL mode so readers never block the writer.
 Every write runs in a `BEGIN IMMEDIATE` transaction: a second process waits for
 the lock (up to `busy_timeout_seconds`) instead of failing half-way, and a crash
-or Ctrl-C mid-transaction rolls back to the last committed state. Keeping the
-SQL in one module is what makes another backend (PostgreSQL) possible later.
+or Ctrl-C mid-transaction rolls back to the last committed state. A write
+inside another one is a savepoint: if it fails, it is undone as a whole even
+when the outer transaction goes on. Keeping the SQL in the store modules is
+what makes another backend (PostgreSQL) possible later.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from .errors import AlreadyExistsError, NotFoundError, StoreError
+from .errors import AlreadyExistsError, NotFoundError, ReadOnlyError
 from .migrations import migrations
 from .models import (
     AgentSettings,
@@ -34,6 +36,7 @@ from .models import (
 )
 from .ranking import RANK_BUDGET, Ranking
 from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
+from .store_connect import check_schema, connect, file_errors, read_only_reason
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -75,13 +78,21 @@ class Store(ArchivalStore):
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=busy_timeout_seconds)
+        self.busy_timeout_seconds = busy_timeout_seconds
+        conn, self.read_only = connect(self.path, busy_timeout_seconds)
         self.db = Database(conn)
+        self._savepoints = 0
         try:
+            self._prepare()
+        except BaseException:
+            conn.close()
+            raise
+
+    def _prepare(self) -> None:
+        """Settings, WAL mode and migrations; without a write when none is due,
+        so that a database this process may only read serves its reads."""
+        with file_errors(self.path):
             self.db.execute("PRAGMA foreign_keys = ON")
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self.db.enable_wal()
             # NORMAL is durable across application crashes in WAL mode; only a
             # power cut can lose the last commits, never corrupt the file.
             self.db.execute("PRAGMA synchronous = NORMAL")
@@ -89,11 +100,14 @@ class Store(ArchivalStore):
             # a search of a large archive re-reads the same index pages, and
             # fetching them from the OS again costs 10% of it at 1M passages.
             self.db.execute("PRAGMA cache_size = -65536")
-            with self.transaction():
-                migrations.apply(self.db)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreError(f"cannot open {self.path} as a memgpt_lite database: {exc}") from exc
+            if self.read_only:
+                check_schema(self.db, migrations, self.path, read_only=True)
+                return
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.enable_wal()
+            if check_schema(self.db, migrations, self.path, read_only=False):
+                with self.transaction():
+                    migrations.apply(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -106,26 +120,59 @@ class Store(ArchivalStore):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One atomic write. Nested calls join the outer transaction."""
+        """One atomic write. A nested call is a savepoint of the outer
+        transaction: undone alone if it fails, committed with the outer one."""
         conn = self.db.conn
         if conn.in_transaction:
-            yield
+            with self._savepoint():
+                yield
             return
-        try:
+        if self.read_only:
+            raise ReadOnlyError(f"{read_only_reason(self.path)}; nothing was changed")
+        with file_errors(self.path):
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"the database {self.path} is busy: {exc}") from exc
+        with file_errors(self.path):
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                # Also when COMMIT itself fails (disk full): never leave a
+                # half-open transaction for the next write to join.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self.transaction_ended(committed=False)
+                raise
+        self.transaction_ended(committed=True)
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        conn = self.db.conn
+        self._savepoints += 1
+        name = f"nested_{self._savepoints}"
+        conn.execute(f"SAVEPOINT {name}")
+        with file_errors(self.path):
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                self.transaction_ended(committed=False)
+                raise
+            else:
+                conn.execute(f"RELEASE {name}")
+            finally:
+                self._savepoints -= 1
+
+    @contextmanager
+    def busy_timeout(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for another connection's write lock, for a
+        while (the store's own timeout is used again after)."""
+        self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield
-            conn.execute("COMMIT")
-        except BaseException:
-            # Also when COMMIT itself fails (disk full): never leave a
-            # half-open transaction for the next write to join.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self.transaction_ended(committed=False)
-            raise
-        self.transaction_ended(committed=True)
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_seconds * 1000)}")
 
     def rollback_interrupted(self) -> None:
         """Roll back a transaction an interrupt left open (Ctrl-C landing between
