@@ -38,6 +38,7 @@ from .models import (
     Message,
     StepResult,
     ToolCall,
+    ToolChoice,
     ToolResult,
     new_id,
 )
@@ -207,8 +208,11 @@ class Agent:
         self._vector_indexes.clear()
         check_embedder(self)
         if self.state.settings.embedder != embedder.name:
-            self.state.settings.embedder = embedder.name
-            self.store.save_agent(self.state)
+
+            def use(state: AgentState) -> None:
+                state.settings.embedder = embedder.name
+
+            self.state = self.store.update_agent(self.state.id, use)
 
     def vector_index(self, owner: Owner) -> VectorIndex:
         dimension = self.state.embedding_dimension or 0
@@ -220,7 +224,10 @@ class Agent:
 
     def save(self) -> None:
         """Store changes made to `agent.state` (model, settings, ...). Each step
-        reloads the state from the database, so unsaved changes do not last."""
+        reloads the state from the database, so unsaved changes do not last.
+        Raises ConflictError, saving nothing, if the stored agent changed since
+        `agent.state` was read (another process compacted it, say): saving
+        would undo that. Reload (`Agent.load`) and make the change again."""
         self.store.save_agent(self.state)
 
     # Memory
@@ -267,8 +274,7 @@ class Agent:
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise ConfigError(f"cannot rename agent to {new_name!r}: {problems}") from None
-        self.store.rename_agent(self.state.id, new_name)
-        self.state.name = new_name
+        self.state = self.store.rename_agent(self.state.id, new_name)
 
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
@@ -310,9 +316,11 @@ class Agent:
         """Use another model from the next call on, and store the choice."""
         if not model.strip():
             raise ConfigError("the model name is empty")
-        self.state = self.store.get_agent(self.state.id)
-        self.state.llm.model = model.strip()
-        self.save()
+
+        def use(state: AgentState) -> None:
+            state.llm.model = model.strip()
+
+        self.state = self.store.update_agent(self.state.id, use)
         self._llm = self._counter = self._tool_tokens = None  # built for the old model
 
     # History edits (see history.py)
@@ -361,14 +369,22 @@ class Agent:
             result.llm_seconds = llm.seconds_in_calls - seconds_before
             if completion.tool_choice != self.state.llm.tool_choice:
                 # The endpoint refused "required"; remember, so we do not ask again.
-                self.state.llm.tool_choice = completion.tool_choice
-                self.store.save_agent(self.state)
+                self._remember_tool_choice(completion.tool_choice)
             result.usage.add(completion.usage)
             if not self._handle_completion(completion, step_id, result):
                 break
         else:
             result.stop_reason = "step_limit"
         return result
+
+    def _remember_tool_choice(self, tool_choice: ToolChoice) -> None:
+        """Store the fallback alone: a whole-row save from `self.state` could
+        undo a compaction made meanwhile by another process."""
+
+        def use(state: AgentState) -> None:
+            state.llm.tool_choice = tool_choice
+
+        self.state = self.store.update_agent(self.state.id, use)
 
     def _handle_completion(self, completion: Completion, step_id: str, result: StepResult) -> bool:
         """Store a model response with its tool results. True to call the model again."""

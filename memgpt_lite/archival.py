@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .embeddings import Embedder
 from .errors import ConfigError, LLMError
-from .models import Passage
+from .models import AgentState, Passage
 from .search import backfill, check_embedder, search_passages, store_vectors
 from .tokens import TokenCounter
 
@@ -210,10 +210,14 @@ class ArchivalMemory:
         """Replace every stored vector with ones from `embedder`. Returns the
         number of passages embedded (messages are embedded at their next search)."""
         agent = self.agent
-        agent.store.delete_vectors(self._agent_id)
-        agent.state.embedding_model = None
-        agent.state.embedding_dimension = None
-        agent.store.save_agent(agent.state)
+
+        def forget_space(state: AgentState) -> None:
+            state.embedding_model = None
+            state.embedding_dimension = None
+
+        with agent.store.transaction():
+            agent.store.delete_vectors(self._agent_id)
+            agent.state = agent.store.update_agent(self._agent_id, forget_space)
         agent.set_embedder(embedder)
         done = 0
         while count := backfill(agent, "passage", limit=256):

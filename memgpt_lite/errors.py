@@ -31,6 +31,11 @@ class BusyError(StoreError):
     """Another connection kept the database locked longer than the busy timeout."""
 
 
+class ConflictError(MemGPTError):
+    """Another process (or another `Agent` object) changed what this one was
+    about to write over: a stale copy of an agent, or a step lock taken over."""
+
+
 class LLMError(MemGPTError):
     """The model endpoint failed after retries, or answered with an error."""
 

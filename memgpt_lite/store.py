@@ -7,6 +7,11 @@ or Ctrl-C mid-transaction rolls back to the last committed state. A write
 inside another one is a savepoint: if it fails, it is undone as a whole even
 when the outer transaction goes on. Keeping the SQL in the store modules is
 what makes another backend (PostgreSQL) possible later.
+
+The agents row is written whole, so a write from a copy read before another
+process changed the row would undo that change. `update_agent` changes the row
+as it is at the time of the write; `save_agent` refuses a stale copy.
+`updated_at` is the row's version: every write moves it strictly forward.
 """
 
 from __future__ import annotations
@@ -14,15 +19,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from .errors import AlreadyExistsError, NotFoundError, ReadOnlyError
+from .errors import AlreadyExistsError, ConflictError, NotFoundError, ReadOnlyError
 from .migrations import migrations
 from .models import (
     AgentSettings,
@@ -216,19 +221,52 @@ class Store(ArchivalStore):
             "updated_at": stored_time(state.updated_at),
         }
 
+    def _write_agent(self, state: AgentState) -> None:
+        """Write the whole row from `state`, moving its version (`updated_at`)
+        strictly forward, even if the clock went back. Inside a transaction."""
+        state.updated_at = max(utcnow(), state.updated_at + timedelta(microseconds=1))
+        self.db.execute(
+            "UPDATE agents SET name = :name, llm = :llm, system = :system, "
+            "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
+            "pressure_warned = :pressure_warned, settings = :settings, "
+            "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
+            "updated_at = :updated_at WHERE id = :id",
+            self._agent_row(state),
+        )
+
+    def _stored_version(self, agent_id: str) -> datetime | None:
+        row = self.db.execute("SELECT updated_at FROM agents WHERE id = ?", [agent_id]).fetchone()
+        return _dt(row[0]) if row else None
+
     def save_agent(self, state: AgentState) -> None:
-        state.updated_at = utcnow()
+        """Store `state` as the agent's row, if the row is still as it was when
+        `state` was read (or last saved). Raises ConflictError, changing
+        nothing, if another process or object changed it since: writing the
+        stale copy would undo that change. Use `update_agent` to change a field."""
         with self.transaction():
-            cursor = self.db.execute(
-                "UPDATE agents SET name = :name, llm = :llm, system = :system, "
-                "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
-                "pressure_warned = :pressure_warned, settings = :settings, "
-                "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
-                "updated_at = :updated_at WHERE id = :id",
-                self._agent_row(state),
-            )
-            if cursor.rowcount == 0:
+            stored = self._stored_version(state.id)
+            if stored is None:
                 raise NotFoundError(f"agent {state.name!r} no longer exists")
+            if stored != state.updated_at:
+                raise ConflictError(
+                    f"agent {state.name!r} was changed by another process (or another Agent "
+                    "object) since this copy was read; nothing was saved. Load it again and "
+                    "repeat the change"
+                )
+            self._write_agent(state)
+
+    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
+        """Apply `change` to the agent as it is stored now, read inside the
+        write transaction so that nothing can change it in between, and store
+        the result. Returns the new state (to replace a stale copy)."""
+        with self.transaction():
+            row = next(self.db.query("SELECT * FROM agents WHERE id = ?", [agent_id]), None)
+            if row is None:
+                raise NotFoundError(f"no agent with id {agent_id!r}")
+            state = self._agent_from_row(row)
+            change(state)
+            self._write_agent(state)
+        return state
 
     def get_agent(self, name_or_id: str) -> AgentState:
         rows = self.db.query(
@@ -297,20 +335,20 @@ class Store(ArchivalStore):
                 "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM agent_blocks)"
             )
 
-    def rename_agent(self, agent_id: str, new_name: str) -> None:
-        """Change an agent's name; everything else refers to it by id."""
+    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
+        """Change an agent's name (everything else refers to it by id).
+        Returns the renamed state."""
         with self.transaction():
             taken = self.db.execute(
                 "SELECT 1 FROM agents WHERE name = ? AND id != ?", [new_name, agent_id]
             ).fetchone()
             if taken:
                 raise AlreadyExistsError(f"an agent named {new_name!r} already exists")
-            cursor = self.db.execute(
-                "UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
-                [new_name, stored_time(utcnow()), agent_id],
-            )
-            if cursor.rowcount == 0:
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+
+            def renamed(state: AgentState) -> None:
+                state.name = new_name
+
+            return self.update_agent(agent_id, renamed)
 
     # Blocks
 
