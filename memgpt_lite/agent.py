@@ -8,7 +8,8 @@ stored in the same transaction as the response, whatever goes wrong.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from .models import (
     new_id,
 )
 from .search import VectorIndex, check_embedder
+from .steplock import OnWait, StepLock, lease_seconds, request_seconds_for
 from .store import Store
 from .store_archival import Owner
 from .tokens import TokenCounter
@@ -113,6 +115,10 @@ class Agent:
             )
         self.tools: dict[str, Tool] = {**BUILTIN_TOOLS, **given}
         self._endpoint = (base_url, api_key)
+        # Told, with one line of text, when a step waits for another one of
+        # this agent (another process, thread or host); None: a log warning.
+        self.on_wait: OnWait | None = None
+        self._step_lock: StepLock | None = None
         self._llm: LLMClient | None = None
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
@@ -309,8 +315,9 @@ class Agent:
     def summarize(self) -> CompactionReport:
         """Force a compaction now: the older messages leave the window and are
         folded into the summary (they stay searchable in recall memory)."""
-        self.state = self.store.get_agent(self.state.id)
-        return compact(self, compile_context(self), force=True)
+        with self.step_lock():
+            self.state = self.store.get_agent(self.state.id)
+            return compact(self, compile_context(self), force=True)
 
     def set_model(self, model: str) -> None:
         """Use another model from the next call on, and store the choice."""
@@ -344,6 +351,22 @@ class Agent:
 
     # The loop
 
+    @contextmanager
+    def step_lock(self) -> Iterator[StepLock]:
+        """Hold the agent's step lock (see steplock.py): wait while a step of
+        this agent runs in another thread, process or host. Re-entrant, so
+        `retry` can hold it across its pop and its step."""
+        if self._step_lock is not None:
+            yield self._step_lock
+            return
+        lease = lease_seconds(request_seconds_for(self.state.llm))
+        with StepLock(self.store, self.state.id, self.state.name, lease, self.on_wait) as lock:
+            self._step_lock = lock
+            try:
+                yield lock
+            finally:
+                self._step_lock = None
+
     @property
     def llm(self) -> LLMClient:
         if self._llm is None:
@@ -351,9 +374,20 @@ class Agent:
             self._llm = LLMClient(self.state.llm, base_url=base_url, api_key=api_key)
         return self._llm
 
+    def renew_step_lock(self) -> None:
+        """Keep the step lock's lease (see `step_lock`) through a long step:
+        call it before each model call. A no-op without the lock."""
+        if self._step_lock is not None:
+            self._step_lock.renew()
+
     def step(self, user_message: str) -> StepResult:
         """Handle one user message: call the model, run its tool calls, and go on
-        while a tool asked for a heartbeat or failed, up to the step limit."""
+        while a tool asked for a heartbeat or failed, up to the step limit. Waits
+        while another step of this agent runs (see `step_lock`)."""
+        with self.step_lock():
+            return self._step(user_message)
+
+    def _step(self, user_message: str) -> StepResult:
         if not user_message.strip():
             raise ConfigError("the message is empty")
         llm = self.llm  # a missing key fails here, before anything is stored
@@ -365,6 +399,7 @@ class Agent:
         result.messages.append(user)
         seconds_before = llm.seconds_in_calls
         for _ in range(self.state.settings.max_chained_steps):
+            self.renew_step_lock()
             completion = call_model(self, result, step_id)
             result.llm_seconds = llm.seconds_in_calls - seconds_before
             if completion.tool_choice != self.state.llm.tool_choice:

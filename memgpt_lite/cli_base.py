@@ -55,5 +55,12 @@ def store_for(ctx: click.Context) -> Store:
     return root.obj["store"]
 
 
+def say_waiting(message: str) -> None:
+    """How the CLI tells that a step waits for another one of its agent."""
+    click.echo(f"{message} (Ctrl-C stops waiting)", err=True)
+
+
 def load_agent(ctx: click.Context, name: str) -> Agent:
-    return Agent.load(name, store=store_for(ctx))
+    agent = Agent.load(name, store=store_for(ctx))
+    agent.on_wait = say_waiting
+    return agent

@@ -42,6 +42,7 @@ from .models import (
 from .ranking import RANK_BUDGET, Ranking
 from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
 from .store_connect import check_schema, connect, file_errors, read_only_reason
+from .store_locks import StepLockStore
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -78,7 +79,7 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-class Store(ArchivalStore):
+class Store(ArchivalStore, StepLockStore):
     """The database of agents, blocks, messages and passages."""
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
@@ -139,6 +140,7 @@ class Store(ArchivalStore):
         with file_errors(self.path):
             try:
                 yield
+                self.renew_held_leases()
                 conn.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails (disk full): never leave a

@@ -101,6 +101,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m004_memory_pressure",
         "m005_archival_search",
         "m006_passage_context",
+        "m008_step_locks",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -627,6 +628,24 @@ def user_contents(db: Path) -> list[str | None]:
     with Store(db) as store:
         state = store.get_agent("sam")
         return [m.content for m in store.messages_from(state.id, 0) if m.role == "user"]
+
+
+def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
+    db = read_only_db(tmp_path)
+    conn = sqlite3.connect(db)
+    with conn:  # as written by the version before step locks
+        conn.execute("DROP TABLE step_locks")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm008_step_locks'")
+    conn.close()
+    db.chmod(0o444)
+    try:
+        [(code, _, err)] = as_a_user(("--db", str(db), "agents"))
+    finally:
+        db.chmod(0o644)
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(
+        f"Error: the database {db} is read-only and needs upgrading from schema 6"
+    )
 
 
 def test_a_home_that_is_a_file_or_read_only_is_named_in_one_line(tmp_path, as_a_user):
