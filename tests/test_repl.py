@@ -449,3 +449,21 @@ def test_piped_chat_is_plain_text(fake_llm, chat_env, tmp_path):
     assert not (tmp_path / "memgpt_home" / "chat_history").exists()
     assert user_messages(tmp_path) == ["hi there"]
     assert fake_llm.rejections == []
+
+
+def test_a_home_that_is_a_file_does_not_stop_the_chat(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    home = tmp_path / "home-file"
+    home.write_text("not a folder")
+    chat_env["MEMGPT_LITE_HOME"] = str(home)
+    fake_llm.enqueue(say("Hello!"))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    notice = " ".join(CSI_SEQUENCE.sub("", child.before).split())
+    assert (
+        f"The input history is not kept: $MEMGPT_LITE_HOME ({home}) is a file, not a folder."
+        in notice
+    )
+    assert "Hello!" in command(child, "hi")
+    leave(child)
+    assert user_messages(tmp_path) == ["hi"]
+    assert home.read_text() == "not a folder"
