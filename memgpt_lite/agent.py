@@ -8,7 +8,8 @@ stored in the same transaction as the response, whatever goes wrong.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from .context import (
 )
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, ContextFullError, ModelRetry
-from .llm import Completion, LLMClient
+from .llm import Completion, LLMClient, resolve_timeout
 from .memory import load_prompt, set_block_value
 from .models import (
     AgentSettings,
@@ -40,10 +41,12 @@ from .models import (
     Message,
     StepResult,
     ToolCall,
+    ToolChoice,
     ToolResult,
     new_id,
 )
 from .search import VectorIndex, check_embedder
+from .steplock import OnWait, StepLock, lease_seconds
 from .store import Store
 from .store_archival import Owner
 from .tokens import TokenCounter
@@ -117,6 +120,10 @@ class Agent:
         self._endpoint = (base_url, api_key)
         # The limit on one model request, retries included; not stored.
         self._timeout = None if timeout is None else check_timeout(timeout, "timeout")
+        # Told, with one line of text, when a step waits for another one of
+        # this agent (another process, thread or host); None: a log warning.
+        self.on_wait: OnWait | None = None
+        self._step_lock: StepLock | None = None
         self._llm: LLMClient | None = None
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
@@ -219,8 +226,11 @@ class Agent:
         self._vector_indexes.clear()
         check_embedder(self)
         if self.state.settings.embedder != embedder.name:
-            self.state.settings.embedder = embedder.name
-            self.store.save_agent(self.state)
+
+            def use(state: AgentState) -> None:
+                state.settings.embedder = embedder.name
+
+            self.state = self.store.update_agent(self.state.id, use)
 
     def vector_index(self, owner: Owner) -> VectorIndex:
         dimension = self.state.embedding_dimension or 0
@@ -232,7 +242,10 @@ class Agent:
 
     def save(self) -> None:
         """Store changes made to `agent.state` (model, settings, ...). Each step
-        reloads the state from the database, so unsaved changes do not last."""
+        reloads the state from the database, so unsaved changes do not last.
+        Raises ConflictError, saving nothing, if the stored agent changed since
+        `agent.state` was read (another process compacted it, say): saving
+        would undo that. Reload (`Agent.load`) and make the change again."""
         self.store.save_agent(self.state)
 
     # Memory
@@ -286,8 +299,7 @@ class Agent:
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise ConfigError(f"cannot rename agent to {new_name!r}: {problems}") from None
-        self.store.rename_agent(self.state.id, new_name)
-        self.state.name = new_name
+        self.state = self.store.rename_agent(self.state.id, new_name)
 
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
@@ -329,16 +341,19 @@ class Agent:
     def summarize(self) -> CompactionReport:
         """Force a compaction now: the older messages leave the window and are
         folded into the summary (they stay searchable in recall memory)."""
-        self.state = self.store.get_agent(self.state.id)
-        return compact(self, compile_context(self), force=True)
+        with self.step_lock():
+            self.state = self.store.get_agent(self.state.id)
+            return compact(self, compile_context(self), force=True)
 
     def set_model(self, model: str) -> None:
         """Use another model from the next call on, and store the choice."""
         if not model.strip():
             raise ConfigError("the model name is empty")
-        self.state = self.store.get_agent(self.state.id)
-        self.state.llm.model = model.strip()
-        self.save()
+
+        def use(state: AgentState) -> None:
+            state.llm.model = model.strip()
+
+        self.state = self.store.update_agent(self.state.id, use)
         self._llm = self._counter = self._tool_tokens = None  # built for the old model
 
     # History edits (see history.py)
@@ -362,6 +377,22 @@ class Agent:
 
     # The loop
 
+    @contextmanager
+    def step_lock(self) -> Iterator[StepLock]:
+        """Hold the agent's step lock (see steplock.py): wait while a step of
+        this agent runs in another thread, process or host. Re-entrant, so
+        `retry` can hold it across its pop and its step."""
+        if self._step_lock is not None:
+            yield self._step_lock
+            return
+        lease = lease_seconds(resolve_timeout(self.state.llm, self._timeout))
+        with StepLock(self.store, self.state.id, self.state.name, lease, self.on_wait) as lock:
+            self._step_lock = lock
+            try:
+                yield lock
+            finally:
+                self._step_lock = None
+
     @property
     def llm(self) -> LLMClient:
         if self._llm is None:
@@ -371,9 +402,20 @@ class Agent:
             )
         return self._llm
 
+    def renew_step_lock(self) -> None:
+        """Keep the step lock's lease (see `step_lock`) through a long step:
+        call it before each model call. A no-op without the lock."""
+        if self._step_lock is not None:
+            self._step_lock.renew()
+
     def step(self, user_message: str) -> StepResult:
         """Handle one user message: call the model, run its tool calls, and go on
-        while a tool asked for a heartbeat or failed, up to the step limit."""
+        while a tool asked for a heartbeat or failed, up to the step limit. Waits
+        while another step of this agent runs (see `step_lock`)."""
+        with self.step_lock():
+            return self._step(user_message)
+
+    def _step(self, user_message: str) -> StepResult:
         if not user_message.strip():
             raise ConfigError("the message is empty")
         llm = self.llm  # a missing key fails here, before anything is stored
@@ -385,6 +427,7 @@ class Agent:
         result.messages.append(user)
         seconds_before = llm.seconds_in_calls
         for _ in range(self.state.settings.max_chained_steps):
+            self.renew_step_lock()
             try:
                 completion = call_model(self, result, step_id)
             except ContextFullError:
@@ -395,14 +438,22 @@ class Agent:
             result.llm_seconds = llm.seconds_in_calls - seconds_before
             if completion.tool_choice != self.state.llm.tool_choice:
                 # The endpoint refused "required"; remember, so we do not ask again.
-                self.state.llm.tool_choice = completion.tool_choice
-                self.store.save_agent(self.state)
+                self._remember_tool_choice(completion.tool_choice)
             result.usage.add(completion.usage)
             if not self._handle_completion(completion, step_id, result):
                 break
         else:
             result.stop_reason = "step_limit"
         return result
+
+    def _remember_tool_choice(self, tool_choice: ToolChoice) -> None:
+        """Store the fallback alone: a whole-row save from `self.state` could
+        undo a compaction made meanwhile by another process."""
+
+        def use(state: AgentState) -> None:
+            state.llm.tool_choice = tool_choice
+
+        self.state = self.store.update_agent(self.state.id, use)
 
     def _handle_completion(self, completion: Completion, step_id: str, result: StepResult) -> bool:
         """Store a model response with its tool results. True to call the model again."""

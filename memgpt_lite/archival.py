@@ -2,9 +2,10 @@
 
 Long text is cut into retrievable chunks of a few hundred tokens, on paragraph
 and sentence boundaries where it can be. An exact duplicate of a stored
-passage is skipped (and reported). With an embedder, new passages are embedded
-as they are stored; if that fails they are stored anyway and embedded on the
-next search.
+passage is skipped (and reported). An insert, and a load of many files, is
+all or nothing: every passage of it is stored, or none is. With an embedder,
+new passages are embedded before they are stored; if the embedder's endpoint
+fails they are stored anyway and embedded on the next search.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .embeddings import Embedder
 from .errors import ConfigError, LLMError
-from .models import Passage
-from .search import backfill, check_embedder, search_passages, store_vectors
+from .models import AgentState, Passage
+from .search import backfill, check_embedder, embed_texts, record_vectors, search_passages
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -65,6 +68,18 @@ def chunk_text(counter: TokenCounter, text: str, max_tokens: int = CHUNK_TOKENS)
     return chunks
 
 
+def _read_text(file: Path) -> str:
+    """A file's text, or a ConfigError saying why not (nothing is stored yet)."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file} is not UTF-8 text; nothing was loaded") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {file}: {exc.strerror or exc}; nothing was loaded"
+        ) from None
+
+
 def _tail(text: str, words: int = 40) -> str:
     return " ".join(text.split()[-words:])
 
@@ -92,13 +107,23 @@ class ArchivalMemory:
         created_at: datetime | None = None,
         chunk_tokens: int = CHUNK_TOKENS,
     ) -> InsertReport:
-        """Store `text` (chunked if long) with optional tags and time."""
+        """Store `text` (chunked if long) with optional tags and time: every
+        passage of it, or, if anything fails, none."""
+        return self.insert_many(self._chunked(text, tags, created_at, chunk_tokens))
+
+    def _chunked(
+        self,
+        text: str,
+        tags: Sequence[str] = (),
+        created_at: datetime | None = None,
+        chunk_tokens: int = CHUNK_TOKENS,
+    ) -> list[Passage]:
         if not text.strip():
             raise ConfigError("the passage is empty")
         tags = sorted({t.strip() for t in tags if t.strip()})
         chunks = chunk_text(self.agent.token_counter, text, chunk_tokens)
         when = {"created_at": created_at} if created_at else {}
-        passages = [
+        return [
             # A later chunk's context is the end of the one before it, so a chunk
             # whose subject was named earlier can still be found by it.
             Passage(
@@ -110,42 +135,50 @@ class ArchivalMemory:
             )
             for i, chunk in enumerate(chunks)
         ]
-        report = self._store(passages)
-        self._embed(report.stored)
-        return report
 
     def insert_many(self, passages: Sequence[Passage]) -> InsertReport:
-        """Store prepared passages (no chunking), for bulk loads."""
-        report = self._store(passages)
-        self._embed(report.stored)
-        return report
+        """Store prepared passages (no chunking), for bulk loads: all or none."""
+        return self._store(passages, self._embed_new(passages) or {})
 
-    def _store(self, passages: Sequence[Passage]) -> InsertReport:
-        report = InsertReport()
-        for passage, stored in zip(passages, self.agent.store.add_passages(passages), strict=True):
-            if stored:
-                report.stored.append(passage)
-            else:
-                existing = self.agent.store.passage_id_for_text(self._agent_id, passage.text)
-                report.duplicates.append(existing or "")
-        return report
-
-    def _embed(self, passages: Sequence[Passage]) -> None:
-        if self.agent.embedder is None or not passages:
-            return
+    def _embed_new(self, passages: Sequence[Passage]) -> dict[str, np.ndarray] | None:
+        """Vectors, by passage id, for the passages not stored yet, made before
+        anything is written, so that no write waits for the embedder and a
+        failure leaves nothing behind. None if the embedder's endpoint failed:
+        the passages are stored anyway and embedded at the next search."""
+        store = self.agent.store
+        new = [p for p in passages if store.passage_id_for_text(self._agent_id, p.text) is None]
+        if self.agent.embedder is None or not new:
+            return {}
         try:
-            store_vectors(
-                self.agent,
-                "passage",
-                [p.seq or 0 for p in passages],
-                [p.text for p in passages],
-            )
+            vectors = embed_texts(self.agent, [p.text for p in new])
         except LLMError as exc:
             log.warning(
                 "agent %s: embedding failed; the passages will be embedded at the next search: %s",
                 self.agent.state.name,
                 exc,
             )
+            return None
+        if vectors is None:
+            return {}
+        return {p.id: vector for p, vector in zip(new, vectors, strict=True)}
+
+    def _store(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> InsertReport:
+        """Store the passages and their vectors in one transaction."""
+        report = InsertReport()
+        store = self.agent.store
+        with store.transaction():
+            for passage, stored in zip(passages, store.add_passages(passages), strict=True):
+                if stored:
+                    report.stored.append(passage)
+                else:
+                    report.duplicates.append(
+                        store.passage_id_for_text(self._agent_id, passage.text) or ""
+                    )
+            embedded = [p for p in report.stored if p.id in vectors]
+            if embedded:
+                matrix = np.stack([vectors[p.id] for p in embedded])
+                record_vectors(self.agent, "passage", [p.seq or 0 for p in embedded], matrix)
+        return report
 
     def search(
         self,
@@ -179,9 +212,10 @@ class ArchivalMemory:
         tags: Sequence[str] = (),
         progress: Callable[[Path, int], None] | None = None,
     ) -> tuple[int, int, int]:
-        """Load a text file, or every text file under a folder. Returns
-        (files, passages stored, duplicates skipped); `progress(file, size)`
-        is called as each file is done."""
+        """Load a text file, or every text file under a folder, all or nothing:
+        every file is read, chunked and embedded before one transaction stores
+        them all. Returns (files, passages stored, duplicates skipped);
+        `progress(file, size)` is called as each file is read."""
         path = Path(path).expanduser()
         if not path.exists():
             raise ConfigError(f"{path} does not exist")
@@ -192,28 +226,33 @@ class ArchivalMemory:
                 p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
             )
         )
-        stored = duplicates = 0
+        passages: list[Passage] = []
+        vectors: dict[str, np.ndarray] | None = {}
         for file in files:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise ConfigError(f"{file} is not UTF-8 text") from None
+            text = _read_text(file)
             if text.strip():
-                report = self.insert(text, tags=[*tags, f"file:{file.name}"])
-                stored += len(report.stored)
-                duplicates += len(report.duplicates)
+                chunked = self._chunked(text, tags=[*tags, f"file:{file.name}"])
+                passages += chunked
+                # After one failure of the endpoint, the rest wait for the next search too.
+                found = self._embed_new(chunked) if vectors is not None else None
+                vectors = None if found is None or vectors is None else vectors | found
             if progress:
                 progress(file, file.stat().st_size)
-        return len(files), stored, duplicates
+        report = self._store(passages, vectors or {})
+        return len(files), len(report.stored), len(report.duplicates)
 
     def reembed(self, embedder: Embedder, progress: Callable[[int], None] | None = None) -> int:
         """Replace every stored vector with ones from `embedder`. Returns the
         number of passages embedded (messages are embedded at their next search)."""
         agent = self.agent
-        agent.store.delete_vectors(self._agent_id)
-        agent.state.embedding_model = None
-        agent.state.embedding_dimension = None
-        agent.store.save_agent(agent.state)
+
+        def forget_space(state: AgentState) -> None:
+            state.embedding_model = None
+            state.embedding_dimension = None
+
+        with agent.store.transaction():
+            agent.store.delete_vectors(self._agent_id)
+            agent.state = agent.store.update_agent(self._agent_id, forget_space)
         agent.set_embedder(embedder)
         done = 0
         while count := backfill(agent, "passage", limit=256):

@@ -73,9 +73,11 @@ def retry(ctx: click.Context, name: str, verbose: bool, timeout: float | None) -
         show_details()
     agent = load_agent(ctx, name, timeout)
     _ = agent.llm  # a missing API key fails here, before anything is removed
-    text = pop_for_retry(agent)
-    click.echo(f"Sending again: {text}", err=True)
-    _print_result(agent, _explained(agent, lambda: agent.step(text)), verbose)
+    with agent.step_lock():  # no other step between the pop and the new one
+        text = pop_for_retry(agent)
+        click.echo(f"Sending again: {text}", err=True)
+        result = _explained(agent, lambda: agent.step(text))
+    _print_result(agent, result, verbose)
 
 
 @cli.command()

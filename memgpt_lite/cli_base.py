@@ -7,6 +7,8 @@ each module registers its commands on the group defined in `cli.py`.
 from __future__ import annotations
 
 import math
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import click
@@ -16,6 +18,7 @@ from .agent import Agent
 from .config import DEFAULT_TIMEOUT_SECONDS, default_db_path
 from .errors import MemGPTError
 from .store import Store
+from .store_connect import file_problem
 
 
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -46,6 +49,18 @@ class FriendlyGroup(click.Group):
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise click.ClickException(problems) from None
+        except sqlite3.Error as exc:
+            # A read that failed for the file's sake (a write is a StoreError
+            # already); an SQL bug is not translated and keeps its traceback.
+            problem = file_problem(_db_path(ctx), exc)
+            if problem is None:
+                raise
+            raise click.ClickException(str(problem)) from None
+
+
+def _db_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj or {}
+    return obj["store"].path if "store" in obj else Path(obj.get("db") or default_db_path())
 
 
 def confirm_or_stop(question: str) -> None:
@@ -66,6 +81,13 @@ def store_for(ctx: click.Context) -> Store:
     return root.obj["store"]
 
 
+def say_waiting(message: str) -> None:
+    """How the CLI tells that a step waits for another one of its agent."""
+    click.echo(f"{message} (Ctrl-C stops waiting)", err=True)
+
+
 def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
     """Agent NAME from the command's store; `timeout` limits each model request."""
-    return Agent.load(name, store=store_for(ctx), timeout=timeout)
+    agent = Agent.load(name, store=store_for(ctx), timeout=timeout)
+    agent.on_wait = say_waiting
+    return agent

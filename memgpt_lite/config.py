@@ -19,6 +19,7 @@ runs, unless the agent was created with its own (`llm.timeout_seconds`).
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import tomllib
@@ -53,6 +54,34 @@ def home_dir() -> Path:
     """The directory for memgpt_lite's files: `$MEMGPT_LITE_HOME` or `~/.memgpt_lite`."""
     configured = os.environ.get("MEMGPT_LITE_HOME")
     return Path(configured).expanduser() if configured else Path.home() / ".memgpt_lite"
+
+
+def folder_label(folder: Path) -> str:
+    """How an error names `folder`: with the variable that chose it, when it is
+    the home folder, so the user knows what to change."""
+    if os.environ.get("MEMGPT_LITE_HOME") and folder == home_dir():
+        return f"$MEMGPT_LITE_HOME ({folder})"
+    return str(folder)
+
+
+def folder_problem(folder: Path, exc: OSError) -> str:
+    """Why `folder` cannot hold our files, in one line that names it (or the
+    file in its way: the home folder, when it is a file)."""
+    label = folder_label(folder)
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        in_the_way = next((p for p in (folder, *folder.parents) if p.exists()), folder)
+        return f"{folder_label(in_the_way)} is a file, not a folder"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{label} is read-only"
+    return f"cannot use the folder {label}: {exc.strerror or exc}"
+
+
+def ensure_folder(folder: Path) -> None:
+    """Create `folder` if needed; a ConfigError naming it if it cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(folder_problem(folder, exc)) from None
 
 
 def default_db_path() -> Path:
@@ -111,7 +140,7 @@ def load_file_config(path: Path | None = None) -> FileConfig:
     path = path or config_path()
     try:
         text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no file, or a home that is a file
         return FileConfig()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 from .errors import ContextBudgetError, ContextFullError, LLMError
 from .llm import Completion, ContextWindowExceeded
 from .memory import join_sections, load_prompt, render_block, system_sections
-from .models import Block, Message, StepResult, utcnow
+from .models import AgentState, Block, Message, StepResult, utcnow
 from .tokens import REPLY_PRIMER_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
@@ -318,17 +318,16 @@ def compact(
     # the window restarts after the last of them.
     new_start = compiled.messages[cut].seq if cut < len(compiled.messages) else None
     new_start = new_start or (evicted[-1].seq or 0) + 1
-    with agent.store.transaction():
-        current = agent.store.get_agent(agent.state.id)
-        if current.context_start >= new_start:
-            agent.state = current  # another process compacted further meanwhile
-        else:
-            current.context_start = new_start
-            if summary is not None:
-                current.summary = summary
-            current.pressure_warned = False
-            agent.store.save_agent(current)
-            agent.state = current
+
+    def evict(state: AgentState) -> None:
+        if state.context_start >= new_start:
+            return  # another process compacted further meanwhile
+        state.context_start = new_start
+        if summary is not None:
+            state.summary = summary
+        state.pressure_warned = False
+
+    agent.state = agent.store.update_agent(agent.state.id, evict)
     after = compile_context(agent).total_tokens
     log.info(
         "agent %s: %d messages left the window (%d -> %d tokens, summarized: %s)",
@@ -437,10 +436,14 @@ def add_pressure_alert(agent: Agent, compiled: CompiledContext, step_id: str) ->
         step_id=step_id,
         content=load_prompt("memory_pressure").replace("{percent}", str(percent)),
     )
+
+    def warned(state: AgentState) -> None:
+        state.pressure_warned = True
+
     with agent.store.transaction():
         agent.store.add_messages([alert])
-        agent.state.pressure_warned = True
-        agent.store.save_agent(agent.state)
+        # The flag alone: the rest of agent.state may be older than the row.
+        agent.state = agent.store.update_agent(agent.state.id, warned)
 
 
 def fit_request(
@@ -529,8 +532,11 @@ def _learn_window(agent: Agent, error_text: str) -> None:
     """Adopt the window the endpoint states, when it is smaller than ours."""
     match = _WINDOW_IN_ERROR.search(error_text)
     if match and int(match.group(1)) < budget_for(agent).window:
-        agent.state.settings.context_window = int(match.group(1))
-        agent.store.save_agent(agent.state)
+
+        def learn(state: AgentState) -> None:
+            state.settings.context_window = int(match.group(1))
+
+        agent.state = agent.store.update_agent(agent.state.id, learn)
 
 
 class ContextOverview(BaseModel):

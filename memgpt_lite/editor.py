@@ -9,6 +9,7 @@ editor's business: it does not stop this process, which would kill the editor.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import signal
@@ -21,12 +22,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import home_dir
+from .config import ensure_folder, home_dir
 from .errors import ConfigError
 from .models import Block
 
 if TYPE_CHECKING:
     from .agent import Agent
+
+log = logging.getLogger(__name__)
 
 UNSAVED_DIRNAME = "unsaved"
 
@@ -42,13 +45,35 @@ def editor_command() -> list[str]:
 
 def keep_text(text: str | bytes, stem: str, suffix: str = ".md") -> Path:
     """Save text that could not be used in `HOME/unsaved/`, under a new name;
-    returns the file's path."""
-    folder = home_dir() / UNSAVED_DIRNAME
-    folder.mkdir(parents=True, exist_ok=True)
+    returns the file's path. If the home folder cannot hold it (it is a file,
+    read-only, or full), the text goes to the system's temporary folder and a
+    warning says why; a ConfigError if neither can."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
     prefix = f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-"
+    folder = home_dir() / UNSAVED_DIRNAME
+    try:
+        ensure_folder(folder)
+        return _write_new(folder, prefix, suffix, data)
+    except (ConfigError, OSError) as exc:
+        problem = str(exc) if isinstance(exc, ConfigError) else f"{folder}: {exc.strerror}"
+    try:
+        kept = _write_new(Path(tempfile.gettempdir()), prefix, suffix, data)
+    except OSError as exc:
+        raise ConfigError(
+            f"your text could not be kept ({problem}; {tempfile.gettempdir()}: {exc.strerror})"
+        ) from None
+    log.warning("%s; unsaved text goes to %s", problem, kept.parent)
+    return kept
+
+
+def _write_new(folder: Path, prefix: str, suffix: str, data: bytes) -> Path:
     fd, name = tempfile.mkstemp(suffix=suffix, prefix=prefix, dir=folder)
-    with os.fdopen(fd, "wb") as file:
-        file.write(text.encode("utf-8") if isinstance(text, str) else text)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+    except OSError:
+        Path(name).unlink(missing_ok=True)  # a full disk: no empty file left behind
+        raise
     return Path(name)
 
 

@@ -20,7 +20,20 @@ class AlreadyExistsError(MemGPTError):
 
 
 class StoreError(MemGPTError):
-    """The database cannot be used: not SQLite, corrupt, or locked too long."""
+    """The database cannot be used: not SQLite, corrupt, locked too long, full."""
+
+
+class ReadOnlyError(StoreError):
+    """A write to a database this process may only read."""
+
+
+class BusyError(StoreError):
+    """Another connection kept the database locked longer than the busy timeout."""
+
+
+class ConflictError(MemGPTError):
+    """Another process (or another `Agent` object) changed what this one was
+    about to write over: a stale copy of an agent, or a step lock taken over."""
 
 
 class LLMError(MemGPTError):

@@ -8,6 +8,8 @@ lie; those edits are refused.
 
 Deleting whole exchanges from the end can never orphan a tool call: a call and
 its results are stored together, after the user message that led to them.
+Every edit holds the agent's step lock, so none lands in the middle of a step
+running in another process.
 Triggers keep the full-text index, the counters and the vectors in step with
 every DELETE; an edited message's vector is dropped so the next search embeds
 it again.
@@ -49,7 +51,7 @@ def pop_exchanges(agent: Agent, n: int = 1) -> int:
     exchanges are in the context window."""
     if n < 1:
         raise ConfigError(f"the number of exchanges to remove must be at least 1, got {n}")
-    with agent.store.transaction():
+    with agent.step_lock(), agent.store.transaction():
         window = _window(agent)
         starts = [m for m in window if m.role == "user"]
         if len(starts) < n:
@@ -74,15 +76,17 @@ def last_user_message(agent: Agent) -> Message:
 
 def pop_for_retry(agent: Agent) -> str:
     """Remove the last exchange and return its user message, to send again."""
-    text = last_user_message(agent).content or ""
-    pop_exchanges(agent, 1)
+    with agent.step_lock():
+        text = last_user_message(agent).content or ""
+        pop_exchanges(agent, 1)
     return text
 
 
 def retry(agent: Agent) -> StepResult:
     """Remove the last exchange and send its user message again."""
     _ = agent.llm  # a missing API key fails here, before anything is deleted
-    return agent.step(pop_for_retry(agent))
+    with agent.step_lock():  # no other step between the pop and the new one
+        return agent.step(pop_for_retry(agent))
 
 
 def _edit_last(
@@ -92,7 +96,7 @@ def _edit_last(
     the edited copy, or None to look further back), and store the result."""
     if not text.strip():
         raise ConfigError(f"the new {what} is empty")
-    with agent.store.transaction():
+    with agent.step_lock(), agent.store.transaction():
         for message in reversed(_window(agent)):
             edited = edit(message, text)
             if edited is not None:

@@ -187,3 +187,26 @@ def m007_timeout_default(db: Database) -> None:
         if isinstance(config, dict) and config.get("timeout_seconds") == 120.0:
             config["timeout_seconds"] = None
             db.execute("UPDATE agents SET llm = ? WHERE id = ?", [json.dumps(config), agent_id])
+
+
+@migrations()
+def m008_step_locks(db: Database) -> None:
+    """The lock that serializes one agent's steps across threads, processes and
+    hosts: one row per agent while a step holds it (see steplock.py). Times are
+    Unix seconds; `host_id` says where `pid` means something, `process_start`
+    tells a reused pid from the holder."""
+    db.execute(
+        """
+        CREATE TABLE step_locks (
+            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            holder TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            host_id TEXT NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
+            acquired_at REAL NOT NULL,
+            renewed_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        )
+        """
+    )

@@ -27,8 +27,8 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from .agent import Agent
-from .config import home_dir
-from .errors import MemGPTError
+from .config import ensure_folder, home_dir
+from .errors import ConfigError, MemGPTError
 from .history import SEND_MESSAGE, unanswered_note
 from .models import Message, StepResult, ToolResult
 from .repl_commands import COMMANDS, run_command
@@ -52,13 +52,14 @@ class _Elapsed:
         return Text(f"{self.what} {time.monotonic() - self.started:.0f}s", style="dim")
 
 
-def _load_readline(history_path: Path) -> ModuleType | None:
+def _load_readline(history_path: Path) -> tuple[ModuleType | None, str | None]:
     """GNU readline (or libedit) with command completion and the history file
-    loaded; None where the platform has none, and input is then plain `input()`."""
+    loaded; None where the platform has none, and input is then plain `input()`.
+    Also why the history file cannot be used, if it cannot."""
     try:
         import readline
     except ImportError:
-        return None
+        return None, None
     names = sorted(f"/{name}" for name in COMMANDS)
     readline.set_completer(
         lambda text, state: ([n for n in names if n.startswith(text)] + [None])[state]
@@ -70,14 +71,20 @@ def _load_readline(history_path: Path) -> ModuleType | None:
         readline.parse_and_bind("tab: complete")
     readline.set_history_length(HISTORY_LENGTH)
     try:
-        history_path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_folder(history_path.parent)
         history_path.touch(exist_ok=True)
         readline.read_history_file(history_path)
         if readline.get_current_history_length() > HISTORY_LENGTH:
             readline.write_history_file(history_path)  # trims the file to the length
-    except OSError:
-        pass  # an unreadable history file must not stop the chat: it starts empty
-    return readline
+    except ConfigError as exc:  # the home folder is a file, or read-only
+        return readline, _not_kept(str(exc))
+    except OSError as exc:  # an unusable history file must not stop the chat
+        return readline, _not_kept(f"cannot use {history_path}: {exc.strerror or exc}")
+    return readline, None
+
+
+def _not_kept(reason: str) -> str:
+    return f"The input history is not kept: {reason}."
 
 
 class LineReader:
@@ -88,7 +95,12 @@ class LineReader:
 
     def __init__(self, history_path: Path | None) -> None:
         self.history_path = history_path
-        self.readline = _load_readline(history_path) if history_path is not None else None
+        self.readline: ModuleType | None = None
+        self.problem: str | None = None  # why the history file is not kept, to tell once
+        if history_path is not None:
+            self.readline, self.problem = _load_readline(history_path)
+            if self.problem is not None:
+                self.history_path = None  # line editing goes on, without the file
 
     def read(self) -> str:
         before = self._history_length()
@@ -133,8 +145,9 @@ class LineReader:
         if added > 0:
             try:  # appended entry by entry, so a crash loses nothing typed before it
                 self.readline.append_history_file(added, self.history_path)
-            except OSError:
-                self.readline = None  # stop trying; the chat itself goes on
+            except OSError as exc:  # stop trying; the chat itself goes on
+                self.problem = _not_kept(f"cannot write {self.history_path}: {exc.strerror}")
+                self.history_path = None
 
 
 def _one_line(text: str, width: int) -> str:
@@ -204,6 +217,9 @@ class ChatSession:
         )
         self.note_unanswered()
         while self.running:
+            if self.reader.problem is not None:
+                self.print(self.reader.problem, "yellow")
+                self.reader.problem = None
             try:
                 entry = self.reader.read()
             except KeyboardInterrupt:

@@ -224,10 +224,12 @@ def _summarize(session: ChatSession, arguments: str) -> None:
 @command("/retry", "Remove the last exchange and send its message again.")
 def _retry(session: ChatSession, arguments: str) -> None:
     _no_arguments(arguments)
-    _ = session.agent.llm  # a missing API key fails here, before anything is removed
-    text = pop_for_retry(session.agent)
-    session.print(f"Sending again: {text}", "dim")
-    session.send(text)
+    agent = session.agent
+    _ = agent.llm  # a missing API key fails here, before anything is removed
+    with agent.step_lock():  # no other step between the pop and the new one
+        text = pop_for_retry(agent)
+        session.print(f"Sending again: {text}", "dim")
+        session.send(text)
 
 
 @command("/pop [N]", "Remove the last N exchanges (default 1).")

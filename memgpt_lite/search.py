@@ -27,7 +27,7 @@ import numpy as np
 
 from .embeddings import EmbeddingMismatchError
 from .errors import LLMError
-from .models import Message, Passage
+from .models import AgentState, Message, Passage
 from .store import Store, fts_words
 from .store_archival import Owner, grown
 
@@ -244,22 +244,48 @@ def check_embedder(agent: Agent) -> None:
         )
 
 
+def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
+    """The agent's embedder's vectors for `texts`, None without an embedder
+    (a call to the endpoint or the local model: nothing is written)."""
+    if agent.embedder is None:
+        return None
+    vectors = agent.embedder.embed(list(texts))
+    check_embedder(agent)
+    return vectors
+
+
+def record_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], vectors: np.ndarray) -> None:
+    """Store vectors made by `embed_texts`; record the agent's embedding space
+    on first use (the field alone, read fresh: another process may have
+    recorded one meanwhile, which must then match)."""
+    embedder = agent.embedder
+    if embedder is None or not len(seqs):
+        return
+
+    def record_space(state: AgentState) -> None:
+        if state.embedding_model is None:
+            state.embedding_model = embedder.name
+            state.embedding_dimension = int(vectors.shape[1])
+
+    with agent.store.transaction():
+        if agent.state.embedding_model is None:
+            agent.state = agent.store.update_agent(agent.state.id, record_space)
+            check_embedder(agent)
+        agent.store.add_vectors(agent.state.id, owner, seqs, vectors)
+
+
 def store_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], texts: Sequence[str]) -> None:
     """Embed and store; record the agent's embedding space on first use."""
-    embedder = agent.embedder
-    if embedder is None or not seqs:
-        return
-    vectors = embedder.embed(list(texts))
-    check_embedder(agent)
-    if agent.state.embedding_model is None:
-        agent.state.embedding_model = embedder.name
-        agent.state.embedding_dimension = int(vectors.shape[1])
-        agent.store.save_agent(agent.state)
-    agent.store.add_vectors(agent.state.id, owner, seqs, vectors)
+    vectors = embed_texts(agent, texts) if seqs else None
+    if vectors is not None:
+        record_vectors(agent, owner, seqs, vectors)
 
 
 def backfill(agent: Agent, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
-    """Embed up to `limit` stored items that have no vector yet."""
+    """Embed up to `limit` stored items that have no vector yet (none in a
+    database this process may only read: search uses the vectors it has)."""
+    if agent.store.read_only:
+        return 0
     if owner == "passage":
         pending = [
             (p.seq or 0, p.text) for p in agent.store.unembedded_passages(agent.state.id, limit)

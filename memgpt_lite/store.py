@@ -3,8 +3,15 @@
 SQLite through sqlite-utils, in WAL mode so readers never block the writer.
 Every write runs in a `BEGIN IMMEDIATE` transaction: a second process waits for
 the lock (up to `busy_timeout_seconds`) instead of failing half-way, and a crash
-or Ctrl-C mid-transaction rolls back to the last committed state. Keeping the
-SQL in one module is what makes another backend (PostgreSQL) possible later.
+or Ctrl-C mid-transaction rolls back to the last committed state. A write
+inside another one is a savepoint: if it fails, it is undone as a whole even
+when the outer transaction goes on. Keeping the SQL in the store modules is
+what makes another backend (PostgreSQL) possible later.
+
+The agents row is written whole, so a write from a copy read before another
+process changed the row would undo that change. `update_agent` changes the row
+as it is at the time of the write; `save_agent` refuses a stale copy.
+`updated_at` is the row's version: every write moves it strictly forward.
 """
 
 from __future__ import annotations
@@ -12,15 +19,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from .errors import AlreadyExistsError, NotFoundError, StoreError
+from .errors import AlreadyExistsError, ConflictError, NotFoundError, ReadOnlyError
 from .migrations import migrations
 from .models import (
     AgentSettings,
@@ -34,6 +41,8 @@ from .models import (
 )
 from .ranking import RANK_BUDGET, Ranking
 from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
+from .store_connect import check_schema, connect, file_errors, read_only_reason
+from .store_locks import StepLockStore
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -70,18 +79,26 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-class Store(ArchivalStore):
+class Store(ArchivalStore, StepLockStore):
     """The database of agents, blocks, messages and passages."""
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=busy_timeout_seconds)
+        self.busy_timeout_seconds = busy_timeout_seconds
+        conn, self.read_only = connect(self.path, busy_timeout_seconds)
         self.db = Database(conn)
+        self._savepoints = 0
         try:
+            self._prepare()
+        except BaseException:
+            conn.close()
+            raise
+
+    def _prepare(self) -> None:
+        """Settings, WAL mode and migrations; without a write when none is due,
+        so that a database this process may only read serves its reads."""
+        with file_errors(self.path):
             self.db.execute("PRAGMA foreign_keys = ON")
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self.db.enable_wal()
             # NORMAL is durable across application crashes in WAL mode; only a
             # power cut can lose the last commits, never corrupt the file.
             self.db.execute("PRAGMA synchronous = NORMAL")
@@ -89,11 +106,14 @@ class Store(ArchivalStore):
             # a search of a large archive re-reads the same index pages, and
             # fetching them from the OS again costs 10% of it at 1M passages.
             self.db.execute("PRAGMA cache_size = -65536")
-            with self.transaction():
-                migrations.apply(self.db)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreError(f"cannot open {self.path} as a memgpt_lite database: {exc}") from exc
+            if self.read_only:
+                check_schema(self.db, migrations, self.path, read_only=True)
+                return
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.enable_wal()
+            if check_schema(self.db, migrations, self.path, read_only=False):
+                with self.transaction():
+                    migrations.apply(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -106,26 +126,60 @@ class Store(ArchivalStore):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One atomic write. Nested calls join the outer transaction."""
+        """One atomic write. A nested call is a savepoint of the outer
+        transaction: undone alone if it fails, committed with the outer one."""
         conn = self.db.conn
         if conn.in_transaction:
-            yield
+            with self._savepoint():
+                yield
             return
-        try:
+        if self.read_only:
+            raise ReadOnlyError(f"{read_only_reason(self.path)}; nothing was changed")
+        with file_errors(self.path):
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"the database {self.path} is busy: {exc}") from exc
+        with file_errors(self.path):
+            try:
+                yield
+                self.renew_held_leases()
+                conn.execute("COMMIT")
+            except BaseException:
+                # Also when COMMIT itself fails (disk full): never leave a
+                # half-open transaction for the next write to join.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self.transaction_ended(committed=False)
+                raise
+        self.transaction_ended(committed=True)
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        conn = self.db.conn
+        self._savepoints += 1
+        name = f"nested_{self._savepoints}"
+        conn.execute(f"SAVEPOINT {name}")
+        with file_errors(self.path):
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                self.transaction_ended(committed=False)
+                raise
+            else:
+                conn.execute(f"RELEASE {name}")
+            finally:
+                self._savepoints -= 1
+
+    @contextmanager
+    def busy_timeout(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for another connection's write lock, for a
+        while (the store's own timeout is used again after)."""
+        self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield
-            conn.execute("COMMIT")
-        except BaseException:
-            # Also when COMMIT itself fails (disk full): never leave a
-            # half-open transaction for the next write to join.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self.transaction_ended(committed=False)
-            raise
-        self.transaction_ended(committed=True)
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_seconds * 1000)}")
 
     def rollback_interrupted(self) -> None:
         """Roll back a transaction an interrupt left open (Ctrl-C landing between
@@ -169,19 +223,52 @@ class Store(ArchivalStore):
             "updated_at": stored_time(state.updated_at),
         }
 
+    def _write_agent(self, state: AgentState) -> None:
+        """Write the whole row from `state`, moving its version (`updated_at`)
+        strictly forward, even if the clock went back. Inside a transaction."""
+        state.updated_at = max(utcnow(), state.updated_at + timedelta(microseconds=1))
+        self.db.execute(
+            "UPDATE agents SET name = :name, llm = :llm, system = :system, "
+            "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
+            "pressure_warned = :pressure_warned, settings = :settings, "
+            "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
+            "updated_at = :updated_at WHERE id = :id",
+            self._agent_row(state),
+        )
+
+    def _stored_version(self, agent_id: str) -> datetime | None:
+        row = self.db.execute("SELECT updated_at FROM agents WHERE id = ?", [agent_id]).fetchone()
+        return _dt(row[0]) if row else None
+
     def save_agent(self, state: AgentState) -> None:
-        state.updated_at = utcnow()
+        """Store `state` as the agent's row, if the row is still as it was when
+        `state` was read (or last saved). Raises ConflictError, changing
+        nothing, if another process or object changed it since: writing the
+        stale copy would undo that change. Use `update_agent` to change a field."""
         with self.transaction():
-            cursor = self.db.execute(
-                "UPDATE agents SET name = :name, llm = :llm, system = :system, "
-                "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
-                "pressure_warned = :pressure_warned, settings = :settings, "
-                "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
-                "updated_at = :updated_at WHERE id = :id",
-                self._agent_row(state),
-            )
-            if cursor.rowcount == 0:
+            stored = self._stored_version(state.id)
+            if stored is None:
                 raise NotFoundError(f"agent {state.name!r} no longer exists")
+            if stored != state.updated_at:
+                raise ConflictError(
+                    f"agent {state.name!r} was changed by another process (or another Agent "
+                    "object) since this copy was read; nothing was saved. Load it again and "
+                    "repeat the change"
+                )
+            self._write_agent(state)
+
+    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
+        """Apply `change` to the agent as it is stored now, read inside the
+        write transaction so that nothing can change it in between, and store
+        the result. Returns the new state (to replace a stale copy)."""
+        with self.transaction():
+            row = next(self.db.query("SELECT * FROM agents WHERE id = ?", [agent_id]), None)
+            if row is None:
+                raise NotFoundError(f"no agent with id {agent_id!r}")
+            state = self._agent_from_row(row)
+            change(state)
+            self._write_agent(state)
+        return state
 
     def get_agent(self, name_or_id: str) -> AgentState:
         rows = self.db.query(
@@ -250,20 +337,20 @@ class Store(ArchivalStore):
                 "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM agent_blocks)"
             )
 
-    def rename_agent(self, agent_id: str, new_name: str) -> None:
-        """Change an agent's name; everything else refers to it by id."""
+    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
+        """Change an agent's name (everything else refers to it by id).
+        Returns the renamed state."""
         with self.transaction():
             taken = self.db.execute(
                 "SELECT 1 FROM agents WHERE name = ? AND id != ?", [new_name, agent_id]
             ).fetchone()
             if taken:
                 raise AlreadyExistsError(f"an agent named {new_name!r} already exists")
-            cursor = self.db.execute(
-                "UPDATE agents SET name = ?, updated_at = ? WHERE id = ?",
-                [new_name, stored_time(utcnow()), agent_id],
-            )
-            if cursor.rowcount == 0:
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+
+            def renamed(state: AgentState) -> None:
+                state.name = new_name
+
+            return self.update_agent(agent_id, renamed)
 
     # Blocks
 

@@ -383,9 +383,10 @@ class ArchivalStore(BudgetedSearch):
         return self.__dict__.setdefault(key, {})
 
     def transaction_ended(self, committed: bool) -> None:
-        """Called by `Store.transaction`: marks seen inside a write that rolled
-        back are forgotten (the rows they vouched for may be gone, and their
-        seqs given again to rows with no vector)."""
+        """Called by `Store.transaction` (and when a nested write rolls back
+        to its savepoint): marks seen inside a write that rolled back are
+        forgotten (the rows they vouched for may be gone, and their seqs given
+        again to rows with no vector)."""
         pending = self._embedded_marks(pending=True)
         if committed:
             self._embedded_marks().update(pending)

@@ -426,3 +426,22 @@ def test_edit_text_prefers_visual_and_keeps_newlines_it_was_given(tmp_path, monk
     )
     assert edit_text("draft") == "DRAFT"
     assert edit_text("draft\n") == "DRAFT\n\n"
+
+
+def test_text_kept_from_an_edit_survives_a_home_that_is_a_file(db, tmp_path, monkeypatch, caplog):
+    create_sam(db, "--human", "Name: Alice", "--block-limit", "human=40")
+    home = tmp_path / "home-file"
+    home.write_text("not a folder")
+    monkeypatch.setenv("MEMGPT_LITE_HOME", str(home))
+    use_editor(monkeypatch, tmp_path, "path.write_text('Name: Alice\\n' + 'Loves tea. ' * 10)")
+    result = run("blocks", "sam", "human", "--edit", db=db)
+    assert result.exit_code == 1
+    [shown, error] = result.stderr.splitlines()  # the CLI shows warnings as one line
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith(f"$MEMGPT_LITE_HOME ({home}) is a file, not a folder; unsaved text")
+    assert shown == f"warning: {warning}"
+    kept = Path(error.rsplit("Your text is in ", 1)[1])
+    try:
+        assert kept.read_text() == "Name: Alice\n" + "Loves tea. " * 10
+    finally:
+        kept.unlink()

@@ -336,3 +336,81 @@ def test_cli_archival_commands(tmp_path, fake_llm):
     assert json.loads(json.dumps(fake_llm.embedding_requests[0]))["model"] == (
         "text-embedding-3-small"
     )
+
+
+def long_text(parts: int) -> str:
+    return "\n\n".join(
+        f"Part {i}: " + " ".join(f"fact{i}_{j} is notable." for j in range(120))
+        for i in range(parts)
+    )
+
+
+def test_an_insert_that_fails_part_way_in_a_step_keeps_none_of_it(fake_llm, tmp_path):
+    """The disk fills up in the middle of a long insert by the model: its
+    first passages must not stay while the tool reports failure."""
+    agent = make_agent(tmp_path)
+    text = long_text(12)
+    assert len(chunk_text(agent.token_counter, text)) > 20
+    fake_llm.enqueue(
+        reply(tool_calls=[call("archival_memory_insert", content=text, request_heartbeat=True)]),
+        say("I could not save it."),
+    )
+    pages = agent.store.db.execute("PRAGMA page_count").fetchone()[0]
+    agent.store.db.execute(f"PRAGMA max_page_count = {pages + 8}")
+    result = agent.step("remember all this")
+    assert agent.archival.count() == 0
+    outcome = result.tool_results[0]
+    assert not outcome.ok and "is full; nothing was changed" in outcome.content
+    assert result.replies == ["I could not save it."]
+
+
+class LateDimensionEmbedder(SynonymEmbedder):
+    """Like an endpoint: its dimension is known only from its first answer."""
+
+    def __init__(self, name: str, dimension: int) -> None:
+        super().__init__(name, dimension)
+        self.answers_with, self.dimension = dimension, None
+
+    def embed(self, texts):
+        self.dimension = self.answers_with
+        self.dimension, vectors = None, super().embed(texts)
+        self.dimension = self.answers_with
+        return vectors
+
+
+def test_an_insert_whose_embedding_is_refused_stores_nothing(tmp_path):
+    make_agent(tmp_path, embedder=SynonymEmbedder("test:late")).archival.insert("rain at noon")
+    # The same embedder's name, another dimension: found out only after embedding.
+    agent = Agent.load("sam", db=tmp_path / "a.db", embedder=LateDimensionEmbedder("test:late", 16))
+    with pytest.raises(EmbeddingMismatchError, match="8 dimensions"):
+        agent.archival.insert(long_text(3))
+    assert agent.archival.count() == 1
+
+
+def test_a_load_is_all_or_nothing(tmp_path):
+    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text("The car is in the garage.")
+    (folder / "b.md").write_bytes(b"caf\xe9 latin-1, not UTF-8")
+    (folder / "c.txt").write_text("The cat sleeps.")
+    with pytest.raises(ConfigError) as caught:
+        agent.archival.load_path(folder)
+    assert agent.archival.count() == 0
+    assert str(caught.value) == f"{folder / 'b.md'} is not UTF-8 text; nothing was loaded"
+    Agent.create("bob", "gpt-4o-mini", db=tmp_path / "a.db")
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "a.db"), "archival", "bob", "load", str(folder)]
+    )
+    assert result.exit_code == 1
+    assert (
+        result.output.strip() == f"Error: {folder / 'b.md'} is not UTF-8 text; nothing was loaded"
+    )
+
+    (folder / "b.md").write_text("Storm tonight.")
+    assert agent.archival.load_path(folder) == (3, 3, 0)
+    # Embedded in the same transaction: the vectors are there.
+    assert [p.text for p in agent.archival.search("automobile")[0]][
+        0
+    ] == "The car is in the garage."
+    assert agent.store.vector_counters(agent.state.id) == (3, 0)

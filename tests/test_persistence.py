@@ -11,11 +11,14 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memgpt_lite import Agent, AlreadyExistsError, Block, ConfigError
-from memgpt_lite.testing import call, reply, say
+from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message, Store
+from memgpt_lite.context import add_pressure_alert, compile_context
+from memgpt_lite.errors import ConflictError
+from memgpt_lite.testing import FakeOpenAIServer, Reply, call, reply, say
 
 
 def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
@@ -209,3 +212,79 @@ def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path):
     fake_llm.enqueue(say("where were we?"))
     assert agent.step("hello?").replies == ["where were we?"]
     assert fake_llm.rejections == []
+
+
+def fill_history(agent: Agent, exchanges: int) -> None:
+    agent.store.add_messages(
+        [
+            Message(agent_id=agent.state.id, role=role, content=f"{role} {i}: " + "words " * 40)
+            for i in range(exchanges)
+            for role in ("user", "assistant")
+        ]
+    )
+
+
+def stored_state(db: Path) -> AgentState:
+    with Store(db) as store:
+        return store.get_agent("sam")
+
+
+def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, tmp_path):
+    """The reported lost update: an alert saved the whole agent row from a
+    copy read before another process compacted, and the window start went
+    back to 0."""
+    db = tmp_path / "state.db"
+    first = Agent.create("sam", "gpt-4o-mini", db=db)
+    fill_history(first, 12)
+    second = Agent.load("sam", db=db)  # another Agent object, with its own connection
+    fake_llm.enqueue(reply("A summary of the early talk."))
+    assert second.summarize().evicted > 0
+    compacted = stored_state(db)
+    assert compacted.context_start > 0 and first.state.context_start == 0
+
+    add_pressure_alert(first, compile_context(first), "step-1")  # from the stale copy
+    after = stored_state(db)
+    assert (after.context_start, after.summary) == (compacted.context_start, compacted.summary)
+    assert after.pressure_warned
+    assert first.state.context_start == compacted.context_start  # the copy was refreshed
+
+
+def test_the_tool_choice_fallback_keeps_a_change_made_meanwhile(tmp_path, monkeypatch):
+    db = tmp_path / "state.db"
+    with FakeOpenAIServer(reject_required_tool_choice=True) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        agent = Agent.create("sam", "gpt-4o-mini", db=db)
+
+        def respond(body: dict[str, Any]) -> Reply:
+            if body["model"] == "gpt-4o-mini":  # meanwhile, another process switches models
+                other = Agent.load("sam", db=db)
+                other.set_model("gpt-4o")
+                other.store.close()
+            return say("ok")
+
+        server.responder = respond
+        assert agent.step("hello").replies == ["ok"]
+    state = stored_state(db)
+    assert (state.llm.model, state.llm.tool_choice) == ("gpt-4o", "auto")
+
+
+def test_saving_a_stale_copy_is_refused_and_a_fresh_one_saves(tmp_path):
+    db = tmp_path / "state.db"
+    first = Agent.create("sam", "gpt-4o-mini", db=db)
+    Agent.load("sam", db=db).set_model("gpt-4o")
+    first.state.settings.max_chained_steps = 3
+    with pytest.raises(ConflictError, match="changed by another process .* nothing was saved"):
+        first.save()
+    state = stored_state(db)
+    assert (state.llm.model, state.settings.max_chained_steps) == ("gpt-4o", 10)
+
+    fresh = Agent.load("sam", db=db)
+    fresh.state.settings.max_chained_steps = 3
+    fresh.save()
+    fresh.rename("samuel")
+    fresh.state.settings.max_chained_steps = 4
+    fresh.save()  # its own writes keep its copy current
+    with Store(db) as store:
+        state = store.get_agent("samuel")
+    assert (state.llm.model, state.settings.max_chained_steps) == ("gpt-4o", 4)

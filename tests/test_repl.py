@@ -478,3 +478,21 @@ def test_an_unanswered_message_is_named_now_and_in_the_next_session(fake_llm, ch
     assert "Sending again: is it on?" in out and "yes" in out and note not in chat()
     assert user_messages(tmp_path) == ["is it on?"]
     assert fake_llm.rejections == []
+
+
+def test_a_home_that_is_a_file_does_not_stop_the_chat(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    home = tmp_path / "home-file"
+    home.write_text("not a folder")
+    chat_env["MEMGPT_LITE_HOME"] = str(home)
+    fake_llm.enqueue(say("Hello!"))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    notice = " ".join(CSI_SEQUENCE.sub("", child.before).split())
+    assert (
+        f"The input history is not kept: $MEMGPT_LITE_HOME ({home}) is a file, not a folder."
+        in notice
+    )
+    assert "Hello!" in command(child, "hi")
+    leave(child)
+    assert user_messages(tmp_path) == ["hi"]
+    assert home.read_text() == "not a folder"

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import ctypes
+import json
+import os
 import random
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlite_utils import Database
 
-from memgpt_lite import AlreadyExistsError, NotFoundError, Store, StoreError
+from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
 from memgpt_lite.migrations import migrations
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
 from memgpt_lite.ranking import Ranking, fts_any
 from memgpt_lite.store import fts_words
+from memgpt_lite.store_connect import file_problem
 
 
 def new_agent(store: Store, name: str = "sam") -> AgentState:
@@ -94,6 +102,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m005_archival_search",
         "m006_passage_context",
         "m007_timeout_default",
+        "m008_step_locks",
     ]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -444,3 +453,219 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
     ranked = store.rank_messages(sam.id, ["zq1", "apple"], 6).scored
     assert [m.seq for m in first + second] == [m.seq for m, _ in ranked]
     assert total >= 6
+
+
+def test_a_database_from_a_newer_version_is_refused(tmp_path):
+    path = tmp_path / "a.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+            "VALUES ('memgpt_lite', 'm042_from_the_future', '2030-01-01')"
+        )
+    conn.close()
+    with pytest.raises(StoreError) as caught:
+        Store(path)
+    known = max(int(m.name[1:4]) for m in migrations.pending(Database(memory=True)))
+    assert str(caught.value) == (
+        f"{path} was written by a newer memgpt_lite: schema 42, this version knows {known}; "
+        "upgrade memgpt_lite"
+    )
+
+
+def test_a_write_inside_another_is_undone_alone_when_it_fails(tmp_path):
+    store = Store(tmp_path / "a.db")
+    state = new_agent(store)
+    with store.transaction():
+        store.add_messages([Message(agent_id=state.id, role="user", content="kept")])
+        with pytest.raises(RuntimeError), store.transaction():
+            store.add_passage(Passage(agent_id=state.id, text="undone"))
+            raise RuntimeError("the inner write failed half-way")
+        store.add_passage(Passage(agent_id=state.id, text="kept too"))
+    stats = store.agent_stats(state.id)
+    assert (stats.message_count, stats.passage_count) == (1, 1)
+    assert store.list_passages(state.id, 5)[0][0].text == "kept too"
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path):
+    path = tmp_path / "a.db"
+    store = Store(path)
+    state = new_agent(store)
+    store.add_passage(Passage(agent_id=state.id, text="stored before"))
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count = {pages}")  # as if the disk were full
+    big = [Passage(agent_id=state.id, text=f"passage {i} " + "word " * 500) for i in range(20)]
+    with pytest.raises(StoreError) as caught:
+        store.add_passages(big)
+    assert str(caught.value) == f"the disk holding {path} is full; nothing was changed"
+    assert store.agent_stats(state.id).passage_count == 1
+    store.db.execute(f"PRAGMA max_page_count = {2**30}")  # space was freed
+    store.add_passages(big)
+    assert store.agent_stats(state.id).passage_count == 21
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+def test_an_sql_mistake_is_not_mistaken_for_a_file_problem(tmp_path):
+    store = Store(tmp_path / "a.db")
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        store.db.execute("SELECT no_such_column FROM agents")
+    assert file_problem(store.path, caught.value) is None
+    with pytest.raises(sqlite3.OperationalError), store.transaction():
+        store.db.execute("INSERT INTO no_such_table VALUES (1)")
+
+
+def without_root_powers() -> None:
+    """For a child process: as root, give up bypassing file permissions (root
+    keeps them across exec otherwise), so it meets a read-only file as any
+    user would."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+# Runs CLI commands in one process (one interpreter start for all of them).
+CLI_RUNS = """
+import json, sys
+from click.testing import CliRunner
+from memgpt_lite.cli import cli
+results = []
+for args in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(cli, args)
+    crash = None if isinstance(result.exception, SystemExit | None) else repr(result.exception)
+    results.append([result.exit_code, result.stdout, result.stderr, crash])
+print(json.dumps(results))
+"""
+
+Run = tuple[int, str, str]
+
+
+@pytest.fixture
+def as_a_user(tmp_path: Path) -> Callable[..., list[Run]]:
+    """Runs `memgpt-lite ARGS` for each ARGS, in a process without root's
+    powers over files; returns (exit code, stdout, stderr) of each. Skips
+    where that cannot be had (a root without CAP_SETPCAP)."""
+    probe = tmp_path / "probe"
+    probe.write_text("")
+    probe.chmod(0o444)
+    try:
+        check = subprocess.run(
+            [sys.executable, "-c", f"open({str(probe)!r}, 'w')"],
+            preexec_fn=without_root_powers,
+            capture_output=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("cannot run a process without root's powers over files")
+    if check.returncode == 0:
+        pytest.skip("this process may write read-only files")
+
+    def run(*runs: Sequence[str], env: dict[str, str] | None = None) -> list[Run]:
+        finished = subprocess.run(
+            [sys.executable, "-c", CLI_RUNS, json.dumps([list(args) for args in runs])],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env or os.environ.copy(),
+            preexec_fn=without_root_powers,
+        )
+        assert finished.returncode == 0, finished.stderr
+        results = json.loads(finished.stdout)
+        assert [crash for *_, crash in results] == [None] * len(runs)  # no traceback
+        return [(code, out, err) for code, out, err, _ in results]
+
+    return run
+
+
+def read_only_db(tmp_path: Path) -> Path:
+    db = tmp_path / "ro" / "state.db"
+    agent = Agent.create("sam", "gpt-4o-mini", db=db)
+    agent.archival.insert("The car is in the garage.", tags=["home"])
+    agent.store.add_messages([Message(agent_id=agent.state.id, role="user", content="hi there")])
+    agent.store.close()
+    assert sorted(p.name for p in db.parent.iterdir()) == ["state.db"]  # no -wal, no -shm
+    return db
+
+
+READS = [
+    ("agents",),
+    ("show", "sam"),
+    ("memory", "sam"),
+    ("blocks", "sam"),
+    ("archival", "sam", "list"),
+    ("archival", "sam", "search", "garage"),
+    ("export", "sam", "-o", "-"),
+    ("context", "sam"),
+]
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_database_serves_reads_and_refuses_writes_in_one_line(
+    tmp_path, as_a_user, what
+):
+    db = read_only_db(tmp_path)
+    read_only = db if what == "file" else db.parent
+    read_only.chmod(0o444 if what == "file" else 0o555)
+    writes = [("send", "sam", "hello"), ("archival", "sam", "insert", "more")]
+    try:
+        results = as_a_user(*[("--db", str(db), *args) for args in READS + writes])
+    finally:
+        read_only.chmod(0o755 if what == "folder" else 0o644)
+    for args, (code, _, err) in zip(READS, results, strict=False):
+        assert (code, err) == (0, ""), args
+    assert "The car is in the garage." in results[READS.index(("archival", "sam", "list"))][1]
+    for code, out, err in results[len(READS) :]:
+        assert (code, out) == (1, "")
+        assert err.startswith(f"Error: the database {db} is read-only")
+        assert err.endswith("; nothing was changed\n") and err.count("\n") == 1
+    assert user_contents(db) == ["hi there"]
+
+
+def user_contents(db: Path) -> list[str | None]:
+    with Store(db) as store:
+        state = store.get_agent("sam")
+        return [m.content for m in store.messages_from(state.id, 0) if m.role == "user"]
+
+
+def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
+    db = read_only_db(tmp_path)
+    conn = sqlite3.connect(db)
+    with conn:  # as written by the version before step locks
+        conn.execute("DROP TABLE step_locks")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm008_step_locks'")
+    conn.close()
+    db.chmod(0o444)
+    try:
+        [(code, _, err)] = as_a_user(("--db", str(db), "agents"))
+    finally:
+        db.chmod(0o644)
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(
+        f"Error: the database {db} is read-only and needs upgrading from schema 7 to 8"
+    )
+
+
+def test_a_home_that_is_a_file_or_read_only_is_named_in_one_line(tmp_path, as_a_user):
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    env = {**os.environ, "MEMGPT_LITE_HOME": str(home)}
+    [(code, out, err)] = as_a_user(("agents",), env=env)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"Error: cannot open the database {home / 'memgpt_lite.db'}: "
+        f"$MEMGPT_LITE_HOME ({home}) is a file, not a folder\n"
+    )
+    home.unlink()
+    home.mkdir(mode=0o555)
+    try:
+        [(code, out, err)] = as_a_user(("agents",), env=env)
+    finally:
+        home.chmod(0o755)
+    assert err == (
+        f"Error: cannot open the database {home / 'memgpt_lite.db'}: "
+        f"$MEMGPT_LITE_HOME ({home}) is read-only, so it cannot be created there\n"
+    )
