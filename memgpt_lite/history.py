@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 from .models import Message, StepResult, ToolCall
+from .text import JSONProblem, parse_arguments
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -118,12 +119,10 @@ def _send_message_arguments(call: ToolCall) -> dict[str, object] | None:
     if call.name != SEND_MESSAGE:
         return None
     try:
-        arguments = json.loads(call.arguments)
-    except json.JSONDecodeError:
+        arguments = parse_arguments(call.arguments)
+    except JSONProblem:
         return None
-    if isinstance(arguments, dict) and isinstance(arguments.get("message"), str):
-        return arguments
-    return None
+    return arguments if isinstance(arguments.get("message"), str) else None
 
 
 def _with_reply(message: Message, text: str) -> Message | None:

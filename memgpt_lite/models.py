@@ -60,8 +60,8 @@ class ToolCall(BaseModel):
     """One function call requested by the model. `arguments` is the raw JSON text,
     kept as sent: it may not even be valid JSON."""
 
-    id: str
-    name: str
+    id: CleanStr
+    name: CleanStr
     arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
 
     def to_openai(self) -> dict[str, Any]:
@@ -83,9 +83,9 @@ class Message(BaseModel):
     role: Role
     content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None  # the tool's name, on tool results
-    step_id: str | None = None
+    tool_call_id: CleanStr | None = None
+    name: CleanStr | None = None  # the tool's name, on tool results
+    step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None
 

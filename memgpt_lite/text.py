@@ -87,7 +87,8 @@ def parse_json(text: str) -> Any:
     try:
         value = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise JSONProblem(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise JSONProblem(f"not valid JSON ({exc.msg} at {where})") from None
     except RecursionError:
         raise JSONProblem(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except JSONProblem:

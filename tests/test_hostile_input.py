@@ -1,0 +1,266 @@
+"""Hostile input, fuzzed with fixed seeds: tool-call arguments a model can
+send, strings from Python, bytes in `argv` and agent files. Nothing may crash,
+store an unclean string, or make us send a request a strict JSON parser would
+refuse (the fake server refuses lone surrogates and NaN with 400)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from datetime import date
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from memgpt_lite import Agent, tool
+from memgpt_lite.agentfile import export_agent
+from memgpt_lite.builtin_tools import BUILTIN_TOOLS
+from memgpt_lite.testing import Reply, call, call_raw, reply, say
+from memgpt_lite.tools import ToolContext
+
+SEED = 11
+UNCLEAN = "x\ud800y\udcff"  # what Python code and JSON escapes can hand us
+
+
+@tool
+def plan_trip(
+    city: str,
+    days: int,
+    budget: float,
+    tags: list[str],
+    mode: Literal["car", "train"] = "car",
+    start: date | None = None,
+    options: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Plan a trip (a custom tool with typed parameters; it echoes them back)."""
+    return {"city": city, "days": days, "budget": budget, "tags": tags, "options": options}
+
+
+def _deep(levels: int, opening: str = "[", closing: str = "]") -> str:
+    return opening * levels + closing * levels
+
+
+VALID_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "send_message": {"message": "Hello"},
+    "core_memory_append": {"label": "human", "content": "Likes tea", "request_heartbeat": False},
+    "core_memory_replace": {"label": "human", "old_content": "tea", "new_content": "coffee"},
+    "conversation_search": {"query": "tea", "page": 0},
+    "conversation_search_date": {"start_date": "2024-01-01", "end_date": "2040-01-01"},
+    "archival_memory_insert": {"content": "A note about tea", "tags": ["drinks"]},
+    "archival_memory_search": {
+        "query": "tea",
+        "page": 0,
+        "tags": ["drinks"],
+        "start_date": "2024-01-01",
+        "end_date": "2040-01-01",
+    },
+    "plan_trip": {"city": "Oslo", "days": 2, "budget": 10.5, "tags": ["x"], "start": "2030-05-01"},
+}
+HOSTILE_STRINGS = [
+    "\ud800",
+    "a\udfffb",
+    "\ud83d\ude00",  # a pair, as hand-decoded UTF-16 leaves it: one emoji
+    "\ude00\ud83d",  # the same halves the wrong way round: two lone surrogates
+    "\x00\x01\x1b[2J\x7f\u202e",
+    "",
+    " \n\t",
+    '"\\',
+    'NEAR(a b) OR * AND "x',
+    "2024-13-45",
+    "y" * 20_000,
+]
+# JSON text for one value: every hostile string escaped (json.dumps), those
+# with surrogates also raw (the transport escapes them), and hostile literals.
+HOSTILE_VALUES = [
+    *(json.dumps(text) for text in HOSTILE_STRINGS),
+    *(json.dumps(text, ensure_ascii=False) for text in HOSTILE_STRINGS[:4]),
+    "9" * 5000,
+    "-" + "9" * 5000,
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999",
+    str(10**30),
+    "1e300",
+    "-1",
+    "true",
+    "null",
+    "[]",
+    "{}",
+    _deep(65),
+    _deep(10_000),
+    _deep(100_000, '{"a":', "}").replace("}", "1}", 1),
+    '["\\ud800", {"\\udc00": "\\ud83d\\ude00"}]',
+]
+HOSTILE_ARGUMENTS = [
+    "",
+    "   ",
+    "{",
+    '{"message": ',
+    "null",
+    "[]",
+    '"text"',
+    "5",
+    "NaN",
+    '{"message": "x"} trailing',
+    "{'message': 'x'}",
+    "\ud800",
+    '{"\\ud800": 1}',
+    _deep(100_000),
+    "z" * 50_000,
+    '{"message": "a", "message": "b"}',
+]
+
+
+def hostile_arguments(name: str, rng: random.Random) -> list[str]:
+    """Arguments for tool `name`: whole hostile texts, then the valid ones with
+    each parameter in turn given hostile values, and unexpected keys."""
+    valid = VALID_ARGUMENTS[name]
+    found = list(HOSTILE_ARGUMENTS)
+    for key in valid:
+        for value in rng.sample(HOSTILE_VALUES, 6):
+            pairs = [
+                f"{json.dumps(k)}: {value if k == key else json.dumps(v)}" for k, v in valid.items()
+            ]
+            found.append("{" + ", ".join(pairs) + "}")
+    found.append(json.dumps({**valid, "\ud800": 1}, ensure_ascii=False))
+    found.append(json.dumps({**valid, **{f"extra{i}": i for i in range(2000)}}))
+    return found
+
+
+def _answer(body: dict[str, Any]) -> Reply:
+    """The model after a hostile call: a clean reply (or a summary when asked)."""
+    return say("Done.") if body.get("tools") else reply(content="A summary.")
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _clean(text: str | None) -> bool:
+    try:
+        (text or "").encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", [*BUILTIN_TOOLS, "plan_trip"])
+def test_hostile_tool_arguments_become_tool_errors(fake_llm, tmp_path, name):
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
+    fake_llm.responder = _answer
+    crashed: list[tuple[str, str]] = []
+    for batch in _batches(hostile_arguments(name, random.Random(f"{SEED}:{name}")), 8):
+        calls = [call_raw(name, arguments) for arguments in batch]
+        # A last call that always fails makes the loop call the model again:
+        # that following request carries every result of this batch.
+        calls.append(call_raw("no_such_tool", "{}"))
+        fake_llm.enqueue(reply(tool_calls=calls))
+        try:
+            result = agent.step("Go on.")
+        except Exception as exc:  # noqa: BLE001 - the figure we want is every crash
+            crashed.append((f"{type(exc).__name__}: {str(exc)[:80]}", repr(batch)[:120]))
+            continue
+        assert [r.call.id for r in result.tool_results[: len(calls)]] == [c.id for c in calls]
+        assert all(_clean(r.content) and _clean(r.call.arguments) for r in result.tool_results)
+        assert fake_llm.rejections == []
+    assert crashed == []
+    agent.step("Are you still there?")  # the whole history is sent, and accepted
+    assert fake_llm.rejections == []
+    assert export_agent(agent.store, "sam").messages
+
+
+def test_a_hostile_argument_is_explained_to_the_model(fake_llm, tmp_path):
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    problems = {
+        '{"message": ' + _deep(10_000) + "}": "nested more than 64 levels deep",
+        '{"message": ' + "9" * 5000 + "}": "a number has too many digits",
+        '{"message": NaN}': "NaN is not a JSON value",
+        "[1, 2]": "the arguments must be a JSON object",
+        '{"message": "hi"': "not valid JSON",
+    }
+    for arguments, reason in problems.items():
+        fake_llm.enqueue(reply(tool_calls=[call_raw("send_message", arguments)]), say("Hi."))
+        result = agent.step("Hello")
+        failed = result.tool_results[0]
+        assert not failed.ok and reason in failed.content
+        assert "Call send_message again" in failed.content
+        assert result.replies == ["Hi."]
+    assert fake_llm.rejections == []
+
+
+def test_surrogates_in_arguments_are_cleaned_before_anything_is_stored(fake_llm, tmp_path):
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    fake_llm.enqueue(
+        reply(
+            content="thinking " + UNCLEAN,
+            tool_calls=[call_raw("send_message", '{"message": "hi \\ud800 \\ud83d\\ude00"}')],
+        )
+    )
+    result = agent.step("Hello")
+    assert result.replies == ["hi \ufffd 😀"]
+    assert result.thoughts == ["thinking x\ufffdy\ufffd"]
+    stored = agent.context_messages()[-2]
+    assert stored.content == "thinking x\ufffdy\ufffd"
+    assert "\\ud800" not in stored.tool_calls[0].arguments
+    assert stored.search_text() == "thinking x\ufffdy\ufffd\nhi \ufffd 😀"
+    fake_llm.enqueue(say("Again."))
+    agent.step("More")
+    assert fake_llm.rejections == []
+
+
+def _circular() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    return loop
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+class Found(BaseModel):
+    text: str
+
+
+@tool
+def odd_result(kind: str) -> Any:
+    """Return something hard to show to a model."""
+    return {
+        "surrogate": "result \ud800 " + "w" * 10_000,
+        "model": Found(text="result \ud800"),
+        "circular": _circular(),
+        "deep": _nested(100_000),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["surrogate", "model", "circular", "deep"])
+def test_a_tool_result_that_cannot_be_sent_becomes_a_tool_error_or_clean_text(
+    fake_llm, tmp_path, kind
+):
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[odd_result])
+    fake_llm.enqueue(reply(tool_calls=[call("odd_result", kind=kind)]), say("OK."))
+    result = agent.step("Go")
+    outcome = result.tool_results[0]
+    assert _clean(outcome.content)
+    assert len(outcome.content) <= agent.state.settings.tool_result_max_chars
+    assert outcome.ok == (kind in ("surrogate", "model"))
+    assert fake_llm.rejections == []
+
+
+@pytest.mark.parametrize("name", [*BUILTIN_TOOLS, "plan_trip"])
+def test_tool_run_never_raises_for_arguments(tmp_path, name):
+    """The tool runner alone, over more seeds than the loop test can afford."""
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
+    runner = agent.tools[name]
+    context = ToolContext(agent=agent, step_id="step-fuzz")
+    for seed in range(3):
+        for arguments in hostile_arguments(name, random.Random(f"{seed}:{name}")):
+            outcome = runner.run(context, arguments, 2000)
+            assert _clean(outcome.content) and len(outcome.content) <= 2000
