@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 from .models import Message, StepResult, ToolCall
-from .text import JSONProblem, parse_arguments
+from .text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -92,6 +92,7 @@ def _edit_last(
     the edited copy, or None to look further back), and store the result."""
     if not text.strip():
         raise ConfigError(f"the new {what} is empty")
+    text = clean_text(text)  # model_copy(update=...) below does not validate
     with agent.store.transaction():
         for message in reversed(_window(agent)):
             edited = edit(message, text)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .text import CleanStr, JSONProblem, clean_arguments, parse_arguments
+from .text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
@@ -30,6 +30,9 @@ class Block(BaseModel):
 
     A block can be attached to several agents; an edit by one is seen by all.
     """
+
+    # Edits assign `value`: validated, so a lone surrogate is replaced there too.
+    model_config = ConfigDict(validate_assignment=True)
 
     id: str = Field(default_factory=lambda: new_id("block"))
     label: str
@@ -138,12 +141,21 @@ class Passage(BaseModel):
 ToolChoice = Literal["required", "auto"]
 
 
+def _valid_url(url: str | None) -> str | None:
+    # Refused rather than cleaned: a URL with U+FFFD in it would name another place.
+    if url is not None and clean_text(url) != url:
+        raise ValueError("the base URL holds characters that are not valid text")
+    return url
+
+
 class LLMConfig(BaseModel):
     """Where and how to call the model. The API key is never stored: it comes
     from the environment or an argument at run time."""
 
-    model: str
-    base_url: str | None = None
+    model_config = ConfigDict(validate_assignment=True)
+
+    model: CleanStr
+    base_url: Annotated[str | None, AfterValidator(_valid_url)] = None
     tool_choice: ToolChoice = "required"
     temperature: float | None = None
     max_retries: int = Field(default=4, ge=0)
@@ -152,6 +164,8 @@ class LLMConfig(BaseModel):
 
 class AgentSettings(BaseModel):
     """Per-agent settings. Thresholds are fractions of the context window."""
+
+    model_config = ConfigDict(validate_assignment=True)
 
     context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
     reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
@@ -162,7 +176,7 @@ class AgentSettings(BaseModel):
     tool_result_max_chars: int = Field(default=6000, ge=200)
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
-    embedder: str | None = None
+    embedder: CleanStr | None = None
 
 
 class AgentState(BaseModel):
@@ -180,7 +194,7 @@ class AgentState(BaseModel):
     llm: LLMConfig
     system: CleanStr
     block_ids: list[str] = Field(default_factory=list)
-    tool_names: list[str] = Field(default_factory=list)
+    tool_names: list[CleanStr] = Field(default_factory=list)
     context_start: int = 0
     summary: CleanStr = ""
     pressure_warned: bool = False

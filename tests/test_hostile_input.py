@@ -14,9 +14,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from memgpt_lite import Agent, tool
+from memgpt_lite import Agent, ConfigError, tool
 from memgpt_lite.agentfile import export_agent
 from memgpt_lite.builtin_tools import BUILTIN_TOOLS
+from memgpt_lite.errors import MemGPTError
+from memgpt_lite.search import search_messages
 from memgpt_lite.testing import Reply, call, call_raw, reply, say
 from memgpt_lite.tools import ToolContext
 
@@ -264,3 +266,48 @@ def test_tool_run_never_raises_for_arguments(tmp_path, name):
         for arguments in hostile_arguments(name, random.Random(f"{seed}:{name}")):
             outcome = runner.run(context, arguments, 2000)
             assert _clean(outcome.content) and len(outcome.content) <= 2000
+
+
+# ----------------------------------------------------------------- Python API
+
+EMBEDDER = "endpoint:text-embedding-3-small"
+
+
+def test_python_api_takes_unclean_strings(fake_llm, tmp_path):
+    agent = Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        system="You are Sam. " + UNCLEAN,
+        embedder=EMBEDDER,
+    )
+    fake_llm.responder = _answer
+    agent.step("Hello " + UNCLEAN)
+    agent.set_block("human", "Name: " + UNCLEAN)
+    report = agent.archival.insert("A note " + UNCLEAN, tags=["tag" + UNCLEAN])
+    passage_id = report.stored[0].id
+    assert agent.archival.search("note " + UNCLEAN, tags=["tag" + UNCLEAN])[1] == 1
+    assert agent.archival.search(UNCLEAN)[1] >= 0
+    assert agent.archival.list(tags=["tag" + UNCLEAN])[1] == 1
+    with pytest.raises(MemGPTError):
+        agent.archival.get(passage_id + UNCLEAN)
+    found, _ = search_messages(agent, "Hello " + UNCLEAN, 5)
+    assert found and all(_clean(m.content) for m in found)
+    agent.rethink("A thought " + UNCLEAN)
+    agent.rewrite("A reply " + UNCLEAN)
+    agent.set_model("gpt-4o-mini" + UNCLEAN)
+    assert agent.state.llm.model == "gpt-4o-mini" + "x\ufffdy\ufffd"
+    agent.set_model("gpt-4o-mini")
+    with pytest.raises(ConfigError):
+        agent.rename("bob" + UNCLEAN)
+    result = agent.step("Again " + UNCLEAN)
+    assert all(_clean(text) for text in [*result.replies, *result.thoughts])
+    assert fake_llm.rejections == []
+    exported = export_agent(agent.store, "sam")
+    assert _clean(exported.model_dump_json())
+    assert "x\ufffdy\ufffd" in agent.block("human").value
+
+
+def test_a_base_url_that_is_not_valid_text_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="base URL"):
+        Agent.create("sam", "gpt-4o-mini", base_url="http://h\udcff/v1", db=tmp_path / "a.db")
