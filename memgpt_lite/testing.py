@@ -46,6 +46,7 @@ from .testing_embeddings import fake_embedding as fake_embedding  # re-exported 
 from .testing_validation import (
     Rejected,
     check_context,
+    parse_request_body,
     validate_chat_request,
     validate_embedding_request,
 )
@@ -489,7 +490,7 @@ class FakeOpenAIServer:
         body: Any = None
         parse_error = False
         try:
-            body = json.loads(raw) if raw else None
+            body = parse_request_body(raw) if raw else None
         except ValueError:
             parse_error = True
         route = self._routes.get((method, path))

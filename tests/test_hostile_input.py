@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import date
 from typing import Any, Literal
@@ -19,7 +21,7 @@ from memgpt_lite.agentfile import export_agent
 from memgpt_lite.builtin_tools import BUILTIN_TOOLS
 from memgpt_lite.errors import MemGPTError
 from memgpt_lite.search import search_messages
-from memgpt_lite.testing import Reply, call, call_raw, reply, say
+from memgpt_lite.testing import FakeOpenAIServer, Reply, call, call_raw, reply, say
 from memgpt_lite.tools import ToolContext
 
 SEED = 11
@@ -311,3 +313,30 @@ def test_python_api_takes_unclean_strings(fake_llm, tmp_path):
 def test_a_base_url_that_is_not_valid_text_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="base URL"):
         Agent.create("sam", "gpt-4o-mini", base_url="http://h\udcff/v1", db=tmp_path / "a.db")
+
+
+# --------------------------------------------------------------- the fake server
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800"}]}',
+        b'{"model": "m", "messages": [{"role": "user", "content": "hi", "\\udc00": 1}]}',
+        b'{"model": "m", "messages": [{"role": "user", "content": "\xed\xa0\x80"}]}',
+        b'{"model": "m", "temperature": NaN, "messages": [{"role": "user", "content": "hi"}]}',
+        b'{"model": "m", "temperature": 1e999, "messages": [{"role": "user", "content": "hi"}]}',
+    ],
+)
+def test_fake_server_refuses_what_a_strict_parser_refuses(body):
+    with FakeOpenAIServer() as server:
+        server.enqueue(say("never sent"))
+        request = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            data=body,
+            headers={"Authorization": f"Bearer {server.api_key}"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400
+        assert len(server.rejections) == 1 and server.pending() == 1
