@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import click
 
 from .agent import Agent
@@ -74,5 +77,8 @@ def chat(ctx: click.Context, name: str | None, verbose: bool) -> None:
 
     Example: memgpt-lite chat sam
     """
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # A typed or piped line that is not UTF-8 is read with U+FFFD, not refused.
+        sys.stdin.reconfigure(errors="replace")
     agent = load_agent(ctx, name) if name else choose_agent(store_for(ctx))
     ChatSession(agent, verbose=verbose).run()

@@ -6,21 +6,29 @@ refuse (the fake server refuses lone surrogates and NaN with 400)."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from click.testing import CliRunner
 from pydantic import BaseModel
 
 from memgpt_lite import Agent, ConfigError, tool
-from memgpt_lite.agentfile import export_agent
+from memgpt_lite.agentfile import export_agent, write_agent_file
 from memgpt_lite.builtin_tools import BUILTIN_TOOLS
+from memgpt_lite.cli import cli
 from memgpt_lite.errors import MemGPTError
 from memgpt_lite.search import search_messages
+from memgpt_lite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, call_raw, reply, say
 from memgpt_lite.tools import ToolContext
 
@@ -340,3 +348,122 @@ def test_fake_server_refuses_what_a_strict_parser_refuses(body):
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 400
         assert len(server.rejections) == 1 and server.pending() == 1
+
+
+# --------------------------------------------------------------- the command line
+
+# What Python makes of the argv bytes b"x\xff\xfey\xed\xa0\x80z" (surrogateescape).
+ARGV_BYTES = b"x\xff\xfey\xed\xa0\x80z"
+ARGV_TEXT = os.fsdecode(ARGV_BYTES)
+
+
+def _cli(*args: str, db: Path, input: str | None = None):
+    return CliRunner().invoke(cli, ["--db", str(db), *args], input=input)
+
+
+def test_every_cli_command_takes_unclean_text_in_process(fake_llm, tmp_path):
+    """Strings as Python decodes non-UTF-8 argv bytes, to every command."""
+    db = tmp_path / "a.db"
+    fake_llm.responder = _answer
+    assert _cli("create", "sam", "--model", "gpt-4o-mini", db=db).exit_code == 0
+    bad = ARGV_TEXT
+    commands = [
+        ["send", "sam", bad, "-v"],
+        ["send", bad, "hi"],
+        ["archival", "sam", "insert", bad, "--tag", bad],
+        ["archival", "sam", "search", bad, "--tag", bad],
+        ["archival", "sam", "list", "--tag", bad],
+        ["archival", "sam", "get", bad],
+        ["archival", "sam", "delete", bad, "--yes"],
+        ["archival", bad, "list"],
+        ["blocks", "sam", "human", "--set", bad],
+        ["blocks", "sam", bad],
+        ["blocks", "sam", "human"],
+        ["create", "bob", "-m", bad, "--persona", bad, "--human", bad, "--system", bad],
+        ["create", "eve", "-m", "gpt-4o-mini", "--block", f"notes={bad}", "--embedder", bad],
+        ["create", bad, "--model", "gpt-4o-mini"],
+        ["rename", "sam", bad],
+        ["rename", bad, "sam2"],
+        ["config", "--model", bad, "--base-url", bad, "--embedder", bad],
+        ["memory", bad],
+        ["memory", "sam"],
+        ["show", bad],
+        ["show", "sam"],
+        ["context", bad],
+        ["summarize", bad],
+        ["export", bad],
+        ["import", str(tmp_path / "missing.json"), "--name", bad],
+        ["chat", bad],
+        ["delete", bad, "--yes"],
+        ["agents"],
+        [bad],
+    ]
+    for args in commands:
+        result = _cli(*args, db=db, input="/exit\n")
+        assert result.exception is None or isinstance(result.exception, SystemExit), args
+        assert result.exit_code in (0, 1, 2), args
+    assert fake_llm.rejections == []
+    assert [state.name for state, _ in Store(db).list_agents()] == ["bob", "eve", "sam"]
+
+
+def _run_cli(
+    args: list[bytes], stdin: bytes, env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", *args],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_with_non_utf8_bytes_never_prints_a_traceback(fake_llm, tmp_path):
+    """Real processes, given argv bytes and typed lines that are not UTF-8,
+    on a strict UTF-8 terminal (what a user's en_US.UTF-8 locale gives), with a
+    database whose path is not UTF-8 either."""
+    fake_llm.responder = _answer
+    folder = os.fsencode(tmp_path)
+    db = os.fsdecode(folder + b"/agents-\xff.db")
+    Agent.create("sam", "gpt-4o-mini", db=db)
+    persona = folder + b"/persona-\xff.md"
+    Path(os.fsdecode(persona)).write_bytes(b"Persona text from a file with an odd name.")
+    exported = folder + b"/sam-\xfe.json"
+    write_agent_file(Store(db), "sam", os.fsdecode(exported))
+    env = {**os.environ, "MEMGPT_LITE_DB": db, "PYTHONIOENCODING": "utf-8:strict"}
+    b = ARGV_BYTES
+    runs = [
+        ([b"send", b"sam", b], b""),
+        ([b"archival", b"sam", b"insert", b, b"--tag", b], b""),
+        ([b"blocks", b"sam", b"human", b"--set", b], b""),
+        ([b"create", b"bob", b"-m", b, b"--persona", b"@" + persona, b"--human", b], b""),
+        ([b"import", exported, b"--name", b"copy"], b""),
+        (
+            [
+                b"--db",
+                db.encode("utf-8", "surrogateescape"),
+                b"export",
+                b"sam",
+                b"-o",
+                b + b".json",
+            ],
+            b"",
+        ),
+        ([b"chat", b"sam"], b"hello \xff there\n/block human \xfe\n/exit\n"),
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda run: _run_cli(*run, env, tmp_path), runs))
+    for (args, _), done in zip(runs, results, strict=True):
+        assert b"Traceback" not in done.stderr, (args, done.stderr.decode(errors="replace"))
+        assert done.returncode == 0, (args, done.stderr)
+    assert b"Done." in results[0].stdout and b"Done." in results[-1].stdout
+    store = Store(db)
+    sam = store.get_agent("sam")
+    assert [b.value for b in store.get_blocks(sam.id) if b.label == "human"] == ["\ufffd"]
+    said = [m.content for m in store.messages_from(sam.id, 0) if m.role == "user"]
+    assert sorted(said) == ["hello \ufffd there", "x\ufffd\ufffdy\ufffd\ufffd\ufffdz"]
+    assert sorted(s.name for s, _ in store.list_agents()) == ["bob", "copy", "sam"]
+    assert (tmp_path / (ARGV_TEXT + ".json")).exists()
+    assert fake_llm.rejections == []
