@@ -13,6 +13,8 @@ from .text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_argu
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
+# The largest integer SQLite can store: a file's bigger number is refused, not a crash.
+MAX_STORED_INT = 2**63 - 1
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from memgpt_lite import Agent, ConfigError, tool
-from memgpt_lite.agentfile import export_agent, write_agent_file
+from memgpt_lite.agentfile import export_agent, import_agent, write_agent_file
 from memgpt_lite.builtin_tools import BUILTIN_TOOLS
 from memgpt_lite.cli import cli
 from memgpt_lite.errors import MemGPTError
@@ -466,4 +466,134 @@ def test_cli_with_non_utf8_bytes_never_prints_a_traceback(fake_llm, tmp_path):
     assert sorted(said) == ["hello \ufffd there", "x\ufffd\ufffdy\ufffd\ufffd\ufffdz"]
     assert sorted(s.name for s, _ in store.list_agents()) == ["bob", "copy", "sam"]
     assert (tmp_path / (ARGV_TEXT + ".json")).exists()
+    assert fake_llm.rejections == []
+
+
+# ----------------------------------------------------------------- agent files
+
+# Real Letta files, kept beside the project (see ../shared/letta-af/README.md).
+LETTA_FILES = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
+
+
+def _counts(db: Path) -> dict[str, int]:
+    store = Store(db)
+    try:
+        return {t: store.db[t].count for t in ("agents", "blocks", "messages", "passages")}
+    finally:
+        store.close()
+
+
+def _json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    children = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value[:2])
+        if isinstance(value, list)
+        else ()
+    )
+    for key, child in children:
+        yield from _json_paths(child, (*prefix, key))
+
+
+_RAW = "@@hostile@@"
+
+
+def _with(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copy = json.loads(json.dumps(value))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = new
+    return copy
+
+
+FILE_VALUES: list[Any] = [
+    "\ud800",
+    "a\udfffb",
+    "\x00\x1b",
+    2**63,
+    -(2**63) - 1,
+    10**4000,
+    -1,
+    1.5,
+    True,
+    None,
+    [],
+    {},
+    [["x"]],
+    "9999-99-99",
+]
+FILE_RAW_VALUES = [
+    "9" * 5000,
+    "NaN",
+    "-Infinity",
+    "1e999",
+    _deep(100_000),
+    _deep(70),
+    '"\\udc00\\ud800"',
+]
+
+
+def hostile_files(rng: random.Random, ours: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
+    """Agent files, ours and Letta's, with hostile values in random places."""
+    bases = [("ours", ours)]
+    for path in sorted(LETTA_FILES.glob("*.af"))[:3]:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        bases.append((path.name, json.loads(raw) if isinstance(raw, str) else raw))
+    for name, base in bases:
+        places = list(_json_paths(base))
+        for place in rng.sample(places, min(8, len(places))):
+            new = rng.choice(FILE_VALUES)
+            yield (
+                f"{name} {place} = {new!r:.20}",
+                json.dumps(_with(base, place, new)).encode("utf-8", "surrogatepass"),
+            )
+            raw_value = rng.choice(FILE_RAW_VALUES)
+            text = json.dumps(_with(base, place, _RAW)).replace(json.dumps(_RAW), raw_value)
+            yield f"{name} {place} = {raw_value:.20}", text.encode()
+        full = json.dumps(base)
+        cut = rng.randrange(1, len(full))
+        yield f"{name} cut at {cut}", full[:cut].encode()
+        yield f"{name} as a string", json.dumps(json.dumps(base)).encode()
+        yield f"{name} with raw surrogate bytes", full.encode().replace(b'"', b'"\xed\xa0\x80', 3)
+    for raw_value in FILE_RAW_VALUES:
+        yield f"whole file {raw_value:.20}", raw_value.encode()
+    yield "binary", bytes(rng.randrange(256) for _ in range(4000))
+    yield "empty", b""
+
+
+def test_hostile_agent_files_import_cleanly_or_give_one_line(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    agent = Agent.create("sam", "gpt-4o-mini", db=db)
+    fake_llm.responder = _answer
+    fake_llm.enqueue(
+        reply(
+            content="Saving.",
+            tool_calls=[call("archival_memory_insert", content="Tea", request_heartbeat=True)],
+        )
+    )
+    agent.step("I like tea")
+    ours = export_agent(agent.store, "sam").model_dump(mode="json")
+    store = Store(db)
+    problems: list[str] = []
+    for i, (what, data) in enumerate(hostile_files(random.Random(SEED), ours)):
+        path = tmp_path / f"hostile-{i}.af"
+        path.write_bytes(data)
+        before = _counts(db)
+        try:
+            report = import_agent(store, path, name=f"copy{i}")
+        except MemGPTError as exc:
+            if "\n" in str(exc) or _counts(db) != before:
+                problems.append(f"{what}: {exc}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - the figure we want is every crash
+            problems.append(f"{what}: {type(exc).__name__}: {str(exc)[:100]}")
+            continue
+        copy = Agent.load(report.name, store=store, base_url=fake_llm.base_url)
+        assert _clean(export_agent(store, report.name).model_dump_json())
+        copy.step("Still working?")
+    assert problems == []
     assert fake_llm.rejections == []
