@@ -464,6 +464,7 @@ class Agent:
             tool_calls=completion.tool_calls,
             step_id=step_id,
         )
+        completion.content = assistant.content  # as stored: lone surrogates replaced
         if not completion.tool_calls:
             # A plain text reply (tool_choice "auto" endpoints): it is the answer.
             self.store.add_messages([assistant])

@@ -23,7 +23,6 @@ import with another embedder re-embeds the passages instead.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import uuid
 from collections.abc import Iterator, Sequence
@@ -39,6 +38,7 @@ from .embeddings import Embedder, make_embedder
 from .errors import AlreadyExistsError, ConfigError
 from .models import (
     DEFAULT_BLOCK_LIMIT,
+    MAX_STORED_INT,
     AgentSettings,
     AgentState,
     Block,
@@ -51,6 +51,7 @@ from .models import (
 )
 from .store import Store
 from .store_archival import Owner
+from .text import JSONProblem, parse_json
 
 FORMAT = "memgpt_lite.agent"
 VERSION = 1
@@ -74,7 +75,7 @@ UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 class FileBlock(BaseModel):
     label: str
     value: str = ""
-    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0)
+    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0, le=MAX_STORED_INT)
     description: str = ""
     read_only: bool = False
     updated_at: UtcDatetime | None = None
@@ -130,7 +131,7 @@ class AgentFile(BaseModel):
     summary: str = ""
     pressure_warned: bool = False
     embedding_model: str | None = None
-    embedding_dimension: int | None = Field(default=None, gt=0)
+    embedding_dimension: int | None = Field(default=None, gt=0, le=MAX_STORED_INT)
     passages: list[FilePassage] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -292,12 +293,9 @@ def load_json(path: str | Path) -> Any:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AgentFileError(
-            f"{path} is not an agent file: not valid JSON ({exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno})"
-        ) from None
+        return parse_json(text)  # strings cleaned; too deep, NaN or huge numbers refused
+    except JSONProblem as exc:
+        raise AgentFileError(f"{path} is not an agent file: {exc}") from None
 
 
 def parse_agent_file(
@@ -308,8 +306,8 @@ def parse_agent_file(
     from .agentfile_letta import is_letta_file, letta_to_agent_file
 
     if isinstance(raw, str):  # some published .af files are a JSON string holding the JSON
-        with suppress(json.JSONDecodeError):
-            raw = json.loads(raw)
+        with suppress(JSONProblem):
+            raw = parse_json(raw)
     if not isinstance(raw, dict):
         raise AgentFileError(f"{source} is not an agent file: it holds no JSON object")
     if "format" in raw:

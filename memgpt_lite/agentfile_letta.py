@@ -46,6 +46,7 @@ from .builtin_tools import BUILTIN_TOOLS
 from .llm import OPENAI_DEFAULT_BASE_URL
 from .memory import load_prompt
 from .models import DEFAULT_BLOCK_LIMIT, AgentSettings, LLMConfig, ToolCall, utcnow
+from .text import JSONProblem, parse_json
 from .tools import TOOL_NAME_PATTERN
 
 # Letta's base tools: ours do the same jobs, under MemGPT's names where they match.
@@ -344,8 +345,8 @@ def _text(message: LettaMessage, kind: str = "text") -> str:
 def _unwrap_user(text: str) -> str:
     """Letta stores user messages as `{"type": "user_message", "message": ...}`."""
     try:
-        packed = json.loads(text)
-    except json.JSONDecodeError:
+        packed = parse_json(text)
+    except JSONProblem:
         return text
     if (
         isinstance(packed, dict)
@@ -363,8 +364,8 @@ def _tool_call(call: LettaToolCall) -> tuple[ToolCall, str]:
         arguments = json.dumps(arguments)
     thought = ""
     try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
+        parsed = parse_json(arguments)
+    except JSONProblem:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("inner_thoughts"), str):
         thought = parsed.pop("inner_thoughts")

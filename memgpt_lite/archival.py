@@ -24,6 +24,7 @@ from .embeddings import Embedder
 from .errors import ConfigError, LLMError
 from .models import AgentState, Passage
 from .search import backfill, check_embedder, embed_texts, record_vectors, search_passages
+from .text import clean_text, clean_texts
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -195,13 +196,13 @@ class ArchivalMemory:
     def list(
         self, limit: int = 20, offset: int = 0, tags: Sequence[str] | None = None
     ) -> tuple[list[Passage], int]:
-        return self.agent.store.list_passages(self._agent_id, limit, offset, tags)
+        return self.agent.store.list_passages(self._agent_id, limit, offset, clean_texts(tags))
 
     def get(self, passage_id: str) -> Passage:
-        return self.agent.store.get_passage(self._agent_id, passage_id)
+        return self.agent.store.get_passage(self._agent_id, clean_text(passage_id))
 
     def delete(self, passage_id: str) -> None:
-        self.agent.store.delete_passage(self._agent_id, passage_id)
+        self.agent.store.delete_passage(self._agent_id, clean_text(passage_id))
 
     def count(self) -> int:
         return self.agent.store.agent_stats(self._agent_id).passage_count

@@ -20,6 +20,7 @@ from .search import search_messages
 from .tools import Tool, ToolContext, tool
 
 PAGE_SIZE = 5
+MAX_PAGE = 1_000_000
 
 
 def _block(ctx: ToolContext, label: str) -> Block:
@@ -109,6 +110,8 @@ def _format_messages(what: str, page: int, found: Sequence[Message], total: int)
 def _check_page(page: int) -> None:
     if page < 0:
         raise ModelRetry("page starts at 0.")
+    if page > MAX_PAGE:  # an offset SQLite cannot even hold would come next
+        raise ModelRetry(f"page is past any result; pages go up to {MAX_PAGE}.")
 
 
 @tool

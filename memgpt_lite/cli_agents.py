@@ -17,7 +17,7 @@ from rich.table import Table
 
 from .agent import Agent, default_blocks
 from .builtin_tools import BUILTIN_TOOLS
-from .cli_base import confirm_or_stop, store_for
+from .cli_base import TextOrFile, confirm_or_stop, store_for
 from .config import ENV_VARS, configured_base_url, effective_config
 from .context import window_for_model
 from .editor import edit_block
@@ -127,11 +127,20 @@ def build_blocks(
 @click.command()
 @click.argument("name")
 @click.option("--model", "-m", help="Model, e.g. gpt-4o-mini or llama3.2 (default: see `config`).")
-@click.option("--persona", help="Persona block: TEXT or @FILE (default: the built-in persona).")
-@click.option("--human", help="Human block: TEXT or @FILE (default: the built-in template).")
+@click.option(
+    "--persona",
+    type=TextOrFile(),
+    help="Persona block: TEXT or @FILE (default: the built-in persona).",
+)
+@click.option(
+    "--human",
+    type=TextOrFile(),
+    help="Human block: TEXT or @FILE (default: the built-in template).",
+)
 @click.option(
     "--block",
     "extra_blocks",
+    type=TextOrFile(labelled=True),
     multiple=True,
     metavar="LABEL=TEXT",
     help="Another core memory block; TEXT may be @FILE. Repeatable.",
@@ -143,7 +152,11 @@ def build_blocks(
     metavar="LABEL=CHARS",
     help="Character limit of a block (default 5000), persona and human too. Repeatable.",
 )
-@click.option("--system", help="System instructions: TEXT or @FILE (default: prompts/system.md).")
+@click.option(
+    "--system",
+    type=TextOrFile(),
+    help="System instructions: TEXT or @FILE (default: prompts/system.md).",
+)
 @click.option("--base-url", help="OpenAI-compatible endpoint, stored with the agent.")
 @click.option("--context-window", type=int, help="Context window of the model, in tokens.")
 @click.option("--embedder", help='Embedder for hybrid search: "local" or "endpoint:MODEL".')
@@ -329,7 +342,13 @@ def show(ctx: click.Context, name: str) -> None:
 @click.command()
 @click.argument("name")
 @click.argument("label", required=False)
-@click.option("--set", "new_text", metavar="TEXT", help="Replace the block's text: TEXT or @FILE.")
+@click.option(
+    "--set",
+    "new_text",
+    type=TextOrFile(),
+    metavar="TEXT",
+    help="Replace the block's text: TEXT or @FILE.",
+)
 @click.option("--edit", is_flag=True, help="Edit the block in $VISUAL or $EDITOR (else vi).")
 @click.pass_context
 def blocks(

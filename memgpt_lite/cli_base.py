@@ -19,6 +19,7 @@ from .config import DEFAULT_TIMEOUT_SECONDS, default_db_path
 from .errors import MemGPTError
 from .store import Store
 from .store_connect import file_problem
+from .text import clean_text
 
 
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -38,8 +39,58 @@ timeout_option = click.option(
 )
 
 
+class CleanText(click.ParamType):
+    """A text argument made valid: Python decodes a byte of `argv` that is not
+    UTF-8 as a lone surrogate, which cannot be stored, sent or printed; it
+    becomes U+FFFD. File paths are `click.Path` and keep their bytes."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return clean_text(value) if isinstance(value, str) else value
+
+
+class TextOrFile(CleanText):
+    """TEXT, or @FILE whose path is kept as given (LABEL=TEXT and LABEL=@FILE
+    too): `read_text_arg` reads the file, whatever bytes its name holds."""
+
+    def __init__(self, labelled: bool = False) -> None:
+        self.labelled = labelled
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = value.partition("=")[2] if self.labelled and isinstance(value, str) else value
+        if isinstance(text, str) and text.startswith("@") and not text.startswith("@@"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+TEXT = CleanText()
+
+
+def clean_text_params(command: click.Command) -> None:
+    """Give every plain text parameter of `command` and its subcommands the
+    CleanText type, so no command, present or added later, sees a lone surrogate."""
+    for param in command.params:
+        if param.type is click.STRING:
+            param.type = TEXT
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            clean_text_params(sub)
+
+
 class FriendlyGroup(click.Group):
-    """Turns our errors into one-line messages instead of tracebacks."""
+    """Turns our errors into one-line messages instead of tracebacks, and
+    cleans text arguments (see CleanText)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        clean_text_params(self)  # here, once every command is registered
+        return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import click
 
 from .agent import Agent
@@ -80,5 +83,8 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
     """
     if verbose:
         show_details()
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # A typed or piped line that is not UTF-8 is read with U+FFFD, not refused.
+        sys.stdin.reconfigure(errors="replace")
     agent = load_agent(ctx, name, timeout) if name else choose_agent(store_for(ctx), timeout)
     ChatSession(agent, verbose=verbose).run()

@@ -16,6 +16,7 @@ from .cli_base import store_for
 @click.option(
     "--output",
     "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),  # kept as given: any bytes
     help='File to write (default: NAME.json); "-" writes to standard output.',
 )
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
@@ -37,7 +38,7 @@ def export_command(ctx: click.Context, name: str, output: str | None, force: boo
         raise click.ClickException(f"{path} already exists; use --force to replace it")
     data = write_agent_file(store, name, path, overwrite=True)
     click.echo(
-        f"Exported agent {name!r} to {path}: {len(data.blocks)} blocks, "
+        f"Exported agent {name!r} to {click.format_filename(path)}: {len(data.blocks)} blocks, "
         f"{len(data.messages)} messages, {len(data.passages)} passages."
     )
     if data.tool_names:
@@ -76,7 +77,8 @@ def import_command(
     )
     kind = "Letta agent" if report.source == "letta" else "agent"
     click.echo(
-        f"Imported {kind} {report.name!r} from {file}: {report.blocks} blocks, "
+        f"Imported {kind} {report.name!r} from {click.format_filename(file)}: "
+        f"{report.blocks} blocks, "
         f"{report.messages} messages ({report.messages_in_context} in context), "
         f"{report.passages} passages ({report.vectors} with vectors)."
     )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .context import unanswered
 from .errors import ConfigError
 from .models import Message, StepResult, ToolCall
+from .text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -96,6 +97,7 @@ def _edit_last(
     the edited copy, or None to look further back), and store the result."""
     if not text.strip():
         raise ConfigError(f"the new {what} is empty")
+    text = clean_text(text)  # model_copy(update=...) below does not validate
     with agent.step_lock(), agent.store.transaction():
         for message in reversed(_window(agent)):
             edited = edit(message, text)
@@ -123,12 +125,10 @@ def _send_message_arguments(call: ToolCall) -> dict[str, object] | None:
     if call.name != SEND_MESSAGE:
         return None
     try:
-        arguments = json.loads(call.arguments)
-    except json.JSONDecodeError:
+        arguments = parse_arguments(call.arguments)
+    except JSONProblem:
         return None
-    if isinstance(arguments, dict) and isinstance(arguments.get("message"), str):
-        return arguments
-    return None
+    return arguments if isinstance(arguments.get("message"), str) else None
 
 
 def _with_reply(message: Message, text: str) -> Message | None:

@@ -9,10 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .text import CleanStr, JSONProblem, clean_arguments, parse_arguments
+from .text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
+# The largest integer SQLite can store: a file's bigger number is refused, not a crash.
+MAX_STORED_INT = 2**63 - 1
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -30,6 +32,9 @@ class Block(BaseModel):
 
     A block can be attached to several agents; an edit by one is seen by all.
     """
+
+    # Edits assign `value`: validated, so a lone surrogate is replaced there too.
+    model_config = ConfigDict(validate_assignment=True)
 
     id: str = Field(default_factory=lambda: new_id("block"))
     label: str
@@ -60,8 +65,8 @@ class ToolCall(BaseModel):
     """One function call requested by the model. `arguments` is the raw JSON text,
     kept as sent: it may not even be valid JSON."""
 
-    id: str
-    name: str
+    id: CleanStr
+    name: CleanStr
     arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
 
     def to_openai(self) -> dict[str, Any]:
@@ -83,9 +88,9 @@ class Message(BaseModel):
     role: Role
     content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None  # the tool's name, on tool results
-    step_id: str | None = None
+    tool_call_id: CleanStr | None = None
+    name: CleanStr | None = None  # the tool's name, on tool results
+    step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None
 
@@ -138,12 +143,21 @@ class Passage(BaseModel):
 ToolChoice = Literal["required", "auto"]
 
 
+def _valid_url(url: str | None) -> str | None:
+    # Refused rather than cleaned: a URL with U+FFFD in it would name another place.
+    if url is not None and clean_text(url) != url:
+        raise ValueError("the base URL holds characters that are not valid text")
+    return url
+
+
 class LLMConfig(BaseModel):
     """Where and how to call the model. The API key is never stored: it comes
     from the environment or an argument at run time."""
 
-    model: str
-    base_url: str | None = None
+    model_config = ConfigDict(validate_assignment=True)
+
+    model: CleanStr
+    base_url: Annotated[str | None, AfterValidator(_valid_url)] = None
     tool_choice: ToolChoice = "required"
     temperature: float | None = None
     max_retries: int = Field(default=4, ge=0)
@@ -155,6 +169,8 @@ class LLMConfig(BaseModel):
 class AgentSettings(BaseModel):
     """Per-agent settings. Thresholds are fractions of the context window."""
 
+    model_config = ConfigDict(validate_assignment=True)
+
     context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
     reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
     warning_threshold: float = Field(default=0.75, gt=0, le=1)
@@ -164,7 +180,7 @@ class AgentSettings(BaseModel):
     tool_result_max_chars: int = Field(default=6000, ge=200)
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
-    embedder: str | None = None
+    embedder: CleanStr | None = None
 
 
 class AgentState(BaseModel):
@@ -182,7 +198,7 @@ class AgentState(BaseModel):
     llm: LLMConfig
     system: CleanStr
     block_ids: list[str] = Field(default_factory=list)
-    tool_names: list[str] = Field(default_factory=list)
+    tool_names: list[CleanStr] = Field(default_factory=list)
     context_start: int = 0
     summary: CleanStr = ""
     pressure_warned: bool = False

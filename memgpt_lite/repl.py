@@ -32,6 +32,7 @@ from .errors import ConfigError, MemGPTError
 from .history import SEND_MESSAGE, unanswered_note
 from .models import Message, StepResult, ToolResult
 from .repl_commands import COMMANDS, run_command
+from .text import JSONProblem, parse_arguments, parse_json
 
 PROMPT = "you> "
 CONTINUATION_PROMPT = "...> "
@@ -157,8 +158,8 @@ def _one_line(text: str, width: int) -> str:
 
 def _pretty_arguments(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
+        return json.dumps(parse_json(arguments), indent=2, ensure_ascii=False)
+    except JSONProblem:
         return arguments
 
 
@@ -167,10 +168,9 @@ def sent_text(result: ToolResult) -> str | None:
     if result.call.name != SEND_MESSAGE or not result.ok:
         return None
     try:
-        arguments = json.loads(result.call.arguments)
-    except json.JSONDecodeError:
+        message = parse_arguments(result.call.arguments).get("message")
+    except JSONProblem:
         return None
-    message = arguments.get("message") if isinstance(arguments, dict) else None
     return message if isinstance(message, str) else None
 
 

@@ -30,6 +30,7 @@ from .errors import LLMError
 from .models import AgentState, Message, Passage
 from .store import Store, fts_words
 from .store_archival import Owner, grown
+from .text import clean_text, clean_texts
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -249,7 +250,7 @@ def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
     (a call to the endpoint or the local model: nothing is written)."""
     if agent.embedder is None:
         return None
-    vectors = agent.embedder.embed(list(texts))
+    vectors = agent.embedder.embed([clean_text(text) for text in texts])
     check_embedder(agent)
     return vectors
 
@@ -361,6 +362,7 @@ def search_passages(
     end: date | None = None,
 ) -> tuple[list[Passage], int]:
     """One page of the agent's passages for `query`, best first, and the total."""
+    query, tags = clean_text(query), clean_texts(tags)  # they reach SQLite and the embedder
     store, agent_id = agent.store, agent.state.id
     depth = max(50, 3 * (offset + limit))
     filtered = bool(tags or start or end)
@@ -384,6 +386,7 @@ def search_messages(
     agent: Agent, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
+    query = clean_text(query)  # it reaches SQLite and the embedder
     store, agent_id = agent.store, agent.state.id
     if agent.embedder is None:
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)

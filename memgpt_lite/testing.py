@@ -72,6 +72,7 @@ from .testing_script import (
 from .testing_validation import (
     Rejected,
     check_context,
+    parse_request_body,
     validate_chat_request,
     validate_embedding_request,
 )
@@ -467,7 +468,7 @@ class FakeOpenAIServer:
         body: Any = None
         parse_error = False
         try:
-            body = json.loads(raw) if raw else None
+            body = parse_request_body(raw) if raw else None
         except ValueError:
             parse_error = True
         route = self._routes.get((method, path))

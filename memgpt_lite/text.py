@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator
@@ -43,6 +44,11 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def clean_texts(texts: Iterable[str] | None) -> list[str] | None:
+    """`clean_text` of each string (tags, batches of inputs); None stays None."""
+    return None if texts is None else [clean_text(text) for text in texts]
 
 
 def clean_value(value: Any) -> Any:
@@ -87,7 +93,8 @@ def parse_json(text: str) -> Any:
     try:
         value = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise JSONProblem(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise JSONProblem(f"not valid JSON ({exc.msg} at {where})") from None
     except RecursionError:
         raise JSONProblem(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except JSONProblem:

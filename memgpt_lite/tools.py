@@ -6,8 +6,10 @@ both produces the schema sent to the model and validates the arguments before
 the call. A parameter annotated `ToolContext` is injected, not shown to the
 model. Every tool except `send_message` also gets MemGPT's `request_heartbeat`.
 
-`Tool.run` never raises for anything the model did: bad JSON, bad arguments,
-`ModelRetry` and exceptions inside the tool all become a readable result.
+`Tool.run` never raises for anything the model did: bad JSON (nested too
+deeply, holding a number of thousands of digits or NaN included), bad
+arguments, `ModelRetry`, exceptions inside the tool and a result that cannot be
+turned into text all become a readable result, with lone surrogates replaced.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from .errors import ConfigError, ModelRetry
+from .text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -100,28 +103,39 @@ class Tool:
     def run(self, context: ToolContext, arguments: str, max_chars: int) -> ToolOutcome:
         """Validate the raw JSON arguments, call the function, and return what the
         model should see. Never raises for the model's or the tool's mistakes."""
+        outcome = self._run(context, arguments)
+        # Cleaned before truncation: a tool that returns a lone surrogate must
+        # not break the step's storage or the next request.
+        outcome.content = truncate(clean_text(outcome.content), max_chars)
+        return outcome
+
+    def _run(self, context: ToolContext, arguments: str) -> ToolOutcome:
         try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
+            raw = parse_arguments(arguments)
+        except JSONProblem as exc:
             return ToolOutcome(
-                f"Error: the arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
-                f"Call {self.name} again with a JSON object that matches its schema.",
+                f"Error: the arguments could not be used: {exc}. Call {self.name} again "
+                "with a JSON object that matches its schema.",
                 ok=False,
             )
-        if not isinstance(raw, dict):
-            return ToolOutcome("Error: the arguments must be a JSON object.", ok=False)
         try:
             validated = self.arguments_model.model_validate(raw)
         except ValidationError as exc:
             return ToolOutcome(
                 f"Error: invalid arguments for {self.name}: {_describe(exc)}", ok=False
             )
+        except RecursionError:  # a recursive type in a custom tool's parameters
+            return ToolOutcome(
+                f"Error: the arguments of {self.name} are nested too deeply.", ok=False
+            )
         kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
         heartbeat = bool(kwargs.pop(HEARTBEAT_PARAM, False))
         if self.context_param:
             kwargs[self.context_param] = context
         try:
-            result = self.function(**kwargs)
+            # Turned into text here: a result that cannot be (circular, too deep)
+            # is the tool's bug, like an exception.
+            result = _as_text(self.function(**kwargs))
         except ModelRetry as exc:
             return ToolOutcome(f"Error: {exc}", ok=False, heartbeat=heartbeat)
         except Exception as exc:  # noqa: BLE001
@@ -134,7 +148,7 @@ class Tool:
                 ok=False,
                 heartbeat=heartbeat,
             )
-        return ToolOutcome(truncate(_as_text(result), max_chars), ok=True, heartbeat=heartbeat)
+        return ToolOutcome(result, ok=True, heartbeat=heartbeat)
 
 
 def tool(
@@ -172,16 +186,20 @@ def _as_text(result: Any) -> str:
     if isinstance(result, str):
         return result
     if isinstance(result, BaseModel):
-        return result.model_dump_json()
+        try:
+            return result.model_dump_json()
+        except ValueError:  # pydantic's encoder refuses a lone surrogate; it is cleaned later
+            result = result.model_dump(mode="json")
     return json.dumps(result, default=str, ensure_ascii=False)
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, shown: int = 5) -> str:
     problems = []
-    for error in exc.errors(include_url=False):
+    for error in exc.errors(include_url=False)[:shown]:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
+    more = exc.error_count() - shown
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")
 
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
