@@ -66,7 +66,10 @@ MIN_MESSAGE_ROOM = 256
 MAX_FIT_ATTEMPTS = 6
 MAX_ENDPOINT_RETRIES = 3
 TRANSCRIPT_LINE_TOKENS = 300
-_WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d+)")
+_WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d{1,9})\b")
+# A stated window smaller than this is a server's mistake, not one to adopt:
+# no agent could work in it, and the agent would be stuck with it.
+MIN_LEARNED_WINDOW = 256
 
 
 def window_for_model(model: str) -> int:
@@ -531,10 +534,11 @@ def _call_fitting(
 def _learn_window(agent: Agent, error_text: str) -> None:
     """Adopt the window the endpoint states, when it is smaller than ours."""
     match = _WINDOW_IN_ERROR.search(error_text)
-    if match and int(match.group(1)) < budget_for(agent).window:
+    stated = int(match.group(1)) if match else 0
+    if MIN_LEARNED_WINDOW <= stated < budget_for(agent).window:
 
         def learn(state: AgentState) -> None:
-            state.settings.context_window = int(match.group(1))
+            state.settings.context_window = stated
 
         agent.state = agent.store.update_agent(agent.state.id, learn)
 

@@ -428,3 +428,16 @@ def test_a_step_that_fills_the_window_by_itself_ends_and_the_next_one_works(serv
     assert all(r.ok for r in result.tool_results)
     assert agent.step("thanks").replies == ["you are welcome"]
     assert server.rejections == []
+
+
+@pytest.mark.parametrize("stated", ["0", "9" * 5000])
+def test_an_absurd_window_in_an_error_is_not_adopted(server, tmp_path, stated):
+    agent = make_agent(tmp_path)
+    too_long = error(
+        400,
+        f"This model's maximum context length is {stated} tokens.",
+        code="context_length_exceeded",
+    )
+    server.enqueue(too_long, say("fits after all"))
+    assert agent.step("hello").replies == ["fits after all"]
+    assert Agent.load("sam", db=tmp_path / "a.db").state.settings.context_window == WINDOW
