@@ -456,7 +456,8 @@ class Agent:
         self.state = self.store.update_agent(self.state.id, use)
 
     def _handle_completion(self, completion: Completion, step_id: str, result: StepResult) -> bool:
-        """Store a model response with its tool results. True to call the model again."""
+        """Run a model response's tool calls, then store the response with
+        exactly one result per call, together. True to call the model again."""
         assistant = Message(
             agent_id=self.state.id,
             role="assistant",
@@ -464,54 +465,47 @@ class Agent:
             tool_calls=completion.tool_calls,
             step_id=step_id,
         )
-        completion.content = assistant.content  # as stored: lone surrogates replaced
-        if not completion.tool_calls:
+        if not assistant.tool_calls:
             # A plain text reply (tool_choice "auto" endpoints): it is the answer.
             self.store.add_messages([assistant])
             result.messages.append(assistant)
-            if completion.content:
-                result.replies.append(completion.content)
+            if assistant.content:
+                result.replies.append(assistant.content)
             result.stop_reason = "text_reply"
             return False
-        if completion.content:
-            result.thoughts.append(completion.content)
+        if assistant.content:
+            result.thoughts.append(assistant.content)
         context = ToolContext(agent=self, step_id=step_id)
-        with self.store.transaction():
-            self.store.add_messages([assistant])
-            outcomes = self._answer_tool_calls(context, completion.tool_calls, step_id, result)
-        result.messages.append(assistant)
+        # The tools run outside any write transaction: one that waits on the
+        # network (an embedding, a custom tool's request) must not hold the
+        # database's write lock, which every other agent's step needs. Their
+        # own writes commit as they go; the response and its results follow.
+        outcomes = [self._run_tool_call(context, call) for call in assistant.tool_calls]
+        answers = [
+            Message(
+                agent_id=self.state.id,
+                role="tool",
+                content=outcome.content,
+                tool_call_id=call.id,
+                name=call.name,
+                step_id=step_id,
+            )
+            for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
+        ]
+        self.store.add_messages([assistant, *answers])  # one transaction
+        result.messages += [assistant, *answers]
+        result.tool_results += [
+            ToolResult(call=call, content=outcome.content, ok=outcome.ok)
+            for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
+        ]
         result.replies.extend(context.replies)
         if any(not o.ok or o.heartbeat for o in outcomes):
             return True
         result.stop_reason = "send_message" if context.replies else "no_heartbeat"
         return False
 
-    def _answer_tool_calls(
-        self, context: ToolContext, calls: Sequence[ToolCall], step_id: str, result: StepResult
-    ) -> list[ToolOutcome]:
-        """Run each call in order and store exactly one tool message per call id."""
-        outcomes, answers = [], []
-        for call in calls:
-            outcome = self._run_tool_call(context, call)
-            outcomes.append(outcome)
-            answers.append(
-                Message(
-                    agent_id=self.state.id,
-                    role="tool",
-                    content=outcome.content,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    step_id=step_id,
-                )
-            )
-            result.tool_results.append(
-                ToolResult(call=call, content=outcome.content, ok=outcome.ok)
-            )
-        self.store.add_messages(answers)
-        result.messages.extend(answers)
-        return outcomes
-
     def _run_tool_call(self, context: ToolContext, call: ToolCall) -> ToolOutcome:
+        self.renew_step_lock()  # a slow tool must not outlast the step's lease
         tool = self.tools.get(call.name)
         if tool is None:
             return ToolOutcome(

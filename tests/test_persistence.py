@@ -205,12 +205,62 @@ def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path):
     process.wait(timeout=30)
 
     agent = Agent.load("sam", db=db)
-    # The edit made earlier in the same response was rolled back with it...
-    assert agent.block("human").value == "Name: Bob"
-    # ...and the context ends with the user's message, stored before the call.
+    # The edit made before the slow tool had committed (tools do not hold the
+    # database's write lock, which other agents need, while they run)...
+    assert agent.block("human").value == "Name: Robert"
+    # ...but the response was never stored: no call is left without a result,
+    # and the user's message, stored before the call, is left unanswered.
     assert [(m.role, m.content) for m in agent.context_messages()] == [("user", "start the job")]
+    assert [m.content for m in agent.unanswered()] == ["start the job"]
     fake_llm.enqueue(say("where were we?"))
     assert agent.step("hello?").replies == ["where were we?"]
+    assert fake_llm.rejections == []
+
+
+SLOW_TOOL = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from memgpt_lite import Agent, tool
+
+    @tool
+    def wait_for_release(marker: str) -> str:
+        "Wait, like a slow service, until the test says so (at most 10 s)."
+        Path(marker).write_text("started")
+        for _ in range(200):
+            if Path(marker).read_text() == "released":
+                Path(marker).write_text("saw the release")
+                return "released"
+            time.sleep(0.05)
+        Path(marker).write_text("gave up")
+        return "gave up"
+
+    agent = Agent.load("slow", db=sys.argv[1], tools=[wait_for_release])
+    agent.step("wait for it")
+    """
+)
+
+
+def test_a_slow_tool_does_not_hold_up_other_agents(fake_llm, tmp_path):
+    db = tmp_path / "state.db"
+    marker = tmp_path / "marker"
+    Agent.create("slow", "gpt-4o-mini", db=db)
+    other = Agent.create("other", "gpt-4o-mini", db=db)
+    fake_llm.enqueue(reply(tool_calls=[call("wait_for_release", marker=str(marker))]))
+    process = subprocess.Popen([sys.executable, "-c", SLOW_TOOL, str(db)])
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    # While the tool runs, another agent stores a whole step and a memory edit.
+    # Were the tool holding the database's write lock, these would wait until
+    # it gave up, and the release would come too late.
+    fake_llm.enqueue(say("hi from the other agent"))
+    assert other.step("hello").replies == ["hi from the other agent"]
+    other.set_block("human", "Name: Eve")
+    marker.write_text("released")
+    process.wait(timeout=60)
+    assert marker.read_text() == "saw the release"
     assert fake_llm.rejections == []
 
 
