@@ -30,6 +30,7 @@ from .context import (
     unanswered,
 )
 from .embeddings import Embedder, make_embedder
+from .endpoint import check_base_url
 from .errors import ConfigError, ContextFullError, ModelRetry
 from .llm import Completion, LLMClient, resolve_timeout
 from .memory import load_prompt, set_block_value
@@ -155,6 +156,8 @@ class Agent:
         are never stored; `llm_options={"timeout_seconds": ...}` stores one."""
         if timeout is not None:
             check_timeout(timeout, "timeout")  # before anything is stored
+        if base_url is not None:
+            base_url = check_base_url(base_url, "the base_url argument")
         tools = list(tools)
         custom = _custom_tools(tools)
         blocks = list(blocks) if blocks is not None else default_blocks()
@@ -412,13 +415,14 @@ class Agent:
         """Handle one user message: call the model, run its tool calls, and go on
         while a tool asked for a heartbeat or failed, up to the step limit. Waits
         while another step of this agent runs (see `step_lock`)."""
+        if not user_message.strip():
+            raise ConfigError("the message is empty")
+        _ = self.llm  # a missing key fails here, before waiting or storing anything
         with self.step_lock():
             return self._step(user_message)
 
     def _step(self, user_message: str) -> StepResult:
-        if not user_message.strip():
-            raise ConfigError("the message is empty")
-        llm = self.llm  # a missing key fails here, before anything is stored
+        llm = self.llm
         self.state = self.store.get_agent(self.state.id)  # another process may have changed it
         step_id = new_id("step")
         result = StepResult()

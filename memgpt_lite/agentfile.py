@@ -425,11 +425,25 @@ def pair_tool_calls(
 # Import
 
 
+# What every agent stored as its timeout before it became a setting (migration
+# m007_timeout_default keeps its own copy: shipped migrations never change).
+OLD_DEFAULT_TIMEOUT_SECONDS = 120.0
+
+
+def _without_old_default_timeout(llm: LLMConfig) -> LLMConfig:
+    """The file's model config, without the 120 s every agent stored before the
+    timeout became a setting (as migration m007 does for databases): such an
+    agent follows $MEMGPT_LITE_TIMEOUT, config.toml or the default."""
+    if llm.timeout_seconds == OLD_DEFAULT_TIMEOUT_SECONDS:
+        return llm.model_copy(update={"timeout_seconds": None})
+    return llm.model_copy()
+
+
 def _new_state(data: AgentFile, name: str | None) -> AgentState:
     try:
         return AgentState(
             name=name or data.name,
-            llm=data.llm.model_copy(),
+            llm=_without_old_default_timeout(data.llm),
             system=data.system,
             tool_names=data.tool_names,
             summary=data.summary,

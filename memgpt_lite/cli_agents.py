@@ -21,6 +21,7 @@ from .cli_base import TextOrFile, confirm_or_stop, store_for
 from .config import ENV_VARS, configured_base_url, effective_config
 from .context import window_for_model
 from .editor import edit_block
+from .endpoint import check_base_url
 from .errors import ConfigError
 from .llm import OPENAI_DEFAULT_BASE_URL
 from .models import AgentSettings, AgentState, AgentStats, Block
@@ -194,6 +195,8 @@ def create(
         )
     chosen_model = str(config.model.value)
     window = config.context_window.value
+    if base_url is not None:
+        base_url = check_base_url(base_url, "--base-url")
     Agent.create(
         name,
         chosen_model,

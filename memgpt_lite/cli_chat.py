@@ -8,7 +8,7 @@ import sys
 import click
 
 from .agent import Agent
-from .cli_base import load_agent, store_for, timeout_option
+from .cli_base import load_agent, say_waiting, store_for, timeout_option
 from .cli_logging import show_details
 from .config import effective_config
 from .errors import AlreadyExistsError, ConfigError
@@ -86,5 +86,9 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
     if isinstance(sys.stdin, io.TextIOWrapper):
         # A typed or piped line that is not UTF-8 is read with U+FFFD, not refused.
         sys.stdin.reconfigure(errors="replace")
-    agent = load_agent(ctx, name, timeout) if name else choose_agent(store_for(ctx), timeout)
+    if name:
+        agent = load_agent(ctx, name, timeout)
+    else:
+        agent = choose_agent(store_for(ctx), timeout)
+        agent.on_wait = say_waiting
     ChatSession(agent, verbose=verbose).run()

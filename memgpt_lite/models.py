@@ -39,7 +39,7 @@ class Block(BaseModel):
     id: str = Field(default_factory=lambda: new_id("block"))
     label: str
     value: CleanStr = ""
-    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0)
+    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0, le=MAX_STORED_INT)
     description: CleanStr = ""
     read_only: bool = False
     updated_at: datetime = Field(default_factory=utcnow)

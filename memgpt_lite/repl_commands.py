@@ -90,7 +90,7 @@ def _required(arguments: str) -> str:
 def _count(arguments: str, default: int) -> int:
     if not arguments:
         return default
-    if not arguments.isdigit() or int(arguments) < 1:
+    if not (arguments.isascii() and arguments.isdigit()) or int(arguments) < 1:
         raise BadArguments
     return int(arguments)
 

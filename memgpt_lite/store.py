@@ -43,6 +43,7 @@ from .ranking import RANK_BUDGET, Ranking
 from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
 from .store_connect import check_schema, connect, file_errors, read_only_reason
 from .store_locks import StepLockStore
+from .text import clean_text
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
@@ -271,6 +272,7 @@ class Store(ArchivalStore, StepLockStore):
         return state
 
     def get_agent(self, name_or_id: str) -> AgentState:
+        name_or_id = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
         rows = self.db.query(
             "SELECT * FROM agents WHERE name = ? OR id = ?", [name_or_id, name_or_id]
         )

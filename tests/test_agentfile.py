@@ -447,3 +447,14 @@ def test_pairing_repairs_what_the_api_would_refuse():
     ]
     assert pair_tool_calls(fixed, start=1) == (fixed, 1, [])
     assert pair_tool_calls(fixed, start=len(fixed))[1] == len(fixed)
+
+
+def test_the_old_default_timeout_in_a_file_is_not_kept(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    Agent.create("sam", "gpt-4o-mini", db=db, llm_options={"timeout_seconds": 45.0})
+    data = export_agent(Store(db), "sam")
+    old = data.model_copy(update={"llm": data.llm.model_copy(update={"timeout_seconds": 120.0})})
+    kept = store_agent_file(Store(db), data, name="chosen")
+    dropped = store_agent_file(Store(db), old, name="old")
+    assert Agent.load(kept.name, db=db).state.llm.timeout_seconds == 45.0
+    assert Agent.load(dropped.name, db=db).state.llm.timeout_seconds is None

@@ -253,3 +253,26 @@ def test_ctrl_c_at_a_prompt_is_not_aborted(tmp_path):
     out, err = process.communicate(timeout=60)
     assert err.strip() == "Interrupted." and process.returncode in (130, -signal.SIGINT)
     assert [state.name for state, _ in Store(db).list_agents()] == ["sam"]
+
+
+def test_a_base_url_without_a_scheme_is_refused_at_create(tmp_path):
+    db = tmp_path / "a.db"
+    result = run("create", "sam", "-m", "llama3.2", "--base-url", "localhost:11434/v1", db=db)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: --base-url 'localhost:11434/v1' has no http:// or https://: "
+        "write http://localhost:11434/v1\n"
+    )
+    assert Store(db).list_agents() == []
+
+
+def test_odd_names_and_limits_from_python_are_refused_cleanly(tmp_path):
+    from pydantic import ValidationError
+
+    from memgpt_lite import Agent, Block, NotFoundError
+
+    Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    with pytest.raises(NotFoundError):
+        Agent.load("sam\ud800", db=tmp_path / "a.db")
+    with pytest.raises(ValidationError):
+        Block(label="huge", limit=2**63)

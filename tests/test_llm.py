@@ -282,11 +282,20 @@ def test_404_from_a_url_without_v1_suggests_it(fake_llm, tmp_path):
     ],
 )
 def test_malformed_base_url_is_refused_before_any_request(fake_llm, tmp_path, url, problem):
-    Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", base_url=url)
+    example = "" if "write http" in problem else " (for example http://localhost:11434/v1)"
+    with pytest.raises(ConfigError) as caught:
+        Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", base_url=url)
+    assert str(caught.value) == f"the base_url argument {url!r} {problem}{example}"
+    # One stored by an earlier version is refused when the agent runs.
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+
+    def store_url(state):
+        state.llm.base_url = url
+
+    agent.state = agent.store.update_agent(agent.state.id, store_url)
     agent = Agent.load("sam", db=tmp_path / "a.db")
     with pytest.raises(ConfigError) as caught:
         agent.step("hi")
-    example = "" if "write http" in problem else " (for example http://localhost:11434/v1)"
     assert str(caught.value) == f"the agent's stored base_url {url!r} {problem}{example}"
     assert agent.context_messages() == [] and fake_llm.requests == []
 
