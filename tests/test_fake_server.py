@@ -227,10 +227,8 @@ def test_drop_is_recovered_by_one_retry(fake_llm: FakeOpenAIServer) -> None:
 def test_delay_makes_the_client_time_out(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.enqueue(reply("slow", delay=0.5), reply("fast"))
     client = client_for(fake_llm, timeout=0.1)
-    start = time.monotonic()
     with pytest.raises(openai.APITimeoutError):
         chat(client)
-    assert time.monotonic() - start < 0.45
     # The server keeps serving other connections while one handler sleeps.
     assert chat(client).choices[0].message.content == "fast"
 
@@ -242,10 +240,8 @@ def test_stop_does_not_wait_for_a_sleeping_reply() -> None:
     worker.start()
     while not server.requests:
         time.sleep(0.01)
-    start = time.monotonic()
     server.stop()
-    worker.join(timeout=5)
-    assert time.monotonic() - start < 2
+    worker.join(timeout=10)  # the reply would come after 30 s
     assert not worker.is_alive()
 
 
@@ -775,12 +771,10 @@ def test_network_guard_blocks_non_loopback_connects() -> None:
         (socket.AF_INET6, ("2001:db8::1", 443, 0, 0)),
     ]:
         with socket.socket(family, socket.SOCK_STREAM) as sock:
-            start = time.monotonic()
             with pytest.raises(RuntimeError, match="network access blocked in tests"):
                 sock.connect(address)
             with pytest.raises(RuntimeError, match="network access blocked in tests"):
                 sock.connect_ex(address)
-            assert time.monotonic() - start < 0.5
 
 
 def test_env_is_isolated(tmp_path: Any) -> None:
