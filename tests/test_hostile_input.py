@@ -30,9 +30,19 @@ from memgpt_lite.errors import MemGPTError
 from memgpt_lite.search import search_messages
 from memgpt_lite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, call_raw, reply, say
+from memgpt_lite.testing_hostile import (
+    ARGV_BYTES,
+    ARGV_TEXT,
+    BUILTIN_ARGUMENTS,
+    deep,
+    hostile_arguments,
+    hostile_files,
+)
 from memgpt_lite.tools import ToolContext
 
 SEED = 11
+PLAN_TRIP = {"city": "Oslo", "days": 2, "budget": 10.5, "tags": ["x"], "start": "2030-05-01"}
+VALID_ARGUMENTS = {**BUILTIN_ARGUMENTS, "plan_trip": PLAN_TRIP}
 UNCLEAN = "x\ud800y\udcff"  # what Python code and JSON escapes can hand us
 
 
@@ -48,98 +58,6 @@ def plan_trip(
 ) -> dict[str, Any]:
     """Plan a trip (a custom tool with typed parameters; it echoes them back)."""
     return {"city": city, "days": days, "budget": budget, "tags": tags, "options": options}
-
-
-def _deep(levels: int, opening: str = "[", closing: str = "]") -> str:
-    return opening * levels + closing * levels
-
-
-VALID_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "send_message": {"message": "Hello"},
-    "core_memory_append": {"label": "human", "content": "Likes tea", "request_heartbeat": False},
-    "core_memory_replace": {"label": "human", "old_content": "tea", "new_content": "coffee"},
-    "conversation_search": {"query": "tea", "page": 0},
-    "conversation_search_date": {"start_date": "2024-01-01", "end_date": "2040-01-01"},
-    "archival_memory_insert": {"content": "A note about tea", "tags": ["drinks"]},
-    "archival_memory_search": {
-        "query": "tea",
-        "page": 0,
-        "tags": ["drinks"],
-        "start_date": "2024-01-01",
-        "end_date": "2040-01-01",
-    },
-    "plan_trip": {"city": "Oslo", "days": 2, "budget": 10.5, "tags": ["x"], "start": "2030-05-01"},
-}
-HOSTILE_STRINGS = [
-    "\ud800",
-    "a\udfffb",
-    "\ud83d\ude00",  # a pair, as hand-decoded UTF-16 leaves it: one emoji
-    "\ude00\ud83d",  # the same halves the wrong way round: two lone surrogates
-    "\x00\x01\x1b[2J\x7f\u202e",
-    "",
-    " \n\t",
-    '"\\',
-    'NEAR(a b) OR * AND "x',
-    "2024-13-45",
-    "y" * 20_000,
-]
-# JSON text for one value: every hostile string escaped (json.dumps), those
-# with surrogates also raw (the transport escapes them), and hostile literals.
-HOSTILE_VALUES = [
-    *(json.dumps(text) for text in HOSTILE_STRINGS),
-    *(json.dumps(text, ensure_ascii=False) for text in HOSTILE_STRINGS[:4]),
-    "9" * 5000,
-    "-" + "9" * 5000,
-    "NaN",
-    "Infinity",
-    "-Infinity",
-    "1e999",
-    str(10**30),
-    "1e300",
-    "-1",
-    "true",
-    "null",
-    "[]",
-    "{}",
-    _deep(65),
-    _deep(10_000),
-    _deep(100_000, '{"a":', "}").replace("}", "1}", 1),
-    '["\\ud800", {"\\udc00": "\\ud83d\\ude00"}]',
-]
-HOSTILE_ARGUMENTS = [
-    "",
-    "   ",
-    "{",
-    '{"message": ',
-    "null",
-    "[]",
-    '"text"',
-    "5",
-    "NaN",
-    '{"message": "x"} trailing',
-    "{'message': 'x'}",
-    "\ud800",
-    '{"\\ud800": 1}',
-    _deep(100_000),
-    "z" * 50_000,
-    '{"message": "a", "message": "b"}',
-]
-
-
-def hostile_arguments(name: str, rng: random.Random) -> list[str]:
-    """Arguments for tool `name`: whole hostile texts, then the valid ones with
-    each parameter in turn given hostile values, and unexpected keys."""
-    valid = VALID_ARGUMENTS[name]
-    found = list(HOSTILE_ARGUMENTS)
-    for key in valid:
-        for value in rng.sample(HOSTILE_VALUES, 6):
-            pairs = [
-                f"{json.dumps(k)}: {value if k == key else json.dumps(v)}" for k, v in valid.items()
-            ]
-            found.append("{" + ", ".join(pairs) + "}")
-    found.append(json.dumps({**valid, "\ud800": 1}, ensure_ascii=False))
-    found.append(json.dumps({**valid, **{f"extra{i}": i for i in range(2000)}}))
-    return found
 
 
 def _answer(body: dict[str, Any]) -> Reply:
@@ -165,7 +83,9 @@ def test_hostile_tool_arguments_become_tool_errors(fake_llm, tmp_path, name):
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
     fake_llm.responder = _answer
     crashed: list[tuple[str, str]] = []
-    for batch in _batches(hostile_arguments(name, random.Random(f"{SEED}:{name}")), 8):
+    for batch in _batches(
+        hostile_arguments(VALID_ARGUMENTS[name], random.Random(f"{SEED}:{name}")), 8
+    ):
         calls = [call_raw(name, arguments) for arguments in batch]
         # A last call that always fails makes the loop call the model again:
         # that following request carries every result of this batch.
@@ -188,7 +108,7 @@ def test_hostile_tool_arguments_become_tool_errors(fake_llm, tmp_path, name):
 def test_a_hostile_argument_is_explained_to_the_model(fake_llm, tmp_path):
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
     problems = {
-        '{"message": ' + _deep(10_000) + "}": "nested more than 64 levels deep",
+        '{"message": ' + deep(10_000) + "}": "nested more than 64 levels deep",
         '{"message": ' + "9" * 5000 + "}": "a number has too many digits",
         '{"message": NaN}': "NaN is not a JSON value",
         "[1, 2]": "the arguments must be a JSON object",
@@ -273,7 +193,7 @@ def test_tool_run_never_raises_for_arguments(tmp_path, name):
     runner = agent.tools[name]
     context = ToolContext(agent=agent, step_id="step-fuzz")
     for seed in range(3):
-        for arguments in hostile_arguments(name, random.Random(f"{seed}:{name}")):
+        for arguments in hostile_arguments(VALID_ARGUMENTS[name], random.Random(f"{seed}:{name}")):
             outcome = runner.run(context, arguments, 2000)
             assert _clean(outcome.content) and len(outcome.content) <= 2000
 
@@ -351,10 +271,6 @@ def test_fake_server_refuses_what_a_strict_parser_refuses(body):
 
 
 # --------------------------------------------------------------- the command line
-
-# What Python makes of the argv bytes b"x\xff\xfey\xed\xa0\x80z" (surrogateescape).
-ARGV_BYTES = b"x\xff\xfey\xed\xa0\x80z"
-ARGV_TEXT = os.fsdecode(ARGV_BYTES)
 
 
 def _cli(*args: str, db: Path, input: str | None = None):
@@ -483,88 +399,6 @@ def _counts(db: Path) -> dict[str, int]:
         store.close()
 
 
-def _json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield prefix
-    children = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value[:2])
-        if isinstance(value, list)
-        else ()
-    )
-    for key, child in children:
-        yield from _json_paths(child, (*prefix, key))
-
-
-_RAW = "@@hostile@@"
-
-
-def _with(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    copy = json.loads(json.dumps(value))
-    target = copy
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = new
-    return copy
-
-
-FILE_VALUES: list[Any] = [
-    "\ud800",
-    "a\udfffb",
-    "\x00\x1b",
-    2**63,
-    -(2**63) - 1,
-    10**4000,
-    -1,
-    1.5,
-    True,
-    None,
-    [],
-    {},
-    [["x"]],
-    "9999-99-99",
-]
-FILE_RAW_VALUES = [
-    "9" * 5000,
-    "NaN",
-    "-Infinity",
-    "1e999",
-    _deep(100_000),
-    _deep(70),
-    '"\\udc00\\ud800"',
-]
-
-
-def hostile_files(rng: random.Random, ours: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
-    """Agent files, ours and Letta's, with hostile values in random places."""
-    bases = [("ours", ours)]
-    for path in sorted(LETTA_FILES.glob("*.af"))[:3]:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        bases.append((path.name, json.loads(raw) if isinstance(raw, str) else raw))
-    for name, base in bases:
-        places = list(_json_paths(base))
-        for place in rng.sample(places, min(8, len(places))):
-            new = rng.choice(FILE_VALUES)
-            yield (
-                f"{name} {place} = {new!r:.20}",
-                json.dumps(_with(base, place, new)).encode("utf-8", "surrogatepass"),
-            )
-            raw_value = rng.choice(FILE_RAW_VALUES)
-            text = json.dumps(_with(base, place, _RAW)).replace(json.dumps(_RAW), raw_value)
-            yield f"{name} {place} = {raw_value:.20}", text.encode()
-        full = json.dumps(base)
-        cut = rng.randrange(1, len(full))
-        yield f"{name} cut at {cut}", full[:cut].encode()
-        yield f"{name} as a string", json.dumps(json.dumps(base)).encode()
-        yield f"{name} with raw surrogate bytes", full.encode().replace(b'"', b'"\xed\xa0\x80', 3)
-    for raw_value in FILE_RAW_VALUES:
-        yield f"whole file {raw_value:.20}", raw_value.encode()
-    yield "binary", bytes(rng.randrange(256) for _ in range(4000))
-    yield "empty", b""
-
-
 def test_hostile_agent_files_import_cleanly_or_give_one_line(fake_llm, tmp_path):
     db = tmp_path / "a.db"
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
@@ -579,7 +413,11 @@ def test_hostile_agent_files_import_cleanly_or_give_one_line(fake_llm, tmp_path)
     ours = export_agent(agent.store, "sam").model_dump(mode="json")
     store = Store(db)
     problems: list[str] = []
-    for i, (what, data) in enumerate(hostile_files(random.Random(SEED), ours)):
+    bases = [("ours", ours)]
+    for path in sorted(LETTA_FILES.glob("*.af"))[:3]:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        bases.append((path.name, json.loads(raw) if isinstance(raw, str) else raw))
+    for i, (what, data) in enumerate(hostile_files(random.Random(SEED), bases)):
         path = tmp_path / f"hostile-{i}.af"
         path.write_bytes(data)
         before = _counts(db)
