@@ -14,8 +14,10 @@
    agents (one each). The endpoint echoes the last user message it sees, so a
    reply that answers another process's message is a crossed reply. Counted:
    crossed replies, messages lost or unanswered, lock errors, crashed processes.
-3. Hostile input: see `hostile_input.py` (every tool, the Python API and every
-   CLI command), run from here.
+3. Hostile input (`hostile_input.py`): every built-in tool given hostile
+   arguments, the Python API given unclean strings, every CLI command run as a
+   real process with hostile argv bytes, and hostile agent files: crashes,
+   tracebacks, unclean text stored, partial imports, rejected requests.
 
 The endpoint is `memgpt_lite.testing.FakeOpenAIServer` on 127.0.0.1.
 """
@@ -33,6 +35,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from hostile_input import run_all as hostile_runs
 
 from memgpt_lite import Agent, MemGPTError, Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
@@ -304,6 +308,8 @@ def main() -> None:
                 run["counts"],
                 f" ({run['seconds']:.1f} s)",
             )
+        for title, cases, counts in hostile_runs(args.seed, workdir):
+            total += show(f"hostile {title} ({cases} cases)", counts)
     print(f"total of all counts: {total}")
 
 

@@ -72,6 +72,10 @@ def _as_utc(value: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 
 
+def _without_old_default_timeout(llm: LLMConfig) -> LLMConfig:
+    return llm.model_copy(update={"timeout_seconds": None}) if llm.timeout_seconds == 120.0 else llm
+
+
 class FileBlock(BaseModel):
     label: str
     value: str = ""
@@ -122,7 +126,9 @@ class AgentFile(BaseModel):
     name: str
     created_at: UtcDatetime = Field(default_factory=utcnow)
     system: str
-    llm: LLMConfig
+    # Files written before the timeout became a setting hold the 120 s every
+    # agent stored then, which no user chose: dropped, as migration m007 does.
+    llm: Annotated[LLMConfig, AfterValidator(_without_old_default_timeout)]
     settings: AgentSettings = Field(default_factory=AgentSettings)
     tool_names: list[str] = Field(default_factory=list)
     blocks: list[FileBlock] = Field(default_factory=list)
@@ -425,25 +431,11 @@ def pair_tool_calls(
 # Import
 
 
-# What every agent stored as its timeout before it became a setting (migration
-# m007_timeout_default keeps its own copy: shipped migrations never change).
-OLD_DEFAULT_TIMEOUT_SECONDS = 120.0
-
-
-def _without_old_default_timeout(llm: LLMConfig) -> LLMConfig:
-    """The file's model config, without the 120 s every agent stored before the
-    timeout became a setting (as migration m007 does for databases): such an
-    agent follows $MEMGPT_LITE_TIMEOUT, config.toml or the default."""
-    if llm.timeout_seconds == OLD_DEFAULT_TIMEOUT_SECONDS:
-        return llm.model_copy(update={"timeout_seconds": None})
-    return llm.model_copy()
-
-
 def _new_state(data: AgentFile, name: str | None) -> AgentState:
     try:
         return AgentState(
             name=name or data.name,
-            llm=_without_old_default_timeout(data.llm),
+            llm=data.llm.model_copy(),
             system=data.system,
             tool_names=data.tool_names,
             summary=data.summary,

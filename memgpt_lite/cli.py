@@ -177,7 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except (click.Abort, KeyboardInterrupt, EOFError):
+    except (click.Abort, KeyboardInterrupt, EOFError) as exc:
+        if isinstance(exc, EOFError) or isinstance(exc.__context__, EOFError):
+            click.echo("Stopped: the input ended before an answer.", err=True)
+            sys.exit(1)
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     sys.exit(status if isinstance(status, int) else 0)

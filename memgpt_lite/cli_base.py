@@ -6,7 +6,9 @@ each module registers its commands on the group defined in `cli.py`.
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from .errors import MemGPTError
 from .store import Store
 from .store_connect import file_problem
 from .text import clean_text
+
+log = logging.getLogger(__name__)
 
 
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -107,6 +111,20 @@ class FriendlyGroup(click.Group):
             if problem is None:
                 raise
             raise click.ClickException(str(problem)) from None
+        except OSError as exc:
+            # A file or folder the user named that cannot be used (too long a
+            # name, no permission, ...): one line here, the traceback in the log.
+            log.debug("%s failed", ctx.info_name, exc_info=True)
+            raise click.ClickException(os_error_text(exc)) from None
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError in one line, a long file name shortened."""
+    if exc.filename is None:
+        return str(exc.strerror or exc)
+    name = os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) else str(exc.filename)
+    shown = name if len(name) <= 80 else name[:79] + "…"
+    return f"cannot use {clean_text(shown)}: {exc.strerror or exc}"
 
 
 def _db_path(ctx: click.Context) -> Path:

@@ -284,6 +284,25 @@ class CompactionReport(BaseModel):
         )
 
 
+def _compaction_cut(
+    agent: Agent, compiled: CompiledContext, pressure: int, force: bool, step_id: str | None
+) -> int:
+    """Index of the first message to keep after a compaction (see `compact`)."""
+    budget = budget_for(agent)
+    room = budget.compact_at - (compiled.fixed_tokens - compiled.summary_tokens)
+    room -= budget.summary_tokens
+    target = agent.state.settings.compaction_target
+    keep = max(0, room * target) / (2**pressure)
+    if force:  # asked for by the user: compact even when the window is far from full
+        keep = min(keep, sum(compiled.message_tokens) * target)
+    cut = choose_cut(compiled.messages, compiled.message_tokens, int(keep))
+    if force and cut == 0 and len(compiled.messages) > 1:
+        cut = choose_cut(compiled.messages, compiled.message_tokens, 0)
+    if step_id is not None:
+        cut = min(cut, _first_of_step(compiled.messages, step_id))
+    return cut
+
+
 def compact(
     agent: Agent,
     compiled: CompiledContext,
@@ -298,18 +317,7 @@ def compact(
     without asking the model (the deterministic fallback). The messages of step
     `step_id`, the one in progress, always stay: the model must still see the
     question it is answering."""
-    budget = budget_for(agent)
-    room = budget.compact_at - (compiled.fixed_tokens - compiled.summary_tokens)
-    room -= budget.summary_tokens
-    target = agent.state.settings.compaction_target
-    keep = max(0, room * target) / (2**pressure)
-    if force:  # asked for by the user: compact even when the window is far from full
-        keep = min(keep, sum(compiled.message_tokens) * target)
-    cut = choose_cut(compiled.messages, compiled.message_tokens, int(keep))
-    if force and cut == 0 and len(compiled.messages) > 1:
-        cut = choose_cut(compiled.messages, compiled.message_tokens, 0)
-    if step_id is not None:
-        cut = min(cut, _first_of_step(compiled.messages, step_id))
+    cut = _compaction_cut(agent, compiled, pressure, force, step_id)
     evicted = compiled.messages[:cut]
     before = compiled.total_tokens
     if not evicted:

@@ -207,7 +207,7 @@ class LLMClient:
     def _error(self, exc: openai.APIStatusError, config: LLMConfig, call: EndpointCall) -> LLMError:
         message = error_text(exc)
         if _is_context_length_error(exc):
-            return ContextWindowExceeded(message)
+            return ContextWindowExceeded(f"{call.name} refused the request as too long: {message}")
         if isinstance(exc, openai.AuthenticationError):
             return LLMError(f"{call.name} refused the API key: {message}")
         if isinstance(exc, openai.NotFoundError):

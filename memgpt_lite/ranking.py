@@ -17,6 +17,7 @@ budget, its newest RANK_BUDGET matches are the candidates.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
@@ -24,6 +25,29 @@ from sqlite_utils import Database
 
 RANK_BUDGET = 10_000
 _BM25_K1 = 1.2
+
+# English function words: they match nearly everything and only add noise to an
+# OR query. A query made only of them is searched as it is.
+_STOP_WORDS_TEXT = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is
+    it its itself just let me more most my myself no nor not now of off on once only or other
+    our ours ourselves out over own same she should so some such than that the their theirs
+    them themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_words(text: str) -> list[str]:
+    """The words of `text` to search for: lower-cased, each once, stop words
+    left out (unless the text holds nothing else)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return [w for w in words if w not in STOP_WORDS] or words
+
 
 Indexed = Literal["passages", "messages"]
 # BM25 column weights: a passage's text counts twice its context.

@@ -28,7 +28,8 @@ import numpy as np
 from .embeddings import EmbeddingMismatchError
 from .errors import LLMError
 from .models import AgentState, Message, Passage
-from .store import Store, fts_words
+from .ranking import fts_words
+from .store import Store
 from .store_archival import Owner, grown
 from .text import clean_text, clean_texts
 

@@ -17,7 +17,6 @@ as it is at the time of the write; `save_agent` refuses a stale copy.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,37 +38,14 @@ from .models import (
     ToolCall,
     utcnow,
 )
-from .ranking import RANK_BUDGET, Ranking
+from .ranking import RANK_BUDGET, Ranking, fts_words
 from .store_archival import ArchivalStore, day_bounds, seq_chunks, stored_time
 from .store_connect import check_schema, connect, file_errors, read_only_reason
 from .store_locks import StepLockStore
 from .text import clean_text
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
-
-
-# English function words: they match nearly everything and only add noise to an
-# OR query. A query made only of them is searched as it is.
-_STOP_WORDS_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is
-    it its itself just let me more most my myself no nor not now of off on once only or other
-    our ours ourselves out over own same she should so some such than that the their theirs
-    them themselves then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours yourself
-    yourselves s t d ll m re ve
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-
-
-def fts_words(text: str) -> list[str]:
-    """The words of `text` to search for: lower-cased, each once, stop words
-    left out (unless the text holds nothing else)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    return [w for w in words if w not in STOP_WORDS] or words
 
 
 def _tool_calls_json(message: Message) -> str | None:

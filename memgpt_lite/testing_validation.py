@@ -5,24 +5,13 @@ request OpenAI would refuse with 400."""
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from .text import loads_strict
+
 if TYPE_CHECKING:
     from .tokens import TokenCounter
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(literal: str) -> float:
-    number = float(literal)
-    if not math.isfinite(number):
-        raise ValueError(f"{literal} is out of range")
-    return number
 
 
 def parse_request_body(raw: bytes) -> Any:
@@ -30,10 +19,7 @@ def parse_request_body(raw: bytes) -> Any:
     invalid JSON or UTF-8, NaN, Infinity, an out-of-range number, and a lone
     surrogate. Python's json accepts `"\\ud800"` (and `float("nan")` as `NaN`);
     a strict parser refuses both, so the real API answers 400 and so do we."""
-    try:
-        body = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    body = loads_strict(raw)  # a JSONProblem is a ValueError
     pending = [body]
     while pending:  # no recursion: the body may be nested deeply
         value = pending.pop()

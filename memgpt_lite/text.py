@@ -86,21 +86,30 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def parse_json(text: str) -> Any:
-    """Parse JSON text strictly: the value, with its strings cleaned, or a
-    JSONProblem for invalid JSON, NaN or Infinity, a number too long or out of
-    range, or nesting deeper than MAX_JSON_DEPTH."""
+def loads_strict(text: str | bytes) -> Any:
+    """`json.loads` refusing, with a JSONProblem, what a strict parser refuses
+    and Python's accepts (NaN, Infinity, numbers out of range), and what it
+    cannot read (invalid JSON or UTF-8, thousands of digits, deep nesting).
+    Strings are returned as they are: lone surrogates included."""
     try:
-        value = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+        return json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise JSONProblem(f"not valid JSON ({exc.msg} at {where})") from None
+    except UnicodeDecodeError:
+        raise JSONProblem("not valid UTF-8") from None
     except RecursionError:
         raise JSONProblem(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except JSONProblem:
         raise
     except ValueError:  # an integer of thousands of digits
         raise JSONProblem("a number has too many digits") from None
+
+
+def parse_json(text: str) -> Any:
+    """Parse JSON text strictly (`loads_strict`): the value, with its strings
+    cleaned, or a JSONProblem, also for nesting deeper than MAX_JSON_DEPTH."""
+    value = loads_strict(text)
     if _depth(value) > MAX_JSON_DEPTH:
         raise JSONProblem(f"nested more than {MAX_JSON_DEPTH} levels deep")
     return clean_value(value)

@@ -452,9 +452,11 @@ def test_pairing_repairs_what_the_api_would_refuse():
 def test_the_old_default_timeout_in_a_file_is_not_kept(fake_llm, tmp_path):
     db = tmp_path / "a.db"
     Agent.create("sam", "gpt-4o-mini", db=db, llm_options={"timeout_seconds": 45.0})
-    data = export_agent(Store(db), "sam")
-    old = data.model_copy(update={"llm": data.llm.model_copy(update={"timeout_seconds": 120.0})})
-    kept = store_agent_file(Store(db), data, name="chosen")
-    dropped = store_agent_file(Store(db), old, name="old")
-    assert Agent.load(kept.name, db=db).state.llm.timeout_seconds == 45.0
-    assert Agent.load(dropped.name, db=db).state.llm.timeout_seconds is None
+    chosen = json.loads(export_agent(Store(db), "sam").model_dump_json())
+    old = json.loads(json.dumps(chosen))
+    old["llm"]["timeout_seconds"] = 120.0  # what every agent held before it was a setting
+    for name, data in (("chosen", chosen), ("old", old)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+        import_agent(Store(db), tmp_path / f"{name}.json", name=name)
+    assert Agent.load("chosen", db=db).state.llm.timeout_seconds == 45.0
+    assert Agent.load("old", db=db).state.llm.timeout_seconds is None

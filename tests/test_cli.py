@@ -276,3 +276,27 @@ def test_odd_names_and_limits_from_python_are_refused_cleanly(tmp_path):
         Agent.load("sam\ud800", db=tmp_path / "a.db")
     with pytest.raises(ValidationError):
         Block(label="huge", limit=2**63)
+
+
+def test_a_file_name_the_system_refuses_is_one_line(fake_llm, tmp_path):
+    db = tmp_path / "a.db"
+    run("create", "sam", "-m", "gpt-4o-mini", db=db)
+    result = run("export", "sam", "-o", "y" * 5000, db=db)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot use {'y' * 79}…: File name too long\n"
+
+
+def test_input_that_ends_at_a_prompt_is_not_an_interrupt(tmp_path):
+    db = tmp_path / "a.db"
+    run("create", "sam", "-m", "gpt-4o-mini", db=db)
+    done = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(db), "delete", "sam"],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMGPT_LITE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "Stopped: the input ended before an answer.\n"
+    assert [state.name for state, _ in Store(db).list_agents()] == ["sam"]

@@ -20,8 +20,7 @@ from sqlite_utils import Database
 from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
 from memgpt_lite.migrations import migrations
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
-from memgpt_lite.ranking import Ranking, fts_any
-from memgpt_lite.store import fts_words
+from memgpt_lite.ranking import Ranking, fts_any, fts_words
 from memgpt_lite.store_connect import file_problem
 
 
