@@ -66,7 +66,7 @@ class ChaosModel:
         if "tools" not in body:  # a summary request
             return reply(content="Summary: numbered facts were discussed.", delay=delay)
         if body["messages"][-1]["role"] != "user":
-            return say(f"Noted ({turn}).", delay=delay)
+            return reply(tool_calls=[call("send_message", message=f"Noted ({turn}).")], delay=delay)
         return reply(
             f"saving fact {turn}",
             [

@@ -515,6 +515,8 @@ class FakeOpenAIServer:
             item = self._next_scripted(body)
         except ValueError as exc:  # the responder returned garbage: say so, do not crash
             return _error_response(400, f"fake server: bad responder output: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a test's responder has a bug: say which
+            return _error_response(400, f"fake server: the responder raised {exc!r}")
         if item is None:
             return _error_response(400, "fake server: no scripted reply left")
         answer = item.item if isinstance(item, Drip) else item

@@ -176,3 +176,14 @@ def test_embeddings_take_the_misbehaviours_too(fake_llm: FakeOpenAIServer) -> No
         client.embeddings.create(model=MODEL, input="x")
     with pytest.raises(ValueError, match="not reply"):
         fake_llm.enqueue_embeddings(drip(reply("x")))
+
+
+def test_a_responder_that_raises_is_a_clear_400(fake_llm):
+    def broken(body):
+        raise KeyError("no such turn")
+
+    fake_llm.responder = broken
+    client = openai.OpenAI(base_url=fake_llm.base_url, api_key=fake_llm.api_key, max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="the responder raised KeyError"):
+        client.chat.completions.create(model=MODEL, messages=[USER])
+    assert len(fake_llm.rejections) == 1
