@@ -38,7 +38,7 @@ from typing import Any
 
 from hostile_input import run_all as hostile_runs
 
-from memgpt_lite import Agent, MemGPTError, Store
+from memgpt_lite import Agent, AgentSettings, MemGPTError, Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
 
 MODEL = "gpt-4o-mini"
@@ -46,6 +46,10 @@ SPAWN = multiprocessing.get_context("spawn")
 
 
 # ------------------------------------------------------------------ endpoints
+
+
+def endpoint(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"base_url": server.base_url, "api_key": server.api_key}
 
 
 class ChaosModel:
@@ -149,6 +153,7 @@ def missing_exchanges(store: Store, agent_id: str, texts: list[str]) -> int:
 def stepping_child(db: str, base_url: str, api_key: str, journal: str, start: int) -> None:
     """Step the agent forever, noting each message before and after its step."""
     agent = Agent.load("chaos", db=db, base_url=base_url, api_key=api_key)
+    agent.on_wait = lambda message: None  # the killed holder's lock is taken over at once
     agent.token_counter.count_text("warm up")  # loads the vocabulary before the first step
     fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     os.write(fd, f"ready {start}\n".encode())
@@ -188,7 +193,9 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     with FakeOpenAIServer() as server:
         server.responder = ChaosModel(seed)
-        Agent.create("chaos", MODEL, db=db, base_url=server.base_url, api_key=server.api_key)
+        # A small window, so the history is compacted (and killed while it is).
+        settings = AgentSettings(context_window=4096)
+        Agent.create("chaos", MODEL, db=db, settings=settings, **endpoint(server))
         kills = 0
         done: list[int] = []
         while len(done) < steps:
@@ -201,7 +208,7 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
             child.start()
             while _readies(journal) == readies and child.is_alive():
                 time.sleep(0.01)
-            time.sleep(rng.uniform(0.0, 1.0))  # then kill it at a random moment of its work
+            time.sleep(rng.uniform(0.0, 2.0))  # then kill it at a random moment of its work
             child.kill()
             child.join()
             kills += 1
@@ -213,12 +220,13 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
                 counts["lost user messages"] = missing_exchanges(
                     store, agent_id, [f"message {i}" for i in done]
                 )
-        agent = Agent.load("chaos", db=db, base_url=server.base_url, api_key=server.api_key)
+        agent = Agent.load("chaos", db=db, **endpoint(server))
         final = agent.step("are you still there?")
         counts["final step failed"] = int(not final.replies)
         counts["rejected requests"] = len(server.rejections)
         counts["step errors"] = len(errors)
-        summary = {"steps": len(done), "kills": kills, "errors": Counter(errors).most_common(3)}
+        problems = [r.error for r in server.rejections] + errors
+        summary = {"steps": len(done), "kills": kills, "problems": problems[:3]}
     return {"counts": counts, **summary}
 
 
@@ -229,6 +237,8 @@ def sending_child(
     db: str, name: str, base_url: str, api_key: str, sender: int, sends: int, results: Any
 ) -> None:
     agent = Agent.load(name, db=db, base_url=base_url, api_key=api_key)
+    waits: list[str] = []
+    agent.on_wait = waits.append  # counted, not printed
     crossed, errors = 0, Counter()
     for j in range(sends):
         text = f"sender {sender} message {j}"
@@ -238,7 +248,7 @@ def sending_child(
             errors[type(exc).__name__] += 1
             continue
         crossed += result.replies != [f"re: {text}"]
-    results.put((sender, crossed, dict(errors)))
+    results.put((sender, crossed, dict(errors), len(waits)))
 
 
 def concurrency_run(processes: int, sends: int, one_agent: bool, workdir: Path) -> dict[str, Any]:
@@ -248,7 +258,7 @@ def concurrency_run(processes: int, sends: int, one_agent: bool, workdir: Path) 
     with FakeOpenAIServer() as server:
         server.responder = echo_model
         for name in sorted(set(names)):
-            Agent.create(name, MODEL, db=db, base_url=server.base_url, api_key=server.api_key)
+            Agent.create(name, MODEL, db=db, **endpoint(server))
         results = SPAWN.Queue()
         children = [
             SPAWN.Process(
@@ -265,15 +275,17 @@ def concurrency_run(processes: int, sends: int, one_agent: bool, workdir: Path) 
         for child in children:
             child.join()
             counts["crashed processes"] += child.exitcode != 0
-        for _, crossed, errors in reports:
+        waits = 0
+        for _, crossed, errors, waited in reports:
             counts["crossed replies"] += crossed
             counts["lock errors"] += sum(errors.values())
+            waits += waited
         with Store(db) as store:
             for k, name in enumerate(names):
                 texts = [f"sender {k} message {j}" for j in range(sends)]
                 counts["lost messages"] += missing_exchanges(store, store.get_agent(name).id, texts)
         counts["rejected requests"] = len(server.rejections)
-    return {"counts": counts, "seconds": seconds}
+    return {"counts": counts, "seconds": seconds, "waits": waits}
 
 
 # ------------------------------------------------------------------- report
@@ -300,13 +312,15 @@ def main() -> None:
             f"SIGKILL: {chaos['steps']} steps completed, {chaos['kills']} kills",
             chaos["counts"],
         )
+        for problem in chaos["problems"]:
+            print(f"  {problem}")
         for one_agent in (True, False):
             run = concurrency_run(args.processes, args.sends, one_agent, workdir)
             agents = "one agent" if one_agent else f"{args.processes} agents"
             total += show(
                 f"{args.processes} processes x {args.sends} sends, {agents}",
                 run["counts"],
-                f" ({run['seconds']:.1f} s)",
+                f" ({run['seconds']:.1f} s; steps that waited for another: {run['waits']})",
             )
         for title, cases, counts in hostile_runs(args.seed, workdir):
             total += show(f"hostile {title} ({cases} cases)", counts)

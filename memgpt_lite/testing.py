@@ -252,6 +252,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             length, self.close_connection = 0, True
         raw = self.rfile.read(length) if length > 0 else b""
+        if len(raw) < length:
+            # The client went away mid-request (killed, say): nothing to
+            # answer, and nothing it sent was a request to judge.
+            self.close_connection = True
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake = self.server.fake
         response = fake._respond(method, self.path.split("?", 1)[0], headers, raw)

@@ -187,3 +187,18 @@ def test_a_responder_that_raises_is_a_clear_400(fake_llm):
     with pytest.raises(openai.BadRequestError, match="the responder raised KeyError"):
         client.chat.completions.create(model=MODEL, messages=[USER])
     assert len(fake_llm.rejections) == 1
+
+
+def test_a_client_gone_mid_request_is_not_a_rejection(fake_llm):
+    import socket
+
+    host, port = fake_llm.base_url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n"
+            + f"Authorization: Bearer {fake_llm.api_key}\r\n\r\n".encode()
+            + b'{"model": "gpt-4o-mini", "mess'
+        )
+        sock.shutdown(socket.SHUT_WR)
+        assert sock.recv(100) == b""  # closed without an answer
+    assert fake_llm.rejections == [] and fake_llm.requests == []
