@@ -39,7 +39,7 @@ from typing import Any
 from hostile_input import run_all as hostile_runs
 
 from memgpt_lite import Agent, AgentSettings, MemGPTError, Store
-from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
+from memgpt_lite.testing import FakeOpenAIServer, call, reply
 
 MODEL = "gpt-4o-mini"
 SPAWN = multiprocessing.get_context("spawn")
@@ -95,7 +95,8 @@ def echo_model(body: dict[str, Any]) -> Any:
     if "tools" not in body:
         return reply(content="Summary: the senders sent numbered messages.")
     users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-    return say(f"re: {users[-1] if users else ''}")
+    answer = call("send_message", message=f"re: {users[-1] if users else ''}")
+    return reply(tool_calls=[answer], delay=0.01)  # a moment for another step to wait
 
 
 # -------------------------------------------------------------------- checks
@@ -234,12 +235,14 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
 
 
 def sending_child(
-    db: str, name: str, base_url: str, api_key: str, sender: int, sends: int, results: Any
+    db: str, name: str, endpoint: dict[str, str], sender: int, sends: int, start: Any, results: Any
 ) -> None:
-    agent = Agent.load(name, db=db, base_url=base_url, api_key=api_key)
+    agent = Agent.load(name, db=db, **endpoint)
+    agent.token_counter.count_text("warm up")  # loads the vocabulary before the first step
     waits: list[str] = []
     agent.on_wait = waits.append  # counted, not printed
     crossed, errors = 0, Counter()
+    start.wait()  # every sender starts at once
     for j in range(sends):
         text = f"sender {sender} message {j}"
         try:
@@ -259,11 +262,11 @@ def concurrency_run(processes: int, sends: int, one_agent: bool, workdir: Path) 
         server.responder = echo_model
         for name in sorted(set(names)):
             Agent.create(name, MODEL, db=db, **endpoint(server))
-        results = SPAWN.Queue()
+        results, start = SPAWN.Queue(), SPAWN.Barrier(processes)
         children = [
             SPAWN.Process(
                 target=sending_child,
-                args=(str(db), names[k], server.base_url, server.api_key, k, sends, results),
+                args=(str(db), names[k], endpoint(server), k, sends, start, results),
             )
             for k in range(processes)
         ]

@@ -1,8 +1,10 @@
 """The agent: state in the store, memory in the system message, and the loop.
 
-`Agent.step` is the whole loop. Its invariant, kept in `_answer_tool_calls`
+`Agent.step` is the whole loop. Its invariant, kept in `_handle_completion`
 alone: every tool call in a model response gets exactly one tool result,
-stored in the same transaction as the response, whatever goes wrong.
+stored in the same transaction as the response, whatever goes wrong. A step
+that fails before the model answered leaves the user's message unanswered
+(see `context.unanswered`), never half an exchange.
 """
 
 from __future__ import annotations
