@@ -23,6 +23,7 @@ import errno
 import math
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ DEFAULT_SOURCE = "default"
 # reasoning models can take minutes to answer, and nothing arrives before the
 # whole answer is ready.
 DEFAULT_TIMEOUT_SECONDS = 300.0
+DEFAULTS: dict[str, SettingValue] = {"timeout": DEFAULT_TIMEOUT_SECONDS}
 
 SettingValue = str | int | float | None
 
@@ -183,13 +185,8 @@ def check_timeout(value: object, source: str) -> float:
 def configured_timeout() -> ConfigValue:
     """The request timeout from $MEMGPT_LITE_TIMEOUT, else config.toml, else the
     default, with its source: what an agent without its own uses."""
-    if (from_env := _from_env("timeout")) is not None:
-        return ConfigValue(value=from_env, source=f"${ENV_VARS['timeout']}")
     path = config_path()
-    from_file = load_file_config(path).timeout
-    if from_file is not None:
-        return ConfigValue(value=from_file, source=str(path))
-    return ConfigValue(value=DEFAULT_TIMEOUT_SECONDS, source=DEFAULT_SOURCE)
+    return _setting("timeout", None, path, lambda: load_file_config(path))
 
 
 def _from_env(key: str) -> SettingValue:
@@ -210,6 +207,20 @@ def _from_env(key: str) -> SettingValue:
     return tokens
 
 
+def _setting(
+    key: str, flag: SettingValue, path: Path, from_file: Callable[[], FileConfig]
+) -> ConfigValue:
+    """One setting: `flag` (None: not given), else the environment, else the
+    config file at `path` (read by `from_file` only if needed), else the default."""
+    if flag is not None:
+        return ConfigValue(value=flag, source="--" + key.replace("_", "-"))
+    if (from_env := _from_env(key)) is not None:
+        return ConfigValue(value=from_env, source=f"${ENV_VARS[key]}")
+    if (in_file := getattr(from_file(), key)) is not None:
+        return ConfigValue(value=in_file, source=str(path))
+    return ConfigValue(value=DEFAULTS.get(key), source=DEFAULT_SOURCE)
+
+
 def effective_config(
     flags: dict[str, SettingValue] | None = None, path: Path | None = None
 ) -> EffectiveConfig:
@@ -218,15 +229,5 @@ def effective_config(
     flags = flags or {}
     path = path or config_path()
     from_file = load_file_config(path)
-    resolved: dict[str, ConfigValue] = {}
-    for key, variable in ENV_VARS.items():
-        if flags.get(key) is not None:
-            resolved[key] = ConfigValue(value=flags[key], source="--" + key.replace("_", "-"))
-        elif (from_env := _from_env(key)) is not None:
-            resolved[key] = ConfigValue(value=from_env, source=f"${variable}")
-        elif getattr(from_file, key) is not None:
-            resolved[key] = ConfigValue(value=getattr(from_file, key), source=str(path))
-        else:
-            default = DEFAULT_TIMEOUT_SECONDS if key == "timeout" else None
-            resolved[key] = ConfigValue(value=default, source=DEFAULT_SOURCE)
+    resolved = {key: _setting(key, flags.get(key), path, lambda: from_file) for key in ENV_VARS}
     return EffectiveConfig(path=path, **resolved)
