@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING
 
 from .context import unanswered
 from .errors import ConfigError
-from .models import Message, StepResult, ToolCall
-from .text import JSONProblem, clean_text, parse_arguments
+from .models import Message, StepResult
+from .text import clean_text
 
 if TYPE_CHECKING:
     from .agent import Agent
 
-SEND_MESSAGE = "send_message"
 _FOLDED = "older messages are folded into the summary and cannot be edited"
 
 
@@ -120,17 +119,6 @@ def rethink(agent: Agent, text: str) -> Message:
     return _edit_last(agent, text, "inner thought", _with_thought)
 
 
-def _send_message_arguments(call: ToolCall) -> dict[str, object] | None:
-    """The parsed arguments of a send_message call that carries a message."""
-    if call.name != SEND_MESSAGE:
-        return None
-    try:
-        arguments = parse_arguments(call.arguments)
-    except JSONProblem:
-        return None
-    return arguments if isinstance(arguments.get("message"), str) else None
-
-
 def _with_reply(message: Message, text: str) -> Message | None:
     if message.role != "assistant":
         return None
@@ -138,7 +126,7 @@ def _with_reply(message: Message, text: str) -> Message | None:
         return message.model_copy(update={"content": text}) if message.content else None
     # With several replies in one response, the last is the one the user saw last.
     for i, call in reversed(list(enumerate(message.tool_calls))):
-        arguments = _send_message_arguments(call)
+        arguments = call.send_message_arguments()
         if arguments is None:
             continue
         new_call = call.model_copy(update={"arguments": json.dumps({**arguments, "message": text})})

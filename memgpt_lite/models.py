@@ -61,6 +61,9 @@ class Block(BaseModel):
         return self
 
 
+SEND_MESSAGE = "send_message"  # the tool whose message the user sees
+
+
 class ToolCall(BaseModel):
     """One function call requested by the model. `arguments` is the raw JSON text,
     kept as sent: it may not even be valid JSON."""
@@ -75,6 +78,22 @@ class ToolCall(BaseModel):
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+    def send_message_arguments(self) -> dict[str, Any] | None:
+        """The parsed arguments of a send_message call that carries a message
+        (a string), else None: any other call, or arguments a model garbled."""
+        if self.name != SEND_MESSAGE:
+            return None
+        try:
+            arguments = parse_arguments(self.arguments)
+        except JSONProblem:
+            return None
+        return arguments if isinstance(arguments.get("message"), str) else None
+
+    def sent_message(self) -> str | None:
+        """The message of a send_message call, if it carries one."""
+        arguments = self.send_message_arguments()
+        return None if arguments is None else arguments["message"]
 
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -110,19 +129,8 @@ class Message(BaseModel):
             return self.content
         if self.role != "assistant":
             return None
-        parts = [self.content or ""]
-        for call in self.tool_calls:
-            if call.name == "send_message":
-                parts.append(_message_argument(call.arguments))
+        parts = [self.content or "", *(call.sent_message() or "" for call in self.tool_calls)]
         return "\n".join(p for p in parts if p) or None
-
-
-def _message_argument(arguments: str) -> str:
-    try:
-        message = parse_arguments(arguments).get("message")
-    except JSONProblem:
-        return ""
-    return message if isinstance(message, str) else ""
 
 
 class Passage(BaseModel):

@@ -29,10 +29,10 @@ from rich.text import Text
 from .agent import Agent
 from .config import ensure_folder, home_dir
 from .errors import ConfigError, MemGPTError
-from .history import SEND_MESSAGE, unanswered_note
+from .history import unanswered_note
 from .models import Message, StepResult, ToolResult
 from .repl_commands import COMMANDS, run_command
-from .text import JSONProblem, parse_arguments, parse_json
+from .text import JSONProblem, parse_json
 
 PROMPT = "you> "
 CONTINUATION_PROMPT = "...> "
@@ -165,13 +165,7 @@ def _pretty_arguments(arguments: str) -> str:
 
 def sent_text(result: ToolResult) -> str | None:
     """The message a successful send_message call delivered."""
-    if result.call.name != SEND_MESSAGE or not result.ok:
-        return None
-    try:
-        message = parse_arguments(result.call.arguments).get("message")
-    except JSONProblem:
-        return None
-    return message if isinstance(message, str) else None
+    return result.call.sent_message() if result.ok else None
 
 
 class ChatSession:
