@@ -251,7 +251,7 @@ def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
     (a call to the endpoint or the local model: nothing is written)."""
     if agent.embedder is None:
         return None
-    vectors = agent.embedder.embed([clean_text(text) for text in texts])
+    vectors = agent.embedder.embed(list(texts))  # clean: passages, messages, cleaned queries
     check_embedder(agent)
     return vectors
 
