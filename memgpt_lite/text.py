@@ -16,6 +16,7 @@ model can act on, instead of a RecursionError or ValueError from deep inside.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
@@ -91,6 +92,11 @@ def loads_strict(text: str | bytes) -> Any:
     and Python's accepts (NaN, Infinity, numbers out of range), and what it
     cannot read (invalid JSON or UTF-8, thousands of digits, deep nesting).
     Strings are returned as they are: lone surrogates included."""
+    # No garbage collection during the parse: one triggered while deep
+    # nesting has the parser near the recursion limit would run other objects'
+    # finalizers there, and they would fail with a RecursionError of their own.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -104,6 +110,9 @@ def loads_strict(text: str | bytes) -> Any:
         raise
     except ValueError:  # an integer of thousands of digits
         raise JSONProblem("a number has too many digits") from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def parse_json(text: str) -> Any:
