@@ -236,7 +236,7 @@ def timed_searches(agent, queries: list[str], embedder: StubEmbedder | None) -> 
 def lexical_agreement(agent, queries: list[str]) -> dict:
     """How often the budgeted ranking is proven exact (top 5), and how many of
     the exhaustive ranking's top 5 scores it returns, on a subset of queries."""
-    from memgpt_lite.store import fts_words
+    from memgpt_lite.storage.sqlite.store import fts_words
 
     agent_id = agent.state.id
     proven = [
@@ -268,7 +268,7 @@ def nearest_recall(index, embedder: StubEmbedder, queries: list[str]) -> float:
 
 def worker(size: int, query_count: int, tmpdir: str | None) -> dict:
     from memgpt_lite import Agent
-    from memgpt_lite.search import backfill, store_vectors
+    from memgpt_lite.memory.search import backfill, store_vectors
 
     corpus = Corpus(size)
     query_rng = np.random.default_rng(SEED + 1)

@@ -33,7 +33,7 @@ EXHAUSTIVE_QUERIES = 40  # every match scored: slow at 1M, so a subset
 def worker(size: int, query_count: int) -> dict:
     from memgpt_lite import Agent
     from memgpt_lite.models import Message
-    from memgpt_lite.store import fts_words
+    from memgpt_lite.storage.sqlite.store import fts_words
 
     corpus = Corpus(size)
     rng, query_rng = np.random.default_rng(SEED), np.random.default_rng(SEED + 1)

@@ -33,17 +33,17 @@ import click
 from pydantic import ValidationError
 
 from memgpt_lite import Agent, MemGPTError, Store
-from memgpt_lite.agentfile import export_agent, import_agent
-from memgpt_lite.builtin_tools import BUILTIN_TOOLS
-from memgpt_lite.cli import cli
-from memgpt_lite.search import search_messages
+from memgpt_lite.agentfile.native import export_agent, import_agent
+from memgpt_lite.cli.main import cli
+from memgpt_lite.memory.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call_raw, reply, say
-from memgpt_lite.testing_hostile import (
+from memgpt_lite.testing.hostile import (
     ARGV_BYTES,
     BUILTIN_ARGUMENTS,
     hostile_arguments,
     hostile_files,
 )
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
 UNCLEAN = "x\ud800y\udcff"  # what Python code and JSON escapes can hand us
 ARGV_TOKENS = [ARGV_BYTES, b"", b"x" * 100_000, b"-1", b"\xff\xfe@"]

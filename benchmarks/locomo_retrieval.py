@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memgpt_lite import Agent, ConfigError, Passage
-from memgpt_lite.embeddings import make_embedder
+from memgpt_lite.embeddings.embedder import make_embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10)

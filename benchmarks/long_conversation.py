@@ -23,8 +23,8 @@ from pathlib import Path
 from fake_endpoint import fake_endpoint
 
 from memgpt_lite import Agent, AgentSettings
-from memgpt_lite.builtin_tools import BUILTIN_TOOLS
-from memgpt_lite.tools import ToolContext
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import ToolContext
 
 TOPICS = [
     "gardening",

@@ -19,7 +19,7 @@
    real process with hostile argv bytes, and hostile agent files: crashes,
    tracebacks, unclean text stored, partial imports, rejected requests.
 
-The endpoint is `memgpt_lite.testing.FakeOpenAIServer` on 127.0.0.1.
+The endpoint is `memgpt_lite.testing.server.FakeOpenAIServer` on 127.0.0.1.
 """
 
 from __future__ import annotations

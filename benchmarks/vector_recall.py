@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from memgpt_lite import ConfigError
-from memgpt_lite.embeddings import make_embedder
+from memgpt_lite.embeddings.embedder import make_embedder
+from memgpt_lite.memory.search import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
-from memgpt_lite.search import VectorIndex
-from memgpt_lite.store import Store
+from memgpt_lite.storage.sqlite.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo_retrieval import turns_of  # noqa: E402 (a sibling script, not a package)

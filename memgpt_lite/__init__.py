@@ -17,8 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .agent import Agent, default_blocks
-    from .errors import (
+    from memgpt_lite.agent import Agent, default_blocks
+    from memgpt_lite.errors import (
         AlreadyExistsError,
         BusyError,
         ConfigError,
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
         ReadOnlyError,
         StoreError,
     )
-    from .models import AgentSettings, AgentState, Block, Message, Passage, StepResult
-    from .store import Store
-    from .tools import Tool, ToolContext, tool
+    from memgpt_lite.models import AgentSettings, AgentState, Block, Message, Passage, StepResult
+    from memgpt_lite.storage.sqlite.store import Store
+    from memgpt_lite.tools.schema import Tool, ToolContext, tool
 
 # Each public name and the module that defines it.
 _EXPORTS = {
@@ -58,10 +58,10 @@ _EXPORTS = {
     "Message": "models",
     "Passage": "models",
     "StepResult": "models",
-    "Store": "store",
-    "Tool": "tools",
-    "ToolContext": "tools",
-    "tool": "tools",
+    "Store": "storage.sqlite.store",
+    "Tool": "tools.schema",
+    "ToolContext": "tools.schema",
+    "tool": "tools.schema",
 }
 __all__ = [
     "Agent",

@@ -9,7 +9,7 @@ import sys
 
 def main() -> None:
     try:
-        from .cli import main as run_cli
+        from memgpt_lite.cli.main import main as run_cli
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         sys.exit(130)

@@ -17,11 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import history
-from .archival import ArchivalMemory
-from .builtin_tools import BUILTIN_TOOLS
-from .config import check_timeout, default_db_path
-from .context import (
+from memgpt_lite.config import check_timeout, default_db_path
+from memgpt_lite.embeddings.embedder import Embedder, make_embedder
+from memgpt_lite.errors import ConfigError, ContextFullError, ModelRetry
+from memgpt_lite.llm.endpoint import check_base_url
+from memgpt_lite.llm.openai_chat import Completion, LLMClient, resolve_timeout
+from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
+from memgpt_lite.loop.window import (
     CompactionReport,
     ContextOverview,
     call_model,
@@ -31,12 +34,11 @@ from .context import (
     overview,
     unanswered,
 )
-from .embeddings import Embedder, make_embedder
-from .endpoint import check_base_url
-from .errors import ConfigError, ContextFullError, ModelRetry
-from .llm import Completion, LLMClient, resolve_timeout
-from .memory import load_prompt, set_block_value
-from .models import (
+from memgpt_lite.memory import history
+from memgpt_lite.memory.archival import ArchivalMemory
+from memgpt_lite.memory.core import load_prompt, set_block_value
+from memgpt_lite.memory.search import VectorIndex, check_embedder
+from memgpt_lite.models import (
     AgentSettings,
     AgentState,
     Block,
@@ -48,12 +50,10 @@ from .models import (
     ToolResult,
     new_id,
 )
-from .search import VectorIndex, check_embedder
-from .steplock import OnWait, StepLock, lease_seconds
-from .store import Store
-from .store_archival import Owner
-from .tokens import TokenCounter
-from .tools import Tool, ToolContext, ToolOutcome, as_tool
+from memgpt_lite.storage.sqlite.archival import Owner
+from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome, as_tool
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError
+from memgpt_lite.errors import ConfigError
 
 DB_FILENAME = "memgpt_lite.db"
 CONFIG_FILENAME = "config.toml"

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
+from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000

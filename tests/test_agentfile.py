@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from memgpt_lite import AgentSettings, AlreadyExistsError, Block, tool
 from memgpt_lite.agent import Agent
-from memgpt_lite.agentfile import (
+from memgpt_lite.agentfile.native import (
     MISSING_RESULT,
     FileMessage,
     export_agent,
@@ -23,13 +23,13 @@ from memgpt_lite.agentfile import (
     store_agent_file,
     write_agent_file,
 )
-from memgpt_lite.cli import cli
-from memgpt_lite.context import compile_context
+from memgpt_lite.cli.main import cli
+from memgpt_lite.loop.window import compile_context
+from memgpt_lite.memory.search import search_messages
 from memgpt_lite.models import ToolCall
-from memgpt_lite.search import search_messages
-from memgpt_lite.store import Store
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
-from memgpt_lite.testing_embeddings import fake_embedding
+from memgpt_lite.testing.embeddings import fake_embedding
 
 EMBEDDER = "endpoint:text-embedding-3-small"
 

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from memgpt_lite import tool
 from memgpt_lite.agent import Agent
-from memgpt_lite.agentfile import MISSING_RESULT, AgentFileError, import_agent
-from memgpt_lite.cli import cli
-from memgpt_lite.store import Store
+from memgpt_lite.agentfile.native import MISSING_RESULT, AgentFileError, import_agent
+from memgpt_lite.cli.main import cli
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 
 

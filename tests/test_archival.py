@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
-from memgpt_lite.archival import chunk_text
-from memgpt_lite.cli import cli
-from memgpt_lite.embeddings import EmbeddingMismatchError, EndpointEmbedder, make_embedder
-from memgpt_lite.search import combine
+from memgpt_lite.cli.main import cli
+from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, EndpointEmbedder, make_embedder
+from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.memory.archival import chunk_text
+from memgpt_lite.memory.search import combine
 from memgpt_lite.testing import call, drop, error, reply, say
-from memgpt_lite.tokens import TokenCounter
 
 
 class SynonymEmbedder:

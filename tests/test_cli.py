@@ -12,8 +12,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from memgpt_lite.cli import cli
-from memgpt_lite.store import Store
+from memgpt_lite.cli.main import cli
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, error, reply, say
 
 
@@ -169,12 +169,13 @@ def test_the_package_exports_load_on_first_use():
 def test_log_records_are_one_line_on_the_terminal_and_whole_in_the_log_file(tmp_path):
     script = (
         "import logging\n"
-        "from memgpt_lite.cli_logging import configure_logging\n"
+        "from memgpt_lite.cli.log import configure_logging\n"
         "configure_logging()\n"
         "try:\n"
         "    raise ValueError('boom')\n"
         "except ValueError as exc:\n"
-        "    logging.getLogger('memgpt_lite.tools').exception('tool lookup raised %r', exc)\n"
+        "    logging.getLogger('memgpt_lite.tools.schema')"
+        ".exception('tool lookup raised %r', exc)\n"
     )
     home = tmp_path / "home"
     env = {**os.environ, "MEMGPT_LITE_HOME": str(home)}
@@ -200,7 +201,7 @@ def test_a_failing_tool_is_logged_with_its_traceback(fake_llm, tmp_path, caplog)
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[lookup])
     fake_llm.enqueue(reply(tool_calls=[call("lookup", topic="bees")]), say("sorry"))
     agent.step("bees?")
-    record = next(r for r in caplog.records if r.name == "memgpt_lite.tools")
+    record = next(r for r in caplog.records if r.name == "memgpt_lite.tools.schema")
     assert record.getMessage() == "tool lookup raised ValueError: no notes on bees"
     assert record.exc_info is not None
 

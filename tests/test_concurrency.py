@@ -21,7 +21,7 @@ import pytest
 
 from memgpt_lite import Agent, ConfigError, Message, Store
 from memgpt_lite.errors import ConflictError
-from memgpt_lite.store_locks import StepLockHolder
+from memgpt_lite.storage.sqlite.locks import StepLockHolder
 from memgpt_lite.testing import Reply, call, reply
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and /proc")
@@ -57,7 +57,7 @@ SENDERS = textwrap.dedent(
     """
     import os, sys, traceback
     from memgpt_lite import Agent
-    from memgpt_lite.tokens import TokenCounter
+    from memgpt_lite.llm.tokens import TokenCounter
 
     db, name, senders, sends = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     TokenCounter("gpt-4o-mini").count_text("loaded once, before the fork")

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError
-from memgpt_lite.cli import cli
+from memgpt_lite.cli.main import cli
 from memgpt_lite.config import config_path, effective_config, load_file_config
-from memgpt_lite.store import Store
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 
 UNREACHABLE = "http://127.0.0.1:9/v1"

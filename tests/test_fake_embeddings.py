@@ -10,6 +10,7 @@ import numpy as np
 import openai
 import pytest
 
+from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.testing import (
     FakeOpenAIServer,
     cosine,
@@ -18,8 +19,7 @@ from memgpt_lite.testing import (
     fake_embedding,
     reply,
 )
-from memgpt_lite.testing_embeddings import words
-from memgpt_lite.tokens import TokenCounter
+from memgpt_lite.testing.embeddings import words
 
 MODEL = "text-embedding-3-small"
 INVALID_INPUT = (

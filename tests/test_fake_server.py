@@ -15,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 
+from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.testing import (
     FakeOpenAIServer,
     RecordedRequest,
@@ -24,7 +25,6 @@ from memgpt_lite.testing import (
     error,
     reply,
 )
-from memgpt_lite.tokens import TokenCounter
 
 MODEL = "gpt-4o-mini"
 USER = {"role": "user", "content": "hello"}

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from memgpt_lite import Agent, ConfigError, LLMError, Message, NotFoundError
-from memgpt_lite.history import unanswered_note
-from memgpt_lite.search import search_messages
+from memgpt_lite.memory.history import unanswered_note
+from memgpt_lite.memory.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 

@@ -23,14 +23,13 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from memgpt_lite import Agent, ConfigError, tool
-from memgpt_lite.agentfile import export_agent, import_agent, write_agent_file
-from memgpt_lite.builtin_tools import BUILTIN_TOOLS
-from memgpt_lite.cli import cli
+from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
+from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.search import search_messages
-from memgpt_lite.store import Store
+from memgpt_lite.memory.search import search_messages
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, call_raw, reply, say
-from memgpt_lite.testing_hostile import (
+from memgpt_lite.testing.hostile import (
     ARGV_BYTES,
     ARGV_TEXT,
     BUILTIN_ARGUMENTS,
@@ -38,7 +37,8 @@ from memgpt_lite.testing_hostile import (
     hostile_arguments,
     hostile_files,
 )
-from memgpt_lite.tools import ToolContext
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import ToolContext
 
 SEED = 11
 PLAN_TRIP = {"city": "Oslo", "days": 2, "budget": 10.5, "tags": ["x"], "start": "2030-05-01"}

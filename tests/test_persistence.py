@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message, Store
-from memgpt_lite.context import add_pressure_alert, compile_context
 from memgpt_lite.errors import ConflictError
+from memgpt_lite.loop.window import add_pressure_alert, compile_context
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, reply, say
 
 

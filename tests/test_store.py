@@ -18,10 +18,10 @@ import pytest
 from sqlite_utils import Database
 
 from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
-from memgpt_lite.migrations import migrations
+from memgpt_lite.memory.ranking import Ranking, fts_any, fts_words
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
-from memgpt_lite.ranking import Ranking, fts_any, fts_words
-from memgpt_lite.store_connect import file_problem
+from memgpt_lite.storage.sqlite.connect import file_problem
+from memgpt_lite.storage.sqlite.migrations import migrations
 
 
 def new_agent(store: Store, name: str = "sam") -> AgentState:
@@ -532,7 +532,7 @@ def without_root_powers() -> None:
 CLI_RUNS = """
 import json, sys
 from click.testing import CliRunner
-from memgpt_lite.cli import cli
+from memgpt_lite.cli.main import cli
 results = []
 for args in json.loads(sys.argv[1]):
     result = CliRunner().invoke(cli, args)

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError, LLMError
-from memgpt_lite.cli import cli
+from memgpt_lite.cli.main import cli
 from memgpt_lite.config import config_path
-from memgpt_lite.llm import LLMClient
+from memgpt_lite.llm.openai_chat import LLMClient
 from memgpt_lite.models import LLMConfig
-from memgpt_lite.store import Store
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, hang, say
 
 

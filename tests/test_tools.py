@@ -8,9 +8,9 @@ import pytest
 from pydantic import Field
 
 from memgpt_lite import ConfigError, ToolContext, tool
-from memgpt_lite.builtin_tools import BUILTIN_TOOLS
-from memgpt_lite.tokens import TokenCounter, encoding_name
-from memgpt_lite.tools import parse_docstring
+from memgpt_lite.llm.tokens import TokenCounter, encoding_name
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import parse_docstring
 
 
 def test_schema_from_signature_hints_and_docstring():

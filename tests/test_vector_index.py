@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memgpt_lite import search
+from memgpt_lite.memory import search
+from memgpt_lite.memory.search import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
-from memgpt_lite.search import VectorIndex
-from memgpt_lite.store import Store
+from memgpt_lite.storage.sqlite.store import Store
 
 DIMENSION = 64
 

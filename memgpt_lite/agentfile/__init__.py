@@ -1,0 +1,1 @@
+"""Agent files: our own export format, and Letta's .af files."""

@@ -1,0 +1,409 @@
+"""Letta agent files (`.af`), converted to our `AgentFile` so a Letta user can
+bring their agents over.
+
+Two layouts are read. The current one holds `agents`, with `blocks` and `tools`
+at the top level, referenced by each agent's `block_ids` and `tool_ids`, and
+the context window as `in_context_message_ids`. The older one is a single
+agent at the top level with `core_memory`, `tools` and
+`in_context_message_indices`. Fields we do not use are ignored; what we need is
+checked.
+
+How things map:
+
+- Letta's system messages (its compiled prompt) are left out: ours is built on
+  every call. User messages wrapped as `{"type": "user_message", ...}` are
+  unwrapped. Content parts give their text; an assistant's reasoning parts, or
+  `inner_thoughts` inside tool arguments, become its inner thoughts.
+- Tool returns (role `tool`, or several in `tool_returns`) answer their calls;
+  a call with no return gets an error result, so the window never holds an
+  unanswered `tool_call_id`.
+- The window starts at the first message Letta had in context.
+- Letta's own tools (send_message, core memory, recall and archival tools,
+  and any tool of a `letta_*` type) are left to our built-ins; other tools
+  are kept as custom tool names, to be passed to `Agent.load`.
+- Tool environment variables (secrets) are never read. Passages are imported
+  if the file carries them (`passages`); Letta exports usually do not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+
+from memgpt_lite.agentfile.native import (
+    AgentFile,
+    AgentFileError,
+    FileBlock,
+    FileMessage,
+    FilePassage,
+    validation_problems,
+)
+from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+from memgpt_lite.memory.core import load_prompt
+from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentSettings, LLMConfig, ToolCall, utcnow
+from memgpt_lite.text import JSONProblem, parse_json
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import TOOL_NAME_PATTERN
+
+# Letta's base tools: ours do the same jobs, under MemGPT's names where they match.
+LETTA_BASE_TOOLS = frozenset(
+    {
+        "send_message",
+        "conversation_search",
+        "conversation_search_date",
+        "archival_memory_insert",
+        "archival_memory_search",
+        "core_memory_append",
+        "core_memory_replace",
+        "memory",
+        "memory_insert",
+        "memory_replace",
+        "memory_rethink",
+        "memory_finish_edits",
+        "rethink_memory",
+        "finish_rethinking_memory",
+        "send_message_to_agent_and_wait_for_reply",
+        "send_message_to_agent_async",
+        "send_message_to_agents_matching_tags",
+        "web_search",
+        "run_code",
+        "fetch_webpage",
+        "open_files",
+        "grep_files",
+        "semantic_search_files",
+    }
+)
+# Endpoint types whose `model_endpoint` speaks the chat completions API.
+OPENAI_COMPATIBLE = frozenset(
+    {"openai", "ollama", "vllm", "lmstudio-openai", "groq", "together", "deepseek", "xai"}
+)
+
+
+def _none_as_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+T = TypeVar("T")
+# Letta writes null for many empty lists.
+ListOrNull = Annotated[list[T], BeforeValidator(_none_as_empty)]
+
+
+class LettaFunction(BaseModel):
+    name: str = Field(min_length=1)
+    arguments: str | dict[str, Any] = "{}"
+
+
+class LettaToolCall(BaseModel):
+    id: str = Field(min_length=1)
+    function: LettaFunction
+
+
+class LettaToolReturn(BaseModel):
+    tool_call_id: str | None = None
+    func_response: str | None = None
+
+
+class LettaMessage(BaseModel):
+    id: str | None = None
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+    text: str | None = None  # before content parts
+    name: str | None = None
+    tool_calls: ListOrNull[LettaToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_returns: ListOrNull[LettaToolReturn] = Field(default_factory=list)
+    step_id: str | None = None
+    created_at: datetime | None = None
+
+
+class LettaBlock(BaseModel):
+    id: str | None = None
+    label: str
+    value: str = ""
+    limit: int | None = None
+    description: str | None = None
+    read_only: bool | None = False
+
+
+class LettaLLMConfig(BaseModel):
+    model: str = Field(min_length=1)
+    model_endpoint_type: str | None = None
+    model_endpoint: str | None = None
+    context_window: int | None = None
+    temperature: float | None = None
+
+
+class LettaTool(BaseModel):
+    id: str | None = None
+    name: str
+    tool_type: str | None = None
+
+
+class LettaPassage(BaseModel):
+    text: str
+    tags: ListOrNull[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+
+
+class LettaAgent(BaseModel):
+    id: str | None = None
+    name: str
+    system: str | None = None
+    llm_config: LettaLLMConfig
+    created_at: datetime | None = None
+    core_memory: ListOrNull[LettaBlock] = Field(default_factory=list)
+    memory_blocks: ListOrNull[LettaBlock] = Field(default_factory=list)
+    block_ids: ListOrNull[str] = Field(default_factory=list)
+    tools: ListOrNull[LettaTool | str] = Field(default_factory=list)
+    tool_ids: ListOrNull[str] = Field(default_factory=list)
+    messages: ListOrNull[LettaMessage] = Field(default_factory=list)
+    in_context_message_ids: list[str] | None = None
+    message_ids: list[str] | None = None
+    in_context_message_indices: list[int] | None = None
+    passages: ListOrNull[LettaPassage] = Field(default_factory=list)
+
+
+class LettaFile(BaseModel):
+    agents: list[LettaAgent] = Field(min_length=1)
+    blocks: ListOrNull[LettaBlock] = Field(default_factory=list)
+    tools: ListOrNull[LettaTool] = Field(default_factory=list)
+
+
+def is_letta_file(raw: dict[str, Any]) -> bool:
+    if isinstance(raw.get("agents"), list):
+        return True
+    return "llm_config" in raw and ("core_memory" in raw or "messages" in raw)
+
+
+def letta_to_agent_file(
+    raw: dict[str, Any], source: str, pick: str | None = None
+) -> tuple[AgentFile, list[str]]:
+    """Our `AgentFile` for one agent of a Letta file, and notes on what changed."""
+    if "agents" not in raw:  # the older layout: one agent at the top level
+        raw = {"agents": [raw]}
+    try:
+        letta = LettaFile.model_validate(raw)
+    except ValidationError as exc:
+        raise AgentFileError(
+            f"{source} is not a valid Letta agent file: {validation_problems(exc)}"
+        ) from None
+    agent = _pick_agent(letta, source, pick)
+    notes: Counter[str] = Counter()
+    llm, context_window = _llm_config(agent.llm_config, notes)
+    messages, start = _messages(agent, notes)
+    system = agent.system or ""
+    if not system.strip():
+        system = load_prompt("system")
+        notes["the agent had no system prompt; it got memgpt_lite's"] += 1
+    try:
+        converted = AgentFile(
+            name=agent.name,
+            created_at=agent.created_at or utcnow(),
+            system=system,
+            llm=llm,
+            settings=AgentSettings(context_window=context_window),
+            tool_names=_custom_tools(letta, agent, notes),
+            blocks=_blocks(letta, agent, notes),
+            messages=messages,
+            context_start=start,
+            passages=[
+                FilePassage(text=p.text, tags=p.tags, created_at=p.created_at or utcnow())
+                for p in agent.passages
+                if p.text.strip()
+            ],
+        )
+    except ValidationError as exc:
+        raise AgentFileError(
+            f"{source}: cannot convert Letta agent {agent.name!r}: {validation_problems(exc)}"
+        ) from None
+    return converted, [note if n == 1 else f"{note} (x{n})" for note, n in notes.items()]
+
+
+def _pick_agent(letta: LettaFile, source: str, pick: str | None) -> LettaAgent:
+    names = [a.name for a in letta.agents]
+    if pick is not None:
+        for agent in letta.agents:
+            if agent.name == pick:
+                return agent
+        raise AgentFileError(f"{source} holds no agent named {pick!r}; it holds: {names}")
+    if len(letta.agents) > 1:
+        raise AgentFileError(
+            f"{source} holds {len(names)} agents ({', '.join(names)}); pick one with --agent"
+        )
+    return letta.agents[0]
+
+
+def _llm_config(config: LettaLLMConfig, notes: Counter[str]) -> tuple[LLMConfig, int | None]:
+    kind = (config.model_endpoint_type or "openai").lower()
+    endpoint = (config.model_endpoint or "").rstrip("/")
+    base_url = None
+    if kind not in OPENAI_COMPATIBLE:
+        notes[
+            f"the model endpoint {endpoint or kind!r} ({kind}) does not speak the OpenAI API; "
+            "the agent will use OPENAI_BASE_URL until you set its base_url"
+        ] += 1
+    elif endpoint and endpoint != OPENAI_DEFAULT_BASE_URL:  # the default stays overridable
+        base_url = (
+            f"{endpoint}/v1" if kind == "ollama" and not endpoint.endswith("/v1") else endpoint
+        )
+    window = config.context_window if config.context_window and config.context_window > 0 else None
+    return LLMConfig(model=config.model, base_url=base_url, temperature=config.temperature), window
+
+
+def _blocks(letta: LettaFile, agent: LettaAgent, notes: Counter[str]) -> list[FileBlock]:
+    by_id = {b.id: b for b in letta.blocks if b.id}
+    found = [*agent.core_memory, *agent.memory_blocks]
+    for block_id in agent.block_ids:
+        if block_id in by_id:
+            found.append(by_id[block_id])
+        else:
+            notes[f"block {block_id!r} is not in the file; left out"] += 1
+    blocks: list[FileBlock] = []
+    for block in found:
+        if block.label in {b.label for b in blocks}:
+            notes[f"a second block labelled {block.label!r} was left out"] += 1
+            continue
+        limit = block.limit or DEFAULT_BLOCK_LIMIT
+        if len(block.value) > limit:
+            notes[f"block {block.label!r} was over its limit; the limit was raised to fit"] += 1
+            limit = len(block.value)
+        blocks.append(
+            FileBlock(
+                label=block.label,
+                value=block.value,
+                limit=limit,
+                description=block.description or "",
+                read_only=bool(block.read_only),
+            )
+        )
+    return blocks
+
+
+def _custom_tools(letta: LettaFile, agent: LettaAgent, notes: Counter[str]) -> list[str]:
+    by_id = {t.id: t for t in letta.tools if t.id}
+    tools = [by_id[i] for i in agent.tool_ids if i in by_id]
+    tools += [t if isinstance(t, LettaTool) else LettaTool(name=t) for t in agent.tools]
+    names: list[str] = []
+    for tool in tools:
+        own = (tool.tool_type or "").startswith("letta_") or tool.name in LETTA_BASE_TOOLS
+        if own or tool.name in BUILTIN_TOOLS:
+            if tool.name not in BUILTIN_TOOLS:
+                notes[f"Letta's tool {tool.name!r} has no equivalent here; left out"] += 1
+        elif not TOOL_NAME_PATTERN.match(tool.name):
+            notes[f"tool name {tool.name!r} is not valid here; left out"] += 1
+        elif tool.name not in names:
+            names.append(tool.name)
+    return names
+
+
+# Messages
+
+
+def _in_context(agent: LettaAgent) -> set[int] | None:
+    """Positions in `agent.messages` that Letta had in context; None: all of them."""
+    ids = agent.in_context_message_ids
+    if ids is None:
+        ids = agent.message_ids
+    if ids is not None:
+        wanted = set(ids)
+        return {i for i, m in enumerate(agent.messages) if m.id in wanted}
+    if agent.in_context_message_indices is not None:
+        return set(agent.in_context_message_indices)
+    return None
+
+
+def _messages(agent: LettaAgent, notes: Counter[str]) -> tuple[list[FileMessage], int]:
+    """Our messages, and the index where the window starts."""
+    in_context = _in_context(agent)
+    messages: list[FileMessage] = []
+    start: int | None = None
+    for position, letta in enumerate(agent.messages):
+        converted = _convert(letta, notes)
+        if start is None and converted and (in_context is None or position in in_context):
+            start = len(messages)
+        messages.extend(converted)
+    return messages, len(messages) if start is None else start
+
+
+def _text(message: LettaMessage, kind: str = "text") -> str:
+    if isinstance(message.content, str):
+        return message.content if kind == "text" else ""
+    parts = [
+        part.get(kind)
+        for part in message.content or []
+        if part.get("type") == kind and isinstance(part.get(kind), str)
+    ]
+    if kind == "text" and not parts and message.text:
+        return message.text
+    return "\n".join(p for p in parts if p)
+
+
+def _unwrap_user(text: str) -> str:
+    """Letta stores user messages as `{"type": "user_message", "message": ...}`."""
+    try:
+        packed = parse_json(text)
+    except JSONProblem:
+        return text
+    if (
+        isinstance(packed, dict)
+        and packed.get("type") == "user_message"
+        and isinstance(packed.get("message"), str)
+    ):
+        return packed["message"]
+    return text
+
+
+def _tool_call(call: LettaToolCall) -> tuple[ToolCall, str]:
+    """The call, and inner thoughts Letta may have put in its arguments."""
+    arguments = call.function.arguments
+    if isinstance(arguments, dict):
+        arguments = json.dumps(arguments)
+    thought = ""
+    try:
+        parsed = parse_json(arguments)
+    except JSONProblem:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("inner_thoughts"), str):
+        thought = parsed.pop("inner_thoughts")
+        arguments = json.dumps(parsed)
+    return ToolCall(id=call.id, name=call.function.name, arguments=arguments), thought
+
+
+def _convert(letta: LettaMessage, notes: Counter[str]) -> list[FileMessage]:
+    role = letta.role.lower()
+    when = {"created_at": letta.created_at} if letta.created_at else {}
+    common: dict[str, Any] = {"step_id": letta.step_id, **when}
+    if role == "system":
+        return []  # Letta's compiled prompt: ours is rebuilt on every call
+    if role == "user":
+        text = _unwrap_user(_text(letta))
+        return [FileMessage(role="user", content=text, **common)] if text.strip() else []
+    if role == "assistant":
+        pairs = [_tool_call(c) for c in letta.tool_calls]
+        thoughts = _text(letta) or _text(letta, "reasoning")
+        thoughts = thoughts or "\n".join(thought for _, thought in pairs if thought)
+        if not pairs and not thoughts.strip():
+            return []
+        calls = [call for call, _ in pairs]
+        return [FileMessage(role="assistant", content=thoughts or None, tool_calls=calls, **common)]
+    if role in ("tool", "function"):
+        text = _text(letta)
+        returns = [r for r in letta.tool_returns if r.tool_call_id]
+        if not returns and letta.tool_call_id:
+            returns = [LettaToolReturn(tool_call_id=letta.tool_call_id, func_response=text)]
+        return [
+            FileMessage(
+                role="tool",
+                content=r.func_response if r.func_response is not None else text,
+                tool_call_id=r.tool_call_id,
+                name=letta.name,
+                **common,
+            )
+            for r in returns
+        ]
+    notes[f"messages with role {letta.role!r} were left out"] += 1
+    return []

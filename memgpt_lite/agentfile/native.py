@@ -1,0 +1,604 @@
+"""Agent files: move a whole agent between databases and machines.
+
+`export_agent` writes everything that defines an agent to one JSON document,
+`{"format": "memgpt_lite.agent", "version": 1, ...}`: blocks, every message of
+recall memory in order, the context window, summary, archival passages, stored
+vectors, settings, LLM config, system prompt and custom tool names.
+`import_agent` stores such a file, or a Letta `.af` file (`agentfile_letta`),
+as a new agent in one transaction: on any error nothing is stored.
+
+Left out on purpose: the API key (never stored anywhere); the code of custom
+tools, only their names (pass the tools to `Agent.load`, which warns about
+missing ones); and ids: an import gives the agent, blocks, messages and
+passages fresh ids, so a file can be imported again as an independent copy.
+Tool calls stay paired by their `tool_call_id`.
+
+The window is an index into the file's messages (`seq` values belong to one
+database). A block shared with other agents is exported with this one and
+imported as the new agent's own block: sharing is within one database. Vectors
+are base64 little-endian float32 with the embedder's name and dimension; an
+import with another embedder re-embeds the passages instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
+
+from memgpt_lite.embeddings.embedder import Embedder, make_embedder
+from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.models import (
+    DEFAULT_BLOCK_LIMIT,
+    MAX_STORED_INT,
+    AgentSettings,
+    AgentState,
+    Block,
+    LLMConfig,
+    Message,
+    Passage,
+    Role,
+    ToolCall,
+    utcnow,
+)
+from memgpt_lite.storage.sqlite.archival import Owner
+from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.text import JSONProblem, parse_json
+
+FORMAT = "memgpt_lite.agent"
+VERSION = 1
+MISSING_RESULT = (
+    "Error: no result was recorded for this call (it was missing from the imported history)."
+)
+
+
+class AgentFileError(ConfigError):
+    """A file that is not an agent file this version can read."""
+
+
+def _as_utc(value: datetime) -> datetime:
+    # A time without a zone is taken as UTC, never as the importing machine's local time.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
+
+
+def _without_old_default_timeout(llm: LLMConfig) -> LLMConfig:
+    return llm.model_copy(update={"timeout_seconds": None}) if llm.timeout_seconds == 120.0 else llm
+
+
+class FileBlock(BaseModel):
+    label: str
+    value: str = ""
+    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0, le=MAX_STORED_INT)
+    description: str = ""
+    read_only: bool = False
+    updated_at: UtcDatetime | None = None
+
+
+class FileMessage(BaseModel):
+    """A message of recall memory, without its database id and `seq`."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    step_id: str | None = None
+    created_at: UtcDatetime = Field(default_factory=utcnow)
+    vector: str | None = None  # base64 float32, in the file's embedding space
+
+    @model_validator(mode="after")
+    def _sendable(self) -> FileMessage:
+        # What the chat completions API would refuse to be sent later.
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"a {self.role} message cannot hold tool calls")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs its tool_call_id")
+        if self.content is None and not self.tool_calls:
+            raise ValueError(f"a {self.role} message needs content")
+        return self
+
+
+class FilePassage(BaseModel):
+    text: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    context: str = ""
+    created_at: UtcDatetime = Field(default_factory=utcnow)
+    vector: str | None = None
+
+
+class AgentFile(BaseModel):
+    """One agent, whole. `messages[context_start:]` are in the context window."""
+
+    format: Literal["memgpt_lite.agent"] = FORMAT
+    version: int = VERSION
+    exported_at: UtcDatetime = Field(default_factory=utcnow)
+    name: str
+    created_at: UtcDatetime = Field(default_factory=utcnow)
+    system: str
+    # Files written before the timeout became a setting hold the 120 s every
+    # agent stored then, which no user chose: dropped, as migration m007 does.
+    llm: Annotated[LLMConfig, AfterValidator(_without_old_default_timeout)]
+    settings: AgentSettings = Field(default_factory=AgentSettings)
+    tool_names: list[str] = Field(default_factory=list)
+    blocks: list[FileBlock] = Field(default_factory=list)
+    messages: list[FileMessage] = Field(default_factory=list)
+    context_start: int = Field(default=0, ge=0)
+    summary: str = ""
+    pressure_warned: bool = False
+    embedding_model: str | None = None
+    embedding_dimension: int | None = Field(default=None, gt=0, le=MAX_STORED_INT)
+    passages: list[FilePassage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AgentFile:
+        if self.context_start > len(self.messages):
+            raise ValueError(
+                f"context_start {self.context_start} is past the last of "
+                f"{len(self.messages)} messages"
+            )
+        labels = [b.label for b in self.blocks]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"block labels must be unique, got {labels}")
+        has_vectors = any(item.vector for item in [*self.messages, *self.passages])
+        if has_vectors and not (self.embedding_model and self.embedding_dimension):
+            raise ValueError("vectors need embedding_model and embedding_dimension")
+        return self
+
+
+class ImportReport(BaseModel):
+    """What `import_agent` stored, and what it had to change on the way."""
+
+    name: str
+    agent_id: str
+    source: Literal["memgpt_lite", "letta"] = "memgpt_lite"
+    blocks: int = 0
+    messages: int = 0
+    messages_in_context: int = 0
+    passages: int = 0
+    vectors: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+class LoadedAgentFile(BaseModel):
+    """A file read and converted to our format, with notes on what the conversion changed."""
+
+    agent: AgentFile
+    source: Literal["memgpt_lite", "letta"] = "memgpt_lite"
+    notes: list[str] = Field(default_factory=list)
+
+
+# Export
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str, dimension: int, where: str) -> np.ndarray:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise AgentFileError(f"{where}: the vector is not base64") from None
+    if len(raw) != 4 * dimension:
+        raise AgentFileError(
+            f"{where}: the vector holds {len(raw)} bytes, not {dimension} float32 values"
+        )
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+@contextmanager
+def _snapshot(store: Store) -> Iterator[None]:
+    """One read transaction, so the agent, its messages and passages agree
+    even while another process is writing."""
+    conn = store.db.conn
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+def _stored_vectors(store: Store, state: AgentState, owner: Owner) -> dict[int, str]:
+    if not state.embedding_dimension:
+        return {}
+    _, seqs, matrix = store.load_vectors(state.id, owner, 0, state.embedding_dimension)
+    return {int(seq): encode_vector(row) for seq, row in zip(seqs, matrix, strict=True)}
+
+
+def export_agent(store: Store, name: str) -> AgentFile:
+    """Everything that defines agent `name`, as an `AgentFile`."""
+    with _snapshot(store):
+        state = store.get_agent(name)
+        blocks = store.get_blocks(state.id)
+        messages = store.messages_from(state.id, 0)
+        count = store.agent_stats(state.id).passage_count
+        passages = store.list_passages(state.id, limit=max(count, 1))[0][::-1]  # oldest first
+        message_vectors = _stored_vectors(store, state, "message")
+        passage_vectors = _stored_vectors(store, state, "passage")
+    start = next(
+        (i for i, m in enumerate(messages) if (m.seq or 0) >= state.context_start), len(messages)
+    )
+    return AgentFile(
+        name=state.name,
+        created_at=state.created_at,
+        system=state.system,
+        llm=state.llm,
+        settings=state.settings,
+        tool_names=state.tool_names,
+        blocks=[FileBlock(**b.model_dump(exclude={"id"})) for b in blocks],
+        messages=[
+            FileMessage(
+                **m.model_dump(exclude={"id", "agent_id", "seq"}),
+                vector=message_vectors.get(m.seq or 0),
+            )
+            for m in messages
+        ],
+        context_start=start,
+        summary=state.summary,
+        pressure_warned=state.pressure_warned,
+        embedding_model=state.embedding_model,
+        embedding_dimension=state.embedding_dimension,
+        passages=[
+            FilePassage(
+                **p.model_dump(include={"text", "tags", "context", "created_at"}),
+                vector=passage_vectors.get(p.seq or 0),
+            )
+            for p in passages
+        ],
+    )
+
+
+def write_agent_file(
+    store: Store, name: str, path: str | Path, *, overwrite: bool = False
+) -> AgentFile:
+    """Export agent `name` to `path`. The file appears whole or not at all."""
+    path = Path(path).expanduser()
+    if path.exists() and not overwrite:
+        raise AlreadyExistsError(f"{path} already exists; choose another file or replace it")
+    data = export_agent(store, name)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    try:
+        partial.write_text(data.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return data
+
+
+# Reading
+
+
+def validation_problems(exc: ValidationError, shown: int = 3) -> str:
+    errors = exc.errors(include_url=False)
+    problems = [f"{'.'.join(str(part) for part in e['loc']) or 'file'}: {e['msg']}" for e in errors]
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more
+
+
+def load_json(path: str | Path) -> Any:
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AgentFileError(f"{path} is not an agent file: it is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return parse_json(text)  # strings cleaned; too deep, NaN or huge numbers refused
+    except JSONProblem as exc:
+        raise AgentFileError(f"{path} is not an agent file: {exc}") from None
+
+
+def parse_agent_file(
+    raw: Any, source: str = "the file", letta_agent: str | None = None
+) -> LoadedAgentFile:
+    """Our format or Letta's, told apart by the `format` marker."""
+    # Imported here: agentfile_letta builds on this module's models.
+    from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file
+
+    if isinstance(raw, str):  # some published .af files are a JSON string holding the JSON
+        with suppress(JSONProblem):
+            raw = parse_json(raw)
+    if not isinstance(raw, dict):
+        raise AgentFileError(f"{source} is not an agent file: it holds no JSON object")
+    if "format" in raw:
+        return LoadedAgentFile(agent=_our_format(raw, source))
+    if is_letta_file(raw):
+        agent, notes = letta_to_agent_file(raw, source, letta_agent)
+        return LoadedAgentFile(agent=agent, source="letta", notes=notes)
+    raise AgentFileError(
+        f'{source} is not an agent file: no "format": "{FORMAT}" marker, and not a Letta .af file'
+    )
+
+
+def _our_format(raw: dict[str, Any], source: str) -> AgentFile:
+    marker, version = raw.get("format"), raw.get("version")
+    if marker != FORMAT:
+        raise AgentFileError(
+            f"{source}: unknown format {marker!r}; expected {FORMAT!r} or a Letta .af file"
+        )
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise AgentFileError(f"{source}: the format version must be a number, not {version!r}")
+    if version != VERSION:
+        newer = " (written by a newer memgpt_lite: upgrade to read it)" if version > VERSION else ""
+        raise AgentFileError(
+            f"{source}: version {version} of the {FORMAT} format is not supported; this "
+            f"memgpt_lite reads version {VERSION}{newer}"
+        )
+    try:
+        return AgentFile.model_validate(raw)
+    except ValidationError as exc:
+        raise AgentFileError(
+            f"{source} is not a valid agent file: {validation_problems(exc)}"
+        ) from None
+
+
+def read_agent_file(path: str | Path, letta_agent: str | None = None) -> LoadedAgentFile:
+    """Read our format or a Letta `.af` file. `letta_agent` picks one agent of
+    a Letta file that holds several."""
+    return parse_agent_file(load_json(path), str(path), letta_agent)
+
+
+# Tool-call pairing
+
+
+def _pair_group(
+    assistant: FileMessage, results: Sequence[FileMessage]
+) -> tuple[list[FileMessage], int, int]:
+    """The assistant message and exactly one result per call, in call order.
+    Returns them, the number of results made up for unanswered calls, and the
+    number of results and repeated calls dropped."""
+    calls: list[ToolCall] = []
+    for call in assistant.tool_calls:
+        if call.id not in {c.id for c in calls}:
+            calls.append(call)
+    dropped = len(assistant.tool_calls) - len(calls)
+    by_id: dict[str, FileMessage] = {}
+    for result in results:
+        if result.tool_call_id in {c.id for c in calls} and result.tool_call_id not in by_id:
+            by_id[result.tool_call_id] = result
+        else:
+            dropped += 1
+    answers, made_up = [], 0
+    for call in calls:
+        answer = by_id.get(call.id)
+        if answer is None:
+            made_up += 1
+            answer = FileMessage(
+                role="tool",
+                content=MISSING_RESULT,
+                tool_call_id=call.id,
+                step_id=assistant.step_id,
+                created_at=assistant.created_at,
+            )
+        if answer.name is None:
+            answer = answer.model_copy(update={"name": call.name})
+        answers.append(answer)
+    return [assistant.model_copy(update={"tool_calls": calls}), *answers], made_up, dropped
+
+
+def pair_tool_calls(
+    messages: Sequence[FileMessage], start: int
+) -> tuple[list[FileMessage], int, list[str]]:
+    """Messages the chat API accepts in any window: every tool call answered
+    by the tool messages right after it, no result without its call. Returns
+    the messages, where the window (`start` before) now starts, and notes on
+    what changed. A window starting at a tool result takes in its call."""
+    out: list[FileMessage] = []
+    new_start: int | None = None
+    made_up = dropped = 0
+    i = 0
+    while i < len(messages):
+        message, end = messages[i], i + 1
+        if message.role == "assistant" and message.tool_calls:
+            while end < len(messages) and messages[end].role == "tool":
+                end += 1
+        if new_start is None and end > start:
+            new_start = len(out)
+        if message.role == "tool":  # a result with no call right before it
+            dropped += 1
+        elif message.role == "assistant" and message.tool_calls:
+            group, group_made_up, group_dropped = _pair_group(message, messages[i + 1 : end])
+            out.extend(group)
+            made_up += group_made_up
+            dropped += group_dropped
+        else:
+            out.append(message)
+        i = end
+    notes = []
+    if made_up:
+        notes.append(f"{made_up} tool calls had no result; each was given an error result")
+    if dropped:
+        notes.append(f"{dropped} tool results or repeated calls without a matching call dropped")
+    return out, len(out) if new_start is None else new_start, notes
+
+
+# Import
+
+
+def _new_state(data: AgentFile, name: str | None) -> AgentState:
+    try:
+        return AgentState(
+            name=name or data.name,
+            llm=data.llm.model_copy(),
+            system=data.system,
+            tool_names=data.tool_names,
+            summary=data.summary,
+            pressure_warned=data.pressure_warned,
+            settings=data.settings.model_copy(),
+            created_at=data.created_at,
+        )
+    except ValidationError as exc:
+        hint = "" if name else "; choose another name with --name"
+        raise ConfigError(
+            f"cannot import agent {name or data.name!r}: {validation_problems(exc)}{hint}"
+        ) from None
+
+
+def _new_blocks(blocks: Sequence[FileBlock]) -> list[Block]:
+    made = []
+    for block in blocks:
+        try:
+            made.append(Block(**block.model_dump(exclude_none=True)))
+        except ValidationError as exc:
+            raise AgentFileError(f"block {block.label!r}: {validation_problems(exc)}") from None
+    return made
+
+
+Vector = np.ndarray | None
+
+
+def _file_vectors(
+    items: Sequence[FileMessage | FilePassage], dimension: int, kind: str
+) -> list[Vector]:
+    return [
+        decode_vector(item.vector, dimension, f"{kind} {i}") if item.vector else None
+        for i, item in enumerate(items)
+    ]
+
+
+def _plan_vectors(
+    data: AgentFile, messages: Sequence[FileMessage], embedder: Embedder | None
+) -> tuple[str | None, int | None, list[Vector], list[Vector]]:
+    """The embedding space of the new agent, and a vector (or None) per
+    message and per passage: the file's, or, with another embedder, the
+    passages embedded anew (messages are embedded at their next search)."""
+    if embedder is None or (
+        embedder.name == data.embedding_model
+        and embedder.dimension in (None, data.embedding_dimension)
+    ):
+        dimension = data.embedding_dimension or 0
+        return (
+            data.embedding_model,
+            data.embedding_dimension,
+            _file_vectors(messages, dimension, "message"),
+            _file_vectors(data.passages, dimension, "passage"),
+        )
+    no_messages: list[Vector] = [None] * len(messages)
+    if not data.passages:  # the space is recorded when the first vector is stored
+        return None, None, no_messages, []
+    # Embedded before the import's transaction, so no network call holds the write lock.
+    matrix = embedder.embed([p.text for p in data.passages])
+    return embedder.name, int(matrix.shape[1]), no_messages, list(matrix)
+
+
+def _window_start(messages: Sequence[Message], start: int) -> int:
+    if start < len(messages):
+        return messages[start].seq or 0
+    return (messages[-1].seq or 0) + 1 if messages else 0
+
+
+def _add_vectors(store: Store, agent_id: str, owner: Owner, pairs: list[tuple[int, Vector]]) -> int:
+    kept = [(seq, vector) for seq, vector in pairs if vector is not None]
+    if kept:
+        store.add_vectors(agent_id, owner, [s for s, _ in kept], np.stack([v for _, v in kept]))
+    return len(kept)
+
+
+def _write_agent(
+    store: Store,
+    state: AgentState,
+    blocks: list[Block],
+    messages: list[tuple[Message, Vector]],
+    start: int,
+    passages: list[tuple[Passage, Vector]],
+) -> tuple[int, int]:
+    """Write the new agent in one transaction. Returns the passages stored
+    (exact repeats are skipped) and the passage vectors stored."""
+    with store.transaction():
+        try:
+            store.create_agent(state, blocks)
+        except AlreadyExistsError:
+            raise AlreadyExistsError(
+                f"an agent named {state.name!r} already exists; import under another name "
+                "with --name NEW"
+            ) from None
+        store.add_messages([m for m, _ in messages])
+        stored = store.add_passages([p for p, _ in passages])
+        kept = [(p.seq or 0, v) for (p, v), ok in zip(passages, stored, strict=True) if ok]
+        vectors = _add_vectors(store, state.id, "passage", kept)
+        _add_vectors(store, state.id, "message", [(m.seq or 0, v) for m, v in messages])
+        state.context_start = _window_start([m for m, _ in messages], start)
+        store.save_agent(state)
+    return len(kept), vectors
+
+
+def store_agent_file(
+    store: Store,
+    data: AgentFile,
+    *,
+    name: str | None = None,
+    embedder: Embedder | str | None = None,
+    source: Literal["memgpt_lite", "letta"] = "memgpt_lite",
+    notes: Sequence[str] = (),
+) -> ImportReport:
+    """Store `data` as a new agent (named `name`, or as in the file), with
+    fresh ids, in one transaction. `embedder` ("local", "endpoint:MODEL" or an
+    `Embedder`) re-embeds the passages unless the file's vectors come from it."""
+    messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
+    state = _new_state(data, name)
+    blocks = _new_blocks(data.blocks)
+    if isinstance(embedder, str):
+        embedder = make_embedder(embedder, base_url=data.llm.base_url)
+    model, dimension, message_vectors, passage_vectors = _plan_vectors(data, messages, embedder)
+    state.embedding_model, state.embedding_dimension = model, dimension
+    if embedder is not None:
+        state.settings.embedder = embedder.name
+    new_messages = [
+        Message(agent_id=state.id, **m.model_dump(exclude={"vector"})) for m in messages
+    ]
+    new_passages = [
+        Passage(agent_id=state.id, **p.model_dump(exclude={"vector"})) for p in data.passages
+    ]
+    stored, vectors = _write_agent(
+        store,
+        state,
+        blocks,
+        list(zip(new_messages, message_vectors, strict=True)),
+        start,
+        list(zip(new_passages, passage_vectors, strict=True)),
+    )
+    skipped = len(new_passages) - stored
+    repeats = [f"{skipped} passages repeated the text of another and were skipped"]
+    return ImportReport(
+        name=state.name,
+        agent_id=state.id,
+        source=source,
+        blocks=len(blocks),
+        messages=len(new_messages),
+        messages_in_context=len(new_messages) - start,
+        passages=stored,
+        vectors=vectors,
+        notes=[*notes, *repair_notes, *(repeats if skipped else [])],
+    )
+
+
+def import_agent(
+    store: Store,
+    path: str | Path,
+    *,
+    name: str | None = None,
+    embedder: Embedder | str | None = None,
+    letta_agent: str | None = None,
+) -> ImportReport:
+    """Import an agent file (ours or Letta's `.af`, told apart automatically)
+    as a new agent. On any error nothing is stored."""
+    loaded = read_agent_file(path, letta_agent)
+    return store_agent_file(
+        store, loaded.agent, name=name, embedder=embedder, source=loaded.source, notes=loaded.notes
+    )

@@ -1,0 +1,1 @@
+"""The command line (`memgpt-lite`) and the interactive chat."""

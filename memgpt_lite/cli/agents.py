@@ -1,0 +1,429 @@
+"""Managing agents from the shell: create, agents, show, rename, delete, blocks,
+and config (the defaults new agents get, and where each comes from)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from memgpt_lite.agent import Agent, default_blocks
+from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, store_for
+from memgpt_lite.cli.editor import edit_block
+from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.llm.endpoint import check_base_url
+from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+from memgpt_lite.loop.window import window_for_model
+from memgpt_lite.models import AgentSettings, AgentState, AgentStats, Block
+from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+
+# Shown for a setting that has no value anywhere.
+UNSET_MEANING = {
+    "model": "(none: pass --model)",
+    "base_url": f"({OPENAI_DEFAULT_BASE_URL})",
+    "embedder": "(none: word search only)",
+    "context_window": "(from the model's name)",
+}
+Column = tuple[str, str]  # header, justify
+
+
+def read_text_arg(value: str) -> str:
+    """The text of an option that takes TEXT or @PATH. A leading "@@" stands
+    for a literal "@"; trailing newlines of a file are dropped."""
+    if value.startswith("@@"):
+        return value[1:]
+    if not value.startswith("@"):
+        return value
+    path = Path(value[1:]).expanduser()
+    try:
+        return path.read_bytes().decode("utf-8").rstrip("\n")
+    except FileNotFoundError:
+        raise ConfigError(f"cannot read {value}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {value}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {value}: not UTF-8 text") from None
+
+
+def _print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    """A table on a terminal; tab-separated lines, without a header, when piped."""
+    if not sys.stdout.isatty():
+        for row in rows:
+            click.echo("\t".join(row))
+        return
+    table = Table(show_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    Console(highlight=False).print(table)
+
+
+def _when(value: datetime) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _last_active(state: AgentState, stats: AgentStats) -> datetime:
+    return stats.last_active or state.created_at
+
+
+def _split_pair(option: str, pair: str) -> tuple[str, str]:
+    label, sep, value = pair.partition("=")
+    if not sep or not label:
+        raise ConfigError(f"{option} takes LABEL=VALUE, got {pair!r}")
+    return label, value
+
+
+def _block_limits(pairs: Sequence[str]) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for pair in pairs:
+        label, raw = _split_pair("--block-limit", pair)
+        if not raw.isascii() or not raw.isdigit() or int(raw) == 0:
+            raise ConfigError(f"--block-limit {pair!r}: the limit must be a positive number")
+        limits[label] = int(raw)
+    return limits
+
+
+def build_blocks(
+    persona: str | None, human: str | None, extra: Sequence[str], limits: Sequence[str]
+) -> list[Block]:
+    """The persona, human and `--block LABEL=TEXT` blocks, with `--block-limit`s."""
+    blocks = default_blocks(
+        None if persona is None else read_text_arg(persona),
+        None if human is None else read_text_arg(human),
+    )
+    custom = [_split_pair("--block", pair) for pair in extra]
+    labels = [b.label for b in blocks] + [label for label, _ in custom]
+    for label in {label for label in labels if labels.count(label) > 1}:
+        hint = f": use --{label}" if label in ("persona", "human") else ""
+        raise ConfigError(f"block {label!r} is given twice{hint}")
+    wanted_limits = _block_limits(limits)
+    unknown = set(wanted_limits) - set(labels)
+    if unknown:
+        raise ConfigError(f"--block-limit names no block: {', '.join(sorted(unknown))}")
+    fields = [b.model_dump(exclude={"id", "updated_at"}) for b in blocks]
+    fields += [{"label": label, "value": read_text_arg(text)} for label, text in custom]
+    built = []
+    for data in fields:
+        if data["label"] in wanted_limits:
+            data["limit"] = wanted_limits[data["label"]]
+        try:
+            built.append(Block.model_validate(data))
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+            raise ConfigError(f"block {data['label']!r}: {problems}") from None
+    return built
+
+
+@click.command()
+@click.argument("name")
+@click.option("--model", "-m", help="Model, e.g. gpt-4o-mini or llama3.2 (default: see `config`).")
+@click.option(
+    "--persona",
+    type=TextOrFile(),
+    help="Persona block: TEXT or @FILE (default: the built-in persona).",
+)
+@click.option(
+    "--human",
+    type=TextOrFile(),
+    help="Human block: TEXT or @FILE (default: the built-in template).",
+)
+@click.option(
+    "--block",
+    "extra_blocks",
+    type=TextOrFile(labelled=True),
+    multiple=True,
+    metavar="LABEL=TEXT",
+    help="Another core memory block; TEXT may be @FILE. Repeatable.",
+)
+@click.option(
+    "--block-limit",
+    "block_limits",
+    multiple=True,
+    metavar="LABEL=CHARS",
+    help="Character limit of a block (default 5000), persona and human too. Repeatable.",
+)
+@click.option(
+    "--system",
+    type=TextOrFile(),
+    help="System instructions: TEXT or @FILE (default: prompts/system.md).",
+)
+@click.option("--base-url", help="OpenAI-compatible endpoint, stored with the agent.")
+@click.option("--context-window", type=int, help="Context window of the model, in tokens.")
+@click.option("--embedder", help='Embedder for hybrid search: "local" or "endpoint:MODEL".')
+@click.pass_context
+def create(
+    ctx: click.Context,
+    name: str,
+    model: str | None,
+    persona: str | None,
+    human: str | None,
+    extra_blocks: tuple[str, ...],
+    block_limits: tuple[str, ...],
+    system: str | None,
+    base_url: str | None,
+    context_window: int | None,
+    embedder: str | None,
+) -> None:
+    """Create an agent called NAME.
+
+    --model, --context-window and --embedder default to $MEMGPT_LITE_MODEL,
+    $MEMGPT_LITE_CONTEXT_WINDOW and $MEMGPT_LITE_EMBEDDER, then to config.toml
+    (see `memgpt-lite config`). Without --base-url the agent uses
+    $OPENAI_BASE_URL, then config.toml's base_url, each time it runs.
+    Write @@ for a text that starts with @.
+
+    Example: memgpt-lite create sam -m gpt-4o-mini --persona @sam.md
+    --block "project=Deadline: May"
+    """
+    flags = {"model": model, "embedder": embedder, "context_window": context_window}
+    config = effective_config(flags)
+    if config.model.value is None:
+        raise ConfigError(
+            f'no model: pass --model, set ${ENV_VARS["model"]}, or put model = "..." in '
+            f"{config.path}"
+        )
+    chosen_model = str(config.model.value)
+    window = config.context_window.value
+    if base_url is not None:
+        base_url = check_base_url(base_url, "--base-url")
+    Agent.create(
+        name,
+        chosen_model,
+        blocks=build_blocks(persona, human, extra_blocks, block_limits),
+        system=None if system is None else read_text_arg(system),
+        base_url=base_url,
+        settings=AgentSettings(context_window=window if isinstance(window, int) else None),
+        embedder=None if config.embedder.value is None else str(config.embedder.value),
+        store=store_for(ctx),
+    )
+    origin = "" if model else f", model from {config.model.source}"
+    click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
+
+
+@click.command(name="agents")
+@click.pass_context
+def list_agents(ctx: click.Context) -> None:
+    """List the agents: name, model, messages, archival passages, last active.
+
+    When the output is piped, each agent is one tab-separated line.
+    """
+    rows = store_for(ctx).list_agents()
+    if not rows:
+        click.echo("No agents yet. Create one with: memgpt-lite create NAME --model MODEL")
+        return
+    columns = [
+        ("name", "left"),
+        ("model", "left"),
+        ("messages", "right"),
+        ("passages", "right"),
+        ("last active", "left"),
+    ]
+    cells = [
+        [
+            state.name,
+            state.llm.model,
+            str(stats.message_count),
+            str(stats.passage_count),
+            _when(_last_active(state, stats)),
+        ]
+        for state, stats in rows
+    ]
+    _print_rows(columns, cells)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete agent NAME with its messages and archival memory. Blocks shared
+    with other agents stay with them."""
+    store = store_for(ctx)
+    state = store.get_agent(name)
+    stats = store.agent_stats(state.id)
+    if not yes:
+        confirm_or_stop(
+            f"Delete agent {state.name!r}, its {stats.message_count} messages and "
+            f"{stats.passage_count} passages? This cannot be undone"
+        )
+    store.delete_agent(state.id)
+    click.echo(f"Deleted agent {state.name!r}.")
+
+
+@click.command()
+@click.argument("old")
+@click.argument("new")
+@click.pass_context
+def rename(ctx: click.Context, old: str, new: str) -> None:
+    """Rename agent OLD to NEW; its memory and history stay."""
+    agent = Agent(store_for(ctx).get_agent(old), store_for(ctx))
+    agent.rename(new)
+    click.echo(f"Renamed agent {old!r} to {new!r}.")
+
+
+def _endpoint(state: AgentState) -> tuple[str, str]:
+    """The URL the agent will call and why (mirrors llm.resolve_endpoint)."""
+    if state.llm.base_url:
+        return state.llm.base_url, "stored with the agent"
+    from_env = os.environ.get(ENV_VARS["base_url"])
+    if from_env:
+        return from_env, f"${ENV_VARS['base_url']}"
+    from_file = configured_base_url()
+    if from_file:
+        return from_file, "config.toml"
+    return OPENAI_DEFAULT_BASE_URL, "default"
+
+
+def _block_notes(store: Store, state: AgentState, block: Block) -> str:
+    notes = ["read-only"] if block.read_only else []
+    others = [n for n in store.block_owners(block.id) if n != state.name]
+    if others:
+        notes.append(f"shared with {', '.join(others)}")
+    return ", ".join(notes)
+
+
+def _settings_text(state: AgentState) -> list[tuple[str, str]]:
+    llm, settings = state.llm, state.settings
+    if settings.context_window:
+        window = f"{settings.context_window:,} tokens"
+    else:
+        window = f"{window_for_model(llm.model):,} tokens (from the model's name)"
+    temperature = "default" if llm.temperature is None else str(llm.temperature)
+    loop = settings.model_dump(exclude={"context_window", "embedder"})
+    return [
+        ("context window", window),
+        (
+            "llm",
+            f"tool_choice={llm.tool_choice}, temperature={temperature}, "
+            f"max_retries={llm.max_retries}, timeout_seconds={llm.timeout_seconds or 'default'}",
+        ),
+        ("settings", ", ".join(f"{key}={value}" for key, value in loop.items())),
+        ("embedder", settings.embedder or "none (word search only)"),
+    ]
+
+
+@click.command()
+@click.argument("name")
+@click.pass_context
+def show(ctx: click.Context, name: str) -> None:
+    """Show agent NAME: model, endpoint, settings, blocks, counts and tools."""
+    store = store_for(ctx)
+    state = store.get_agent(name)
+    stats = store.agent_stats(state.id)
+    url, why = _endpoint(state)
+    lines = [("name", state.name), ("model", state.llm.model), ("endpoint", f"{url} ({why})")]
+    lines += _settings_text(state)
+    lines += [
+        ("messages", f"{stats.message_count}"),
+        ("archival passages", f"{stats.passage_count}"),
+        ("created", _when(state.created_at)),
+        ("last active", _when(_last_active(state, stats))),
+        ("tools", ", ".join(BUILTIN_TOOLS)),
+    ]
+    if state.tool_names:
+        lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
+    for key, value in lines:
+        click.echo(f"{key}: {value}")
+    click.echo("blocks:")
+    for block in store.get_blocks(state.id):
+        notes = _block_notes(store, state, block)
+        notes = f"  ({notes})" if notes else ""
+        click.echo(f"  {block.label}: {len(block.value)}/{block.limit} chars{notes}")
+
+
+@click.command()
+@click.argument("name")
+@click.argument("label", required=False)
+@click.option(
+    "--set",
+    "new_text",
+    type=TextOrFile(),
+    metavar="TEXT",
+    help="Replace the block's text: TEXT or @FILE.",
+)
+@click.option("--edit", is_flag=True, help="Edit the block in $VISUAL or $EDITOR (else vi).")
+@click.pass_context
+def blocks(
+    ctx: click.Context, name: str, label: str | None, new_text: str | None, edit: bool
+) -> None:
+    """List agent NAME's core memory blocks, or print, set or edit block LABEL.
+
+    Limits and read-only blocks are enforced; if an edit does not fit, your
+    text is saved to a file whose path is shown, so nothing is lost.
+
+    Examples: memgpt-lite blocks sam; memgpt-lite blocks sam human --edit
+    """
+    if new_text is not None and edit:
+        raise ConfigError("give --set or --edit, not both")
+    store = store_for(ctx)
+    agent = Agent(store.get_agent(name), store)
+    if label is None:
+        if new_text is not None or edit:
+            raise ConfigError("name the block to change: memgpt-lite blocks NAME LABEL ...")
+        columns = [("label", "left"), ("used", "right"), ("limit", "right"), ("notes", "left")]
+        rows = [
+            [b.label, str(len(b.value)), str(b.limit), _block_notes(store, agent.state, b)]
+            for b in agent.blocks
+        ]
+        _print_rows(columns, rows)
+        return
+    if new_text is None and not edit:
+        click.echo(agent.block(label).value)
+        return
+    saved = edit_block(agent, label) if edit else agent.set_block(label, read_text_arg(new_text))
+    if saved is None:
+        click.echo(f"Block {label!r} is unchanged.")
+        return
+    click.echo(f"Saved block {label!r} ({len(saved.value)}/{saved.limit} chars).")
+
+
+@click.command(name="config")
+@click.option("--model", "-m", help="Show the settings as if given this flag.")
+@click.option("--base-url", help="Show the settings as if given this flag.")
+@click.option("--embedder", help="Show the settings as if given this flag.")
+@click.option("--context-window", type=int, help="Show the settings as if given this flag.")
+def show_config(
+    model: str | None, base_url: str | None, embedder: str | None, context_window: int | None
+) -> None:
+    """Show the settings new agents get, and where each comes from.
+
+    A flag wins over the environment ($MEMGPT_LITE_MODEL, $OPENAI_BASE_URL,
+    $MEMGPT_LITE_EMBEDDER, $MEMGPT_LITE_CONTEXT_WINDOW), which wins over
+    config.toml in $MEMGPT_LITE_HOME (default ~/.memgpt_lite), for example:
+
+    \b
+        model = "llama3.2"
+        base_url = "http://localhost:11434/v1"
+        embedder = "local"
+        context_window = 8192
+
+    API keys never go in the file; set OPENAI_API_KEY.
+    """
+    flags = {
+        "model": model,
+        "base_url": base_url,
+        "embedder": embedder,
+        "context_window": context_window,
+    }
+    config = effective_config(flags)
+    rows = []
+    for key, setting in config.settings().items():
+        value = UNSET_MEANING[key] if setting.value is None else str(setting.value)
+        rows.append([key, value, setting.source])
+    _print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
+    state = "" if config.path.exists() else " (not created yet)"
+    click.echo(f"Config file: {config.path}{state}", err=True)
+
+
+AGENT_COMMANDS = [create, list_agents, show, rename, delete, blocks, show_config]

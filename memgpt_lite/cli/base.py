@@ -1,0 +1,162 @@
+"""What every `memgpt-lite` command shares: error display and the open store.
+
+Commands live in `cli.py` and in one `cli_*.py` module per command family;
+each module registers its commands on the group defined in `cli.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from memgpt_lite.agent import Agent
+from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
+from memgpt_lite.errors import MemGPTError
+from memgpt_lite.storage.sqlite.connect import file_problem
+from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.text import clean_text
+
+log = logging.getLogger(__name__)
+
+
+def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value:g} is not a positive number of seconds")
+    return value
+
+
+# Shared by the commands that call the model: send, retry and chat.
+timeout_option = click.option(
+    "--timeout",
+    type=float,
+    metavar="SECONDS",
+    callback=_check_timeout,
+    help="Limit on each model request, retries included (default: the agent's own if set, "
+    f"then $MEMGPT_LITE_TIMEOUT, then timeout in config.toml, then {DEFAULT_TIMEOUT_SECONDS:g}).",
+)
+
+
+class CleanText(click.ParamType):
+    """A text argument made valid: Python decodes a byte of `argv` that is not
+    UTF-8 as a lone surrogate, which cannot be stored, sent or printed; it
+    becomes U+FFFD. File paths are `click.Path` and keep their bytes."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return clean_text(value) if isinstance(value, str) else value
+
+
+class TextOrFile(CleanText):
+    """TEXT, or @FILE whose path is kept as given (LABEL=TEXT and LABEL=@FILE
+    too): `read_text_arg` reads the file, whatever bytes its name holds."""
+
+    def __init__(self, labelled: bool = False) -> None:
+        self.labelled = labelled
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = value.partition("=")[2] if self.labelled and isinstance(value, str) else value
+        if isinstance(text, str) and text.startswith("@") and not text.startswith("@@"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+TEXT = CleanText()
+
+
+def clean_text_params(command: click.Command) -> None:
+    """Give every plain text parameter of `command` and its subcommands the
+    CleanText type, so no command, present or added later, sees a lone surrogate."""
+    for param in command.params:
+        if param.type is click.STRING:
+            param.type = TEXT
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            clean_text_params(sub)
+
+
+class FriendlyGroup(click.Group):
+    """Turns our errors into one-line messages instead of tracebacks, and
+    cleans text arguments (see CleanText)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        clean_text_params(self)  # here, once every command is registered
+        return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemGPTError as exc:
+            raise click.ClickException(str(exc)) from None
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+            raise click.ClickException(problems) from None
+        except sqlite3.Error as exc:
+            # A read that failed for the file's sake (a write is a StoreError
+            # already); an SQL bug is not translated and keeps its traceback.
+            problem = file_problem(_db_path(ctx), exc)
+            if problem is None:
+                raise
+            raise click.ClickException(str(problem)) from None
+        except OSError as exc:
+            # A file or folder the user named that cannot be used (too long a
+            # name, no permission, ...): one line here, the traceback in the log.
+            log.debug("%s failed", ctx.info_name, exc_info=True)
+            raise click.ClickException(os_error_text(exc)) from None
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError in one line, a long file name shortened."""
+    if exc.filename is None:
+        return str(exc.strerror or exc)
+    name = os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) else str(exc.filename)
+    shown = name if len(name) <= 80 else name[:79] + "…"
+    return f"cannot use {clean_text(shown)}: {exc.strerror or exc}"
+
+
+def _db_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj or {}
+    return obj["store"].path if "store" in obj else Path(obj.get("db") or default_db_path())
+
+
+def confirm_or_stop(question: str) -> None:
+    """Ask a yes/no question (no by default); on no, say that nothing was done
+    and exit with status 1."""
+    if not click.confirm(question, default=False):
+        click.echo("Nothing was deleted.", err=True)
+        click.get_current_context().exit(1)
+
+
+def store_for(ctx: click.Context) -> Store:
+    """The store named by `--db` (or the default), opened once per command."""
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    if "store" not in root.obj:
+        root.obj["store"] = Store(root.obj.get("db") or default_db_path())
+        root.call_on_close(root.obj["store"].close)
+    return root.obj["store"]
+
+
+def say_waiting(message: str) -> None:
+    """How the CLI tells that a step waits for another one of its agent."""
+    click.echo(f"{message} (Ctrl-C stops waiting)", err=True)
+
+
+def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
+    """Agent NAME from the command's store; `timeout` limits each model request."""
+    agent = Agent.load(name, store=store_for(ctx), timeout=timeout)
+    agent.on_wait = say_waiting
+    return agent

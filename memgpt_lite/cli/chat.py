@@ -1,0 +1,94 @@
+"""`memgpt-lite chat [NAME]`: an interactive session with an agent."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import click
+
+from memgpt_lite.agent import Agent
+from memgpt_lite.cli.base import load_agent, say_waiting, store_for, timeout_option
+from memgpt_lite.cli.log import show_details
+from memgpt_lite.cli.repl import ChatSession
+from memgpt_lite.config import effective_config
+from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.models import AgentSettings
+from memgpt_lite.storage.sqlite.store import Store
+
+# Offered when neither the environment nor config.toml names a model.
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def create_interactively(store: Store, timeout: float | None = None) -> Agent:
+    """Ask for a name and a model until an agent can be created. The model
+    offered, the context window and the embedder come from the environment
+    and config.toml, as for `memgpt-lite create`; the persona and human blocks
+    start from the templates."""
+    config = effective_config()
+    default_model = str(config.model.value or DEFAULT_MODEL)
+    window = config.context_window.value
+    settings = AgentSettings(context_window=window if isinstance(window, int) else None)
+    embedder = None if config.embedder.value is None else str(config.embedder.value)
+    while True:
+        name = click.prompt("Name of the new agent").strip()
+        model = click.prompt("Model", default=default_model).strip()
+        try:
+            agent = Agent.create(
+                name, model, settings=settings, embedder=embedder, store=store, timeout=timeout
+            )
+        except (ConfigError, AlreadyExistsError) as exc:
+            click.echo(f"Error: {exc}")
+            continue
+        click.echo(f"Created agent {name!r} ({model}).")
+        return agent
+
+
+def choose_agent(store: Store, timeout: float | None = None) -> Agent:
+    """Offer the stored agents by number (or name), or a new one."""
+    rows = store.list_agents()
+    if not rows:
+        click.echo("No agents yet: let's create one.")
+        return create_interactively(store, timeout)
+    for number, (state, stats) in enumerate(rows, start=1):
+        click.echo(f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)")
+    click.echo("  n. a new agent")
+    names = [state.name for state, _ in rows]
+    while True:
+        answer = click.prompt("Chat with", default="1").strip()
+        if answer.lower() in ("n", "new"):
+            return create_interactively(store, timeout)
+        if answer.isdigit() and 1 <= int(answer) <= len(rows):
+            return Agent.load(names[int(answer) - 1], store=store, timeout=timeout)
+        if answer in names:
+            return Agent.load(answer, store=store, timeout=timeout)
+        click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.")
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Show tool calls with full arguments and results."
+)
+@timeout_option
+@click.pass_context
+def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | None) -> None:
+    """Chat with agent NAME; without NAME, pick an agent or create one.
+
+    Type /help in the chat for its commands (/memory, /edit, /retry, /pop, ...).
+    A line ending in \\ goes on to the next line; \"\"\" opens and closes a block.
+    Ctrl-C cancels a reply in progress; Ctrl-D leaves.
+
+    Example: memgpt-lite chat sam
+    """
+    if verbose:
+        show_details()
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # A typed or piped line that is not UTF-8 is read with U+FFFD, not refused.
+        sys.stdin.reconfigure(errors="replace")
+    if name:
+        agent = load_agent(ctx, name, timeout)
+    else:
+        agent = choose_agent(store_for(ctx), timeout)
+        agent.on_wait = say_waiting
+    ChatSession(agent, verbose=verbose).run()

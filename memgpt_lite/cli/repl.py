@@ -1,0 +1,363 @@
+"""The interactive chat session behind `memgpt-lite chat NAME`.
+
+One loop: read an entry, then either run a slash command (`repl_commands.py`)
+or send it to the agent and show what happened. Output goes through one rich
+`Console`: colours, markdown and a spinner in a terminal; plain text when the
+output is a pipe or a file, so no escape code ever reaches a log.
+
+Ctrl-C while the model works cancels the step. What the loop committed stays
+(the user's message first, then each model response together with all its tool
+results), so the history is consistent and the next request is valid; the
+user is told how to drop or resend the message. Ctrl-C at the prompt drops the
+line being typed; Ctrl-D ends the session.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TypeVar
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from memgpt_lite.agent import Agent
+from memgpt_lite.cli.repl_commands import COMMANDS, run_command
+from memgpt_lite.config import ensure_folder, home_dir
+from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.memory.history import unanswered_note
+from memgpt_lite.models import Message, StepResult, ToolResult
+from memgpt_lite.text import JSONProblem, parse_json
+
+PROMPT = "you> "
+CONTINUATION_PROMPT = "...> "
+HISTORY_FILENAME = "chat_history"
+HISTORY_LENGTH = 1000
+BLOCK_QUOTE = '"""'
+T = TypeVar("T")
+
+
+class _Elapsed:
+    """The spinner's text: what is going on and for how long."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.started = time.monotonic()
+
+    def __rich__(self) -> Text:
+        return Text(f"{self.what} {time.monotonic() - self.started:.0f}s", style="dim")
+
+
+def _load_readline(history_path: Path) -> tuple[ModuleType | None, str | None]:
+    """GNU readline (or libedit) with command completion and the history file
+    loaded; None where the platform has none, and input is then plain `input()`.
+    Also why the history file cannot be used, if it cannot."""
+    try:
+        import readline
+    except ImportError:
+        return None, None
+    names = sorted(f"/{name}" for name in COMMANDS)
+    readline.set_completer(
+        lambda text, state: ([n for n in names if n.startswith(text)] + [None])[state]
+    )
+    readline.set_completer_delims(" \t\n")
+    if "libedit" in (readline.__doc__ or ""):  # macOS: another syntax
+        readline.parse_and_bind("bind ^I rl_complete")
+    else:
+        readline.parse_and_bind("tab: complete")
+    readline.set_history_length(HISTORY_LENGTH)
+    try:
+        ensure_folder(history_path.parent)
+        history_path.touch(exist_ok=True)
+        readline.read_history_file(history_path)
+        if readline.get_current_history_length() > HISTORY_LENGTH:
+            readline.write_history_file(history_path)  # trims the file to the length
+    except ConfigError as exc:  # the home folder is a file, or read-only
+        return readline, _not_kept(str(exc))
+    except OSError as exc:  # an unusable history file must not stop the chat
+        return readline, _not_kept(f"cannot use {history_path}: {exc.strerror or exc}")
+    return readline, None
+
+
+def _not_kept(reason: str) -> str:
+    return f"The input history is not kept: {reason}."
+
+
+class LineReader:
+    """Reads one entry from the user. A line ending in a backslash continues on
+    the next line; a line starting with three double quotes opens a block that
+    ends at a line ending with them. Raises EOFError (Ctrl-D) and lets
+    KeyboardInterrupt (Ctrl-C) through, dropping whatever was typed."""
+
+    def __init__(self, history_path: Path | None) -> None:
+        self.history_path = history_path
+        self.readline: ModuleType | None = None
+        self.problem: str | None = None  # why the history file is not kept, to tell once
+        if history_path is not None:
+            self.readline, self.problem = _load_readline(history_path)
+            if self.problem is not None:
+                self.history_path = None  # line editing goes on, without the file
+
+    def read(self) -> str:
+        before = self._history_length()
+        try:
+            return self._read_entry()
+        finally:
+            self._save_history(before)
+
+    def _read_entry(self) -> str:
+        first = input(PROMPT)
+        if first.lstrip().startswith(BLOCK_QUOTE):
+            return self._read_block(first.lstrip()[len(BLOCK_QUOTE) :])
+        lines = [first]
+        while lines[-1].endswith("\\"):
+            lines[-1] = lines[-1][:-1]
+            lines.append(input(CONTINUATION_PROMPT))
+        return "\n".join(lines)
+
+    def _read_block(self, first: str) -> str:
+        lines, line = [], first
+        while not line.rstrip().endswith(BLOCK_QUOTE):
+            lines.append(line)
+            line = input(CONTINUATION_PROMPT)
+        lines.append(line.rstrip()[: -len(BLOCK_QUOTE)])
+        return "\n".join(lines).strip("\n")
+
+    def ask(self, question: str) -> str:
+        """One line of answer, left out of the history."""
+        before = self._history_length()
+        answer = input(question)
+        if self.readline is not None and self._history_length() > before:
+            self.readline.remove_history_item(self._history_length() - 1)
+        return answer
+
+    def _history_length(self) -> int:
+        return self.readline.get_current_history_length() if self.readline else 0
+
+    def _save_history(self, before: int) -> None:
+        if self.readline is None or self.history_path is None:
+            return
+        added = self.readline.get_current_history_length() - before
+        if added > 0:
+            try:  # appended entry by entry, so a crash loses nothing typed before it
+                self.readline.append_history_file(added, self.history_path)
+            except OSError as exc:  # stop trying; the chat itself goes on
+                self.problem = _not_kept(f"cannot write {self.history_path}: {exc.strerror}")
+                self.history_path = None
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+
+
+def _pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(parse_json(arguments), indent=2, ensure_ascii=False)
+    except JSONProblem:
+        return arguments
+
+
+def sent_text(result: ToolResult) -> str | None:
+    """The message a successful send_message call delivered."""
+    return result.call.sent_message() if result.ok else None
+
+
+class ChatSession:
+    """A chat with one agent, until /exit or Ctrl-D."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        console: Console | None = None,
+        verbose: bool = False,
+        history_path: Path | None = None,
+    ) -> None:
+        self.agent = agent
+        self.console = console or Console(highlight=False)
+        self.verbose = verbose
+        self.running = True
+        interactive = sys.stdin.isatty() and self.console.is_terminal
+        if history_path is None and interactive:
+            history_path = home_dir() / HISTORY_FILENAME
+        # readline only for a person at a terminal: piped input needs no line
+        # editing, and readline may write escape codes to a non-terminal.
+        self.reader = LineReader(history_path if interactive else None)
+
+    @property
+    def fancy(self) -> bool:
+        """Colours, markdown and spinners: only on a real terminal."""
+        return self.console.is_terminal and not self.console.is_dumb_terminal
+
+    def print(self, text: str = "", style: str | None = None) -> None:
+        """Print text as it is (no markup), in `style` on a terminal."""
+        self.console.print(Text(text, style=style or ""), soft_wrap=True)
+
+    def error(self, message: str) -> None:
+        self.print(f"Error: {message}", "red")
+
+    def run(self) -> None:
+        state = self.agent.state
+        self.print(
+            f"Chatting with {state.name} ({state.llm.model}). Type /help for commands, "
+            "Ctrl-D to leave.",
+            "dim",
+        )
+        self.note_unanswered()
+        while self.running:
+            if self.reader.problem is not None:
+                self.print(self.reader.problem, "yellow")
+                self.reader.problem = None
+            try:
+                entry = self.reader.read()
+            except KeyboardInterrupt:
+                self.print()  # Ctrl-C at the prompt: drop the line, ask again
+                continue
+            except EOFError:
+                self.print()
+                break
+            try:
+                self.handle(entry)
+            except KeyboardInterrupt:
+                self.cancelled()
+            except MemGPTError as exc:
+                self.error(str(exc))
+
+    def handle(self, entry: str) -> None:
+        text = entry.strip()
+        if not text:
+            return
+        if text.startswith("//"):  # a message that starts with a slash
+            self.send(entry.strip()[1:])
+        elif text.startswith("/"):
+            name, *rest = text[1:].split(maxsplit=1) or [""]
+            run_command(self, name, rest[0] if rest else "")
+        else:
+            self.send(entry)
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question; no, unless the answer starts with y."""
+        try:
+            answer = self.reader.ask(f"{question} [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            self.print()
+            return False
+        return answer.strip().lower().startswith("y")
+
+    # Model calls
+
+    def call_model(self, what: str, work: Callable[[], T]) -> T | None:
+        """Run `work` (which calls the model) under a spinner with the elapsed
+        time. Ctrl-C cancels it: returns None."""
+        try:
+            if not self.fancy:
+                return work()
+            with self.console.status(_Elapsed(what), spinner="dots"):
+                return work()
+        except KeyboardInterrupt:
+            self.cancelled()
+            return None
+
+    def cancelled(self) -> None:
+        # The step's writes are transactions: an interrupted one rolled back,
+        # so the history holds whole responses only; the user message is kept.
+        self.agent.store.rollback_interrupted()
+        self.print("(cancelled)", "yellow")
+        if self.note_unanswered():
+            return
+        self.print(
+            "What was stored stays: /pop removes the last message and anything after it, "
+            "/retry sends it again.",
+            "dim",
+        )
+
+    def send(self, text: str) -> None:
+        try:
+            result = self.call_model(
+                f"{self.agent.state.name} is thinking…", lambda: self.agent.step(text)
+            )
+        except MemGPTError as exc:
+            self.error(str(exc))
+            self.note_unanswered()
+            return
+        if result is not None:
+            self.show_result(result)
+
+    def note_unanswered(self) -> bool:
+        """Say so when the user's last message went unanswered; True if it did."""
+        note = unanswered_note(self.agent, "/retry", "/pop")
+        if note:
+            self.print(note, "yellow")
+        return note is not None
+
+    # Rendering
+
+    def show_result(self, result: StepResult) -> None:
+        """Thoughts, tool calls and replies in the order they happened, then the footer."""
+        outcomes = {r.call.id: r for r in result.tool_results}
+        for message in result.messages:
+            if message.role == "assistant":
+                self._show_response(message, outcomes)
+        if not result.replies:
+            self.print(
+                f"({self.agent.state.name} ended its turn without a reply: {result.stop_reason})",
+                "dim",
+            )
+        self.footer(result)
+
+    def _show_response(self, message: Message, outcomes: dict[str, ToolResult]) -> None:
+        if not message.tool_calls:
+            if message.content:
+                self.show_reply(message.content)
+            return
+        if message.content:
+            self.print(f"thought: {message.content}", "dim italic")
+        for call in message.tool_calls:
+            outcome = outcomes.get(call.id)
+            if outcome is None:
+                continue
+            reply = sent_text(outcome)
+            if reply is not None:
+                self.show_reply(reply)
+            else:
+                self.show_tool(outcome)
+
+    def show_reply(self, text: str) -> None:
+        if self.fancy:
+            self.console.print(Markdown(text))
+        else:
+            self.print(text)
+
+    def show_tool(self, outcome: ToolResult) -> None:
+        mark, style = ("ok", "dim") if outcome.ok else ("failed", "red dim")
+        call = outcome.call
+        if self.verbose:
+            self.print(f"tool {call.name} ({mark})\n{_pretty_arguments(call.arguments)}", style)
+            self.print(f"-> {outcome.content}", style)
+            return
+        half = max(20, (self.console.width - len(call.name) - 16) // 2)
+        line = (
+            f"tool {call.name}({_one_line(call.arguments, half)}) -> "
+            f"{_one_line(outcome.content, half)}"
+        )
+        self.print(_one_line(line, self.console.width - 1), style)
+
+    def footer(self, result: StepResult) -> None:
+        view = self.agent.context_overview()
+        used = 100 * view.total_tokens / view.context_window
+        parts = [
+            f"{view.total_tokens:,}/{view.context_window:,} tokens in context ({used:.0f}%)",
+            f"this turn: {result.usage.total_tokens:,} tokens in {result.usage.requests} "
+            f"call(s), {result.llm_seconds:.1f}s",
+        ]
+        if result.compactions:
+            parts.append(f"compacted {result.compactions}x")
+        if result.memory_warnings:
+            parts.append("memory pressure alert sent")
+        self.print(" · ".join(parts), "dim")

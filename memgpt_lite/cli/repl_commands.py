@@ -1,0 +1,302 @@
+"""The chat's slash commands. Each is a function registered with `@command`,
+whose usage line and summary are what `/help` shows.
+
+A command given bad arguments raises `BadArguments` and its usage line is
+printed; our errors (`MemGPTError`) are printed by the session as one line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from memgpt_lite.cli.editor import edit_text, keep_text
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.loop.window import ContextOverview
+from memgpt_lite.memory.history import pop_for_retry
+from memgpt_lite.memory.search import search_messages
+from memgpt_lite.models import Message, Passage
+
+if TYPE_CHECKING:
+    from memgpt_lite.cli.repl import ChatSession
+
+Handler = Callable[["ChatSession", str], None]
+
+DEFAULT_DUMP = 10
+ARCHIVAL_LIST = 10
+SEARCH_RESULTS = 10
+INPUT_HELP = """\
+Type a message and press Enter. End a line with \\ to go on to the next line, or
+open and close a block of lines with \"\"\". Start with // to send a message that
+begins with a slash. Tab completes command names.
+Ctrl-C cancels a reply in progress, or clears the line; Ctrl-D leaves.
+/pop and /retry remove messages only: memory edits the agent made stay."""
+
+
+class BadArguments(Exception):
+    """A command was given arguments it cannot use; its usage line is shown."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    run: Handler
+
+
+COMMANDS: dict[str, Command] = {}
+ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+
+
+def command(usage: str, summary: str) -> Callable[[Handler], Handler]:
+    """Register a slash command; its name is the first word of `usage`."""
+
+    def register(run: Handler) -> Handler:
+        name = usage.split()[0].removeprefix("/")
+        COMMANDS[name] = Command(name, usage, summary, run)
+        return run
+
+    return register
+
+
+def run_command(session: ChatSession, name: str, arguments: str) -> None:
+    found = COMMANDS.get(ALIASES.get(name, name))
+    if found is None:
+        session.print(f"Unknown command /{name}. Type /help to list the commands.", "yellow")
+        return
+    try:
+        found.run(session, arguments)
+    except BadArguments:
+        session.print(f"Usage: {found.usage}", "yellow")
+
+
+def _no_arguments(arguments: str) -> None:
+    if arguments:
+        raise BadArguments
+
+
+def _required(arguments: str) -> str:
+    if not arguments:
+        raise BadArguments
+    return arguments
+
+
+def _count(arguments: str, default: int) -> int:
+    if not arguments:
+        return default
+    if not (arguments.isascii() and arguments.isdigit()) or int(arguments) < 1:
+        raise BadArguments
+    return int(arguments)
+
+
+# The context breakdown, shared with `memgpt-lite context`.
+
+
+def context_table(title: str, view: ContextOverview) -> Table:
+    table = Table(title=title, show_edge=False)
+    table.add_column("section")
+    table.add_column("tokens", justify="right")
+    for section, tokens in view.sections.items():
+        table.add_row(section, f"{tokens:,}")
+    table.add_row("total (exact request)", f"{view.total_tokens:,}", style="bold")
+    return table
+
+
+def context_summary(view: ContextOverview) -> str:
+    used = 100 * view.total_tokens / view.context_window
+    return (
+        f"{view.total_tokens:,} of {view.context_window:,} tokens ({used:.0f}%), "
+        f"{view.reply_reserve:,} reserved for the reply; messages: "
+        f"{view.messages_in_context} in context, {view.messages_in_storage} stored"
+    )
+
+
+# Commands, in the order /help lists them.
+
+
+@command("/help", "List the commands and how to type messages.")
+def _help(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    for item in COMMANDS.values():
+        table.add_row(Text(item.usage), Text(item.summary))
+    session.console.print(table)
+    session.print(INPUT_HELP, "dim")
+
+
+@command("/memory", "Show the core memory blocks, with their size out of their limit.")
+def _memory(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    for block in session.agent.blocks:
+        flags = ", read-only" if block.read_only else ""
+        session.print(f"[{block.label}] {len(block.value)}/{block.limit} chars{flags}", "bold")
+        session.print(block.value or "(empty)")
+
+
+@command("/edit LABEL", "Edit a core memory block in $VISUAL or $EDITOR.")
+def _edit(session: ChatSession, arguments: str) -> None:
+    label = _required(arguments)
+    if " " in label:
+        raise BadArguments
+    agent = session.agent
+    if agent.block(label).read_only:
+        raise ConfigError(f"block {label!r} is read-only: it cannot be edited")
+    stem = f"{agent.state.name}-{label}"
+    text = agent.block(label).value
+    while True:
+        current = agent.block(label).value
+        # The editor failing is a ConfigError naming where changed text was kept;
+        # Ctrl-C in the editor is left to it (see editor.ctrl_c_left_to_the_editor).
+        text = edit_text(text, stem=stem)
+        if text == current:
+            session.print("No change.", "dim")
+            return
+        try:
+            block = agent.set_block(label, text, expected=current)
+        except ConfigError as exc:
+            session.error(str(exc))
+            session.print(f"Your text is kept in {keep_text(text, stem)}", "yellow")
+            if not session.confirm("Edit it again?"):
+                return
+            continue
+        session.print(f"Saved block {label!r} ({len(block.value)}/{block.limit} chars).")
+        return
+
+
+@command("/block LABEL TEXT", "Replace the text of a core memory block.")
+def _block(session: ChatSession, arguments: str) -> None:
+    label, *text = arguments.split(maxsplit=1)
+    if not text:
+        raise BadArguments
+    block = session.agent.set_block(label, text[0])
+    session.print(f"Saved block {label!r} ({len(block.value)}/{block.limit} chars).")
+
+
+def _show_passages(session: ChatSession, passages: list[Passage], total: int) -> None:
+    for passage in passages:
+        when = passage.created_at.strftime("%Y-%m-%d %H:%M")
+        tags = f"  [{', '.join(passage.tags)}]" if passage.tags else ""
+        session.print(f"{passage.id}  {when}{tags}", "dim")
+        session.print(f"  {passage.text}")
+    session.print(f"({len(passages)} shown of {total})", "dim")
+
+
+@command("/archival [QUERY]", "Search archival memory, or list the newest passages.")
+def _archival(session: ChatSession, arguments: str) -> None:
+    archival = session.agent.archival
+    if arguments:
+        _show_passages(session, *archival.search(arguments, SEARCH_RESULTS))
+    else:
+        _show_passages(session, *archival.list(ARCHIVAL_LIST))
+
+
+@command("/search QUERY", "Search past messages (recall memory).")
+def _search(session: ChatSession, arguments: str) -> None:
+    found, total = search_messages(session.agent, _required(arguments), SEARCH_RESULTS)
+    for message in found:
+        when = message.created_at.strftime("%Y-%m-%d %H:%M")
+        session.print(f"#{message.seq} [{when}] {message.role}: {message.search_text()}")
+    session.print(f"({len(found)} shown of {total})", "dim")
+
+
+@command("/context", "Show where the tokens of the next request go.")
+def _context(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    view = session.agent.context_overview()
+    session.console.print(context_table(f"{session.agent.state.name}: {view.model}", view))
+    session.print(context_summary(view))
+
+
+@command("/summarize", "Fold older messages into the summary now.")
+def _summarize(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    report = session.call_model("summarizing…", session.agent.summarize)
+    if report is not None:
+        session.print(report.describe())
+
+
+@command("/retry", "Remove the last exchange and send its message again.")
+def _retry(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    agent = session.agent
+    _ = agent.llm  # a missing API key fails here, before anything is removed
+    with agent.step_lock():  # no other step between the pop and the new one
+        text = pop_for_retry(agent)
+        session.print(f"Sending again: {text}", "dim")
+        session.send(text)
+
+
+@command("/pop [N]", "Remove the last N exchanges (default 1).")
+def _pop(session: ChatSession, arguments: str) -> None:
+    count = _count(arguments, 1)
+    deleted = session.agent.pop_exchanges(count)
+    session.print(f"Removed {count} exchange(s): {deleted} messages.")
+
+
+@command("/rethink TEXT", "Replace the agent's last inner thought.")
+def _rethink(session: ChatSession, arguments: str) -> None:
+    session.agent.rethink(_required(arguments))
+    session.print("Replaced the last inner thought.")
+
+
+@command("/rewrite TEXT", "Replace the agent's last reply.")
+def _rewrite(session: ChatSession, arguments: str) -> None:
+    session.agent.rewrite(_required(arguments))
+    session.print("Replaced the last reply.")
+
+
+def _dump_message(session: ChatSession, message: Message, context_start: int) -> None:
+    head = f"#{message.seq} {message.role}"
+    if message.name:
+        head += f" name={message.name}"
+    if message.tool_call_id:
+        head += f" tool_call_id={message.tool_call_id}"
+    if (message.seq or 0) < context_start:
+        head += " (folded into the summary)"
+    session.print(head, "bold")
+    if message.content is not None:
+        session.print(message.content)
+    if message.tool_calls:
+        calls = [call.to_openai() for call in message.tool_calls]
+        session.print(json.dumps(calls, indent=2, ensure_ascii=False))
+
+
+@command("/dump [N]", f"Show the last N stored messages raw (default {DEFAULT_DUMP}).")
+def _dump(session: ChatSession, arguments: str) -> None:
+    count = _count(arguments, DEFAULT_DUMP)
+    agent = session.agent
+    state = agent.store.get_agent(agent.state.id)
+    for message in agent.store.last_messages(state.id, count):
+        _dump_message(session, message, state.context_start)
+
+
+@command("/tools", "List the agent's tools.")
+def _tools(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    for tool in session.agent.tools.values():
+        session.print(f"{tool.name}: {' '.join((tool.description or '').split())}")
+
+
+@command("/model [NAME]", "Show the model, or switch to another (kept for next time).")
+def _model(session: ChatSession, arguments: str) -> None:
+    agent = session.agent
+    if arguments:
+        if " " in arguments:
+            raise BadArguments
+        agent.set_model(arguments)
+        session.print(f"Model set to {arguments}.")
+        return
+    window = agent.context_overview().context_window
+    session.print(f"Model: {agent.state.llm.model} (context window {window:,} tokens)")
+
+
+@command("/exit", "Leave the chat (or press Ctrl-D).")
+def _exit(session: ChatSession, arguments: str) -> None:
+    _no_arguments(arguments)
+    session.running = False

@@ -1,0 +1,86 @@
+"""`memgpt-lite export` and `memgpt-lite import`: move a whole agent between
+machines, and bring agents over from Letta (`.af` files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
+from memgpt_lite.cli.base import store_for
+
+
+@click.command(name="export")
+@click.argument("name")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),  # kept as given: any bytes
+    help='File to write (default: NAME.json); "-" writes to standard output.',
+)
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+@click.pass_context
+def export_command(ctx: click.Context, name: str, output: str | None, force: bool) -> None:
+    """Export agent NAME, whole, to a JSON file: blocks, every message, the
+    context window, summary, archival passages with their vectors, settings,
+    model config, system prompt and custom tool names. The API key is never
+    written, and custom tools are exported by name only.
+
+    Example: memgpt-lite export sam -o sam.json
+    """
+    store = store_for(ctx)
+    if output == "-":
+        click.echo(export_agent(store, name).model_dump_json(indent=2))
+        return
+    path = Path(output or f"{name}.json")
+    if path.exists() and not force:
+        raise click.ClickException(f"{path} already exists; use --force to replace it")
+    data = write_agent_file(store, name, path, overwrite=True)
+    click.echo(
+        f"Exported agent {name!r} to {click.format_filename(path)}: {len(data.blocks)} blocks, "
+        f"{len(data.messages)} messages, {len(data.passages)} passages."
+    )
+    if data.tool_names:
+        click.echo(
+            f"Its custom tools ({', '.join(data.tool_names)}) are exported by name only: "
+            "give them to Agent.load where you import it.",
+            err=True,
+        )
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--name", help="Name for the new agent (default: the name in the file).")
+@click.option("--agent", "letta_agent", help="Which agent of a Letta file holding several.")
+@click.option(
+    "--embedder",
+    help='Re-embed archival passages with "local" or "endpoint:MODEL" (default: the '
+    "file's vectors).",
+)
+@click.pass_context
+def import_command(
+    ctx: click.Context,
+    file: Path,
+    name: str | None,
+    letta_agent: str | None,
+    embedder: str | None,
+) -> None:
+    """Import an agent from FILE: a file written by `memgpt-lite export`, or a
+    Letta agent file (.af). The new agent gets fresh ids, so a file can be
+    imported again under another name. Nothing is stored if anything fails.
+
+    Example: memgpt-lite import sam.json --name sam2
+    """
+    report = import_agent(
+        store_for(ctx), file, name=name, embedder=embedder, letta_agent=letta_agent
+    )
+    kind = "Letta agent" if report.source == "letta" else "agent"
+    click.echo(
+        f"Imported {kind} {report.name!r} from {click.format_filename(file)}: "
+        f"{report.blocks} blocks, "
+        f"{report.messages} messages ({report.messages_in_context} in context), "
+        f"{report.passages} passages ({report.vectors} with vectors)."
+    )
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)

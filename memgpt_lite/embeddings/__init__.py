@@ -1,0 +1,1 @@
+"""Embedders: the protocol, an endpoint embedder and the offline local one."""

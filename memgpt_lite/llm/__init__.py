@@ -1,0 +1,1 @@
+"""The model seam: the Model protocol, the OpenAI-compatible implementation, token counting."""

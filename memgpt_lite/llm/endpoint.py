@@ -1,0 +1,392 @@
+"""One request to an OpenAI-compatible endpoint, bounded as a whole.
+
+The `openai` client's own timeouts apply to each read, so a server that sends
+a byte every few seconds is never timed out, and its retries multiply any
+wait. Here the client only connects and sends (max_retries=0, a connect
+timeout and no other); `EndpointCall` does the rest:
+
+- its `timeout` bounds the whole request: every attempt, every backoff, every
+  byte of the answer, headers included. It is an asyncio deadline, so a hung or
+  dripping server is cut off wherever it is;
+- 408, 409, 429 and 5xx answers, connect timeouts and lost connections are
+  retried with exponential backoff (0.5 s doubling up to 8 s, less up to 25%
+  jitter), or after the wait the server asks for (`retry-after-ms`,
+  `Retry-After`). A wait longer than the time left fails at once;
+- every failure is one `LLMError` line naming the endpoint and what was wrong.
+
+`run_sync` runs such a coroutine for synchronous callers on one private event
+loop in a daemon thread, shared by the process: it works from many threads at
+once and inside a running event loop (Jupyter), and Ctrl-C in the caller
+cancels the request and closes its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import os
+import random
+import re
+import socket
+import ssl
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx2
+import openai
+
+from memgpt_lite.errors import ConfigError, LLMError
+
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+INITIAL_BACKOFF_SECONDS = 0.5
+MAX_BACKOFF_SECONDS = 8.0
+_RETRIED_STATUSES = {408, 409, 429}
+# How long a cancelled request may take to close its connection after Ctrl-C.
+_CANCEL_GRACE_SECONDS = 5.0
+# How often a waiting caller wakes up, so Ctrl-C is seen on every platform.
+_WAKE_SECONDS = 0.25
+URL_EXAMPLE = "http://localhost:11434/v1"
+
+
+# ------------------------------------------------------------------ base URLs
+
+
+def check_base_url(url: str, source: str) -> str:
+    """`url` without surrounding spaces if it can be an endpoint's base URL,
+    else a ConfigError naming `source` (where the URL came from) and what to write."""
+    text = url.strip()
+    problem = None
+    if "://" not in text:
+        bare = re.sub(r"^https?:/*", "", text, flags=re.IGNORECASE)
+        raise ConfigError(f"{source} {url!r} has no http:// or https://: write http://{bare}")
+    if any(c.isspace() for c in text):
+        problem = "contains spaces"
+    else:
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError as exc:
+            problem = f"is not a valid URL ({exc})"
+        else:
+            if parts.scheme.lower() not in ("http", "https"):
+                problem = f"must start with http:// or https://, not {parts.scheme}://"
+            elif not parts.hostname:
+                problem = "has no host name"
+    if problem:
+        raise ConfigError(f"{source} {url!r} {problem} (for example {URL_EXAMPLE})")
+    return text
+
+
+# ------------------------------------------------------------ what came back
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line, cut to `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _html_title(text: str) -> str:
+    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    return f" titled {one_line(match.group(1), 60)!r}" if match and match.group(1).strip() else ""
+
+
+def _looks_like_html(content_type: str, text: str) -> bool:
+    return "html" in content_type.lower() or text.lstrip()[:1] == "<"
+
+
+def body_summary(text: str, content_type: str = "") -> str:
+    """What a non-JSON body was, in a few words: an HTML page or its start."""
+    if _looks_like_html(content_type, text):
+        return f"an HTML page{_html_title(text)}"
+    return repr(one_line(text, 80)) if text.strip() else "an empty body"
+
+
+def error_text(exc: openai.APIStatusError) -> str:
+    """The endpoint's own error message, on one line, without the client's decoration."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return one_line(inner["message"])
+        if isinstance(body.get("message"), str):
+            return one_line(body["message"])
+    if isinstance(body, str) and body.strip():
+        return body_summary(body, exc.response.headers.get("content-type", ""))
+    return one_line(exc.message)
+
+
+def json_answer(response: httpx2.Response, name: str, parse: Callable[[str], Any]) -> Any:
+    """The JSON value of a 2xx answer, parsed with `parse` (which raises
+    ValueError or RecursionError for what it refuses), or an LLMError that says
+    what came instead."""
+    content_type = response.headers.get("content-type", "")
+    text = response.content.decode("utf-8", errors="replace")
+    if _looks_like_html(content_type, text):
+        raise LLMError(
+            f"{name} answered with an HTML page{_html_title(text)}, not JSON: check the "
+            f"port, and that the URL is the API's, usually ending in /v1 (like {URL_EXAMPLE})"
+        )
+    if not text.strip():
+        raise LLMError(f"{name} answered {response.status_code} with an empty body, not JSON")
+    try:
+        return parse(text)
+    except json.JSONDecodeError as exc:
+        reason = f"{exc.msg} at position {exc.pos}"
+    except RecursionError:
+        reason = "nested too deeply"
+    except ValueError as exc:  # text.JSONProblem says "not valid JSON (why)"
+        reason = re.sub(r"^not valid JSON \((.*)\)$", r"\1", str(exc))
+    hint = "" if "json" in content_type.lower() else "; is the URL the API's, ending in /v1?"
+    raise LLMError(
+        f"{name} answered invalid JSON ({one_line(reason, 100)}): {body_summary(text)}{hint}"
+    )
+
+
+def connection_problem(exc: openai.APIConnectionError) -> str:
+    """Why a connection failed, in a few words."""
+    causes: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(causes) < 10:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in causes:
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused (is the server running, on this port?)"
+        if isinstance(cause, socket.gaierror):
+            return "host not found"
+        if isinstance(cause, httpx2.ConnectTimeout):
+            return "no connection within the connect timeout"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed (an https:// URL for an http:// server?): {one_line(str(cause))}"
+        if isinstance(cause, httpx2.RemoteProtocolError | httpx2.ReadError | httpx2.WriteError):
+            return "the connection was closed without an answer"
+    for cause in causes[1:]:
+        if str(cause):
+            return one_line(str(cause))
+    return one_line(str(exc))
+
+
+# ------------------------------------------------------------------- retries
+
+
+def retry_after(headers: httpx2.Headers) -> float | None:
+    """The wait the server asks for, in seconds (inf for an absurd one), if any."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if not math.isnan(seconds):
+            return max(0.0, seconds)
+    date = headers.get("retry-after")
+    try:
+        parsed = email.utils.parsedate_tz(date) if date else None
+        return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    except (ValueError, OverflowError):
+        return None
+
+
+def should_retry(response: httpx2.Response) -> bool:
+    verdict = response.headers.get("x-should-retry")  # OpenAI's own hint wins
+    if verdict in ("true", "false"):
+        return verdict == "true"
+    return response.status_code in _RETRIED_STATUSES or response.status_code >= 500
+
+
+def backoff(retry: int) -> float:
+    """The wait before retry number `retry` (0 for the first)."""
+    return min(INITIAL_BACKOFF_SECONDS * 2.0 ** min(retry, 32), MAX_BACKOFF_SECONDS) * (
+        1 - 0.25 * random.random()
+    )
+
+
+def client_timeout(timeout: float) -> httpx2.Timeout:
+    """The client's own timeouts: connecting only. The rest is the deadline's."""
+    return httpx2.Timeout(None, connect=min(CONNECT_TIMEOUT_SECONDS, timeout))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+class EndpointCall:
+    """One request to `name` (e.g. "the model endpoint http://..."), as a whole:
+    its attempts share one deadline, `timeout` seconds after the first starts.
+    `hint` ends the message when the deadline passes."""
+
+    def __init__(self, name: str, timeout: float, max_retries: int, hint: str = "") -> None:
+        self.name = name
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.hint = hint
+        self.attempts = 0
+        self.last_failure = ""
+        self._deadline: float | None = None
+
+    def attempts_note(self) -> str:
+        """How many attempts were made, as " (N attempts)", when more than one."""
+        return f" ({_plural(self.attempts, 'attempt')})" if self.attempts > 1 else ""
+
+    async def run(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Await `attempt()` until it succeeds, retrying what is worth retrying.
+        Raises the last openai.APIStatusError when the answer is an error that is
+        not retried, or when the retries run out; LLMError for everything else."""
+        loop = asyncio.get_running_loop()
+        if self._deadline is None:
+            self._deadline = loop.time() + self.timeout
+        scope = asyncio.timeout_at(self._deadline)
+        try:
+            async with scope:
+                return await self._attempts(attempt, loop)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise self._timed_out() from None
+
+    async def _attempts(
+        self, attempt: Callable[[], Awaitable[T]], loop: asyncio.AbstractEventLoop
+    ) -> T:
+        retries = 0
+        while True:
+            self.attempts += 1
+            try:
+                return await attempt()
+            except openai.APIStatusError as exc:
+                if retries >= self.max_retries or not should_retry(exc.response):
+                    raise
+                self.last_failure = f"answered {exc.status_code}: {error_text(exc)}"
+                asked = retry_after(exc.response.headers)
+            except openai.APIConnectionError as exc:
+                self.last_failure = connection_problem(exc)
+                if retries >= self.max_retries:
+                    raise LLMError(
+                        f"cannot reach {self.name}: {self.last_failure}{self.attempts_note()}"
+                    ) from None
+                asked = None
+            wait = backoff(retries) if asked is None else asked
+            left = self._left(loop)
+            if asked is not None and wait > left:
+                raise LLMError(
+                    f"{self.name} {self.last_failure} and asked to retry after {wait:g} s, "
+                    f"more than the {left:.2g} s left of the {self.timeout:g} s limit"
+                    f"{self.attempts_note()}"
+                )
+            if wait >= left:
+                raise self._timed_out()
+            retries += 1
+            await asyncio.sleep(wait)
+
+    def _left(self, loop: asyncio.AbstractEventLoop) -> float:
+        return max(0.0, (self._deadline or 0.0) - loop.time())
+
+    def _timed_out(self) -> LLMError:
+        last = f"; last: {self.last_failure}" if self.last_failure else ""
+        return LLMError(
+            f"{self.name} did not answer within {self.timeout:g} s "
+            f"({_plural(self.attempts, 'attempt')}{last}){self.hint}"
+        )
+
+
+# ------------------------------------------------------------ clients, loops
+
+
+ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
+
+
+def _close_clients(clients: ClientsByLoop) -> None:
+    for loop, client in list(clients.items()):
+        if not loop.is_closed():  # closed with its loop otherwise
+            asyncio.run_coroutine_threadsafe(client.close(), loop)
+    clients.clear()
+
+
+class AsyncClients:
+    """An `openai.AsyncOpenAI` per event loop, made on first use: a client's
+    pooled connections belong to the loop that opened them. They are closed
+    by `close()`, or when this object is garbage collected."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._clients: ClientsByLoop = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self.close = weakref.finalize(self, _close_clients, self._clients)
+        self.close.atexit = False  # the process is ending: its sockets go with it
+
+    def get(self) -> openai.AsyncOpenAI:
+        """The client for the running loop."""
+        return self.for_loop(asyncio.get_running_loop())
+
+    def for_loop(self, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI:
+        """The client for `loop`, made now if need be: from another thread, this
+        keeps the cost of making one (tens of ms: TLS setup) off the loop."""
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = openai.AsyncOpenAI(**self._options)
+            return client
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="memgpt-lite-endpoint", daemon=True
+        )
+        self.thread.start()
+
+
+_loop_thread: _LoopThread | None = None
+_loop_lock = threading.Lock()
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The private event loop that `run_sync` uses (a new one after a fork)."""
+    global _loop_thread
+    with _loop_lock:
+        if _loop_thread is None or _loop_thread.pid != os.getpid():
+            _loop_thread = _LoopThread()
+        return _loop_thread.loop
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on the private event loop and wait for its result. If the
+    wait is interrupted (Ctrl-C), the coroutine is cancelled, its connection
+    closed, and the interruption goes on."""
+    loop = background_loop()
+    if threading.current_thread() is getattr(_loop_thread, "thread", None):
+        coro.close()
+        raise RuntimeError("run_sync cannot be called from the endpoint loop itself")
+    finished = threading.Event()
+    tasks: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        task.add_done_callback(lambda _: finished.set())
+        tasks.append(task)
+
+    loop.call_soon_threadsafe(start)
+    try:
+        while not finished.wait(_WAKE_SECONDS):
+            pass
+    except BaseException:
+        # Runs after start(): the loop takes callbacks in order.
+        loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+        if finished.wait(_CANCEL_GRACE_SECONDS) and not tasks[0].cancelled():
+            tasks[0].exception()  # retrieved, so asyncio does not log it as lost
+        raise
+    return tasks[0].result()

@@ -1,0 +1,2 @@
+"""The three tiers of memory: core blocks, recall (every message) and archival
+passages, and searching them."""

@@ -1,0 +1,270 @@
+"""Archival memory, the unbounded tier: `agent.archival.insert/search/list/...`.
+
+Long text is cut into retrievable chunks of a few hundred tokens, on paragraph
+and sentence boundaries where it can be. An exact duplicate of a stored
+passage is skipped (and reported). An insert, and a load of many files, is
+all or nothing: every passage of it is stored, or none is. With an embedder,
+new passages are embedded before they are stored; if the embedder's endpoint
+fails they are stored anyway and embedded on the next search.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memgpt_lite.embeddings.embedder import Embedder
+from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.memory.search import (
+    backfill,
+    check_embedder,
+    embed_texts,
+    record_vectors,
+    search_passages,
+)
+from memgpt_lite.models import AgentState, Passage
+from memgpt_lite.text import clean_text, clean_texts
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+
+log = logging.getLogger(__name__)
+
+CHUNK_TOKENS = 300
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text", ".csv", ".json", ".log"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _units(counter: TokenCounter, text: str, max_tokens: int) -> Iterator[tuple[str, str]]:
+    """(piece, separator) pairs no longer than `max_tokens`: paragraphs, else
+    sentences, else plain token windows."""
+    for paragraph in re.split(r"\n\s*\n", text.strip()):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        if counter.count_text(paragraph) <= max_tokens:
+            yield paragraph, "\n\n"
+            continue
+        for sentence in _SENTENCE_END.split(paragraph):
+            tokens = counter.encoding.encode_ordinary(sentence)
+            for i in range(0, len(tokens), max_tokens):
+                yield counter.encoding.decode(tokens[i : i + max_tokens]).strip(), " "
+
+
+def chunk_text(counter: TokenCounter, text: str, max_tokens: int = CHUNK_TOKENS) -> list[str]:
+    """Cut `text` into chunks of at most about `max_tokens` tokens."""
+    chunks: list[str] = []
+    current, used = "", 0
+    for piece, separator in _units(counter, text, max_tokens):
+        size = counter.count_text(piece)
+        if current and used + size > max_tokens:
+            chunks.append(current)
+            current, used = "", 0
+        current = f"{current}{separator}{piece}" if current else piece
+        used += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _read_text(file: Path) -> str:
+    """A file's text, or a ConfigError saying why not (nothing is stored yet)."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file} is not UTF-8 text; nothing was loaded") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {file}: {exc.strerror or exc}; nothing was loaded"
+        ) from None
+
+
+def _tail(text: str, words: int = 40) -> str:
+    return " ".join(text.split()[-words:])
+
+
+@dataclass
+class InsertReport:
+    stored: list[Passage] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # ids of the passages already held
+
+
+class ArchivalMemory:
+    """An agent's archival memory."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def _agent_id(self) -> str:
+        return self.agent.state.id
+
+    def insert(
+        self,
+        text: str,
+        tags: Sequence[str] = (),
+        created_at: datetime | None = None,
+        chunk_tokens: int = CHUNK_TOKENS,
+    ) -> InsertReport:
+        """Store `text` (chunked if long) with optional tags and time: every
+        passage of it, or, if anything fails, none."""
+        return self.insert_many(self._chunked(text, tags, created_at, chunk_tokens))
+
+    def _chunked(
+        self,
+        text: str,
+        tags: Sequence[str] = (),
+        created_at: datetime | None = None,
+        chunk_tokens: int = CHUNK_TOKENS,
+    ) -> list[Passage]:
+        if not text.strip():
+            raise ConfigError("the passage is empty")
+        tags = sorted({t.strip() for t in tags if t.strip()})
+        chunks = chunk_text(self.agent.token_counter, text, chunk_tokens)
+        when = {"created_at": created_at} if created_at else {}
+        return [
+            # A later chunk's context is the end of the one before it, so a chunk
+            # whose subject was named earlier can still be found by it.
+            Passage(
+                agent_id=self._agent_id,
+                text=chunk,
+                tags=tags,
+                context=_tail(chunks[i - 1]) if i else "",
+                **when,
+            )
+            for i, chunk in enumerate(chunks)
+        ]
+
+    def insert_many(self, passages: Sequence[Passage]) -> InsertReport:
+        """Store prepared passages (no chunking), for bulk loads: all or none."""
+        return self._store(passages, self._embed_new(passages) or {})
+
+    def _embed_new(self, passages: Sequence[Passage]) -> dict[str, np.ndarray] | None:
+        """Vectors, by passage id, for the passages not stored yet, made before
+        anything is written, so that no write waits for the embedder and a
+        failure leaves nothing behind. None if the embedder's endpoint failed:
+        the passages are stored anyway and embedded at the next search."""
+        store = self.agent.store
+        new = [p for p in passages if store.passage_id_for_text(self._agent_id, p.text) is None]
+        if self.agent.embedder is None or not new:
+            return {}
+        try:
+            vectors = embed_texts(self.agent, [p.text for p in new])
+        except LLMError as exc:
+            log.warning(
+                "agent %s: embedding failed; the passages will be embedded at the next search: %s",
+                self.agent.state.name,
+                exc,
+            )
+            return None
+        if vectors is None:
+            return {}
+        return {p.id: vector for p, vector in zip(new, vectors, strict=True)}
+
+    def _store(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> InsertReport:
+        """Store the passages and their vectors in one transaction."""
+        report = InsertReport()
+        store = self.agent.store
+        with store.transaction():
+            for passage, stored in zip(passages, store.add_passages(passages), strict=True):
+                if stored:
+                    report.stored.append(passage)
+                else:
+                    report.duplicates.append(
+                        store.passage_id_for_text(self._agent_id, passage.text) or ""
+                    )
+            embedded = [p for p in report.stored if p.id in vectors]
+            if embedded:
+                matrix = np.stack([vectors[p.id] for p in embedded])
+                record_vectors(self.agent, "passage", [p.seq or 0 for p in embedded], matrix)
+        return report
+
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> tuple[list[Passage], int]:
+        """Passages for a plain-text query, best first, and how many matched."""
+        return search_passages(self.agent, query, limit, offset, tags, start, end)
+
+    def list(
+        self, limit: int = 20, offset: int = 0, tags: Sequence[str] | None = None
+    ) -> tuple[list[Passage], int]:
+        return self.agent.store.list_passages(self._agent_id, limit, offset, clean_texts(tags))
+
+    def get(self, passage_id: str) -> Passage:
+        return self.agent.store.get_passage(self._agent_id, clean_text(passage_id))
+
+    def delete(self, passage_id: str) -> None:
+        self.agent.store.delete_passage(self._agent_id, clean_text(passage_id))
+
+    def count(self) -> int:
+        return self.agent.store.agent_stats(self._agent_id).passage_count
+
+    def load_path(
+        self,
+        path: Path,
+        tags: Sequence[str] = (),
+        progress: Callable[[Path, int], None] | None = None,
+    ) -> tuple[int, int, int]:
+        """Load a text file, or every text file under a folder, all or nothing:
+        every file is read, chunked and embedded before one transaction stores
+        them all. Returns (files, passages stored, duplicates skipped);
+        `progress(file, size)` is called as each file is read."""
+        path = Path(path).expanduser()
+        if not path.exists():
+            raise ConfigError(f"{path} does not exist")
+        files = (
+            [path]
+            if path.is_file()
+            else sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
+            )
+        )
+        passages: list[Passage] = []
+        vectors: dict[str, np.ndarray] | None = {}
+        for file in files:
+            text = _read_text(file)
+            if text.strip():
+                chunked = self._chunked(text, tags=[*tags, f"file:{file.name}"])
+                passages += chunked
+                # After one failure of the endpoint, the rest wait for the next search too.
+                found = self._embed_new(chunked) if vectors is not None else None
+                vectors = None if found is None or vectors is None else vectors | found
+            if progress:
+                progress(file, file.stat().st_size)
+        report = self._store(passages, vectors or {})
+        return len(files), len(report.stored), len(report.duplicates)
+
+    def reembed(self, embedder: Embedder, progress: Callable[[int], None] | None = None) -> int:
+        """Replace every stored vector with ones from `embedder`. Returns the
+        number of passages embedded (messages are embedded at their next search)."""
+        agent = self.agent
+
+        def forget_space(state: AgentState) -> None:
+            state.embedding_model = None
+            state.embedding_dimension = None
+
+        with agent.store.transaction():
+            agent.store.delete_vectors(self._agent_id)
+            agent.state = agent.store.update_agent(self._agent_id, forget_space)
+        agent.set_embedder(embedder)
+        done = 0
+        while count := backfill(agent, "passage", limit=256):
+            done += count
+            if progress:
+                progress(count)
+        check_embedder(agent)
+        return done

@@ -1,0 +1,144 @@
+"""Core memory: rendering the blocks into the system message, and the rules for
+editing them. Edit functions raise `ModelRetry` with what to do instead, so the
+same rules serve the model's tools and a user's edits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+from memgpt_lite.errors import ModelRetry
+from memgpt_lite.models import AgentStats, Block
+
+
+def load_prompt(name: str) -> str:
+    """Text of `prompts/NAME.md`: from the installed package, or from the
+    source tree for an editable install."""
+    packaged = resources.files("memgpt_lite") / "prompts" / f"{name}.md"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8").strip()
+    source_tree = Path(__file__).resolve().parents[2] / "prompts" / f"{name}.md"
+    return source_tree.read_text(encoding="utf-8").strip()
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
+
+
+def render_block(block: Block) -> str:
+    attributes = [f'label="{block.label}"', f'chars="{len(block.value)}/{block.limit}"']
+    if block.read_only:
+        attributes.append('read_only="true"')
+    lines = [f"<block {' '.join(attributes)}>"]
+    if block.description:
+        lines.append(f"<description>{block.description}</description>")
+    lines += [f"<value>\n{block.value}\n</value>", "</block>"]
+    return "\n".join(lines)
+
+
+def render_metadata(stats: AgentStats, now: datetime) -> str:
+    return "\n".join(
+        [
+            "<memory_metadata>",
+            f"Current date: {now.strftime('%Y-%m-%d (%A)')}",
+            f"Memory last modified: {_when(stats.memory_updated_at)}",
+            f"{stats.message_count} messages in recall memory (search with conversation_search)",
+            f"{stats.passage_count} passages in archival memory "
+            "(search with archival_memory_search)",
+            "</memory_metadata>",
+        ]
+    )
+
+
+def render_summary(summary: str, hidden_messages: int) -> str:
+    """The recursive summary, with how many messages are out of view and how to find them."""
+    lines = [f'<summary hidden_messages="{hidden_messages}">']
+    if summary:
+        lines.append(summary)
+    lines.append(
+        f"{hidden_messages} earlier messages are out of view but stored in recall memory; "
+        "find them with conversation_search or conversation_search_date."
+    )
+    lines.append("</summary>")
+    return "\n".join(lines)
+
+
+def system_sections(
+    instructions: str,
+    blocks: Sequence[Block],
+    stats: AgentStats,
+    now: datetime,
+    summary: str = "",
+    hidden_messages: int = 0,
+) -> list[tuple[str, str]]:
+    """The named parts of the system message, in order: instructions, memory
+    metadata, the summary (once messages have left the window), then each core
+    memory block (named "block:LABEL")."""
+    sections = [
+        ("system instructions", instructions),
+        ("memory metadata", render_metadata(stats, now)),
+    ]
+    if summary or hidden_messages:
+        sections.append(("summary", render_summary(summary, hidden_messages)))
+    sections += [(f"block:{b.label}", render_block(b)) for b in blocks]
+    return sections
+
+
+def join_sections(sections: Sequence[tuple[str, str]]) -> str:
+    """The system message text: the blocks go inside one <core_memory> element."""
+    head = [text for name, text in sections if not name.startswith("block:")]
+    blocks = [text for name, text in sections if name.startswith("block:")]
+    return "\n\n".join([*head, "<core_memory>\n" + "\n".join(blocks) + "\n</core_memory>"])
+
+
+def _check_editable(block: Block) -> None:
+    if block.read_only:
+        raise ModelRetry(f"block {block.label!r} is read-only: it cannot be edited.")
+
+
+def _check_fits(block: Block, new_value: str) -> None:
+    if len(new_value) > block.limit:
+        raise ModelRetry(
+            f"block {block.label!r} would hold {len(new_value)} characters, over its limit of "
+            f"{block.limit} ({len(block.value)} used now). Nothing was changed. Make the "
+            "text shorter, condense the block with core_memory_replace, or save the detail "
+            "with archival_memory_insert."
+        )
+
+
+def append_to_block(block: Block, content: str) -> str | None:
+    """The block's new value after appending `content` as a line, or None when
+    the block already holds that line (a no-op)."""
+    _check_editable(block)
+    if not content.strip():
+        raise ModelRetry("content is empty: there is nothing to append.")
+    if content.strip() in (line.strip() for line in block.value.splitlines()):
+        return None
+    new_value = f"{block.value}\n{content}" if block.value else content
+    _check_fits(block, new_value)
+    return new_value
+
+
+def replace_in_block(block: Block, old_content: str, new_content: str) -> str:
+    """The block's new value with every `old_content` replaced by `new_content`
+    (an empty `new_content` deletes it)."""
+    _check_editable(block)
+    if not old_content:
+        raise ModelRetry("old_content is empty: give the exact text to replace.")
+    if old_content not in block.value:
+        raise ModelRetry(
+            f"old_content was not found in block {block.label!r}; nothing was changed. "
+            "Copy the exact text, including punctuation, from the block."
+        )
+    new_value = block.value.replace(old_content, new_content)
+    _check_fits(block, new_value)
+    return new_value
+
+
+def set_block_value(block: Block, value: str) -> str:
+    """Check a whole new value for a block (a user's edit)."""
+    _check_editable(block)
+    _check_fits(block, value)
+    return value

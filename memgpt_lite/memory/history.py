@@ -1,0 +1,154 @@
+"""Edits to an agent's conversation history: pop, retry, rethink, rewrite.
+
+An *exchange* is a user message and everything stored after it up to the next
+user message: the model's responses, their tool results, any system alerts.
+Only the context window can be edited. Messages before `state.context_start`
+are already folded into the summary, so changing them would make the summary
+lie; those edits are refused.
+
+Deleting whole exchanges from the end can never orphan a tool call: a call and
+its results are stored together, after the user message that led to them.
+Every edit holds the agent's step lock, so none lands in the middle of a step
+running in another process.
+Triggers keep the full-text index, the counters and the vectors in step with
+every DELETE; an edited message's vector is dropped so the next search embeds
+it again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.loop.window import unanswered
+from memgpt_lite.models import Message, StepResult
+from memgpt_lite.text import clean_text
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+
+_FOLDED = "older messages are folded into the summary and cannot be edited"
+
+
+def _window(agent: Agent) -> list[Message]:
+    """The messages in the context window, with the agent state read fresh:
+    another process may have compacted or added messages meanwhile."""
+    agent.state = agent.store.get_agent(agent.state.id)
+    return agent.context_messages()
+
+
+def exchange_starts(agent: Agent) -> list[Message]:
+    """The user messages in the context window, oldest first: one per exchange
+    that can be edited."""
+    return [m for m in _window(agent) if m.role == "user"]
+
+
+def pop_exchanges(agent: Agent, n: int = 1) -> int:
+    """Delete the last `n` exchanges, in one transaction. Returns how many
+    messages were deleted. Refuses (deleting nothing) when fewer than `n`
+    exchanges are in the context window."""
+    if n < 1:
+        raise ConfigError(f"the number of exchanges to remove must be at least 1, got {n}")
+    with agent.step_lock(), agent.store.transaction():
+        window = _window(agent)
+        starts = [m for m in window if m.role == "user"]
+        if len(starts) < n:
+            raise ConfigError(
+                f"only {len(starts)} exchange(s) are in the context window; {_FOLDED}"
+            )
+        first = starts[-n]
+        deleted = agent.store.delete_messages_from(agent.state.id, first.seq or 0)
+    for message in window:
+        if (message.seq or 0) >= (first.seq or 0):
+            agent.token_counter.forget(message.id)
+    return deleted
+
+
+def last_user_message(agent: Agent) -> Message:
+    """The user message that starts the last exchange in the context window."""
+    starts = exchange_starts(agent)
+    if not starts:
+        raise ConfigError(f"there is no user message in the context window; {_FOLDED}")
+    return starts[-1]
+
+
+def pop_for_retry(agent: Agent) -> str:
+    """Remove the last exchange and return its user message, to send again."""
+    with agent.step_lock():
+        text = last_user_message(agent).content or ""
+        pop_exchanges(agent, 1)
+    return text
+
+
+def retry(agent: Agent) -> StepResult:
+    """Remove the last exchange and send its user message again."""
+    _ = agent.llm  # a missing API key fails here, before anything is deleted
+    with agent.step_lock():  # no other step between the pop and the new one
+        return agent.step(pop_for_retry(agent))
+
+
+def _edit_last(
+    agent: Agent, text: str, what: str, edit: Callable[[Message, str], Message | None]
+) -> Message:
+    """Apply `edit` to the newest message in the window it accepts (it returns
+    the edited copy, or None to look further back), and store the result."""
+    if not text.strip():
+        raise ConfigError(f"the new {what} is empty")
+    text = clean_text(text)  # model_copy(update=...) below does not validate
+    with agent.step_lock(), agent.store.transaction():
+        for message in reversed(_window(agent)):
+            edited = edit(message, text)
+            if edited is not None:
+                agent.store.update_message(edited)
+                agent.token_counter.forget(edited.id)
+                return edited
+    raise ConfigError(f"there is no {what} in the context window to replace; {_FOLDED}")
+
+
+def _with_thought(message: Message, text: str) -> Message | None:
+    # A thought is the text that comes with tool calls; without calls it is a reply.
+    if message.role != "assistant" or not message.tool_calls:
+        return None
+    return message.model_copy(update={"content": text})
+
+
+def rethink(agent: Agent, text: str) -> Message:
+    """Replace the inner thought of the agent's last response that made tool calls."""
+    return _edit_last(agent, text, "inner thought", _with_thought)
+
+
+def _with_reply(message: Message, text: str) -> Message | None:
+    if message.role != "assistant":
+        return None
+    if not message.tool_calls:
+        return message.model_copy(update={"content": text}) if message.content else None
+    # With several replies in one response, the last is the one the user saw last.
+    for i, call in reversed(list(enumerate(message.tool_calls))):
+        arguments = call.send_message_arguments()
+        if arguments is None:
+            continue
+        new_call = call.model_copy(update={"arguments": json.dumps({**arguments, "message": text})})
+        calls = [*message.tool_calls[:i], new_call, *message.tool_calls[i + 1 :]]
+        return message.model_copy(update={"tool_calls": calls})
+    return None
+
+
+def rewrite(agent: Agent, text: str) -> Message:
+    """Replace the agent's last reply: the message of its last send_message
+    call, or its last plain-text answer."""
+    return _edit_last(agent, text, "reply", _with_reply)
+
+
+def unanswered_note(agent: Agent, resend: str, drop: str) -> str | None:
+    """If the user's last message went unanswered (its step failed or was
+    cancelled before the model responded), one line saying so and naming the
+    commands that send it again and drop it; else None."""
+    window = _window(agent)
+    starts = [m for m in window if m.role == "user"]
+    if not starts or starts[-1] not in unanswered(window):
+        return None
+    text = " ".join((starts[-1].content or "").split())
+    shown = text if len(text) <= 60 else text[:59] + "…"
+    return f'Your message "{shown}" was not answered: {resend} sends it again, {drop} drops it.'

@@ -1,0 +1,406 @@
+"""Hybrid search over archival passages and recall messages.
+
+Lexical ranking is SQLite FTS5 BM25 (porter stemming, stop words dropped, any
+input taken as plain words; see `Store.rank_passages` for large memories). With
+an embedder, the query is also embedded and compared with the agent's stored
+vectors (a numpy matrix kept in memory and refreshed from the database only
+when its counters say it changed; exactly up to EXACT_VECTOR_LIMIT vectors,
+through binary codes beyond), and
+the two are fused by a convex combination of normalised scores: BM25 over the
+query's best BM25, cosine min-max normalised, weighted equally. (Reciprocal
+rank fusion was measured too: with a dense model weaker than BM25, as MiniLM
+is on conversational data, it ranked worse than BM25 alone.) Items stored before an
+embedder was set, or while the endpoint was down, are embedded on the next
+search, a bounded batch at a time; search never fails because an embedder did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
+from memgpt_lite.errors import LLMError
+from memgpt_lite.memory.ranking import fts_words
+from memgpt_lite.models import AgentState, Message, Passage
+from memgpt_lite.storage.sqlite.archival import Owner, grown
+from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.text import clean_text, clean_texts
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+
+log = logging.getLogger(__name__)
+
+LEXICAL_WEIGHT = 0.5  # the neutral weight of the convex combination
+BACKFILL_PER_SEARCH = 512
+T = TypeVar("T", Passage, Message)
+
+
+# Up to this many vectors, search compares the query with every one (a float32
+# matrix product: about 25 ms per 200,000 vectors of 384 dimensions here).
+# Beyond, each vector also has a binary code (the signs of its components less
+# the mean vector); the codes nearest the query by Hamming distance, an eighth
+# of the matrix's bytes to read, give APPROXIMATE_CANDIDATES candidates that
+# are then compared exactly. On real sentence embeddings (2,760 LoCoMo turns,
+# all-MiniLM-L6-v2) 1% of the vectors as candidates holds 88% of the exact top
+# ten and 2% holds 96%, and the same share holds more as the index grows
+# (benchmarks/vector_recall.py); at 1M, 8,192 candidates are 0.8%.
+EXACT_VECTOR_LIMIT = 200_000
+APPROXIMATE_CANDIDATES = 8_192
+_CODE_CHUNK = 65_536  # rows encoded at a time, to bound the temporary arrays
+_HAMMING_BLOCK = 131_072  # rows per block of the Hamming pass (about 1 MB of codes a word)
+_GATHER_BLOCK = 1_024  # candidate rows compared at a time (1.5 MB at 384 dimensions)
+
+
+class VectorIndex:
+    """One agent's stored vectors of one kind, as a growable matrix in memory."""
+
+    def __init__(self, store: Store, agent_id: str, owner: Owner, dimension: int) -> None:
+        self.store, self.agent_id, self.owner, self.dimension = store, agent_id, owner, dimension
+        self._clear()
+
+    def _clear(self) -> None:
+        self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._row_of: dict[int, int] = {}
+        self.size = 0
+        self._last_rowid = 0
+        self._counters = (-1, -1)
+        self._codes: np.ndarray | None = None  # built when size passes EXACT_VECTOR_LIMIT
+        self._mean = np.zeros(self.dimension, dtype=np.float32)
+
+    def refresh(self) -> None:
+        counters = self.store.vector_counters(self.agent_id)
+        if counters == self._counters:
+            return
+        if counters[1] != self._counters[1]:  # something was deleted: reload all
+            self._clear()
+        rowids, seqs, matrix = self.store.load_vectors(
+            self.agent_id, self.owner, self._last_rowid, self.dimension
+        )
+        self._append(seqs, matrix)
+        if len(rowids):
+            self._last_rowid = int(rowids[-1])
+        self._counters = counters
+
+    def _append(self, seqs: np.ndarray, matrix: np.ndarray) -> None:
+        needed = self.size + len(seqs)
+        if self.size == 0 and needed > len(self._matrix) and matrix.flags.writeable:
+            # The first load: keep the loaded arrays (a copy is 1.5 GB per 1M vectors).
+            self._matrix, self._seqs = matrix, seqs
+        else:
+            if needed > len(self._matrix):  # grow geometrically: appends stay amortised O(1)
+                capacity = max(needed, int(len(self._matrix) * 1.5) + 64)
+                self._matrix = grown(self._matrix, self.size, capacity)
+                self._seqs = grown(self._seqs, self.size, capacity)
+            self._matrix[self.size : needed] = matrix
+            self._seqs[self.size : needed] = seqs
+        self._row_of.update((int(seq), row) for row, seq in enumerate(seqs, start=self.size))
+        if self._codes is not None:
+            if needed > self._codes.shape[1]:
+                # Word-major, so grown along columns (`grown` copies rows).
+                wider = np.zeros((len(self._codes), len(self._matrix)), dtype=np.uint64)
+                wider[:, : self.size] = self._codes[:, : self.size]
+                self._codes = wider
+            self._codes[:, self.size : needed] = self._encode(matrix).T
+        self.size = needed
+
+    def _encode(self, vectors: np.ndarray) -> np.ndarray:
+        """Binary codes: one bit per dimension, packed into 64-bit words."""
+        bits = np.packbits(vectors > self._mean, axis=-1)
+        padding = -bits.shape[-1] % 8
+        if padding:
+            bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, padding)])
+        return np.ascontiguousarray(bits).view(np.uint64)
+
+    def _build_codes(self) -> None:
+        # Word-major (one row per 64-bit word of every code): the Hamming pass
+        # then streams through contiguous memory, four times faster here.
+        self._mean = self._matrix[: self.size].mean(axis=0)
+        codes = np.zeros((-(-self.dimension // 64), len(self._matrix)), dtype=np.uint64)
+        for start in range(0, self.size, _CODE_CHUNK):
+            end = min(start + _CODE_CHUNK, self.size)
+            codes[:, start:end] = self._encode(self._matrix[start:end]).T
+        self._codes = codes
+
+    def search(self, query: np.ndarray, k: int) -> VectorHits:
+        """The `k` stored vectors most similar to `query` (exactly, up to
+        EXACT_VECTOR_LIMIT vectors; nearly, beyond), and a similarity for any
+        stored item, min-max normalised to [0, 1]."""
+        self.refresh()
+        return self.nearest(query, k)
+
+    def nearest(self, query: np.ndarray, k: int) -> VectorHits:
+        """`search` without the refresh: numpy only, so it may run on another
+        thread while this one queries SQLite."""
+        query = query.astype(np.float32)
+        if self.size == 0:
+            return VectorHits([], {}, self._matrix, query, 0.0, 0.0)
+        k = min(k, self.size)
+        if self.size <= EXACT_VECTOR_LIMIT:
+            rows = np.arange(self.size)
+            scores = self._matrix[: self.size] @ query
+            low, high = float(scores.min()), float(scores.max())
+        else:
+            rows, low = self._candidates(query, max(APPROXIMATE_CANDIDATES, 20 * k))
+            scores = np.empty(len(rows), dtype=np.float32)
+            for start in range(0, len(rows), _GATHER_BLOCK):  # blocks stay in the cache
+                block = rows[start : start + _GATHER_BLOCK]
+                scores[start : start + len(block)] = self._matrix[block] @ query
+            low, high = min(low, float(scores.min())), float(scores.max())
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ranked = [int(s) for s in self._seqs[rows[top]]]
+        return VectorHits(ranked, self._row_of, self._matrix, query, low, high)
+
+    def _candidates(self, query: np.ndarray, count: int) -> tuple[np.ndarray, float]:
+        """The `count` rows whose codes are nearest the query's, and the exact
+        similarity of the farthest code: an estimate of the lowest of all."""
+        if self._codes is None:
+            self._build_codes()
+        assert self._codes is not None
+        distances = self._hamming(self._encode(query[np.newaxis])[0])
+        # Distances are small integers: a histogram finds the cut in one pass.
+        # All rows nearer than the cut, then the first of those at it.
+        reached = np.cumsum(np.bincount(distances, minlength=self.dimension + 1))
+        count = min(count, self.size)
+        cut = int(np.searchsorted(reached, count))
+        nearer = np.flatnonzero(distances < cut)
+        at_cut = np.flatnonzero(distances == cut)[: count - len(nearer)]
+        farthest = int(np.argmax(distances))
+        return np.concatenate([nearer, at_cut]), float(self._matrix[farthest] @ query)
+
+    def _hamming(self, code: np.ndarray) -> np.ndarray:
+        """Each row's Hamming distance to `code`. Done a block of rows at a
+        time into reused buffers, so the temporaries stay in the CPU cache:
+        twice as fast at 1M rows as whole-array operations."""
+        assert self._codes is not None
+        distances = np.empty(self.size, dtype=np.uint16)
+        xor = np.empty(_HAMMING_BLOCK, dtype=np.uint64)
+        bits = np.empty(_HAMMING_BLOCK, dtype=np.uint8)
+        for start in range(0, self.size, _HAMMING_BLOCK):
+            end = min(start + _HAMMING_BLOCK, self.size)
+            n, block = end - start, distances[start:end]
+            block[:] = 0
+            for word in range(len(code)):
+                np.bitwise_xor(self._codes[word, start:end], code[word], out=xor[:n])
+                np.bitwise_count(xor[:n], out=bits[:n])
+                np.add(block, bits[:n], out=block)
+        return distances
+
+
+@dataclass
+class VectorHits:
+    ranked: list[int]  # the nearest items' seqs, best first
+    row_of: dict[int, int]
+    matrix: np.ndarray
+    query: np.ndarray
+    low: float
+    high: float
+
+    def similarity(self, seq: int) -> float:
+        """Cosine similarity to the query, min-max normalised over the stored
+        items (0 for an item with no vector)."""
+        row = self.row_of.get(seq)
+        if row is None:
+            return 0.0
+        if self.high <= self.low:
+            return 1.0
+        score = float(self.matrix[row] @ self.query)
+        return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
+
+
+def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int]:
+    """Rank items by LEXICAL_WEIGHT * BM25 / best BM25 + the rest * similarity
+    (already in [0, 1]); an item missing from one side scores 0 there."""
+    best = max(lexical.values(), default=0.0) or 1.0
+    items = set(lexical) | set(similarity)
+
+    def score(item: int) -> float:
+        return LEXICAL_WEIGHT * lexical.get(item, 0.0) / best + (
+            1 - LEXICAL_WEIGHT
+        ) * similarity.get(item, 0.0)
+
+    return sorted(items, key=lambda item: (-score(item), -item))
+
+
+def check_embedder(agent: Agent) -> None:
+    """Refuse an embedder other than the one the agent's vectors came from."""
+    embedder, state = agent.embedder, agent.state
+    if embedder is None or state.embedding_model is None:
+        return
+    same_dimension = embedder.dimension in (None, state.embedding_dimension)
+    if embedder.name != state.embedding_model or not same_dimension:
+        raise EmbeddingMismatchError(
+            f"agent {state.name!r} has vectors from {state.embedding_model} "
+            f"({state.embedding_dimension} dimensions), not {embedder.name}"
+            f"{f' ({embedder.dimension} dimensions)' if embedder.dimension else ''}; use the "
+            f"same embedder, or re-embed: memgpt-lite archival {state.name} reembed"
+        )
+
+
+def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
+    """The agent's embedder's vectors for `texts`, None without an embedder
+    (a call to the endpoint or the local model: nothing is written)."""
+    if agent.embedder is None:
+        return None
+    vectors = agent.embedder.embed(list(texts))  # clean: passages, messages, cleaned queries
+    check_embedder(agent)
+    return vectors
+
+
+def record_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], vectors: np.ndarray) -> None:
+    """Store vectors made by `embed_texts`; record the agent's embedding space
+    on first use (the field alone, read fresh: another process may have
+    recorded one meanwhile, which must then match)."""
+    embedder = agent.embedder
+    if embedder is None or not len(seqs):
+        return
+
+    def record_space(state: AgentState) -> None:
+        if state.embedding_model is None:
+            state.embedding_model = embedder.name
+            state.embedding_dimension = int(vectors.shape[1])
+
+    with agent.store.transaction():
+        if agent.state.embedding_model is None:
+            agent.state = agent.store.update_agent(agent.state.id, record_space)
+            check_embedder(agent)
+        agent.store.add_vectors(agent.state.id, owner, seqs, vectors)
+
+
+def store_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], texts: Sequence[str]) -> None:
+    """Embed and store; record the agent's embedding space on first use."""
+    vectors = embed_texts(agent, texts) if seqs else None
+    if vectors is not None:
+        record_vectors(agent, owner, seqs, vectors)
+
+
+def backfill(agent: Agent, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
+    """Embed up to `limit` stored items that have no vector yet (none in a
+    database this process may only read: search uses the vectors it has)."""
+    if agent.store.read_only:
+        return 0
+    if owner == "passage":
+        pending = [
+            (p.seq or 0, p.text) for p in agent.store.unembedded_passages(agent.state.id, limit)
+        ]
+    else:
+        pending = agent.store.unembedded_messages(agent.state.id, limit)
+    store_vectors(agent, owner, [s for s, _ in pending], [t for _, t in pending])
+    return len(pending)
+
+
+def _vector_thread() -> ThreadPoolExecutor:
+    global _VECTOR_THREAD
+    if _VECTOR_THREAD is None:
+        _VECTOR_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-vectors")
+    return _VECTOR_THREAD
+
+
+_VECTOR_THREAD: ThreadPoolExecutor | None = None
+
+
+def _start_vector_search(
+    agent: Agent, owner: Owner, query: str, depth: int
+) -> Future[VectorHits] | None:
+    """Embed `query` and start the vector search on a worker thread (numpy
+    releases the GIL, so it overlaps the full-text query). None when there is
+    no embedder or it fails: search then stays lexical."""
+    if agent.embedder is None:
+        return None
+    try:
+        backfill(agent, owner)
+        vector = agent.embedder.embed([query])[0]
+    except LLMError as exc:
+        log.warning(
+            "agent %s: embedding failed, searching by words only: %s", agent.state.name, exc
+        )
+        return None
+    if agent.state.embedding_dimension is None:
+        return None
+    index = agent.vector_index(owner)
+    index.refresh()  # reads SQLite, whose connection belongs to this thread
+    return _vector_thread().submit(index.nearest, vector, depth)
+
+
+def _finished(search: Future[VectorHits] | None) -> VectorHits | None:
+    hits = search.result() if search is not None else None
+    return hits if hits is not None and hits.ranked else None
+
+
+def _hybrid(
+    lexical: list[tuple[T, float]],
+    hits: VectorHits,
+    fetch: Callable[[list[int]], dict[int, T]],
+    limit: int,
+    offset: int,
+    total: int,
+) -> tuple[list[T], int]:
+    by_seq = {item.seq or 0: item for item, _ in lexical}
+    by_seq.update(fetch([s for s in hits.ranked if s not in by_seq]))  # those passing filters
+    order = combine(
+        {item.seq or 0: score for item, score in lexical},
+        {seq: hits.similarity(seq) for seq in by_seq},
+    )
+    return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
+
+
+def search_passages(
+    agent: Agent,
+    query: str,
+    limit: int,
+    offset: int = 0,
+    tags: Sequence[str] | None = None,
+    start: date | None = None,
+    end: date | None = None,
+) -> tuple[list[Passage], int]:
+    """One page of the agent's passages for `query`, best first, and the total."""
+    query, tags = clean_text(query), clean_texts(tags)  # they reach SQLite and the embedder
+    store, agent_id = agent.store, agent.state.id
+    depth = max(50, 3 * (offset + limit))
+    filtered = bool(tags or start or end)
+    vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
+    # Alone, the words need rank only the page; fused, they need depth.
+    lexical_depth = depth if vector_search else offset + limit
+    lexical, total, _ = store.rank_passages(
+        agent_id, fts_words(query), lexical_depth, tags, start, end, exact=offset + limit
+    )
+    hits = _finished(vector_search)
+    if hits is None:
+        return [p for p, _ in lexical[offset : offset + limit]], total
+
+    def fetch(seqs: list[int]) -> dict[int, Passage]:
+        return store.passages_by_seq(agent_id, seqs, tags, start, end)
+
+    return _hybrid(lexical, hits, fetch, limit, offset, total)
+
+
+def search_messages(
+    agent: Agent, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
+) -> tuple[list[Message], int]:
+    """One page of the agent's past user and assistant messages for `query`."""
+    query = clean_text(query)  # it reaches SQLite and the embedder
+    store, agent_id = agent.store, agent.state.id
+    if agent.embedder is None:
+        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
+    depth = max(50, 3 * (offset + limit))
+    vector_search = _start_vector_search(agent, "message", query, depth)
+    if vector_search is None:  # the embedder failed: words alone, ranked once
+        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
+    lexical, total, _ = store.rank_messages(agent_id, fts_words(query), depth, exclude_step_id)
+    hits = _finished(vector_search)
+    if hits is None:  # no vectors yet: the words alone
+        return [m for m, _ in lexical[offset : offset + limit]], total
+
+    def fetch(seqs: list[int]) -> dict[int, Message]:
+        return store.messages_by_seq(agent_id, seqs, exclude_step_id)
+
+    return _hybrid(lexical, hits, fetch, limit, offset, total)

@@ -1,0 +1,393 @@
+"""The store's SQL for archival passages and stored vectors (a part of `Store`).
+
+Vectors are float32 blobs in one table for passages and messages. An agent's
+`vector_inserts` / `vector_deletes` counters, kept by triggers, let an
+in-memory index tell in O(1) whether another process changed them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+from sqlite_utils import Database
+
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.memory.ranking import RANK_BUDGET, BudgetedSearch, Ranking
+from memgpt_lite.models import Passage
+from memgpt_lite.storage.sqlite.migrations import text_hash
+
+Owner = Literal["passage", "message"]
+
+
+def stored_time(value: datetime) -> str:
+    """A time as the database stores it: ISO 8601 in UTC, so that times
+    compare correctly as text (`day_bounds` relies on it)."""
+    return value.astimezone(UTC).isoformat()
+
+
+def day_bounds(start: date | None, end: date | None) -> tuple[str | None, str | None]:
+    """ISO bounds for `created_at` covering whole UTC days, `end` inclusive."""
+    low = datetime.combine(start, datetime.min.time(), UTC).isoformat() if start else None
+    high = None
+    if end:
+        high = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC).isoformat()
+    return low, high
+
+
+def seq_chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
+    """`seqs` in chunks that stay under SQLite's parameter limit, each with its
+    `?,?,...` placeholders for an `IN (...)` list."""
+    for i in range(0, len(seqs), 500):
+        chunk = list(seqs[i : i + 500])
+        yield chunk, ",".join("?" * len(chunk))
+
+
+def passage_filters(
+    tags: Sequence[str] | None, start: date | None, end: date | None
+) -> tuple[str, list[Any]]:
+    """SQL conditions on `p` for tag (any of them) and date filters."""
+    where, params = "", []
+    if tags:
+        marks = ",".join("?" * len(tags))
+        where += f" AND EXISTS (SELECT 1 FROM json_each(p.tags) WHERE value IN ({marks}))"
+        params += list(tags)
+    low, high = day_bounds(start, end)
+    if low:
+        where += " AND p.created_at >= ?"
+        params.append(low)
+    if high:
+        where += " AND p.created_at < ?"
+        params.append(high)
+    return where, params
+
+
+_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
+
+
+def _passage(row: Sequence[Any]) -> Passage:
+    seq, id_, agent_id, text, tags, created_at, context = row[:7]
+    return Passage(
+        seq=seq,
+        id=id_,
+        agent_id=agent_id,
+        text=text,
+        tags=json.loads(tags),
+        created_at=created_at,
+        context=context,
+    )
+
+
+def grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    """A copy of `array`'s first `size` rows with room for `capacity`."""
+    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[:size] = array[:size]
+    return grown
+
+
+class ArchivalStore(BudgetedSearch):
+    """Passages and vectors. Mixed into `Store`, which provides `db` and `transaction`."""
+
+    db: Database
+    transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
+
+    def add_passages(self, passages: Sequence[Passage]) -> list[bool]:
+        """Store passages, skipping exact duplicates of a passage the agent
+        already has. Returns, per passage, whether it was stored; sets `seq`."""
+        stored = []
+        with self.transaction():
+            for passage in passages:
+                cursor = self.db.execute(
+                    "INSERT OR IGNORE INTO passages (id, agent_id, text, tags, created_at,"
+                    " text_hash, context) VALUES (?,?,?,?,?,?,?)",
+                    [
+                        passage.id,
+                        passage.agent_id,
+                        passage.text,
+                        json.dumps(passage.tags),
+                        stored_time(passage.created_at),
+                        text_hash(passage.text),
+                        passage.context,
+                    ],
+                )
+                stored.append(cursor.rowcount == 1)
+                if cursor.rowcount == 1:
+                    passage.seq = cursor.lastrowid
+        return stored
+
+    def add_passage(self, passage: Passage) -> bool:
+        return self.add_passages([passage])[0]
+
+    def passage_id_for_text(self, agent_id: str, text: str) -> str | None:
+        """The id of the agent's passage with exactly this text, if any."""
+        row = self.db.execute(
+            "SELECT id FROM passages WHERE agent_id = ? AND text_hash = ?",
+            [agent_id, text_hash(text)],
+        ).fetchone()
+        return row[0] if row else None
+
+    def get_passage(self, agent_id: str, passage_id: str) -> Passage:
+        row = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND p.id = ?",
+            [agent_id, passage_id],
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+        return _passage(row)
+
+    def list_passages(
+        self,
+        agent_id: str,
+        limit: int,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> tuple[list[Passage], int]:
+        """Passages newest first, with the total that match the filters."""
+        where, params = passage_filters(tags, start, end)
+        total = self.db.execute(
+            f"SELECT COUNT(*) FROM passages p WHERE p.agent_id = ?{where}", [agent_id, *params]
+        ).fetchone()[0]
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ?{where} "
+            "ORDER BY p.seq DESC LIMIT ? OFFSET ?",
+            [agent_id, *params, limit, offset],
+        )
+        return [_passage(r) for r in rows], total
+
+    def delete_passage(self, agent_id: str, passage_id: str) -> None:
+        with self.transaction():
+            cursor = self.db.execute(
+                "DELETE FROM passages WHERE agent_id = ? AND id = ?", [agent_id, passage_id]
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+
+    def rank_passages(
+        self,
+        agent_id: str,
+        words: Sequence[str],
+        limit: int,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        *,
+        exact: int | None = None,
+        budget: int = RANK_BUDGET,
+    ) -> Ranking[Passage]:
+        """The best `limit` passages matching any of `words` (see `fts_words`),
+        with their BM25 scores (higher is better), and how many match.
+
+        When the query's words match more than `budget` passages, only those
+        holding its rarer words are scored (see RANK_BUDGET), and the count
+        covers those; `Ranking.proven` says whether the first `exact` (default:
+        all) are still FTS5's exact ranking."""
+        if not words:
+            return Ranking([], 0, proven=True)
+        exact = limit if exact is None else min(exact, limit)
+        candidates = self.candidates("passages", words, budget)
+        ranked, total = self._rank_source(
+            agent_id, candidates.source, candidates.args, limit, tags, start, end
+        )
+        return Ranking(ranked, total, candidates.proves([s for _, s in ranked], exact))
+
+    def _rank_source(
+        self,
+        agent_id: str,
+        source: str,
+        args: list[Any],
+        limit: int,
+        tags: Sequence[str] | None,
+        start: date | None,
+        end: date | None,
+    ) -> tuple[list[tuple[Passage, float]], int]:
+        """The agent's best `limit` rows of `source` (seq, score) passing the filters."""
+        where, params = passage_filters(tags, start, end)
+        # The covering index (agent_id, seq) tells whose a passage is without
+        # reading it, unless a tag or date filter needs the row. Even so that
+        # costs about 2 µs a match, so it is skipped when no other agent has
+        # a passage (the full-text index then holds only this agent's).
+        if where or not self._sole_archivist(agent_id):
+            owner = "passages p INDEXED BY passages_agent_seq" if not where else "passages p"
+            source = (
+                f"SELECT b.seq, b.score FROM ({source}) b CROSS JOIN {owner} "
+                f"ON p.seq = b.seq WHERE p.agent_id = ?{where}"
+            )
+            args = [*args, agent_id, *params]
+        rows, total = self.top_rows("passages", _PASSAGE_COLUMNS, source, args, limit)
+        return [(_passage(r), r[7]) for r in rows], total
+
+    def _sole_archivist(self, agent_id: str) -> bool:
+        """Whether no other agent has a passage (counts kept by triggers)."""
+        return not self.db.execute(
+            "SELECT EXISTS (SELECT 1 FROM agents WHERE id != ? AND passage_count > 0)",
+            [agent_id],
+        ).fetchone()[0]
+
+    def passages_by_seq(
+        self,
+        agent_id: str,
+        seqs: Iterable[int],
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> dict[int, Passage]:
+        """The agent's passages among `seqs` that pass the filters."""
+        seqs = list(seqs)
+        if not seqs:
+            return {}
+        where, params = passage_filters(tags, start, end)
+        found: dict[int, Passage] = {}
+        for chunk, marks in seq_chunks(seqs):
+            rows = self.db.execute(
+                f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? "
+                f"AND p.seq IN ({marks}){where}",
+                [agent_id, *chunk, *params],
+            )
+            found.update((r[0], _passage(r)) for r in rows)
+        return found
+
+    # Vectors
+
+    def add_vectors(
+        self, agent_id: str, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+    ) -> None:
+        rows = [
+            (agent_id, owner, int(seq), np.asarray(v, dtype=np.float32).tobytes())
+            for seq, v in zip(seqs, vectors, strict=True)
+        ]
+        with self.transaction():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO vectors (agent_id, owner, item_seq, vector) "
+                "VALUES (?,?,?,?)",
+                rows,
+            )
+
+    def vector_counters(self, agent_id: str) -> tuple[int, int]:
+        row = self.db.execute(
+            "SELECT vector_inserts, vector_deletes FROM agents WHERE id = ?", [agent_id]
+        ).fetchone()
+        return (row[0], row[1]) if row else (0, 0)
+
+    def load_vectors(
+        self, agent_id: str, owner: Owner, after_rowid: int, dimension: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Vectors stored after `after_rowid`: their rowids, item seqs and matrix.
+
+        Read a chunk at a time into arrays sized by a count first: holding every
+        blob, then their join, then the matrix (1.5 GB each for 1M vectors of
+        384 dimensions) took three times the memory and twice the time."""
+        where = "WHERE agent_id = ? AND owner = ? AND rowid > ?"
+        args = [agent_id, owner, after_rowid]
+        count = self.db.execute(f"SELECT COUNT(*) FROM vectors {where}", args).fetchone()[0]
+        rowids, seqs = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+        matrix = np.empty((count, dimension), dtype=np.float32)
+        cursor = self.db.conn.execute(
+            f"SELECT rowid, item_seq, vector FROM vectors {where} ORDER BY rowid", args
+        )
+        size = 0
+        while rows := cursor.fetchmany(4096):
+            end = size + len(rows)
+            if end > len(matrix):  # stored by another process since the count
+                capacity = max(end, 2 * len(matrix))
+                rowids, seqs, matrix = (grown(a, size, capacity) for a in (rowids, seqs, matrix))
+            batch_rowids, batch_seqs, blobs = zip(*rows, strict=True)
+            rowids[size:end] = batch_rowids
+            seqs[size:end] = batch_seqs
+            matrix[size:end] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+                len(rows), dimension
+            )
+            size = end
+        return rowids[:size], seqs[:size], matrix[:size]
+
+    def delete_vectors(self, agent_id: str) -> None:
+        with self.transaction():
+            self.db.execute("DELETE FROM vectors WHERE agent_id = ?", [agent_id])
+
+    def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
+        rows = self._unembedded(
+            agent_id,
+            "passage",
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND p.seq > ? "
+            "AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.owner = 'passage' AND v.item_seq = p.seq) "
+            "ORDER BY p.seq LIMIT ?",
+            "SELECT seq FROM passages WHERE agent_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+            limit,
+        )
+        return [_passage(r) for r in rows]
+
+    def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
+        """(seq, search text) of searchable messages that have no vector yet."""
+        rows = self._unembedded(
+            agent_id,
+            "message",
+            "SELECT m.seq, m.search_text FROM messages m WHERE m.agent_id = ? AND m.seq > ? "
+            "AND m.search_text IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.owner = 'message' AND v.item_seq = m.seq) "
+            "ORDER BY m.seq LIMIT ?",
+            "SELECT seq FROM messages WHERE agent_id = ? AND seq < ? "
+            "AND search_text IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            limit,
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def _unembedded(
+        self, agent_id: str, owner: Owner, pending_sql: str, last_sql: str, limit: int
+    ) -> list[Any]:
+        """Rows of `pending_sql`: the agent's items (of one kind) that have no
+        vector, by seq, from the first one past a remembered seq.
+
+        Proving that no item lacks a vector means visiting every item, on every
+        hybrid search. So each `Store` remembers, per agent and kind, a seq up
+        to which every item had a vector, and the agent's `vector_deletes`
+        counter then: until the counter moves, no vector was removed, and an
+        item stored since has a higher seq (SQLite gives a new row the largest
+        rowid + 1, and the remembered item still exists, or deleting it would
+        have deleted its vector). `last_sql` finds the seq to remember: the
+        agent's last item that needs a vector below the first one found without.
+        """
+        marks = self._embedded_marks()
+        conn = self.db.conn
+        outer = conn.in_transaction
+        if not outer:
+            conn.execute("BEGIN")  # one snapshot: the counter and both queries agree
+        try:
+            deletes = self.vector_counters(agent_id)[1]
+            seen = self._embedded_marks(pending=True).get((agent_id, owner))
+            known, after = seen or marks.get((agent_id, owner), (deletes, 0))
+            if known != deletes:
+                after = 0
+            rows = self.db.execute(pending_sql, [agent_id, after, limit]).fetchall()
+            last = self.db.execute(
+                last_sql, [agent_id, rows[0][0] if rows else 2**63 - 1]
+            ).fetchone()
+        finally:
+            if not outer:
+                conn.execute("COMMIT")
+        mark = (deletes, max(after, last[0] if last else 0))
+        if outer:  # seen inside a write that may still roll back: kept if it commits
+            self._embedded_marks(pending=True)[(agent_id, owner)] = mark
+        else:
+            marks[(agent_id, owner)] = mark
+        return rows
+
+    def _embedded_marks(self, pending: bool = False) -> dict[tuple[str, str], tuple[int, int]]:
+        """What `_unembedded` remembers, and what it saw inside the open write."""
+        key = "_embedded_pending" if pending else "_embedded_through"
+        return self.__dict__.setdefault(key, {})
+
+    def transaction_ended(self, committed: bool) -> None:
+        """Called by `Store.transaction` (and when a nested write rolls back
+        to its savepoint): marks seen inside a write that rolled back are
+        forgotten (the rows they vouched for may be gone, and their seqs given
+        again to rows with no vector)."""
+        pending = self._embedded_marks(pending=True)
+        if committed:
+            self._embedded_marks().update(pending)
+        pending.clear()

@@ -1,0 +1,151 @@
+"""Opening the database file, and what SQLite says about the file itself.
+
+sqlite3 raises the same exception classes for a read-only file, a full disk, a
+lock held too long, a file it cannot open, an I/O error or a file that is not
+a database as for a mistake in our SQL. `file_problem` picks out the former by
+their result codes and words them for people; an SQL bug keeps its traceback.
+
+A database that may only be read still serves every read: SQLite opens a file
+without write permission read-only by itself, and a WAL database in a folder
+where its `-wal` and `-shm` files cannot be created is opened as immutable
+(nothing else can be writing it then, or those files would exist).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlite_utils import Database, Migrations
+
+from memgpt_lite.config import ensure_folder, folder_label
+from memgpt_lite.errors import BusyError, ConfigError, ReadOnlyError, StoreError
+
+_NOTHING_CHANGED = "nothing was changed"
+
+
+def file_problem(path: Path, exc: BaseException) -> StoreError | None:
+    """A one-line StoreError for an SQLite error about the file at `path`
+    (read-only, full, busy, cannot open, I/O, not a database); None for any
+    other error, an SQL bug above all, which must keep its traceback."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or code is None:
+        return None
+    primary = code & 0xFF
+    if primary == sqlite3.SQLITE_READONLY:
+        return ReadOnlyError(f"{read_only_reason(path)}; {_NOTHING_CHANGED}")
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreError(f"the disk holding {path} is full; {_NOTHING_CHANGED}")
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return BusyError(
+            f"the database {path} is busy: another process kept it locked too long; "
+            f"{_NOTHING_CHANGED}, try again"
+        )
+    if primary == sqlite3.SQLITE_CANTOPEN:
+        return StoreError(f"cannot open the database {path}: {_cannot_open_reason(path)}")
+    if primary == sqlite3.SQLITE_IOERR:
+        return StoreError(
+            f"the disk holding {path} failed to read or write ({exc}); {_NOTHING_CHANGED}"
+        )
+    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return StoreError(f"cannot open {path} as a memgpt_lite database: {exc}")
+    return None
+
+
+@contextmanager
+def file_errors(path: Path) -> Iterator[None]:
+    """Raise SQLite's errors about the file at `path` as `file_problem` words
+    them; let every other error through as it is."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        problem = file_problem(path, exc)
+        if problem is None:
+            raise
+        raise problem from exc
+
+
+def read_only_reason(path: Path) -> str:
+    if path.exists() and not os.access(path.parent, os.W_OK):
+        return f"the database {path} is read-only (its folder {folder_label(path.parent)} is)"
+    return f"the database {path} is read-only"
+
+
+def _cannot_open_reason(path: Path) -> str:
+    if not path.exists() and not os.access(path.parent, os.W_OK):
+        return f"{folder_label(path.parent)} is read-only, so it cannot be created there"
+    if path.is_dir():
+        return "it is a folder"
+    return "the file or its folder cannot be read"
+
+
+def connect(path: Path, busy_timeout_seconds: float) -> tuple[sqlite3.Connection, bool]:
+    """A connection to the database at `path` (created if missing), and
+    whether this process may only read it. Raises a one-line StoreError."""
+    try:
+        ensure_folder(path.parent)
+    except ConfigError as exc:
+        raise StoreError(f"cannot open the database {path}: {exc}") from None
+    conn = None
+    try:
+        conn = sqlite3.connect(path, timeout=busy_timeout_seconds)
+        # The first read opens the file (and a WAL database's -shm).
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY_DIRECTORY:
+            return _immutable(path, busy_timeout_seconds), True
+        with file_errors(path):
+            raise
+    return conn, not os.access(path, os.W_OK)
+
+
+def _immutable(path: Path, busy_timeout_seconds: float) -> sqlite3.Connection:
+    """A WAL database whose -wal and -shm cannot be created (a read-only
+    folder): no process has it open, so its file holds every commit and
+    nothing can change it while we read. A -wal left behind (a writer that
+    crashed) may hold commits that reading the file alone would miss."""
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise ReadOnlyError(
+            f"cannot read {path}: {folder_label(path.parent)} is read-only and {wal.name} holds "
+            "changes not yet in the database; open it once where it can be written"
+        )
+    uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=busy_timeout_seconds)
+
+
+_NUMBER = re.compile(r"^m(\d+)_")
+
+
+def _schema_number(names: list[str]) -> int:
+    numbers = [int(m.group(1)) for name in names if (m := _NUMBER.match(name))]
+    return max(numbers, default=0)
+
+
+def check_schema(db: Database, migrations: Migrations, path: Path, read_only: bool) -> bool:
+    """Whether migrations are pending. Refuses a database written by a newer
+    memgpt_lite (it has migrations this version does not know), and one that
+    needs migrating but may only be read."""
+    applied = [m.name for m in migrations.applied(db)]
+    # Every migration is pending on an empty database: the names this version knows.
+    known = [m.name for m in migrations.pending(Database(memory=True))]
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{path} was written by a newer memgpt_lite: schema {_schema_number(applied)}, "
+            f"this version knows {_schema_number(known)}; upgrade memgpt_lite"
+        )
+    pending = [m.name for m in migrations.pending(db)]
+    if pending and read_only:
+        raise ReadOnlyError(
+            f"{read_only_reason(path)} and needs upgrading from schema "
+            f"{_schema_number(applied)} to {_schema_number(known)}; open it once where "
+            "it can be written"
+        )
+    return bool(pending)

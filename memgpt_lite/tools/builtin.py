@@ -1,0 +1,233 @@
+"""The built-in tools, with the names and parameters MemGPT users know.
+
+Each function's signature and docstring are its schema; its body is its
+behaviour. They run inside the step's transaction, so memory edits commit
+together with the tool results, and read blocks fresh from the database so an
+edit to a shared block never overwrites another agent's edit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import date
+
+from memgpt_lite.errors import ModelRetry
+from memgpt_lite.loop.window import core_memory_overflow
+from memgpt_lite.memory.core import append_to_block, replace_in_block
+from memgpt_lite.memory.search import search_messages
+from memgpt_lite.models import Block, Message
+from memgpt_lite.tools.schema import Tool, ToolContext, tool
+
+PAGE_SIZE = 5
+MAX_PAGE = 1_000_000
+
+
+def _block(ctx: ToolContext, label: str) -> Block:
+    store = ctx.agent.store
+    for block in store.get_blocks(ctx.agent.state.id):
+        if block.label == label:
+            return block
+    labels = ", ".join(b.label for b in store.get_blocks(ctx.agent.state.id))
+    raise ModelRetry(f"there is no core memory block labelled {label!r}; the blocks are: {labels}.")
+
+
+def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
+    """Store an edit, unless it would crowd the conversation out of the window."""
+    problem = core_memory_overflow(ctx.agent, block, new_value)
+    if problem:
+        raise ModelRetry(
+            f"{problem}. Nothing was changed. Keep core memory short: condense the block "
+            "with core_memory_replace, or save the detail with archival_memory_insert and "
+            "keep only a short note here."
+        )
+    block.value = new_value
+    ctx.agent.store.save_block(block)
+
+
+@tool(heartbeat=False)
+def send_message(ctx: ToolContext, message: str) -> str:
+    """Send a message to the user. This is the only way the user sees anything you say.
+
+    Args:
+        message: The message for the user.
+    """
+    if not message.strip():
+        raise ModelRetry("message is empty: the user would see nothing. Write the message.")
+    # Several calls in one response are all delivered, in order: a model that
+    # splits its answer in two expects the user to see both parts.
+    ctx.replies.append(message)
+    return "Sent message successfully."
+
+
+@tool
+def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
+    """Append a line to a core memory block. Core memory is always in your context.
+
+    Args:
+        label: The block to edit, such as "human" or "persona".
+        content: The text to add, as a new line.
+    """
+    block = _block(ctx, label)
+    new_value = append_to_block(block, content)
+    if new_value is None:
+        return f"No change: block {label!r} already holds that line."
+    _save_block(ctx, block, new_value)
+    return f"Appended to block {label!r} ({len(new_value)}/{block.limit} characters)."
+
+
+@tool
+def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_content: str) -> str:
+    """Replace text in a core memory block. Use an empty new_content to delete text.
+
+    Args:
+        label: The block to edit, such as "human" or "persona".
+        old_content: The exact text to replace, as it appears in the block.
+        new_content: The text to put in its place.
+    """
+    block = _block(ctx, label)
+    _save_block(ctx, block, replace_in_block(block, old_content, new_content))
+    return f"Replaced in block {label!r} ({len(block.value)}/{block.limit} characters)."
+
+
+def _page_header(what: str, page: int, total: int) -> str:
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    first = page * PAGE_SIZE + 1
+    last = min(total, (page + 1) * PAGE_SIZE)
+    return f"Showing {first}-{last} of {total} {what} (page {page} of pages 0-{pages - 1}):"
+
+
+def _format_messages(what: str, page: int, found: Sequence[Message], total: int) -> str:
+    if not found:
+        return f"No {what} found." if total == 0 else f"No {what} on page {page}; total {total}."
+    lines = [_page_header(what, page, total)]
+    for message in found:
+        when = message.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        lines.append(f"- [{when}] {message.role}: {message.search_text()}")
+    return "\n".join(lines)
+
+
+def _check_page(page: int) -> None:
+    if page < 0:
+        raise ModelRetry("page starts at 0.")
+    if page > MAX_PAGE:  # an offset SQLite cannot even hold would come next
+        raise ModelRetry(f"page is past any result; pages go up to {MAX_PAGE}.")
+
+
+@tool
+def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
+    """Search your past conversation (recall memory) for messages about something.
+
+    Args:
+        query: Plain words to look for.
+        page: Which page of results, starting at 0.
+    """
+    _check_page(page)
+    found, total = search_messages(
+        ctx.agent, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    )
+    return _format_messages(f"results for {query!r}", page, found, total)
+
+
+def _parse_date(value: str, name: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise ModelRetry(f"{name} must be a date as YYYY-MM-DD, got {value!r}.") from None
+
+
+@tool
+def conversation_search_date(
+    ctx: ToolContext, start_date: str, end_date: str, page: int = 0
+) -> str:
+    """Find past messages from a range of days (inclusive, UTC).
+
+    Args:
+        start_date: The first day, as YYYY-MM-DD.
+        end_date: The last day, as YYYY-MM-DD.
+        page: Which page of results, starting at 0.
+    """
+    _check_page(page)
+    start, end = _parse_date(start_date, "start_date"), _parse_date(end_date, "end_date")
+    if end < start:
+        raise ModelRetry("end_date is before start_date.")
+    found, total = ctx.agent.store.messages_between(
+        ctx.agent.state.id, start, end, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    )
+    return _format_messages(f"messages from {start} to {end}", page, found, total)
+
+
+@tool
+def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
+    """Save to archival memory, your unlimited long-term store. Write it so it can
+    be found and understood later on its own; long text is split into passages.
+
+    Args:
+        content: The text to save.
+        tags: Optional labels to filter by later, such as ["recipe", "family"].
+    """
+    if not content.strip():
+        raise ModelRetry("content is empty: there is nothing to save.")
+    report = ctx.agent.archival.insert(content, tags=tags or ())
+    parts = []
+    if report.stored:
+        ids = ", ".join(p.id for p in report.stored)
+        parts.append(f"Saved {len(report.stored)} passage(s) to archival memory: {ids}.")
+    if report.duplicates:
+        parts.append(
+            f"Skipped {len(report.duplicates)} passage(s) already stored word for word "
+            f"({', '.join(report.duplicates)}); nothing new was needed."
+        )
+    return " ".join(parts)
+
+
+def _optional_date(value: str | None, name: str) -> date | None:
+    return _parse_date(value, name) if value else None
+
+
+@tool
+def archival_memory_search(
+    ctx: ToolContext,
+    query: str,
+    page: int = 0,
+    tags: list[str] | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> str:
+    """Search archival memory for passages about something.
+
+    Args:
+        query: Plain words describing what to find.
+        page: Which page of results, starting at 0.
+        tags: Only passages with at least one of these tags.
+        start_date: Only passages saved on or after this day, YYYY-MM-DD.
+        end_date: Only passages saved on or before this day, YYYY-MM-DD.
+    """
+    _check_page(page)
+    start = _optional_date(start_date, "start_date")
+    end = _optional_date(end_date, "end_date")
+    found, total = ctx.agent.archival.search(
+        query, PAGE_SIZE, page * PAGE_SIZE, tags=tags, start=start, end=end
+    )
+    if not found:
+        return "No passages found." if total == 0 else f"No passages on page {page}; total {total}."
+    lines = [_page_header(f"passages for {query!r}", page, total)]
+    for passage in found:
+        when = passage.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        tag_text = f" tags: {', '.join(passage.tags)}" if passage.tags else ""
+        lines.append(f"- [{when}] ({passage.id}){tag_text}\n  {passage.text}")
+    return "\n".join(lines)
+
+
+BUILTIN_TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        send_message,
+        core_memory_append,
+        core_memory_replace,
+        conversation_search,
+        conversation_search_date,
+        archival_memory_insert,
+        archival_memory_search,
+    )
+}
