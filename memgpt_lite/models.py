@@ -172,6 +172,9 @@ class LLMConfig(BaseModel):
     # The limit on one request as a whole, retries included. None: not set, so
     # $MEMGPT_LITE_TIMEOUT, config.toml or the default applies when the agent runs.
     timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    # Ask for a streamed answer. Set to False, and stored, when the endpoint
+    # turns out not to stream (like the tool_choice fallback).
+    stream: bool = True
 
 
 class AgentSettings(BaseModel):
