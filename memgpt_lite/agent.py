@@ -1,16 +1,17 @@
-"""The agent: state in the store, memory in the system message, and the loop.
+"""The agent, the object users hold: its state in the store, its memory
+tiers, its tools and its model, and four ways to run a step.
 
-`Agent.step` is the whole loop. Its invariant, kept in `_handle_completion`
-alone: every tool call in a model response gets exactly one tool result,
-stored in the same transaction as the response, whatever goes wrong. A step
-that fails before the model answered leaves the user's message unanswered
-(see `context.unanswered`), never half an exchange.
+`step()`, `astep()`, `stream()` and `astream()` all drive the one step core
+in loop/step.py, which yields typed events (loop/events.py): `step` and
+`astep` return the step's result (or raise its error), `stream` and `astream`
+hand over each event as it happens, the reply's words included.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,18 @@ from pydantic import ValidationError
 
 from memgpt_lite.config import check_timeout, default_db_path
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
-from memgpt_lite.errors import ConfigError, ContextFullError, ModelRetry
+from memgpt_lite.errors import ConfigError, ModelRetry
 from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.openai_chat import Completion, LLMClient, resolve_timeout
+from memgpt_lite.llm.model import Completion, Model, ModelChunk
+from memgpt_lite.llm.openai_chat import LLMClient, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.loop import runner
+from memgpt_lite.loop.compaction import CompactionReport, compact
+from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.loop.step import run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
 from memgpt_lite.loop.window import (
-    CompactionReport,
     ContextOverview,
-    call_model,
-    compact,
     compile_context,
     core_memory_overflow,
     overview,
@@ -38,22 +41,11 @@ from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.core import load_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
-from memgpt_lite.models import (
-    AgentSettings,
-    AgentState,
-    Block,
-    LLMConfig,
-    Message,
-    StepResult,
-    ToolCall,
-    ToolChoice,
-    ToolResult,
-    new_id,
-)
+from memgpt_lite.models import AgentSettings, AgentState, Block, LLMConfig, Message, StepResult
 from memgpt_lite.storage.sqlite.archival import Owner
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
-from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome, as_tool
+from memgpt_lite.tools.schema import Tool, as_tool
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +97,7 @@ class Agent:
         api_key: str | None = None,
         timeout: float | None = None,
         embedder: Embedder | None = None,
+        llm: Model | None = None,
     ) -> None:
         self.state = state
         self.store = store
@@ -126,8 +119,8 @@ class Agent:
         # Told, with one line of text, when a step waits for another one of
         # this agent (another process, thread or host); None: a log warning.
         self.on_wait: OnWait | None = None
-        self._step_lock: StepLock | None = None
-        self._llm: LLMClient | None = None
+        self._held_locks: dict[int, StepLock] = {}  # by thread
+        self._llm: Model | None = llm
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
 
@@ -148,6 +141,7 @@ class Agent:
         embedder: Embedder | str | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
+        llm: Model | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
@@ -155,7 +149,9 @@ class Agent:
         fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
         ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. The
         API key and `timeout` (seconds for one model request, retries included)
-        are never stored; `llm_options={"timeout_seconds": ...}` stores one."""
+        are never stored; `llm_options={"timeout_seconds": ...}` stores one.
+        `llm` is the model to call instead of the endpoint's (any `Model`, such
+        as the in-process fakes of memgpt_lite.testing.model); not stored."""
         if timeout is not None:
             check_timeout(timeout, "timeout")  # before anything is stored
         if base_url is not None:
@@ -182,7 +178,9 @@ class Agent:
             raise ConfigError(f"cannot create agent {name!r}: {problems}") from None
         store = _open_store(store, db)
         store.create_agent(state, blocks)
-        agent = cls(state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout)
+        agent = cls(
+            state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
+        )
         if embedder is not None and not isinstance(embedder, str):
             agent.set_embedder(embedder)
         return agent
@@ -199,13 +197,17 @@ class Agent:
         embedder: Embedder | None = None,
         db: str | Path | None = None,
         store: Store | None = None,
+        llm: Model | None = None,
     ) -> Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was
         created with (and its embedder, if not built from its settings).
-        `timeout` limits each model request, for this session only."""
+        `timeout` limits each model request, for this session only; `llm`
+        is a model to call instead of the endpoint's."""
         store = _open_store(store, db)
         state = store.get_agent(name)
-        agent = cls(state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout)
+        agent = cls(
+            state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
+        )
         if embedder is not None:
             agent.set_embedder(embedder)
         return agent
@@ -348,7 +350,7 @@ class Agent:
         folded into the summary (they stay searchable in recall memory)."""
         with self.step_lock():
             self.state = self.store.get_agent(self.state.id)
-            return compact(self, compile_context(self), force=True)
+            return runner.run(compact(self, compile_context(self), force=True))
 
     def set_model(self, model: str) -> None:
         """Use another model from the next call on, and store the choice."""
@@ -370,7 +372,9 @@ class Agent:
 
     def retry(self) -> StepResult:
         """Remove the last exchange and send its user message again."""
-        return history.retry(self)
+        _ = self.llm  # a missing API key fails here, before anything is deleted
+        with self.step_lock():  # no other step between the pop and the new one
+            return self.step(history.pop_for_retry(self))
 
     def rethink(self, text: str) -> Message:
         """Replace the inner thought of the last response that made tool calls."""
@@ -380,143 +384,106 @@ class Agent:
         """Replace the last reply the user saw."""
         return history.rewrite(self, text)
 
-    # The loop
-
-    @contextmanager
-    def step_lock(self) -> Iterator[StepLock]:
-        """Hold the agent's step lock (see steplock.py): wait while a step of
-        this agent runs in another thread, process or host. Re-entrant, so
-        `retry` can hold it across its pop and its step."""
-        if self._step_lock is not None:
-            yield self._step_lock
-            return
-        lease = lease_seconds(resolve_timeout(self.state.llm, self._timeout))
-        with StepLock(self.store, self.state.id, self.state.name, lease, self.on_wait) as lock:
-            self._step_lock = lock
-            try:
-                yield lock
-            finally:
-                self._step_lock = None
-
-    @property
-    def llm(self) -> LLMClient:
-        if self._llm is None:
-            base_url, api_key = self._endpoint
-            self._llm = LLMClient(
-                self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout
-            )
-        return self._llm
-
-    def renew_step_lock(self) -> None:
-        """Keep the step lock's lease (see `step_lock`) through a long step:
-        call it before each model call. A no-op without the lock."""
-        if self._step_lock is not None:
-            self._step_lock.renew()
+    # The loop: four drivers of the one step core (loop/step.py)
 
     def step(self, user_message: str) -> StepResult:
         """Handle one user message: call the model, run its tool calls, and go on
         while a tool asked for a heartbeat or failed, up to the step limit. Waits
-        while another step of this agent runs (see `step_lock`)."""
+        while another step of this agent runs (see `step_lock`). Raises the
+        step's error (MemGPTError) if it fails."""
+        return _result(runner.run(_last(self._events(user_message, in_thread=False))))
+
+    async def astep(self, user_message: str) -> StepResult:
+        """`step`, awaited: many agents can step at once in one event loop.
+        An `async def` tool is awaited; a plain one runs in a worker thread."""
+        return _result(await _last(self.astream(user_message)))
+
+    def stream(self, user_message: str) -> Iterator[StepEvent]:
+        """`step`, as the events of the step while they happen (see
+        loop/events.py): the model's words as it writes them, each tool call
+        and result, each reply. The last event is `StepFinished` (with the
+        result) or `StepFailed` (with the error, which is not raised). Leaving
+        the loop early stops the step; what it stored stays consistent."""
+        return runner.iterate(self._events(user_message, in_thread=False))
+
+    def astream(self, user_message: str) -> AsyncIterator[StepEvent]:
+        """`stream`, for `async for`."""
+        return self._events(user_message, in_thread=True)
+
+    def _events(self, user_message: str, *, in_thread: bool) -> AsyncGenerator[StepEvent, None]:
         if not user_message.strip():
             raise ConfigError("the message is empty")
-        _ = self.llm  # a missing key fails here, before waiting or storing anything
-        with self.step_lock():
-            return self._step(user_message)
+        _ = self.llm  # a missing API key fails here, before waiting or storing anything
+        held = self._held_locks.get(threading.get_ident())
+        return run_step(self, user_message, held_lock=held, tools_in_threads=in_thread)
 
-    def _step(self, user_message: str) -> StepResult:
-        llm = self.llm
-        self.state = self.store.get_agent(self.state.id)  # another process may have changed it
-        step_id = new_id("step")
-        result = StepResult()
-        user = Message(agent_id=self.state.id, role="user", content=user_message, step_id=step_id)
-        self.store.add_messages([user])  # committed before the call, so a failure loses nothing
-        result.messages.append(user)
-        seconds_before = llm.seconds_in_calls
-        for _ in range(self.state.settings.max_chained_steps):
-            self.renew_step_lock()
+    @contextmanager
+    def step_lock(self) -> Iterator[StepLock]:
+        """Hold the agent's step lock (see loop/steplock.py): wait while a step
+        of this agent runs in another thread, process or host. Re-entrant in
+        one thread, so `retry` can hold it across its pop and its step."""
+        owner = threading.get_ident()
+        held = self._held_locks.get(owner)
+        if held is not None:
+            yield held
+            return
+        with self.new_step_lock() as lock:
+            self._held_locks[owner] = lock
             try:
-                completion = call_model(self, result, step_id)
-            except ContextFullError:
-                if len(result.messages) == 1:  # not even the user's message fits
-                    raise
-                result.stop_reason = "context_full"
-                break
-            result.llm_seconds = llm.seconds_in_calls - seconds_before
-            if completion.tool_choice != self.state.llm.tool_choice:
-                # The endpoint refused "required"; remember, so we do not ask again.
-                self._remember_tool_choice(completion.tool_choice)
-            result.usage.add(completion.usage)
-            if not self._handle_completion(completion, step_id, result):
-                break
-        else:
-            result.stop_reason = "step_limit"
-        return result
+                yield lock
+            finally:
+                del self._held_locks[owner]
 
-    def _remember_tool_choice(self, tool_choice: ToolChoice) -> None:
-        """Store the fallback alone: a whole-row save from `self.state` could
-        undo a compaction made meanwhile by another process."""
+    def new_step_lock(self) -> StepLock:
+        """The agent's step lock, not yet taken (`with` or `async with` it)."""
+        lease = lease_seconds(resolve_timeout(self.state.llm, self._timeout))
+        return StepLock(self.store, self.state.id, self.state.name, lease, self.on_wait)
 
-        def use(state: AgentState) -> None:
-            state.llm.tool_choice = tool_choice
+    @property
+    def llm(self) -> Model:
+        """The model the agent calls: the one given, or its endpoint's."""
+        if self._llm is None:
+            base_url, api_key = self._endpoint
+            self._llm = _StreamingClient(
+                LLMClient(self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout)
+            )
+        return self._llm
 
-        self.state = self.store.update_agent(self.state.id, use)
 
-    def _handle_completion(self, completion: Completion, step_id: str, result: StepResult) -> bool:
-        """Run a model response's tool calls, then store the response with
-        exactly one result per call, together. True to call the model again."""
-        assistant = Message(
-            agent_id=self.state.id,
-            role="assistant",
-            content=completion.content,
-            tool_calls=completion.tool_calls,
-            step_id=step_id,
+async def _last(events: AsyncIterator[StepEvent]) -> StepEvent | None:
+    last = None
+    async for event in events:
+        last = event
+    return last
+
+
+def _result(event: StepEvent | None) -> StepResult:
+    """The result a finished step's last event carries; its error if it failed."""
+    if isinstance(event, StepFinished):
+        return event.result
+    if isinstance(event, StepFailed) and event.error is not None:
+        raise event.error
+    raise RuntimeError(f"a step ended with {event!r}")  # run_step ends with one of the two
+
+
+class _StreamingClient:
+    """Until the OpenAI model streams: its whole answer as a one-chunk stream."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.name = f"the model endpoint {client.base_url}"
+
+    @property
+    def seconds_in_calls(self) -> float:
+        return self.client.seconds_in_calls
+
+    async def stream(
+        self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AsyncIterator[ModelChunk]:
+        whole = await self.client.acomplete(config, messages, tools)
+        yield Completion(
+            whole.content, whole.tool_calls, whole.usage, whole.tool_choice, config.stream
         )
-        if not assistant.tool_calls:
-            # A plain text reply (tool_choice "auto" endpoints): it is the answer.
-            self.store.add_messages([assistant])
-            result.messages.append(assistant)
-            if assistant.content:
-                result.replies.append(assistant.content)
-            result.stop_reason = "text_reply"
-            return False
-        if assistant.content:
-            result.thoughts.append(assistant.content)
-        context = ToolContext(agent=self, step_id=step_id)
-        # The tools run outside any write transaction: one that waits on the
-        # network (an embedding, a custom tool's request) must not hold the
-        # database's write lock, which every other agent's step needs. Their
-        # own writes commit as they go; the response and its results follow.
-        outcomes = [self._run_tool_call(context, call) for call in assistant.tool_calls]
-        answers = [
-            Message(
-                agent_id=self.state.id,
-                role="tool",
-                content=outcome.content,
-                tool_call_id=call.id,
-                name=call.name,
-                step_id=step_id,
-            )
-            for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
-        ]
-        self.store.add_messages([assistant, *answers])  # one transaction
-        result.messages += [assistant, *answers]
-        result.tool_results += [
-            ToolResult(call=call, content=outcome.content, ok=outcome.ok)
-            for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
-        ]
-        result.replies.extend(context.replies)
-        if any(not o.ok or o.heartbeat for o in outcomes):
-            return True
-        result.stop_reason = "send_message" if context.replies else "no_heartbeat"
-        return False
 
-    def _run_tool_call(self, context: ToolContext, call: ToolCall) -> ToolOutcome:
-        self.renew_step_lock()  # a slow tool must not outlast the step's lease
-        tool = self.tools.get(call.name)
-        if tool is None:
-            return ToolOutcome(
-                f"Error: there is no tool named {call.name!r}. The tools are: "
-                f"{', '.join(self.tools)}.",
-                ok=False,
-            )
-        return tool.run(context, call.arguments, self.state.settings.tool_result_max_chars)
+    def close(self) -> None:
+        self.client.close()

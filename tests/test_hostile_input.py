@@ -191,7 +191,7 @@ def test_tool_run_never_raises_for_arguments(tmp_path, name):
     """The tool runner alone, over more seeds than the loop test can afford."""
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
     runner = agent.tools[name]
-    context = ToolContext(agent=agent, step_id="step-fuzz")
+    context = ToolContext(deps=agent, step_id="step-fuzz")
     for seed in range(3):
         for arguments in hostile_arguments(VALID_ARGUMENTS[name], random.Random(f"{seed}:{name}")):
             outcome = runner.run(context, arguments, 2000)

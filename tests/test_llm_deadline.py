@@ -150,17 +150,15 @@ async def _other_tasks() -> int:
 
 
 def test_works_inside_a_running_event_loop(fake_llm, tmp_path):
-    """As in Jupyter: synchronous calls from a coroutine, and acomplete awaited."""
+    """As in Jupyter: a synchronous step from a coroutine, then one awaited."""
     agent = make_agent(tmp_path, timeout=5)
-    fake_llm.enqueue(say("from a coroutine"), reply("awaited"))
+    fake_llm.enqueue(say("from a coroutine"), say("awaited"))
 
-    async def main() -> tuple[list[str], str | None]:
+    async def main() -> tuple[list[str], list[str]]:
         replies = agent.step("hi").replies
-        messages = [{"role": "user", "content": "hi"}]
-        completion = await agent.llm.acomplete(agent.state.llm, messages, [])
-        return replies, completion.content
+        return replies, (await agent.astep("again")).replies
 
-    assert asyncio.run(main()) == (["from a coroutine"], "awaited")
+    assert asyncio.run(main()) == (["from a coroutine"], ["awaited"])
     assert fake_llm.rejections == []
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message, Store
 from memgpt_lite.errors import ConflictError
-from memgpt_lite.loop.window import add_pressure_alert, compile_context
+from memgpt_lite.loop.request import StepRun, add_pressure_alert
+from memgpt_lite.loop.window import compile_context
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, reply, say
 
 
@@ -292,7 +293,7 @@ def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, tmp
     compacted = stored_state(db)
     assert compacted.context_start > 0 and first.state.context_start == 0
 
-    add_pressure_alert(first, compile_context(first), "step-1")  # from the stale copy
+    add_pressure_alert(StepRun(first, "step-1"), compile_context(first))  # from the stale copy
     after = stored_state(db)
     assert (after.context_start, after.summary) == (compacted.context_start, compacted.summary)
     assert after.pressure_warned

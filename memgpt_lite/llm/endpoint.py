@@ -307,7 +307,9 @@ ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.Asyn
 
 def _close_clients(clients: ClientsByLoop) -> None:
     for loop, client in list(clients.items()):
-        if not loop.is_closed():  # closed with its loop otherwise
+        # A loop that is not running (a thread's own loop between two steps)
+        # would never run the close: its sockets close when they are collected.
+        if loop.is_running():
             asyncio.run_coroutine_threadsafe(client.close(), loop)
     clients.clear()
 

@@ -39,6 +39,7 @@ from memgpt_lite.llm.endpoint import (
     one_line,
     run_sync,
 )
+from memgpt_lite.llm.model import ContextWindowExceeded
 from memgpt_lite.models import LLMConfig, ToolCall, ToolChoice, Usage
 from memgpt_lite.text import clean_text, parse_json
 
@@ -48,10 +49,6 @@ PLACEHOLDER_KEY = "not-needed"
 TIMEOUT_HINT = (
     "; a slow model may need a longer limit (--timeout, timeout=, or timeout in config.toml)"
 )
-
-
-class ContextWindowExceeded(LLMError):
-    """The endpoint refused the request as longer than the model's context window."""
 
 
 @dataclass

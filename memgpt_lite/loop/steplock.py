@@ -24,13 +24,14 @@ Ctrl-C while waiting just stops waiting, with nothing taken or stored.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -164,15 +165,40 @@ class StepLock:
     def __enter__(self) -> StepLock:
         self._outer_transaction = self.store.db.conn.in_transaction
         try:
-            self._wait_and_take()
+            for delay in self._attempts():
+                time.sleep(delay)
         except StoreError:
             raise  # the database refused the take: nothing was taken
         except BaseException:
             self._release()  # taken just before an interrupt: give it back
             raise
+        return self._taken()
+
+    async def __aenter__(self) -> StepLock:
+        """As `with`, waiting without blocking the event loop."""
+        self._outer_transaction = self.store.db.conn.in_transaction
+        try:
+            for delay in self._attempts():
+                await asyncio.sleep(delay)
+        except StoreError:
+            raise
+        except BaseException:  # cancelled, or Ctrl-C: give back what was taken
+            self._release()
+            raise
+        return self._taken()
+
+    def _taken(self) -> StepLock:
         with _LIVE_TOKENS_GUARD:
             _LIVE_TOKENS.add(self.token)
         return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, traceback)
 
     def __exit__(
         self,
@@ -194,7 +220,9 @@ class StepLock:
         process took the lock over meanwhile."""
         self.store.renew_step_locks(older_than=self.lease_seconds / 4)
 
-    def _wait_and_take(self) -> None:
+    def _attempts(self) -> Iterator[float]:
+        """Try to take the lock until it is taken; between tries, yield how
+        long to wait (the caller sleeps, in a thread or an event loop)."""
         claim = _me(self.token)
         announced = False
         delay, longest = POLL_SECONDS
@@ -219,7 +247,7 @@ class StepLock:
             if holder is not None and not announced:
                 announced = True
                 self._announce(holder)
-            time.sleep(delay)
+            yield delay
             delay = min(longest, delay * 1.5)
 
     def _busy_too_long(self, since: float) -> bool:

@@ -1,43 +1,27 @@
-"""Context window management: every request fits, and nothing is forgotten.
+"""The context window: what the next request holds, and its token budget.
 
-Before each call the whole request is counted (system message with core memory,
-metadata and summary; the messages in the window; the tool schemas) against the
-agent's window minus a reserve for the reply:
-
-- past the warning threshold (75%), a one-time memory-pressure alert asks the
-  model to save what matters; it is re-armed by the next compaction;
-- past the compaction threshold (90%), or when the endpoint answers
-  `context_length_exceeded`, the oldest messages are folded into the recursive
-  summary by the model and leave the window. They stay in recall storage and
-  searchable. An assistant message is never separated from its tool results.
-
-Fallbacks always terminate: a failed or useless summary falls back to dropping
-the oldest whole exchanges; a single huge message is clipped with a marker in
-the request (never in storage); and when the system message and core memory
-alone cannot fit, `ContextBudgetError` names each section and its size.
+The request is the system message (instructions, core memory blocks,
+metadata and the recursive summary), the messages in the window, and the tool
+schemas. Each is counted against the agent's window minus a reserve for the
+reply (`Budget`). A single huge message is clipped with a marker in the request
+(never in storage), and messages whose step failed before the model answered
+are left out. request.py makes a request fit; compaction.py evicts.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from memgpt_lite.errors import ContextBudgetError, ContextFullError, LLMError
-from memgpt_lite.llm.openai_chat import Completion, ContextWindowExceeded
+from memgpt_lite.deps import AgentDeps
+from memgpt_lite.errors import ContextBudgetError
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
-from memgpt_lite.memory.core import join_sections, load_prompt, render_block, system_sections
-from memgpt_lite.models import AgentState, Block, Message, StepResult, utcnow
-
-if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
-
-log = logging.getLogger(__name__)
+from memgpt_lite.memory.core import join_sections, render_block, system_sections
+from memgpt_lite.models import Block, Message, utcnow
 
 # Context windows of well-known models, by name prefix; the first match wins,
 # so longer prefixes come first.
@@ -63,13 +47,6 @@ UNKNOWN_MODEL_WINDOW = 8_192
 # The least room kept for the conversation when core memory grows: an edit that
 # would leave less is refused (see `core_memory_overflow`).
 MIN_MESSAGE_ROOM = 256
-MAX_FIT_ATTEMPTS = 6
-MAX_ENDPOINT_RETRIES = 3
-TRANSCRIPT_LINE_TOKENS = 300
-_WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d{1,9})\b")
-# A stated window smaller than this is a server's mistake, not one to adopt:
-# no agent could work in it, and the agent would be stuck with it.
-MIN_LEARNED_WINDOW = 256
 
 
 def window_for_model(model: str) -> int:
@@ -101,7 +78,7 @@ class Budget:
         return self.compact_at - max(MIN_MESSAGE_ROOM, self.compact_at // 4)
 
 
-def budget_for(agent: Agent) -> Budget:
+def budget_for(agent: AgentDeps) -> Budget:
     settings = agent.state.settings
     window = settings.context_window or window_for_model(agent.state.llm.model)
     reserve = settings.reply_reserve_tokens
@@ -175,7 +152,7 @@ def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[
 
 
 def compile_context(
-    agent: Agent, clip_tokens: int | None = None, step_id: str | None = None
+    agent: AgentDeps, clip_tokens: int | None = None, step_id: str | None = None
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
     progress. Messages over `clip_tokens` (default: half the room left for
@@ -220,12 +197,12 @@ def compile_context(
     )
 
 
-def _fixed_tokens(agent: Agent, system: dict[str, Any]) -> int:
+def _fixed_tokens(agent: AgentDeps, system: dict[str, Any]) -> int:
     """Tokens of a request besides its messages: system message, tools, primer."""
     return agent.token_counter.count_message(system) + agent.tool_tokens() + REPLY_PRIMER_TOKENS
 
 
-def core_memory_overflow(agent: Agent, block: Block, new_value: str) -> str | None:
+def core_memory_overflow(agent: AgentDeps, block: Block, new_value: str) -> str | None:
     """Why giving `block` the value `new_value` would crowd the conversation
     out of the agent's context window, or None if the edit is fine. An edit
     that does not grow the system message is always fine, so an agent already
@@ -247,184 +224,7 @@ def core_memory_overflow(agent: Agent, block: Block, new_value: str) -> str | No
     )
 
 
-def choose_cut(messages: Sequence[Message], tokens: Sequence[int], keep_tokens: int) -> int:
-    """Index of the first message to keep: as many recent messages as fit in
-    `keep_tokens`, never fewer than the last exchange, and never starting at a
-    tool result (which would separate it from the call it answers)."""
-    cut, kept = len(messages), 0
-    for i in reversed(range(len(messages))):
-        kept += tokens[i]
-        if messages[i].role == "tool":
-            continue
-        if cut < len(messages) and kept > keep_tokens:
-            break
-        cut = i
-    return cut
-
-
-def _first_of_step(messages: Sequence[Message], step_id: str) -> int:
-    """Index of the first message of step `step_id` (len(messages) if none)."""
-    return next((i for i, m in enumerate(messages) if m.step_id == step_id), len(messages))
-
-
-class CompactionReport(BaseModel):
-    evicted: int
-    summarized: bool
-    tokens_before: int
-    tokens_after: int
-
-    def describe(self) -> str:
-        """One line for people: what left the window and what it saved."""
-        if self.evicted == 0:
-            return "Nothing to summarize: the window holds only the latest exchange."
-        how = "summarized" if self.summarized else "dropped without a summary (summarizer failed)"
-        return (
-            f"{self.evicted} messages left the window, {how}; the request went from "
-            f"{self.tokens_before:,} to {self.tokens_after:,} tokens."
-        )
-
-
-def _compaction_cut(
-    agent: Agent, compiled: CompiledContext, pressure: int, force: bool, step_id: str | None
-) -> int:
-    """Index of the first message to keep after a compaction (see `compact`)."""
-    budget = budget_for(agent)
-    room = budget.compact_at - (compiled.fixed_tokens - compiled.summary_tokens)
-    room -= budget.summary_tokens
-    target = agent.state.settings.compaction_target
-    keep = max(0, room * target) / (2**pressure)
-    if force:  # asked for by the user: compact even when the window is far from full
-        keep = min(keep, sum(compiled.message_tokens) * target)
-    cut = choose_cut(compiled.messages, compiled.message_tokens, int(keep))
-    if force and cut == 0 and len(compiled.messages) > 1:
-        cut = choose_cut(compiled.messages, compiled.message_tokens, 0)
-    if step_id is not None:
-        cut = min(cut, _first_of_step(compiled.messages, step_id))
-    return cut
-
-
-def compact(
-    agent: Agent,
-    compiled: CompiledContext,
-    *,
-    pressure: int = 0,
-    summarize: bool = True,
-    force: bool = False,
-    step_id: str | None = None,
-) -> CompactionReport:
-    """Evict the oldest messages from the window into the summary. Each level of
-    `pressure` halves how much is kept; `summarize=False` drops whole exchanges
-    without asking the model (the deterministic fallback). The messages of step
-    `step_id`, the one in progress, always stay: the model must still see the
-    question it is answering."""
-    cut = _compaction_cut(agent, compiled, pressure, force, step_id)
-    evicted = compiled.messages[:cut]
-    before = compiled.total_tokens
-    if not evicted:
-        return CompactionReport(
-            evicted=0, summarized=False, tokens_before=before, tokens_after=before
-        )
-    summary = summarize_messages(agent, agent.state.summary, evicted) if summarize else None
-    # Everything evicted (only possible if the window held tool results alone):
-    # the window restarts after the last of them.
-    new_start = compiled.messages[cut].seq if cut < len(compiled.messages) else None
-    new_start = new_start or (evicted[-1].seq or 0) + 1
-
-    def evict(state: AgentState) -> None:
-        if state.context_start >= new_start:
-            return  # another process compacted further meanwhile
-        state.context_start = new_start
-        if summary is not None:
-            state.summary = summary
-        state.pressure_warned = False
-
-    agent.state = agent.store.update_agent(agent.state.id, evict)
-    after = compile_context(agent).total_tokens
-    log.info(
-        "agent %s: %d messages left the window (%d -> %d tokens, summarized: %s)",
-        agent.state.name,
-        len(evicted),
-        before,
-        after,
-        summary is not None,
-    )
-    return CompactionReport(
-        evicted=len(evicted),
-        summarized=summary is not None,
-        tokens_before=before,
-        tokens_after=after,
-    )
-
-
-def transcript_line(counter: TokenCounter, message: Message) -> str:
-    note = "shortened for the summary"
-    if message.role == "tool":
-        text = f"tool result ({message.name}): {message.content}"
-    elif message.role == "assistant":
-        calls = "; ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
-        parts = [
-            f"thought: {message.content}" if message.content and calls else message.content,
-            f"calls: {calls}" if calls else None,
-        ]
-        text = "assistant " + " | ".join(p for p in parts if p)
-    else:
-        text = f"{message.role}: {message.content}"
-    when = message.created_at.strftime("%Y-%m-%d %H:%M")
-    return f"[{when}] " + clip_text(counter, text, TRANSCRIPT_LINE_TOKENS, note)
-
-
-def summarize_messages(agent: Agent, previous: str, evicted: Sequence[Message]) -> str | None:
-    """Fold `evicted` into `previous` with the model, in chunks that fit the
-    window. None if the model fails or returns nothing."""
-    counter, budget = agent.token_counter, budget_for(agent)
-    words = max(40, int(budget.summary_tokens * 0.7))
-    prompt = load_prompt("summarize").replace("{max_words}", str(words))
-    room = budget.compact_at - counter.count_text(prompt) - 2 * budget.summary_tokens - 64
-    lines = [transcript_line(counter, m) for m in evicted]
-    if room < 2 * TRANSCRIPT_LINE_TOKENS:
-        return None
-    summary = previous
-    chunk: list[str] = []
-    used = 0
-    for line in [*lines, None]:
-        size = counter.count_text(line) if line is not None else 0
-        if chunk and (line is None or used + size > room):
-            summary = _summarize_chunk(agent, prompt, summary, chunk)
-            if summary is None:
-                return None
-            chunk, used = [], 0
-        if line is not None:
-            chunk.append(line)
-            used += size
-    return summary
-
-
-def _summarize_chunk(agent: Agent, prompt: str, previous: str, lines: list[str]) -> str | None:
-    request = [
-        {"role": "system", "content": prompt},
-        {
-            "role": "user",
-            "content": (
-                f"<previous_summary>\n{previous}\n</previous_summary>\n\n"
-                "<messages_leaving_the_window>\n"
-                + "\n".join(lines)
-                + "\n</messages_leaving_the_window>"
-            ),
-        },
-    ]
-    try:
-        completion = agent.llm.complete(agent.state.llm, request, [])
-    except LLMError as exc:
-        log.warning("agent %s: summarizing failed, dropping instead: %s", agent.state.name, exc)
-        return None
-    text = (completion.content or "").strip()
-    if not text:
-        return None
-    budget = budget_for(agent)
-    return clip_text(agent.token_counter, text, budget.summary_tokens, "summary cut to fit")
-
-
-def _budget_error(agent: Agent, compiled: CompiledContext, budget: Budget) -> ContextBudgetError:
+def budget_error(agent: AgentDeps, compiled: CompiledContext, budget: Budget) -> ContextBudgetError:
     counter = agent.token_counter
     sizes = [f"{name} {counter.count_text(text)}" for name, text in compiled.sections]
     sizes.append(f"tool schemas {agent.tool_tokens()}")
@@ -439,118 +239,6 @@ def _budget_error(agent: Agent, compiled: CompiledContext, budget: Budget) -> Co
     )
 
 
-def add_pressure_alert(agent: Agent, compiled: CompiledContext, step_id: str) -> None:
-    percent = round(100 * compiled.total_tokens / budget_for(agent).window)
-    alert = Message(
-        agent_id=agent.state.id,
-        role="system",
-        step_id=step_id,
-        content=load_prompt("memory_pressure").replace("{percent}", str(percent)),
-    )
-
-    def warned(state: AgentState) -> None:
-        state.pressure_warned = True
-
-    with agent.store.transaction():
-        agent.store.add_messages([alert])
-        # The flag alone: the rest of agent.state may be older than the row.
-        agent.state = agent.store.update_agent(agent.state.id, warned)
-
-
-def fit_request(
-    agent: Agent, result: StepResult, step_id: str, pressure: int = 0
-) -> CompiledContext:
-    """The next request, made to fit the budget: warn, compact, then fall back
-    to dropping exchanges and clipping harder. Raises ContextBudgetError when
-    even the system message and core memory do not fit, and ContextFullError
-    when the step in progress, which is never evicted, does not."""
-    budget = budget_for(agent)
-    compiled = compile_context(agent, step_id=step_id)
-    if compiled.fixed_tokens > budget.compact_at:
-        raise _budget_error(agent, compiled, budget)
-    if (
-        budget.warning_at < compiled.total_tokens <= budget.compact_at
-        and not agent.state.pressure_warned
-        and pressure == 0
-    ):
-        add_pressure_alert(agent, compiled, step_id)
-        result.memory_warnings += 1
-        compiled = compile_context(agent, step_id=step_id)
-    clip = None
-    for attempt in range(MAX_FIT_ATTEMPTS):
-        if compiled.total_tokens <= budget.compact_at and not pressure:
-            return compiled
-        report = compact(
-            agent, compiled, pressure=pressure + attempt, summarize=attempt == 0, step_id=step_id
-        )
-        result.compactions += report.evicted > 0
-        if report.evicted == 0:
-            # Only the last exchange is left: clip its messages harder.
-            clip = max(16, (clip or (budget.compact_at - compiled.fixed_tokens) // 2) // 2)
-        compiled = compile_context(agent, clip, step_id)
-        pressure = 0 if compiled.total_tokens <= budget.compact_at else pressure
-    if compiled.total_tokens <= budget.compact_at:
-        return compiled
-    if compiled.fixed_tokens > budget.compact_at:  # the summary grew meanwhile
-        raise _budget_error(agent, compiled, budget)
-    raise ContextFullError(
-        f"agent {agent.state.name!r}: the messages of the step in progress take "
-        f"{sum(compiled.message_tokens)} tokens, more than the "
-        f"{budget.compact_at - compiled.fixed_tokens} that its {budget.window}-token window "
-        "leaves beside the system message"
-    )
-
-
-def call_model(agent: Agent, result: StepResult, step_id: str) -> Completion:
-    """Call the model with a request that fits. An empty answer (no text and no
-    tool call, which local servers sometimes send) is asked for again once,
-    with a reminder to call a tool; a second one is an LLMError. Neither is
-    stored: an empty assistant message would make every later request invalid."""
-    reminder = None
-    for _ in range(2):
-        completion = _call_fitting(agent, result, step_id, reminder)
-        if not completion.is_empty:
-            return completion
-        result.usage.add(completion.usage)
-        reminder = {"role": "system", "content": load_prompt("empty_reply")}
-    raise LLMError(
-        f"the model endpoint {agent.llm.base_url} answered twice with an empty message "
-        "(no text and no tool call); nothing of it was stored"
-    )
-
-
-def _call_fitting(
-    agent: Agent, result: StepResult, step_id: str, reminder: dict[str, str] | None
-) -> Completion:
-    """One completion for a request that fits, with `reminder` appended. If the
-    endpoint still says the request is too long (its count or window differs
-    from ours), compact harder and try again."""
-    pressure = 0
-    while True:
-        compiled = fit_request(agent, result, step_id, pressure)
-        result.prompt_tokens_estimate = compiled.total_tokens
-        messages = compiled.request_messages + ([reminder] if reminder else [])
-        try:
-            return agent.llm.complete(agent.state.llm, messages, compiled.tools)
-        except ContextWindowExceeded as exc:
-            pressure += 1
-            if pressure > MAX_ENDPOINT_RETRIES:
-                raise
-            _learn_window(agent, str(exc))
-
-
-def _learn_window(agent: Agent, error_text: str) -> None:
-    """Adopt the window the endpoint states, when it is smaller than ours."""
-    match = _WINDOW_IN_ERROR.search(error_text)
-    stated = int(match.group(1)) if match else 0
-    if MIN_LEARNED_WINDOW <= stated < budget_for(agent).window:
-
-        def learn(state: AgentState) -> None:
-            state.settings.context_window = stated
-
-        agent.state = agent.store.update_agent(agent.state.id, learn)
-
-
 class ContextOverview(BaseModel):
     """Where the tokens of the next request go."""
 
@@ -563,7 +251,7 @@ class ContextOverview(BaseModel):
     messages_in_storage: int
 
 
-def overview(agent: Agent) -> ContextOverview:
+def overview(agent: AgentDeps) -> ContextOverview:
     compiled, budget, counter = compile_context(agent), budget_for(agent), agent.token_counter
     sections = {name: counter.count_text(text) for name, text in compiled.sections}
     sections["messages"] = sum(compiled.message_tokens)

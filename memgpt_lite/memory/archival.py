@@ -34,7 +34,7 @@ from memgpt_lite.models import AgentState, Passage
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.deps import AgentDeps
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class InsertReport:
 class ArchivalMemory:
     """An agent's archival memory."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: AgentDeps) -> None:
         self.agent = agent
 
     @property

@@ -23,29 +23,29 @@ from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.loop.window import unanswered
-from memgpt_lite.models import Message, StepResult
+from memgpt_lite.models import Message
 from memgpt_lite.text import clean_text
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.deps import AgentDeps
 
 _FOLDED = "older messages are folded into the summary and cannot be edited"
 
 
-def _window(agent: Agent) -> list[Message]:
+def _window(agent: AgentDeps) -> list[Message]:
     """The messages in the context window, with the agent state read fresh:
     another process may have compacted or added messages meanwhile."""
     agent.state = agent.store.get_agent(agent.state.id)
     return agent.context_messages()
 
 
-def exchange_starts(agent: Agent) -> list[Message]:
+def exchange_starts(agent: AgentDeps) -> list[Message]:
     """The user messages in the context window, oldest first: one per exchange
     that can be edited."""
     return [m for m in _window(agent) if m.role == "user"]
 
 
-def pop_exchanges(agent: Agent, n: int = 1) -> int:
+def pop_exchanges(agent: AgentDeps, n: int = 1) -> int:
     """Delete the last `n` exchanges, in one transaction. Returns how many
     messages were deleted. Refuses (deleting nothing) when fewer than `n`
     exchanges are in the context window."""
@@ -66,7 +66,7 @@ def pop_exchanges(agent: Agent, n: int = 1) -> int:
     return deleted
 
 
-def last_user_message(agent: Agent) -> Message:
+def last_user_message(agent: AgentDeps) -> Message:
     """The user message that starts the last exchange in the context window."""
     starts = exchange_starts(agent)
     if not starts:
@@ -74,7 +74,7 @@ def last_user_message(agent: Agent) -> Message:
     return starts[-1]
 
 
-def pop_for_retry(agent: Agent) -> str:
+def pop_for_retry(agent: AgentDeps) -> str:
     """Remove the last exchange and return its user message, to send again."""
     with agent.step_lock():
         text = last_user_message(agent).content or ""
@@ -82,15 +82,8 @@ def pop_for_retry(agent: Agent) -> str:
     return text
 
 
-def retry(agent: Agent) -> StepResult:
-    """Remove the last exchange and send its user message again."""
-    _ = agent.llm  # a missing API key fails here, before anything is deleted
-    with agent.step_lock():  # no other step between the pop and the new one
-        return agent.step(pop_for_retry(agent))
-
-
 def _edit_last(
-    agent: Agent, text: str, what: str, edit: Callable[[Message, str], Message | None]
+    agent: AgentDeps, text: str, what: str, edit: Callable[[Message, str], Message | None]
 ) -> Message:
     """Apply `edit` to the newest message in the window it accepts (it returns
     the edited copy, or None to look further back), and store the result."""
@@ -114,7 +107,7 @@ def _with_thought(message: Message, text: str) -> Message | None:
     return message.model_copy(update={"content": text})
 
 
-def rethink(agent: Agent, text: str) -> Message:
+def rethink(agent: AgentDeps, text: str) -> Message:
     """Replace the inner thought of the agent's last response that made tool calls."""
     return _edit_last(agent, text, "inner thought", _with_thought)
 
@@ -135,13 +128,13 @@ def _with_reply(message: Message, text: str) -> Message | None:
     return None
 
 
-def rewrite(agent: Agent, text: str) -> Message:
+def rewrite(agent: AgentDeps, text: str) -> Message:
     """Replace the agent's last reply: the message of its last send_message
     call, or its last plain-text answer."""
     return _edit_last(agent, text, "reply", _with_reply)
 
 
-def unanswered_note(agent: Agent, resend: str, drop: str) -> str | None:
+def unanswered_note(agent: AgentDeps, resend: str, drop: str) -> str | None:
     """If the user's last message went unanswered (its step failed or was
     cancelled before the model responded), one line saying so and naming the
     commands that send it again and drop it; else None."""

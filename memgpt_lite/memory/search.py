@@ -34,7 +34,7 @@ from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.deps import AgentDeps
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int
     return sorted(items, key=lambda item: (-score(item), -item))
 
 
-def check_embedder(agent: Agent) -> None:
+def check_embedder(agent: AgentDeps) -> None:
     """Refuse an embedder other than the one the agent's vectors came from."""
     embedder, state = agent.embedder, agent.state
     if embedder is None or state.embedding_model is None:
@@ -246,7 +246,7 @@ def check_embedder(agent: Agent) -> None:
         )
 
 
-def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
+def embed_texts(agent: AgentDeps, texts: Sequence[str]) -> np.ndarray | None:
     """The agent's embedder's vectors for `texts`, None without an embedder
     (a call to the endpoint or the local model: nothing is written)."""
     if agent.embedder is None:
@@ -256,7 +256,9 @@ def embed_texts(agent: Agent, texts: Sequence[str]) -> np.ndarray | None:
     return vectors
 
 
-def record_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], vectors: np.ndarray) -> None:
+def record_vectors(
+    agent: AgentDeps, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+) -> None:
     """Store vectors made by `embed_texts`; record the agent's embedding space
     on first use (the field alone, read fresh: another process may have
     recorded one meanwhile, which must then match)."""
@@ -276,14 +278,16 @@ def record_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], vectors: np.
         agent.store.add_vectors(agent.state.id, owner, seqs, vectors)
 
 
-def store_vectors(agent: Agent, owner: Owner, seqs: Sequence[int], texts: Sequence[str]) -> None:
+def store_vectors(
+    agent: AgentDeps, owner: Owner, seqs: Sequence[int], texts: Sequence[str]
+) -> None:
     """Embed and store; record the agent's embedding space on first use."""
     vectors = embed_texts(agent, texts) if seqs else None
     if vectors is not None:
         record_vectors(agent, owner, seqs, vectors)
 
 
-def backfill(agent: Agent, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
+def backfill(agent: AgentDeps, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
     """Embed up to `limit` stored items that have no vector yet (none in a
     database this process may only read: search uses the vectors it has)."""
     if agent.store.read_only:
@@ -309,7 +313,7 @@ _VECTOR_THREAD: ThreadPoolExecutor | None = None
 
 
 def _start_vector_search(
-    agent: Agent, owner: Owner, query: str, depth: int
+    agent: AgentDeps, owner: Owner, query: str, depth: int
 ) -> Future[VectorHits] | None:
     """Embed `query` and start the vector search on a worker thread (numpy
     releases the GIL, so it overlaps the full-text query). None when there is
@@ -354,7 +358,7 @@ def _hybrid(
 
 
 def search_passages(
-    agent: Agent,
+    agent: AgentDeps,
     query: str,
     limit: int,
     offset: int = 0,
@@ -384,7 +388,7 @@ def search_passages(
 
 
 def search_messages(
-    agent: Agent, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
+    agent: AgentDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
     query = clean_text(query)  # it reaches SQLite and the embedder

@@ -14,6 +14,7 @@ from datetime import date
 
 from memgpt_lite.errors import ModelRetry
 from memgpt_lite.loop.window import core_memory_overflow
+from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.core import append_to_block, replace_in_block
 from memgpt_lite.memory.search import search_messages
 from memgpt_lite.models import Block, Message
@@ -24,17 +25,17 @@ MAX_PAGE = 1_000_000
 
 
 def _block(ctx: ToolContext, label: str) -> Block:
-    store = ctx.agent.store
-    for block in store.get_blocks(ctx.agent.state.id):
+    store = ctx.store
+    for block in store.get_blocks(ctx.state.id):
         if block.label == label:
             return block
-    labels = ", ".join(b.label for b in store.get_blocks(ctx.agent.state.id))
+    labels = ", ".join(b.label for b in store.get_blocks(ctx.state.id))
     raise ModelRetry(f"there is no core memory block labelled {label!r}; the blocks are: {labels}.")
 
 
 def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
     """Store an edit, unless it would crowd the conversation out of the window."""
-    problem = core_memory_overflow(ctx.agent, block, new_value)
+    problem = core_memory_overflow(ctx.deps, block, new_value)
     if problem:
         raise ModelRetry(
             f"{problem}. Nothing was changed. Keep core memory short: condense the block "
@@ -42,7 +43,7 @@ def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
             "keep only a short note here."
         )
     block.value = new_value
-    ctx.agent.store.save_block(block)
+    ctx.store.save_block(block)
 
 
 @tool(heartbeat=False)
@@ -124,7 +125,7 @@ def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
     """
     _check_page(page)
     found, total = search_messages(
-        ctx.agent, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+        ctx.deps, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
     )
     return _format_messages(f"results for {query!r}", page, found, total)
 
@@ -151,8 +152,8 @@ def conversation_search_date(
     start, end = _parse_date(start_date, "start_date"), _parse_date(end_date, "end_date")
     if end < start:
         raise ModelRetry("end_date is before start_date.")
-    found, total = ctx.agent.store.messages_between(
-        ctx.agent.state.id, start, end, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+    found, total = ctx.store.messages_between(
+        ctx.state.id, start, end, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
     )
     return _format_messages(f"messages from {start} to {end}", page, found, total)
 
@@ -168,7 +169,7 @@ def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | Non
     """
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to save.")
-    report = ctx.agent.archival.insert(content, tags=tags or ())
+    report = ArchivalMemory(ctx.deps).insert(content, tags=tags or ())
     parts = []
     if report.stored:
         ids = ", ".join(p.id for p in report.stored)
@@ -206,7 +207,7 @@ def archival_memory_search(
     _check_page(page)
     start = _optional_date(start_date, "start_date")
     end = _optional_date(end_date, "end_date")
-    found, total = ctx.agent.archival.search(
+    found, total = ArchivalMemory(ctx.deps).search(
         query, PAGE_SIZE, page * PAGE_SIZE, tags=tags, start=start, end=end
     )
     if not found:

@@ -14,6 +14,7 @@ turned into text all become a readable result, with lone surrogates replaced.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -26,10 +27,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memgpt_lite.errors import ConfigError, ModelRetry
+from memgpt_lite.loop import runner
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.deps import AgentDeps
+    from memgpt_lite.models import AgentState
+    from memgpt_lite.storage.sqlite.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +44,23 @@ HEARTBEAT_DESCRIPTION = "true to act again after this call; false to end your tu
 
 @dataclass
 class ToolContext:
-    """What a tool can reach while it runs: the agent, the current step, and
-    the replies sent so far in the current model response."""
+    """What a tool can reach while it runs, given to a parameter annotated
+    `ToolContext`: the agent's dependencies (`deps`: its state, store,
+    embedder, token counter), the current step, and the replies sent so far
+    in the current model answer."""
 
-    agent: Agent
+    deps: AgentDeps
     step_id: str
     replies: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> AgentState:
+        """The agent's state as the step last read it."""
+        return self.deps.state
+
+    @property
+    def store(self) -> Store:
+        return self.deps.store
 
 
 @dataclass
@@ -102,14 +117,31 @@ class Tool:
 
     def run(self, context: ToolContext, arguments: str, max_chars: int) -> ToolOutcome:
         """Validate the raw JSON arguments, call the function, and return what the
-        model should see. Never raises for the model's or the tool's mistakes."""
-        outcome = self._run(context, arguments)
+        model should see. Never raises for the model's or the tool's mistakes.
+        An `async def` tool is awaited on an event loop of its own here."""
+        return runner.run(self.arun(context, arguments, max_chars, in_thread=False))
+
+    async def arun(
+        self, context: ToolContext, arguments: str, max_chars: int, *, in_thread: bool = True
+    ) -> ToolOutcome:
+        """`run`, awaited. An `async def` tool is awaited; a plain function
+        runs in a worker thread when `in_thread`, so it cannot stall the loop."""
+        call = self._prepare(context, arguments)
+        if isinstance(call, ToolOutcome):
+            outcome = call
+        elif inspect.iscoroutinefunction(self.function):
+            outcome = await self._awaited(call)
+        elif in_thread:
+            outcome = await asyncio.to_thread(self._called, call)
+        else:
+            outcome = self._called(call)
         # Cleaned before truncation: a tool that returns a lone surrogate must
         # not break the step's storage or the next request.
         outcome.content = truncate(clean_text(outcome.content), max_chars)
         return outcome
 
-    def _run(self, context: ToolContext, arguments: str) -> ToolOutcome:
+    def _prepare(self, context: ToolContext, arguments: str) -> _Call | ToolOutcome:
+        """The validated arguments, or the error the model sees instead."""
         try:
             raw = parse_arguments(arguments)
         except JSONProblem as exc:
@@ -132,23 +164,44 @@ class Tool:
         heartbeat = bool(kwargs.pop(HEARTBEAT_PARAM, False))
         if self.context_param:
             kwargs[self.context_param] = context
+        return _Call(kwargs, heartbeat)
+
+    def _called(self, call: _Call) -> ToolOutcome:
         try:
             # Turned into text here: a result that cannot be (circular, too deep)
             # is the tool's bug, like an exception.
-            result = _as_text(self.function(**kwargs))
-        except ModelRetry as exc:
+            result = _as_text(self.function(**call.kwargs))
+        except Exception as exc:  # noqa: BLE001 - see _failed
+            return self._failed(exc, call.heartbeat)
+        return ToolOutcome(result, ok=True, heartbeat=call.heartbeat)
+
+    async def _awaited(self, call: _Call) -> ToolOutcome:
+        try:
+            result = _as_text(await self.function(**call.kwargs))
+        except Exception as exc:  # noqa: BLE001 - see _failed
+            return self._failed(exc, call.heartbeat)
+        return ToolOutcome(result, ok=True, heartbeat=call.heartbeat)
+
+    def _failed(self, exc: Exception, heartbeat: bool) -> ToolOutcome:
+        """What the model sees when the tool raised. `ModelRetry` is the tool
+        telling the model what to do instead. Anything else is a bug of the
+        tool, which must not break the protocol: the model gets a readable
+        error for this call, and the traceback goes to the log (the CLI shows
+        one line and keeps the traceback in its log file)."""
+        if isinstance(exc, ModelRetry):
             return ToolOutcome(f"Error: {exc}", ok=False, heartbeat=heartbeat)
-        except Exception as exc:  # noqa: BLE001
-            # A custom tool's bug must not break the protocol: the model gets a
-            # readable error for this call, and the traceback goes to the log
-            # (the CLI shows one line and keeps the traceback in its log file).
-            log.exception("tool %s raised %s: %s", self.name, type(exc).__name__, exc)
-            return ToolOutcome(
-                f"Error: {self.name} failed: {type(exc).__name__}: {exc}",
-                ok=False,
-                heartbeat=heartbeat,
-            )
-        return ToolOutcome(result, ok=True, heartbeat=heartbeat)
+        log.error("tool %s raised %s: %s", self.name, type(exc).__name__, exc, exc_info=exc)
+        return ToolOutcome(
+            f"Error: {self.name} failed: {type(exc).__name__}: {exc}", ok=False, heartbeat=heartbeat
+        )
+
+
+@dataclass
+class _Call:
+    """A tool call's validated arguments, ready to pass to the function."""
+
+    kwargs: dict[str, Any]
+    heartbeat: bool
 
 
 def tool(

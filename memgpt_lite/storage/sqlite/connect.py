@@ -92,7 +92,7 @@ def connect(path: Path, busy_timeout_seconds: float) -> tuple[sqlite3.Connection
         raise StoreError(f"cannot open the database {path}: {exc}") from None
     conn = None
     try:
-        conn = sqlite3.connect(path, timeout=busy_timeout_seconds)
+        conn = sqlite3.connect(path, timeout=busy_timeout_seconds, check_same_thread=False)
         # The first read opens the file (and a WAL database's -shm).
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:

@@ -1,0 +1,207 @@
+"""The step core: one async generator runs a step and yields its events.
+
+`agent.step()`, `agent.astep()`, `agent.stream()` and `agent.astream()` all
+drive `run_step`; there is no other loop. A step stores the user's message,
+then calls the model, runs the tools it asked for, and goes on while a tool
+asked for a heartbeat or failed, up to the step limit.
+
+The invariant of the protocol lives in `_answer` alone: every tool call of a
+model answer gets exactly one tool result, stored in the same transaction as
+the answer, whatever a tool did. A step stopped at any point (an error,
+Ctrl-C, a client that went away) leaves the stored agent consistent: answers
+are stored whole or not at all, and a user message the model never answered
+is left out of later requests (see window.unanswered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Protocol
+
+from memgpt_lite.deps import AgentDeps
+from memgpt_lite.errors import ContextFullError, MemGPTError
+from memgpt_lite.llm.model import Completion
+from memgpt_lite.loop.events import (
+    ReplyDelivered,
+    StepEvent,
+    StepFailed,
+    StepFinished,
+    StepStarted,
+    ToolCallStarted,
+    ToolReturned,
+    UsageReported,
+)
+from memgpt_lite.loop.request import StepRun, call_model
+from memgpt_lite.loop.steplock import StepLock
+from memgpt_lite.models import AgentState, Message, ToolCall, ToolResult, new_id
+from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
+
+
+class StepHost(AgentDeps, Protocol):
+    """What the step core needs of an agent, beyond its dependencies."""
+
+    tools: dict[str, Tool]
+
+    def new_step_lock(self) -> StepLock:
+        """A step lock for this agent, not yet taken."""
+        ...
+
+
+async def run_step(
+    agent: StepHost,
+    user_message: str,
+    *,
+    held_lock: StepLock | None = None,
+    tools_in_threads: bool = True,
+) -> AsyncIterator[StepEvent]:
+    """Run one step for `user_message` and yield its events, ending with
+    `StepFinished` or, for any MemGPTError, `StepFailed`. Waits for the
+    agent's step lock unless the caller already holds it (`held_lock`).
+    Synchronous tools run in a worker thread when `tools_in_threads`, so a
+    slow one does not stall the event loop (and the other agents on it)."""
+    run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads)
+    lock: AbstractAsyncContextManager[StepLock | None]
+    lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock()
+    try:
+        async with lock as taken:
+            run.lock = taken
+            async for event in _steps(run, user_message):
+                yield event
+    except MemGPTError as exc:
+        yield StepFailed(
+            step_id=run.step_id,
+            message=str(exc),
+            error_type=type(exc).__name__,
+            result=run.result,
+            error=exc,
+        )
+        return
+    yield StepFinished(step_id=run.step_id, result=run.result)
+
+
+async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
+    agent, result = run.agent, run.result
+    agent.state = agent.store.get_agent(agent.state.id)  # another process may have changed it
+    user = Message(agent_id=agent.state.id, role="user", content=user_message, step_id=run.step_id)
+    agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
+    result.messages.append(user)
+    yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=user_message)
+    seconds_before = agent.llm.seconds_in_calls
+    for _ in range(agent.state.settings.max_chained_steps):
+        run.renew_lock()
+        completion = None
+        try:
+            async for item in call_model(run):
+                if isinstance(item, Completion):
+                    completion = item
+                else:
+                    yield item
+        except ContextFullError:
+            if len(result.messages) == 1:  # not even the user's message fits
+                raise
+            result.stop_reason = "context_full"
+            return
+        result.llm_seconds = agent.llm.seconds_in_calls - seconds_before
+        if completion is None:  # call_model yields one last, or raises
+            raise RuntimeError("call_model ended without an answer")
+        _remember_fallbacks(agent, completion)
+        result.usage.add(completion.usage)
+        yield UsageReported(step_id=run.step_id, usage=completion.usage)
+        async for event in _answer(run, completion):
+            yield event
+        if run.done:
+            return
+    result.stop_reason = "step_limit"
+
+
+def _remember_fallbacks(agent: AgentDeps, completion: Completion) -> None:
+    """Store what the endpoint turned out not to support (tool_choice
+    "required", streaming), so later requests do not ask for it. The fields
+    alone: a whole-row save could undo a compaction made meanwhile elsewhere."""
+    config = agent.state.llm
+    changes: list[Callable[[AgentState], None]] = []
+    if completion.tool_choice != config.tool_choice:
+        changes.append(lambda state: setattr(state.llm, "tool_choice", completion.tool_choice))
+    if config.stream and not completion.streamed:
+        changes.append(lambda state: setattr(state.llm, "stream", False))
+    if changes:
+
+        def use(state: AgentState) -> None:
+            for change in changes:
+                change(state)
+
+        agent.state = agent.store.update_agent(agent.state.id, use)
+
+
+async def _answer(run: StepRun, completion: Completion) -> AsyncIterator[StepEvent]:
+    """Run an answer's tool calls, then store the answer with exactly one
+    result per call, together. Sets `run.done` and the stop reason when the step ends."""
+    agent, result, step_id = run.agent, run.result, run.step_id
+    assistant = Message(
+        agent_id=agent.state.id,
+        role="assistant",
+        content=completion.content,
+        tool_calls=completion.tool_calls,
+        step_id=step_id,
+    )
+    if not assistant.tool_calls:
+        # A plain text reply (tool_choice "auto" endpoints): it is the answer.
+        agent.store.add_messages([assistant])
+        result.messages.append(assistant)
+        result.stop_reason, run.done = "text_reply", True
+        if assistant.content:
+            result.replies.append(assistant.content)
+            yield ReplyDelivered(step_id=step_id, text=assistant.content)
+        return
+    if assistant.content:
+        result.thoughts.append(assistant.content)
+    context = ToolContext(deps=agent, step_id=step_id)
+    # The tools run outside any write transaction: one that waits on the
+    # network (an embedding, a custom tool's request) must not hold the
+    # database's write lock, which every other agent's step needs. Their own
+    # writes commit as they go; the answer and its results follow, together.
+    outcomes: list[ToolOutcome] = []
+    for call in assistant.tool_calls:
+        yield ToolCallStarted(step_id=step_id, call=call)
+        outcome = await _run_tool_call(run, context, call)
+        outcomes.append(outcome)
+        yield ToolReturned(
+            step_id=step_id, call_id=call.id, name=call.name, content=outcome.content, ok=outcome.ok
+        )
+    answers = [
+        Message(
+            agent_id=agent.state.id,
+            role="tool",
+            content=outcome.content,
+            tool_call_id=call.id,
+            name=call.name,
+            step_id=step_id,
+        )
+        for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
+    ]
+    agent.store.add_messages([assistant, *answers])  # one transaction
+    result.messages += [assistant, *answers]
+    result.tool_results += [
+        ToolResult(call=call, content=outcome.content, ok=outcome.ok)
+        for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
+    ]
+    result.replies.extend(context.replies)
+    for reply in context.replies:
+        yield ReplyDelivered(step_id=step_id, text=reply)
+    if not any(not o.ok or o.heartbeat for o in outcomes):
+        result.stop_reason = "send_message" if context.replies else "no_heartbeat"
+        run.done = True
+
+
+async def _run_tool_call(run: StepRun, context: ToolContext, call: ToolCall) -> ToolOutcome:
+    run.renew_lock()  # a slow tool must not outlast the step's lease
+    tools = run.tools
+    tool = tools.get(call.name)
+    if tool is None:
+        return ToolOutcome(
+            f"Error: there is no tool named {call.name!r}. The tools are: {', '.join(tools)}.",
+            ok=False,
+        )
+    max_chars = run.agent.state.settings.tool_result_max_chars
+    return await tool.arun(context, call.arguments, max_chars, in_thread=run.tools_in_threads)
