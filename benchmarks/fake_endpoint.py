@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,11 +34,14 @@ class Endpoint:
 
 
 @contextmanager
-def fake_endpoint(context_window: int | None = None) -> Iterator[Endpoint]:
-    """Start the endpoint in a subprocess for the duration of the block."""
+def fake_endpoint(context_window: int | None = None, latency_ms: float = 0.0) -> Iterator[Endpoint]:
+    """Start the endpoint in a subprocess for the duration of the block. Each
+    answer waits `latency_ms` first (requests are served concurrently)."""
     args = [sys.executable, str(Path(__file__).resolve())]
     if context_window:
         args += ["--context-window", str(context_window)]
+    if latency_ms:
+        args += ["--latency-ms", str(latency_ms)]
     process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     endpoint = Endpoint(*process.stdout.readline().split())
     try:
@@ -52,9 +56,18 @@ def fake_endpoint(context_window: int | None = None) -> Iterator[Endpoint]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--context-window", type=int)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
     args = parser.parse_args()
     server = FakeOpenAIServer(context_window=args.context_window)
-    server.responder = respond
+    if args.latency_ms:
+
+        def slow(body: dict):
+            time.sleep(args.latency_ms / 1000)  # in the request's own thread
+            return respond(body)
+
+        server.responder = slow
+    else:
+        server.responder = respond
     server.start()
     print(server.base_url, server.api_key, flush=True)
     sys.stdin.read()  # until the benchmark closes our stdin
