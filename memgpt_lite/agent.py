@@ -50,7 +50,7 @@ from memgpt_lite.models import (
     ToolResult,
     new_id,
 )
-from memgpt_lite.storage.sqlite.archival import Owner
+from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome, as_tool
@@ -76,7 +76,7 @@ def default_blocks(persona: str | None = None, human: str | None = None) -> list
     ]
 
 
-def _open_store(store: Store | None, db: str | Path | None) -> Store:
+def _open_store(store: Storage | None, db: str | Path | None) -> Storage:
     if store is not None:
         return store
     return Store(db if db is not None else default_db_path())
@@ -98,7 +98,7 @@ class Agent:
     def __init__(
         self,
         state: AgentState,
-        store: Store,
+        store: Storage,
         tools: Iterable[ToolLike] = (),
         *,
         base_url: str | None = None,
@@ -147,7 +147,7 @@ class Agent:
         llm_options: dict[str, Any] | None = None,
         embedder: Embedder | str | None = None,
         db: str | Path | None = None,
-        store: Store | None = None,
+        store: Storage | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
@@ -198,7 +198,7 @@ class Agent:
         timeout: float | None = None,
         embedder: Embedder | None = None,
         db: str | Path | None = None,
-        store: Store | None = None,
+        store: Storage | None = None,
     ) -> Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was
         created with (and its embedder, if not built from its settings).

@@ -21,7 +21,7 @@ import pytest
 
 from memgpt_lite import Agent, ConfigError, Message, Store
 from memgpt_lite.errors import ConflictError
-from memgpt_lite.storage.sqlite.locks import StepLockHolder
+from memgpt_lite.storage.protocol import StepLockHolder
 from memgpt_lite.testing import Reply, call, reply
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and /proc")

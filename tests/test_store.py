@@ -18,9 +18,11 @@ import pytest
 from sqlite_utils import Database
 
 from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
-from memgpt_lite.memory.ranking import Ranking, fts_any, fts_words
+from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
+from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.connect import file_problem
+from memgpt_lite.storage.sqlite.fulltext import fts_any
 from memgpt_lite.storage.sqlite.migrations import migrations
 
 
@@ -197,7 +199,7 @@ def test_hostile_queries_never_raise(tmp_path, query):
     store.add_passage(Passage(agent_id=state.id, text="NEAR the café, col value"))
     found, total = store.search_messages(state.id, query, 5)
     assert total == len(found)
-    store.rank_passages(state.id, fts_words(query), 5)
+    store.rank_passages(state.id, query, 5)
 
 
 def test_search_finds_stemmed_and_accented_words(tmp_path):
@@ -277,7 +279,7 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
     store.search_messages(state.id, "m1 m2", 5)
-    store.rank_passages(state.id, ["p"], 5)
+    store.rank_passages(state.id, "p", 5)
     store.db.conn.set_trace_callback(None)
     # The joins of messages or passages with their full-text index.
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "JOIN" in s]
@@ -314,12 +316,7 @@ def _store_with_common_words(tmp_path: Path) -> tuple[Store, AgentState]:
     return store, state
 
 
-QUERIES = [
-    ["zq1", "apple"],
-    ["zq2", "zq3", "river", "stone"],
-    ["zq5", "apple", "river", "stone"],
-    ["zq7", "zq8", "zq9", "apple"],
-]
+QUERIES = ["zq1 apple", "zq2 zq3 river stone", "zq5 apple river stone", "zq7 zq8 zq9 apple"]
 
 
 def budgeted_ranking_is_true(everything: Ranking, ranking: Ranking, exact: int) -> bool:
@@ -341,18 +338,18 @@ def test_budgeted_ranking_gives_true_scores_and_exact_order_when_proven(tmp_path
     BM25 score over all the words, and a proven ranking is FTS5's own."""
     store, state = _store_with_common_words(tmp_path)
     proven = 0
-    for words in QUERIES:
-        everything = store.rank_passages(state.id, words, 1000, budget=10**9)
+    for query in QUERIES:
+        everything = store.rank_passages(state.id, query, 1000, budget=10**9)
         assert everything.proven and everything.total == len(everything.scored)
-        ranking = store.rank_passages(state.id, words, 10, exact=3, budget=60)
+        ranking = store.rank_passages(state.id, query, 10, exact=3, budget=60)
         proven += budgeted_ranking_is_true(everything, ranking, exact=3)
     assert proven >= 2
 
 
 def test_a_query_of_common_words_scores_their_newest_matches(tmp_path):
     store, state = _store_with_common_words(tmp_path)
-    everything = store.rank_passages(state.id, ["apple", "river"], 1000, budget=10**9)
-    ranking = store.rank_passages(state.id, ["apple", "river"], 10, budget=50)
+    everything = store.rank_passages(state.id, "apple river", 1000, budget=10**9)
+    ranking = store.rank_passages(state.id, "apple river", 10, budget=50)
     assert not ranking.proven and ranking.total == 50
     newest_apples = sorted(
         (p.seq for p, _ in everything.scored if "apple" in p.text.split()), reverse=True
@@ -373,7 +370,7 @@ def test_a_ranking_that_misses_better_passages_is_not_claimed_proven(tmp_path):
     texts += [f"apple river stone n{i}" for i in range(60)]
     texts += [f"other words here n{i}" for i in range(140)]
     store.add_passages([Passage(agent_id=state.id, text=t) for t in texts])
-    words = ["zeta", "apple", "river", "stone"]
+    words = "zeta apple river stone"
     best = store.rank_passages(state.id, words, 1, budget=10**9).scored[0][0]
     assert "zeta" not in best.text
     ranking = store.rank_passages(state.id, words, 5, exact=1, budget=10)
@@ -407,7 +404,7 @@ def test_ranking_returns_only_the_agents_own_passages(tmp_path):
     is the same with or without them."""
     store = Store(tmp_path / "a.db")
     sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
-    words = ["apple", "river"]
+    words = "apple river"
     store.add_passages([Passage(agent_id=sam.id, text=f"apple river sam{i}") for i in range(5)])
     alone = store.rank_passages(sam.id, words, 10)
     store.add_passages([Passage(agent_id=kim.id, text=f"apple river kim{i}") for i in range(7)])
@@ -437,7 +434,7 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
         messages.append(Message(agent_id=owner.id, role=role, content=text, step_id=step))
     store.add_messages(messages)
     proven = 0
-    queries = [["zq1", "apple"], ["zq2", "zq3", "river"], ["zq4", "stone"], ["zq5", "zq6", "apple"]]
+    queries = ["zq1 apple", "zq2 zq3 river", "zq4 stone", "zq5 zq6 apple"]
     for words in queries:
         everything = store.rank_messages(sam.id, words, 1000, "step-x", budget=10**9)
         assert everything.proven and everything.total == len(everything.scored)
@@ -449,7 +446,7 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
     # Paging: the second page follows the first.
     first, total = store.search_messages(sam.id, "zq1 apple", 3)
     second, _ = store.search_messages(sam.id, "zq1 apple", 3, offset=3)
-    ranked = store.rank_messages(sam.id, ["zq1", "apple"], 6).scored
+    ranked = store.rank_messages(sam.id, "zq1 apple", 6).scored
     assert [m.seq for m in first + second] == [m.seq for m, _ in ranked]
     assert total >= 6
 
