@@ -10,14 +10,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
+from contract.agents import protocol_members
 from sqlite_utils import Database
 
-from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
+from memgpt_lite import Agent, Store, StoreError
 from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
 from memgpt_lite.storage.protocol import Ranking
@@ -122,128 +121,12 @@ def test_not_a_database_is_a_clear_error_and_the_file_is_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_duplicate_agent_name(tmp_path):
-    store = Store(tmp_path / "a.db")
-    new_agent(store)
-    with pytest.raises(AlreadyExistsError, match="'sam' already exists"):
-        new_agent(store)
-    assert len(store.list_agents()) == 1
-    assert store.db["blocks"].count == 2  # the failed create left nothing behind
-
-
-def test_unknown_agent(tmp_path):
-    with pytest.raises(NotFoundError, match="no agent named 'ghost'"):
-        Store(tmp_path / "a.db").get_agent("ghost")
-
-
-def test_delete_agent_keeps_blocks_another_agent_shares(tmp_path):
-    store = Store(tmp_path / "a.db")
-    shared = Block(label="team", value="t")
-    one, two = (AgentState(name=n, llm=LLMConfig(model="m"), system="s") for n in ("one", "two"))
-    store.create_agent(one, [shared, Block(label="own")])
-    store.create_agent(two, [shared])
-    store.add_messages([Message(agent_id=one.id, role="user", content="hi")])
-    store.delete_agent(one.id)
-    assert store.db["messages"].count == 0
-    assert [b.label for b in store.get_blocks(two.id)] == ["team"]
-    assert store.db["blocks"].count == 1
-
-
-def test_counts_follow_inserts(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages([Message(agent_id=state.id, role="user", content=f"m{i}") for i in range(3)])
-    store.add_passage(Passage(agent_id=state.id, text="a passage"))
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (3, 1)
-    assert stats.memory_updated_at is not None and stats.last_active is not None
-
-
-def test_transaction_rolls_back_everything_on_error(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.add_messages([Message(agent_id=state.id, role="user", content="lost")])
-        store.add_passage(Passage(agent_id=state.id, text="lost too"))
-        raise RuntimeError("crash")
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (0, 0)
-
-
-HOSTILE = [
-    '"unbalanced',
-    "AND",
-    "OR NOT",
-    "NEAR(a b)",
-    "a*",
-    "col:value",
-    "-minus",
-    "((",
-    ")",
-    "café",
-    "日本語",
-    "emoji 🙂",
-    "",
-    "   ",
-    "'; DROP TABLE messages; --",
-    "^start",
-    "a + b",
-]
-
-
-@pytest.mark.parametrize("query", HOSTILE)
-def test_hostile_queries_never_raise(tmp_path, query):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages([Message(agent_id=state.id, role="user", content="a café in 日本語 land")])
-    store.add_passage(Passage(agent_id=state.id, text="NEAR the café, col value"))
-    found, total = store.search_messages(state.id, query, 5)
-    assert total == len(found)
-    store.rank_passages(state.id, query, 5)
-
-
-def test_search_finds_stemmed_and_accented_words(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages(
-        [
-            Message(agent_id=state.id, role="user", content="I went running at the café"),
-            Message(
-                agent_id=state.id, role="tool", content="running tool output", tool_call_id="c"
-            ),
-        ]
-    )
-    found, total = store.search_messages(state.id, "RUNS cafe", 5)
-    assert total == 1 and found[0].content == "I went running at the café"
-
-
 def test_query_words_are_quoted_plain_words():
     assert fts_words('say "hi" OR bye*') == ["say", "hi", "bye"]
     assert fts_words("what did she say about the cat?") == ["say", "cat"]
     assert fts_words("what is it") == ["what", "is", "it"]  # only stop words: keep them
     assert fts_words("!!! ---") == []
     assert fts_any(["say", "hi"]) == '"say" OR "hi"'
-
-
-def test_messages_between_pages_by_day(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    day = datetime(2026, 3, 1, 23, 30, tzinfo=UTC)
-    store.add_messages(
-        [
-            Message(
-                agent_id=state.id,
-                role="user",
-                content=f"day {i}",
-                created_at=day + timedelta(days=i),
-            )
-            for i in range(4)
-        ]
-    )
-    found, total = store.messages_between(state.id, date(2026, 3, 2), date(2026, 3, 3), limit=1)
-    assert total == 2 and [m.content for m in found] == ["day 1"]
-    found, _ = store.messages_between(state.id, date(2026, 3, 2), date(2026, 3, 3), 1, offset=1)
-    assert [m.content for m in found] == ["day 2"]
 
 
 def test_concurrent_store_connections_wait_for_the_lock(tmp_path):
@@ -378,49 +261,6 @@ def test_a_ranking_that_misses_better_passages_is_not_claimed_proven(tmp_path):
     assert {p.text.split()[0] for p, _ in ranking.scored} == {"zeta"}
 
 
-def test_a_rolled_back_write_does_not_hide_passages_from_embedding(tmp_path):
-    """The check for passages with no vector remembers how far every passage
-    had one. Seen inside a write that rolls back, that must be forgotten: the
-    next passage stored reuses the rolled-back seq and has no vector."""
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    vector = np.ones((1, 4), dtype=np.float32)
-    store.add_passage(Passage(agent_id=state.id, text="first"))
-    store.add_vectors(state.id, "passage", [1], vector)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.add_passage(Passage(agent_id=state.id, text="rolled back"))
-        store.add_vectors(state.id, "passage", [2], vector)
-        assert store.unembedded_passages(state.id, 10) == []
-        raise RuntimeError("the step failed")
-    stored = Passage(agent_id=state.id, text="second")
-    store.add_passage(stored)
-    assert stored.seq == 2
-    assert [p.text for p in store.unembedded_passages(state.id, 10)] == ["second"]
-
-
-def test_ranking_returns_only_the_agents_own_passages(tmp_path):
-    """The ownership check is skipped while one agent has every passage; a
-    second agent's passages must never leak in, and the first agent's ranking
-    is the same with or without them."""
-    store = Store(tmp_path / "a.db")
-    sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
-    words = "apple river"
-    store.add_passages([Passage(agent_id=sam.id, text=f"apple river sam{i}") for i in range(5)])
-    alone = store.rank_passages(sam.id, words, 10)
-    store.add_passages([Passage(agent_id=kim.id, text=f"apple river kim{i}") for i in range(7)])
-    shared = store.rank_passages(sam.id, words, 10)
-    assert {p.agent_id for p, _ in shared.scored} == {sam.id} and shared.total == 5
-    kims = store.rank_passages(kim.id, words, 10)
-    assert {p.agent_id for p, _ in kims.scored} == {kim.id} and kims.total == 7
-    assert [p.seq for p, _ in alone.scored] == [p.seq for p, _ in shared.scored]
-    for passage, _ in kims.scored:
-        store.delete_passage(kim.id, passage.id)
-    assert store.rank_passages(kim.id, words, 10).total == 0
-    assert [p.seq for p, _ in store.rank_passages(sam.id, words, 10).scored] == [
-        p.seq for p, _ in alone.scored
-    ]
-
-
 def test_message_ranking_is_budgeted_like_passages(tmp_path):
     """Messages get the same budgeted ranking: true scores, FTS5's own order
     when proven, and the agent and step filters still applied."""
@@ -468,20 +308,6 @@ def test_a_database_from_a_newer_version_is_refused(tmp_path):
         f"{path} was written by a newer memgpt_lite: schema 42, this version knows {known}; "
         "upgrade memgpt_lite"
     )
-
-
-def test_a_write_inside_another_is_undone_alone_when_it_fails(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    with store.transaction():
-        store.add_messages([Message(agent_id=state.id, role="user", content="kept")])
-        with pytest.raises(RuntimeError), store.transaction():
-            store.add_passage(Passage(agent_id=state.id, text="undone"))
-            raise RuntimeError("the inner write failed half-way")
-        store.add_passage(Passage(agent_id=state.id, text="kept too"))
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (1, 1)
-    assert store.list_passages(state.id, 5)[0][0].text == "kept too"
 
 
 def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path):
@@ -665,3 +491,17 @@ def test_a_home_that_is_a_file_or_read_only_is_named_in_one_line(tmp_path, as_a_
         f"Error: cannot open the database {home / 'memgpt_lite.db'}: "
         f"$MEMGPT_LITE_HOME ({home}) is read-only, so it cannot be created there\n"
     )
+
+
+def test_every_storage_method_holds_the_stores_lock():
+    """Threads share a store: each call runs alone (transactions, snapshots
+    and busy_timeout hold the lock for their whole block themselves)."""
+    holds_for_its_block = {"transaction", "snapshot", "busy_timeout"}
+    no_database = {"in_transaction", "__enter__", "__exit__"}  # reads this thread's state
+    unguarded = [
+        name
+        for name in protocol_members()
+        if name not in holds_for_its_block | no_database
+        and not getattr(getattr(Store, name), "guarded", False)
+    ]
+    assert unguarded == []
