@@ -19,7 +19,10 @@ Shared rules, for every method:
 - A store is safe to share between threads: each call, and each transaction
   as a whole, runs alone; another thread's writes never join an open
   transaction. Another process (or another store on the same database) sees
-  a transaction's writes only once it commits.
+  a transaction's writes only once it commits. A transaction belongs to the
+  thread and asyncio task that opened it: it must not await, nor wait for
+  another thread that uses the store (that thread waits for it: a deadlock);
+  a call from another task on its thread raises RuntimeError.
 - `seq` numbers messages and passages. Each kind has its own sequence across
   the whole database, increasing with every item stored, so one agent's
   items are ordered by seq, though not contiguous.
@@ -118,7 +121,8 @@ class Storage(Protocol):
         ...
 
     def in_transaction(self) -> bool:
-        """Whether the calling thread has a transaction (or snapshot) open here."""
+        """Whether the calling thread (and asyncio task) has a transaction or
+        snapshot open here."""
         ...
 
     def rollback_interrupted(self) -> None:

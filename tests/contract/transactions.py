@@ -3,6 +3,7 @@ between threads."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -276,6 +277,33 @@ class ThreadContract(ContractBase):
         b.join(timeout=30)
         assert b_is_done.is_set()
         assert contents(store.messages_from(state.id, 0)) == ["from b"]
+
+    def test_a_transaction_held_across_an_await_refuses_other_tasks(self, store):
+        """Tasks of one event loop share a thread: another task's write must
+        not join a transaction a task holds open while it awaits."""
+        state = new_agent(store)
+
+        async def holder(opened: asyncio.Event, go_on: asyncio.Event) -> None:
+            with store.transaction():
+                store.add_messages([said(state, "the holder's")])
+                opened.set()
+                await go_on.wait()  # what a transaction must not do
+
+        async def main() -> None:
+            opened, go_on = asyncio.Event(), asyncio.Event()
+            holding = asyncio.create_task(holder(opened, go_on))
+            await opened.wait()
+            assert not store.in_transaction()  # not this task's
+            with pytest.raises(RuntimeError, match="another asyncio task"):
+                store.add_messages([said(state, "another task's")])
+            with pytest.raises(RuntimeError, match="another asyncio task"), store.transaction():
+                pass
+            go_on.set()
+            await holding
+            store.add_messages([said(state, "after it ended")])
+
+        asyncio.run(main())
+        assert contents(store.messages_from(state.id, 0)) == ["the holder's", "after it ended"]
 
     def test_a_snapshot_holds_other_threads_writes_back(self, store):
         state = new_agent(store)

@@ -14,12 +14,18 @@ or Ctrl-C mid-transaction rolls back to the last committed state. A write
 inside another one is a savepoint. Each open level (transaction, savepoint or
 snapshot) is counted, so a transaction that no level accounts for is one an
 interrupt left behind, never one to join.
+
+Coroutines of one event loop share its thread, so the lock alone would let a
+task's write join the transaction another task holds open across an `await`.
+The task that opened a transaction is remembered; another task's call while it
+is open is refused (RuntimeError: a bug in the caller, not bad input).
 """
 
 from __future__ import annotations
 
 import functools
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +41,27 @@ from memgpt_lite.storage.sqlite.connect import file_errors, file_problem, read_o
 class _Guardable(Protocol):
     lock: threading.RLock
     path: Path
+    task_with_transaction: object | None
+
+
+def current_task() -> object | None:
+    """The asyncio task running on this thread, if any (asyncio not even
+    imported: none)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    loop = asyncio.events._get_running_loop()
+    return None if loop is None else asyncio.current_task(loop)
+
+
+def check_task(opener: object) -> None:
+    """Refuse a call from another asyncio task than the one whose transaction
+    is open on this thread: it would join that transaction."""
+    if current_task() is not opener:
+        raise RuntimeError(
+            "a store transaction is open in another asyncio task on this thread (held "
+            "across an await); a transaction must end before its task awaits"
+        )
 
 
 P = ParamSpec("P")
@@ -50,6 +77,8 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
     @functools.wraps(method)
     def guarded_method(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
+            if self.task_with_transaction is not None:
+                check_task(self.task_with_transaction)
             try:
                 return method(self, *args, **kwargs)
             except sqlite3.Error as exc:
@@ -88,6 +117,8 @@ class Transactions:
         self._levels = 0  # the open levels, all of the thread holding the lock
         self._owner: int | None = None  # that thread, while any is open
         self._epoch = 0  # moved when abandoned levels are discarded
+        # The asyncio task that opened the outermost level, if one did.
+        self.task_with_transaction: object | None = None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -113,7 +144,10 @@ class Transactions:
         self._close(level, commit=True)
 
     def in_transaction(self) -> bool:
-        return self._levels > 0 and self._owner == threading.get_ident()
+        """Whether this thread (and asyncio task) has a level open."""
+        if not self._levels or self._owner != threading.get_ident():
+            return False
+        return self.task_with_transaction is current_task()
 
     @guarded
     def rollback_interrupted(self) -> None:
@@ -124,7 +158,7 @@ class Transactions:
         if self._levels and self._owner == threading.get_ident():
             for _ in range(self._levels):  # the abandoned levels' holds on the lock
                 self.lock.release()
-            self._levels, self._owner = 0, None
+            self._levels, self._owner, self.task_with_transaction = 0, None, None
             self._epoch += 1  # their `with` blocks, if they ever end, find nothing to do
         self._rollback_leftover()
 
@@ -140,6 +174,8 @@ class Transactions:
         self.lock.acquire()
         conn = self.db.conn
         try:
+            if self._levels and self.task_with_transaction is not None:
+                check_task(self.task_with_transaction)
             with file_errors(self.path):
                 self._rollback_leftover()
                 outermost = not conn.in_transaction
@@ -153,8 +189,9 @@ class Transactions:
                     conn.execute(f"SAVEPOINT {savepoint}")
                 level = _Level(self._epoch, write, outermost, savepoint, conn.total_changes)
                 owner = threading.get_ident()
+                task = current_task() if self._levels == 0 else self.task_with_transaction
                 # Counted last, with no call in between that an interrupt could break.
-                self._owner = owner
+                self._owner, self.task_with_transaction = owner, task
                 self._levels += 1
         except BaseException:
             # Also an interrupt just after BEGIN: never leave it for the next write.
@@ -191,7 +228,7 @@ class Transactions:
             finally:
                 self._levels -= 1
                 if self._levels == 0:
-                    self._owner = None
+                    self._owner = self.task_with_transaction = None
                 self.lock.release()
 
     def _end_outermost(self, level: _Level, commit: bool) -> bool:
