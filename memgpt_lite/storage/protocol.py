@@ -208,7 +208,8 @@ class Storage(Protocol):
     # Messages (recall memory)
 
     def add_messages(self, messages: Sequence[Message]) -> None:
-        """Append messages, in order, in one transaction; sets each `seq`."""
+        """Append messages, in order, in one transaction; sets each `seq`.
+        NotFoundError, storing none, if one belongs to an unknown agent."""
         ...
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
@@ -276,7 +277,8 @@ class Storage(Protocol):
     def add_passages(self, passages: Sequence[Passage]) -> list[bool]:
         """Store passages, all or none, skipping any whose text (surrounding
         space trimmed) the agent already has. Returns, per passage, whether it
-        was stored; sets `seq` on those stored."""
+        was stored; sets `seq` on those stored. NotFoundError, storing none,
+        if one belongs to an unknown agent."""
         ...
 
     def add_passage(self, passage: Passage) -> bool:
