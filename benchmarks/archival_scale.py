@@ -236,19 +236,14 @@ def timed_searches(agent, queries: list[str], embedder: StubEmbedder | None) -> 
 def lexical_agreement(agent, queries: list[str]) -> dict:
     """How often the budgeted ranking is proven exact (top 5), and how many of
     the exhaustive ranking's top 5 scores it returns, on a subset of queries."""
-    from memgpt_lite.storage.sqlite.store import fts_words
-
     agent_id = agent.state.id
-    proven = [
-        agent.store.rank_passages(agent_id, fts_words(q), 50, exact=5).proven for q in queries
-    ]
+    proven = [agent.store.rank_passages(agent_id, q, 50, exact=5).proven for q in queries]
     overlaps = []
     for query in queries[:QUALITY_QUERIES]:
-        words = fts_words(query)
-        best = agent.store.rank_passages(agent_id, words, 5, budget=10**12).scored
+        best = agent.store.rank_passages(agent_id, query, 5, budget=10**12).scored
         if not best:
             continue
-        got = agent.store.rank_passages(agent_id, words, 50, exact=5).scored[:5]
+        got = agent.store.rank_passages(agent_id, query, 50, exact=5).scored[:5]
         wanted = {round(score, 6) for _, score in best}  # scores: ties may swap passages
         overlaps.append(len(wanted & {round(score, 6) for _, score in got}) / len(wanted))
     return {"proven_share": float(np.mean(proven)), "top5_agreement": float(np.mean(overlaps))}
@@ -306,18 +301,16 @@ def worker(size: int, query_count: int, tmpdir: str | None) -> dict:
         # Vectors for every passage, with the stub embedder.
         embedder = StubEmbedder()
         agent.set_embedder(embedder)
-        vector_seconds, last_seq = 0.0, 0
-        while True:
-            rows = agent.store.db.execute(
-                "SELECT seq, text FROM passages WHERE agent_id = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                [agent_id, last_seq, VECTOR_BATCH],
-            ).fetchall()
-            if not rows:
-                break
-            last_seq = rows[-1][0]
+        # By seq ranges (not `unembedded_passages`, which would warm up the
+        # pending check measured below).
+        vector_seconds, last_seq, embedded = 0.0, 0, 0
+        while embedded < stored:
+            seqs = range(last_seq + 1, last_seq + 1 + VECTOR_BATCH)
+            rows = sorted(agent.store.passages_by_seq(agent_id, seqs).items())
+            last_seq += VECTOR_BATCH
+            embedded += len(rows)
             started = time.perf_counter()
-            store_vectors(agent, "passage", [r[0] for r in rows], [r[1] for r in rows])
+            store_vectors(agent, "passage", [s for s, _ in rows], [p.text for _, p in rows])
             vector_seconds += time.perf_counter() - started
         stub_seconds = embedder.seconds
         log(f"{size}: vectors stored in {vector_seconds:.1f}s (stub embed {stub_seconds:.1f}s)")

@@ -33,7 +33,6 @@ EXHAUSTIVE_QUERIES = 40  # every match scored: slow at 1M, so a subset
 def worker(size: int, query_count: int) -> dict:
     from memgpt_lite import Agent
     from memgpt_lite.models import Message
-    from memgpt_lite.storage.sqlite.store import fts_words
 
     corpus = Corpus(size)
     rng, query_rng = np.random.default_rng(SEED), np.random.default_rng(SEED + 1)
@@ -65,7 +64,7 @@ def worker(size: int, query_count: int) -> dict:
 
         budgeted = timed(lambda q: store.search_messages(agent_id, q, 5))
         queries = queries[:EXHAUSTIVE_QUERIES]
-        exhaustive = timed(lambda q: store.rank_messages(agent_id, fts_words(q), 5, budget=10**12))
+        exhaustive = timed(lambda q: store.rank_messages(agent_id, q, 5, budget=10**12))
         store.close()
     return {
         "size": size,

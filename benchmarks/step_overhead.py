@@ -69,12 +69,9 @@ def seed(agent, count: int) -> None:
 def hold_window(agent) -> None:
     """Move the window start so it holds about WINDOW messages, starting at a
     user message so no tool result is separated from its call."""
-    rows = agent.store.db.execute(
-        "SELECT seq FROM messages WHERE agent_id = ? AND role = 'user' ORDER BY seq DESC LIMIT ?",
-        [agent.state.id, WINDOW // 3],
-    ).fetchall()
-    if rows:
-        agent.state.context_start = rows[-1][0]
+    users = [m for m in agent.store.last_messages(agent.state.id, WINDOW) if m.role == "user"]
+    if users:
+        agent.state.context_start = users[-(WINDOW // 3) :][0].seq or 0
         agent.store.save_agent(agent.state)
 
 

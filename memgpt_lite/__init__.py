@@ -2,7 +2,8 @@
 
 An agent is a model in a tool-calling loop with three tiers of memory: core
 memory blocks in the system message, recall memory of every message, and
-archival memory of passages. State lives in SQLite.
+archival memory of passages. State lives in storage behind the `Storage`
+protocol; SQLite (`Store`) is the default backend.
 
 The names below are imported on first use, so `import memgpt_lite` (and the
 command line's start-up) does not pay for the openai client until it is needed,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
         StoreError,
     )
     from memgpt_lite.models import AgentSettings, AgentState, Block, Message, Passage, StepResult
+    from memgpt_lite.storage.open import open_storage
+    from memgpt_lite.storage.protocol import Storage
     from memgpt_lite.storage.sqlite.store import Store
     from memgpt_lite.tools.schema import Tool, ToolContext, tool
 
@@ -58,7 +61,9 @@ _EXPORTS = {
     "Message": "models",
     "Passage": "models",
     "StepResult": "models",
+    "Storage": "storage.protocol",
     "Store": "storage.sqlite.store",
+    "open_storage": "storage.open",
     "Tool": "tools.schema",
     "ToolContext": "tools.schema",
     "tool": "tools.schema",
@@ -82,11 +87,13 @@ __all__ = [
     "Passage",
     "ReadOnlyError",
     "StepResult",
+    "Storage",
     "Store",
     "StoreError",
     "Tool",
     "ToolContext",
     "default_blocks",
+    "open_storage",
     "tool",
 ]
 

@@ -42,8 +42,8 @@ from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.core import load_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import AgentSettings, AgentState, Block, LLMConfig, Message, StepResult
-from memgpt_lite.storage.sqlite.archival import Owner
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import Tool, as_tool
 
@@ -68,10 +68,10 @@ def default_blocks(persona: str | None = None, human: str | None = None) -> list
     ]
 
 
-def _open_store(store: Store | None, db: str | Path | None) -> Store:
+def _open_store(store: Storage | None, db: str | Path | None) -> Storage:
     if store is not None:
         return store
-    return Store(db if db is not None else default_db_path())
+    return open_storage(db if db is not None else default_db_path())
 
 
 def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
@@ -90,7 +90,7 @@ class Agent:
     def __init__(
         self,
         state: AgentState,
-        store: Store,
+        store: Storage,
         tools: Iterable[ToolLike] = (),
         *,
         base_url: str | None = None,
@@ -140,7 +140,7 @@ class Agent:
         llm_options: dict[str, Any] | None = None,
         embedder: Embedder | str | None = None,
         db: str | Path | None = None,
-        store: Store | None = None,
+        store: Storage | None = None,
         llm: Model | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
@@ -196,7 +196,7 @@ class Agent:
         timeout: float | None = None,
         embedder: Embedder | None = None,
         db: str | Path | None = None,
-        store: Store | None = None,
+        store: Storage | None = None,
         llm: Model | None = None,
     ) -> Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was

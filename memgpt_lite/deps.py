@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from memgpt_lite.llm.model import Model
     from memgpt_lite.llm.tokens import TokenCounter
     from memgpt_lite.models import AgentState, Message
-    from memgpt_lite.storage.sqlite.store import Store
+    from memgpt_lite.storage.protocol import Storage
 
 
 class AgentDeps(Protocol):
     """An agent's state and the services a step uses."""
 
     state: AgentState
-    store: Store
+    store: Storage
 
     @property
     def llm(self) -> Model:

@@ -68,12 +68,18 @@ def run(*args: str, db=None):
 
 
 def counts(db) -> dict[str, int]:
-    store = Store(db)
-    try:
-        tables = ("agents", "blocks", "messages", "passages", "vectors")
-        return {t: store.db[t].count for t in tables}
-    finally:
-        store.close()
+    """How many agents, blocks, messages, passages and vectors are stored."""
+    with Store(db) as store:
+        agents = store.list_agents()
+        blocks = {b.id for state, _ in agents for b in store.get_blocks(state.id)}
+        vectors = [store.vector_counters(state.id) for state, _ in agents]
+        return {
+            "agents": len(agents),
+            "blocks": len(blocks),
+            "messages": sum(stats.message_count for _, stats in agents),
+            "passages": sum(stats.passage_count for _, stats in agents),
+            "vectors": sum(c.inserts - c.deletes for c in vectors),
+        }
 
 
 def make_rich_agent(tmp_path, fake_llm) -> Agent:
@@ -134,7 +140,8 @@ def make_rich_agent(tmp_path, fake_llm) -> Agent:
 
 def vectors_by_text(agent: Agent, owner: str) -> dict[str, np.ndarray]:
     store, state = agent.store, agent.state
-    _, seqs, matrix = store.load_vectors(state.id, owner, 0, state.embedding_dimension)
+    stored = store.load_vectors(state.id, owner, 0, state.embedding_dimension)
+    seqs, matrix = stored.seqs, stored.matrix
     if owner == "passage":
         items = store.passages_by_seq(state.id, [int(s) for s in seqs])
         text = {seq: p.text for seq, p in items.items()}

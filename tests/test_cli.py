@@ -71,7 +71,8 @@ def test_empty_message_stores_nothing(fake_llm, tmp_path):
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
     result = run("send", "sam", "   ", db=db)
     assert result.exit_code == 1 and result.stderr == "Error: the message is empty\n"
-    assert Store(db).db["messages"].count == 0
+    with Store(db) as store:
+        assert [stats.message_count for _, stats in store.list_agents()] == [0]
     assert fake_llm.requests == []
 
 

@@ -237,7 +237,9 @@ def test_a_broken_file_fails_the_call_before_anything_is_stored(fake_llm, tmp_pa
     result = run("send", "sam", "hello", db=db)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {path} is not valid TOML")
-    assert Store(db).db["messages"].count == 0 and fake_llm.requests == []
+    with Store(db) as store:
+        assert [stats.message_count for _, stats in store.list_agents()] == [0]
+    assert fake_llm.requests == []
 
 
 def test_timeout_from_the_file_then_the_env_then_a_flag(monkeypatch):

@@ -392,11 +392,14 @@ LETTA_FILES = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
 
 
 def _counts(db: Path) -> dict[str, int]:
-    store = Store(db)
-    try:
-        return {t: store.db[t].count for t in ("agents", "blocks", "messages", "passages")}
-    finally:
-        store.close()
+    with Store(db) as store:
+        agents = store.list_agents()
+        return {
+            "agents": len(agents),
+            "blocks": len({b.id for state, _ in agents for b in store.get_blocks(state.id)}),
+            "messages": sum(stats.message_count for _, stats in agents),
+            "passages": sum(stats.passage_count for _, stats in agents),
+        }
 
 
 def test_hostile_agent_files_import_cleanly_or_give_one_line(fake_llm, tmp_path):

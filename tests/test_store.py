@@ -10,17 +10,18 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
+from contract.agents import protocol_members
 from sqlite_utils import Database
 
-from memgpt_lite import Agent, AlreadyExistsError, NotFoundError, Store, StoreError
-from memgpt_lite.memory.ranking import Ranking, fts_any, fts_words
+from memgpt_lite import Agent, Store, StoreError
+from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
+from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.connect import file_problem
+from memgpt_lite.storage.sqlite.fulltext import fts_any
 from memgpt_lite.storage.sqlite.migrations import migrations
 
 
@@ -120,128 +121,12 @@ def test_not_a_database_is_a_clear_error_and_the_file_is_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_duplicate_agent_name(tmp_path):
-    store = Store(tmp_path / "a.db")
-    new_agent(store)
-    with pytest.raises(AlreadyExistsError, match="'sam' already exists"):
-        new_agent(store)
-    assert len(store.list_agents()) == 1
-    assert store.db["blocks"].count == 2  # the failed create left nothing behind
-
-
-def test_unknown_agent(tmp_path):
-    with pytest.raises(NotFoundError, match="no agent named 'ghost'"):
-        Store(tmp_path / "a.db").get_agent("ghost")
-
-
-def test_delete_agent_keeps_blocks_another_agent_shares(tmp_path):
-    store = Store(tmp_path / "a.db")
-    shared = Block(label="team", value="t")
-    one, two = (AgentState(name=n, llm=LLMConfig(model="m"), system="s") for n in ("one", "two"))
-    store.create_agent(one, [shared, Block(label="own")])
-    store.create_agent(two, [shared])
-    store.add_messages([Message(agent_id=one.id, role="user", content="hi")])
-    store.delete_agent(one.id)
-    assert store.db["messages"].count == 0
-    assert [b.label for b in store.get_blocks(two.id)] == ["team"]
-    assert store.db["blocks"].count == 1
-
-
-def test_counts_follow_inserts(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages([Message(agent_id=state.id, role="user", content=f"m{i}") for i in range(3)])
-    store.add_passage(Passage(agent_id=state.id, text="a passage"))
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (3, 1)
-    assert stats.memory_updated_at is not None and stats.last_active is not None
-
-
-def test_transaction_rolls_back_everything_on_error(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.add_messages([Message(agent_id=state.id, role="user", content="lost")])
-        store.add_passage(Passage(agent_id=state.id, text="lost too"))
-        raise RuntimeError("crash")
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (0, 0)
-
-
-HOSTILE = [
-    '"unbalanced',
-    "AND",
-    "OR NOT",
-    "NEAR(a b)",
-    "a*",
-    "col:value",
-    "-minus",
-    "((",
-    ")",
-    "café",
-    "日本語",
-    "emoji 🙂",
-    "",
-    "   ",
-    "'; DROP TABLE messages; --",
-    "^start",
-    "a + b",
-]
-
-
-@pytest.mark.parametrize("query", HOSTILE)
-def test_hostile_queries_never_raise(tmp_path, query):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages([Message(agent_id=state.id, role="user", content="a café in 日本語 land")])
-    store.add_passage(Passage(agent_id=state.id, text="NEAR the café, col value"))
-    found, total = store.search_messages(state.id, query, 5)
-    assert total == len(found)
-    store.rank_passages(state.id, fts_words(query), 5)
-
-
-def test_search_finds_stemmed_and_accented_words(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    store.add_messages(
-        [
-            Message(agent_id=state.id, role="user", content="I went running at the café"),
-            Message(
-                agent_id=state.id, role="tool", content="running tool output", tool_call_id="c"
-            ),
-        ]
-    )
-    found, total = store.search_messages(state.id, "RUNS cafe", 5)
-    assert total == 1 and found[0].content == "I went running at the café"
-
-
 def test_query_words_are_quoted_plain_words():
     assert fts_words('say "hi" OR bye*') == ["say", "hi", "bye"]
     assert fts_words("what did she say about the cat?") == ["say", "cat"]
     assert fts_words("what is it") == ["what", "is", "it"]  # only stop words: keep them
     assert fts_words("!!! ---") == []
     assert fts_any(["say", "hi"]) == '"say" OR "hi"'
-
-
-def test_messages_between_pages_by_day(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    day = datetime(2026, 3, 1, 23, 30, tzinfo=UTC)
-    store.add_messages(
-        [
-            Message(
-                agent_id=state.id,
-                role="user",
-                content=f"day {i}",
-                created_at=day + timedelta(days=i),
-            )
-            for i in range(4)
-        ]
-    )
-    found, total = store.messages_between(state.id, date(2026, 3, 2), date(2026, 3, 3), limit=1)
-    assert total == 2 and [m.content for m in found] == ["day 1"]
-    found, _ = store.messages_between(state.id, date(2026, 3, 2), date(2026, 3, 3), 1, offset=1)
-    assert [m.content for m in found] == ["day 2"]
 
 
 def test_concurrent_store_connections_wait_for_the_lock(tmp_path):
@@ -277,7 +162,7 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
     store.search_messages(state.id, "m1 m2", 5)
-    store.rank_passages(state.id, ["p"], 5)
+    store.rank_passages(state.id, "p", 5)
     store.db.conn.set_trace_callback(None)
     # The joins of messages or passages with their full-text index.
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "JOIN" in s]
@@ -314,12 +199,7 @@ def _store_with_common_words(tmp_path: Path) -> tuple[Store, AgentState]:
     return store, state
 
 
-QUERIES = [
-    ["zq1", "apple"],
-    ["zq2", "zq3", "river", "stone"],
-    ["zq5", "apple", "river", "stone"],
-    ["zq7", "zq8", "zq9", "apple"],
-]
+QUERIES = ["zq1 apple", "zq2 zq3 river stone", "zq5 apple river stone", "zq7 zq8 zq9 apple"]
 
 
 def budgeted_ranking_is_true(everything: Ranking, ranking: Ranking, exact: int) -> bool:
@@ -341,18 +221,18 @@ def test_budgeted_ranking_gives_true_scores_and_exact_order_when_proven(tmp_path
     BM25 score over all the words, and a proven ranking is FTS5's own."""
     store, state = _store_with_common_words(tmp_path)
     proven = 0
-    for words in QUERIES:
-        everything = store.rank_passages(state.id, words, 1000, budget=10**9)
+    for query in QUERIES:
+        everything = store.rank_passages(state.id, query, 1000, budget=10**9)
         assert everything.proven and everything.total == len(everything.scored)
-        ranking = store.rank_passages(state.id, words, 10, exact=3, budget=60)
+        ranking = store.rank_passages(state.id, query, 10, exact=3, budget=60)
         proven += budgeted_ranking_is_true(everything, ranking, exact=3)
     assert proven >= 2
 
 
 def test_a_query_of_common_words_scores_their_newest_matches(tmp_path):
     store, state = _store_with_common_words(tmp_path)
-    everything = store.rank_passages(state.id, ["apple", "river"], 1000, budget=10**9)
-    ranking = store.rank_passages(state.id, ["apple", "river"], 10, budget=50)
+    everything = store.rank_passages(state.id, "apple river", 1000, budget=10**9)
+    ranking = store.rank_passages(state.id, "apple river", 10, budget=50)
     assert not ranking.proven and ranking.total == 50
     newest_apples = sorted(
         (p.seq for p, _ in everything.scored if "apple" in p.text.split()), reverse=True
@@ -373,55 +253,12 @@ def test_a_ranking_that_misses_better_passages_is_not_claimed_proven(tmp_path):
     texts += [f"apple river stone n{i}" for i in range(60)]
     texts += [f"other words here n{i}" for i in range(140)]
     store.add_passages([Passage(agent_id=state.id, text=t) for t in texts])
-    words = ["zeta", "apple", "river", "stone"]
+    words = "zeta apple river stone"
     best = store.rank_passages(state.id, words, 1, budget=10**9).scored[0][0]
     assert "zeta" not in best.text
     ranking = store.rank_passages(state.id, words, 5, exact=1, budget=10)
     assert not ranking.proven
     assert {p.text.split()[0] for p, _ in ranking.scored} == {"zeta"}
-
-
-def test_a_rolled_back_write_does_not_hide_passages_from_embedding(tmp_path):
-    """The check for passages with no vector remembers how far every passage
-    had one. Seen inside a write that rolls back, that must be forgotten: the
-    next passage stored reuses the rolled-back seq and has no vector."""
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    vector = np.ones((1, 4), dtype=np.float32)
-    store.add_passage(Passage(agent_id=state.id, text="first"))
-    store.add_vectors(state.id, "passage", [1], vector)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.add_passage(Passage(agent_id=state.id, text="rolled back"))
-        store.add_vectors(state.id, "passage", [2], vector)
-        assert store.unembedded_passages(state.id, 10) == []
-        raise RuntimeError("the step failed")
-    stored = Passage(agent_id=state.id, text="second")
-    store.add_passage(stored)
-    assert stored.seq == 2
-    assert [p.text for p in store.unembedded_passages(state.id, 10)] == ["second"]
-
-
-def test_ranking_returns_only_the_agents_own_passages(tmp_path):
-    """The ownership check is skipped while one agent has every passage; a
-    second agent's passages must never leak in, and the first agent's ranking
-    is the same with or without them."""
-    store = Store(tmp_path / "a.db")
-    sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
-    words = ["apple", "river"]
-    store.add_passages([Passage(agent_id=sam.id, text=f"apple river sam{i}") for i in range(5)])
-    alone = store.rank_passages(sam.id, words, 10)
-    store.add_passages([Passage(agent_id=kim.id, text=f"apple river kim{i}") for i in range(7)])
-    shared = store.rank_passages(sam.id, words, 10)
-    assert {p.agent_id for p, _ in shared.scored} == {sam.id} and shared.total == 5
-    kims = store.rank_passages(kim.id, words, 10)
-    assert {p.agent_id for p, _ in kims.scored} == {kim.id} and kims.total == 7
-    assert [p.seq for p, _ in alone.scored] == [p.seq for p, _ in shared.scored]
-    for passage, _ in kims.scored:
-        store.delete_passage(kim.id, passage.id)
-    assert store.rank_passages(kim.id, words, 10).total == 0
-    assert [p.seq for p, _ in store.rank_passages(sam.id, words, 10).scored] == [
-        p.seq for p, _ in alone.scored
-    ]
 
 
 def test_message_ranking_is_budgeted_like_passages(tmp_path):
@@ -437,7 +274,7 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
         messages.append(Message(agent_id=owner.id, role=role, content=text, step_id=step))
     store.add_messages(messages)
     proven = 0
-    queries = [["zq1", "apple"], ["zq2", "zq3", "river"], ["zq4", "stone"], ["zq5", "zq6", "apple"]]
+    queries = ["zq1 apple", "zq2 zq3 river", "zq4 stone", "zq5 zq6 apple"]
     for words in queries:
         everything = store.rank_messages(sam.id, words, 1000, "step-x", budget=10**9)
         assert everything.proven and everything.total == len(everything.scored)
@@ -449,7 +286,7 @@ def test_message_ranking_is_budgeted_like_passages(tmp_path):
     # Paging: the second page follows the first.
     first, total = store.search_messages(sam.id, "zq1 apple", 3)
     second, _ = store.search_messages(sam.id, "zq1 apple", 3, offset=3)
-    ranked = store.rank_messages(sam.id, ["zq1", "apple"], 6).scored
+    ranked = store.rank_messages(sam.id, "zq1 apple", 6).scored
     assert [m.seq for m in first + second] == [m.seq for m, _ in ranked]
     assert total >= 6
 
@@ -471,20 +308,6 @@ def test_a_database_from_a_newer_version_is_refused(tmp_path):
         f"{path} was written by a newer memgpt_lite: schema 42, this version knows {known}; "
         "upgrade memgpt_lite"
     )
-
-
-def test_a_write_inside_another_is_undone_alone_when_it_fails(tmp_path):
-    store = Store(tmp_path / "a.db")
-    state = new_agent(store)
-    with store.transaction():
-        store.add_messages([Message(agent_id=state.id, role="user", content="kept")])
-        with pytest.raises(RuntimeError), store.transaction():
-            store.add_passage(Passage(agent_id=state.id, text="undone"))
-            raise RuntimeError("the inner write failed half-way")
-        store.add_passage(Passage(agent_id=state.id, text="kept too"))
-    stats = store.agent_stats(state.id)
-    assert (stats.message_count, stats.passage_count) == (1, 1)
-    assert store.list_passages(state.id, 5)[0][0].text == "kept too"
 
 
 def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path):
@@ -668,3 +491,17 @@ def test_a_home_that_is_a_file_or_read_only_is_named_in_one_line(tmp_path, as_a_
         f"Error: cannot open the database {home / 'memgpt_lite.db'}: "
         f"$MEMGPT_LITE_HOME ({home}) is read-only, so it cannot be created there\n"
     )
+
+
+def test_every_storage_method_holds_the_stores_lock():
+    """Threads share a store: each call runs alone (transactions, snapshots
+    and busy_timeout hold the lock for their whole block themselves)."""
+    holds_for_its_block = {"transaction", "snapshot", "busy_timeout"}
+    no_database = {"in_transaction", "__enter__", "__exit__"}  # reads this thread's state
+    unguarded = [
+        name
+        for name in protocol_members()
+        if name not in holds_for_its_block | no_database
+        and not getattr(getattr(Store, name), "guarded", False)
+    ]
+    assert unguarded == []

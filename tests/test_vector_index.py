@@ -72,8 +72,8 @@ def test_vectors_stored_later_are_found_and_deletes_reload(store_and_agent, monk
     odd[0] = 1.0
     store.add_vectors(agent_id, "passage", [999], odd[np.newaxis])
     assert index.search(odd, 1).ranked == [999]
-    store.db.execute("DELETE FROM vectors WHERE item_seq = 999")
-    store.db.conn.commit()
+    store.delete_vectors(agent_id)  # every vector goes, the first 500 come back
+    store.add_vectors(agent_id, "passage", list(range(1, 501)), first)
     assert 999 not in index.search(odd, 5).ranked
     assert index.size == 500
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -49,8 +49,7 @@ from memgpt_lite.models import (
     ToolCall,
     utcnow,
 )
-from memgpt_lite.storage.sqlite.archival import Owner
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
 
 FORMAT = "memgpt_lite.agent"
@@ -197,31 +196,20 @@ def decode_vector(text: str, dimension: int, where: str) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
-@contextmanager
-def _snapshot(store: Store) -> Iterator[None]:
-    """One read transaction, so the agent, its messages and passages agree
-    even while another process is writing."""
-    conn = store.db.conn
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
-
-
-def _stored_vectors(store: Store, state: AgentState, owner: Owner) -> dict[int, str]:
+def _stored_vectors(store: Storage, state: AgentState, owner: Owner) -> dict[int, str]:
     if not state.embedding_dimension:
         return {}
-    _, seqs, matrix = store.load_vectors(state.id, owner, 0, state.embedding_dimension)
-    return {int(seq): encode_vector(row) for seq, row in zip(seqs, matrix, strict=True)}
+    stored = store.load_vectors(state.id, owner, 0, state.embedding_dimension)
+    return {
+        int(seq): encode_vector(row) for seq, row in zip(stored.seqs, stored.matrix, strict=True)
+    }
 
 
-def export_agent(store: Store, name: str) -> AgentFile:
+def export_agent(store: Storage, name: str) -> AgentFile:
     """Everything that defines agent `name`, as an `AgentFile`."""
-    with _snapshot(store):
+    # One snapshot: the agent, its messages and passages agree even while
+    # another process is writing.
+    with store.snapshot():
         state = store.get_agent(name)
         blocks = store.get_blocks(state.id)
         messages = store.messages_from(state.id, 0)
@@ -263,7 +251,7 @@ def export_agent(store: Store, name: str) -> AgentFile:
 
 
 def write_agent_file(
-    store: Store, name: str, path: str | Path, *, overwrite: bool = False
+    store: Storage, name: str, path: str | Path, *, overwrite: bool = False
 ) -> AgentFile:
     """Export agent `name` to `path`. The file appears whole or not at all."""
     path = Path(path).expanduser()
@@ -503,7 +491,9 @@ def _window_start(messages: Sequence[Message], start: int) -> int:
     return (messages[-1].seq or 0) + 1 if messages else 0
 
 
-def _add_vectors(store: Store, agent_id: str, owner: Owner, pairs: list[tuple[int, Vector]]) -> int:
+def _add_vectors(
+    store: Storage, agent_id: str, owner: Owner, pairs: list[tuple[int, Vector]]
+) -> int:
     kept = [(seq, vector) for seq, vector in pairs if vector is not None]
     if kept:
         store.add_vectors(agent_id, owner, [s for s, _ in kept], np.stack([v for _, v in kept]))
@@ -511,7 +501,7 @@ def _add_vectors(store: Store, agent_id: str, owner: Owner, pairs: list[tuple[in
 
 
 def _write_agent(
-    store: Store,
+    store: Storage,
     state: AgentState,
     blocks: list[Block],
     messages: list[tuple[Message, Vector]],
@@ -539,7 +529,7 @@ def _write_agent(
 
 
 def store_agent_file(
-    store: Store,
+    store: Storage,
     data: AgentFile,
     *,
     name: str | None = None,
@@ -589,7 +579,7 @@ def store_agent_file(
 
 
 def import_agent(
-    store: Store,
+    store: Storage,
     path: str | Path,
     *,
     name: str | None = None,

@@ -24,7 +24,7 @@ from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.loop.window import window_for_model
 from memgpt_lite.models import AgentSettings, AgentState, AgentStats, Block
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
 # Shown for a setting that has no value anywhere.
@@ -285,7 +285,7 @@ def _endpoint(state: AgentState) -> tuple[str, str]:
     return OPENAI_DEFAULT_BASE_URL, "default"
 
 
-def _block_notes(store: Store, state: AgentState, block: Block) -> str:
+def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
     notes = ["read-only"] if block.read_only else []
     others = [n for n in store.block_owners(block.id) if n != state.name]
     if others:

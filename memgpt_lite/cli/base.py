@@ -9,8 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import click
@@ -19,8 +17,8 @@ from pydantic import ValidationError
 from memgpt_lite.agent import Agent
 from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.storage.sqlite.connect import file_problem
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.text import clean_text
 
 log = logging.getLogger(__name__)
@@ -104,13 +102,6 @@ class FriendlyGroup(click.Group):
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
             raise click.ClickException(problems) from None
-        except sqlite3.Error as exc:
-            # A read that failed for the file's sake (a write is a StoreError
-            # already); an SQL bug is not translated and keeps its traceback.
-            problem = file_problem(_db_path(ctx), exc)
-            if problem is None:
-                raise
-            raise click.ClickException(str(problem)) from None
         except OSError as exc:
             # A file or folder the user named that cannot be used (too long a
             # name, no permission, ...): one line here, the traceback in the log.
@@ -127,11 +118,6 @@ def os_error_text(exc: OSError) -> str:
     return f"cannot use {clean_text(shown)}: {exc.strerror or exc}"
 
 
-def _db_path(ctx: click.Context) -> Path:
-    obj = ctx.find_root().obj or {}
-    return obj["store"].path if "store" in obj else Path(obj.get("db") or default_db_path())
-
-
 def confirm_or_stop(question: str) -> None:
     """Ask a yes/no question (no by default); on no, say that nothing was done
     and exit with status 1."""
@@ -140,12 +126,12 @@ def confirm_or_stop(question: str) -> None:
         click.get_current_context().exit(1)
 
 
-def store_for(ctx: click.Context) -> Store:
+def store_for(ctx: click.Context) -> Storage:
     """The store named by `--db` (or the default), opened once per command."""
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
-        root.obj["store"] = Store(root.obj.get("db") or default_db_path())
+        root.obj["store"] = open_storage(root.obj.get("db") or default_db_path())
         root.call_on_close(root.obj["store"].close)
     return root.obj["store"]
 

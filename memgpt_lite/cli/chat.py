@@ -14,13 +14,13 @@ from memgpt_lite.cli.repl import ChatSession
 from memgpt_lite.config import effective_config
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.models import AgentSettings
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.protocol import Storage
 
 # Offered when neither the environment nor config.toml names a model.
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def create_interactively(store: Store, timeout: float | None = None) -> Agent:
+def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
     """Ask for a name and a model until an agent can be created. The model
     offered, the context window and the embedder come from the environment
     and config.toml, as for `memgpt-lite create`; the persona and human blocks
@@ -44,7 +44,7 @@ def create_interactively(store: Store, timeout: float | None = None) -> Agent:
         return agent
 
 
-def choose_agent(store: Store, timeout: float | None = None) -> Agent:
+def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
     rows = store.list_agents()
     if not rows:

@@ -55,6 +55,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 loop.run_until_complete(task)
+        elif not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not report it as lost
         raise
 
 

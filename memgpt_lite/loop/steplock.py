@@ -36,8 +36,7 @@ from pathlib import Path
 from types import TracebackType
 
 from memgpt_lite.errors import BusyError, StoreError
-from memgpt_lite.storage.sqlite.locks import StepLockHolder
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.protocol import StepLockHolder, Storage
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +146,7 @@ class StepLock:
 
     def __init__(
         self,
-        store: Store,
+        store: Storage,
         agent_id: str,
         agent_name: str,
         lease_seconds: float,
@@ -163,7 +162,7 @@ class StepLock:
         self._outer_transaction = False
 
     def __enter__(self) -> StepLock:
-        self._outer_transaction = self.store.db.conn.in_transaction
+        self._outer_transaction = self.store.in_transaction()
         try:
             for delay in self._attempts():
                 time.sleep(delay)
@@ -176,7 +175,7 @@ class StepLock:
 
     async def __aenter__(self) -> StepLock:
         """As `with`, waiting without blocking the event loop."""
-        self._outer_transaction = self.store.db.conn.in_transaction
+        self._outer_transaction = self.store.in_transaction()
         try:
             for delay in self._attempts():
                 await asyncio.sleep(delay)

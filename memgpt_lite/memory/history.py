@@ -10,9 +10,10 @@ Deleting whole exchanges from the end can never orphan a tool call: a call and
 its results are stored together, after the user message that led to them.
 Every edit holds the agent's step lock, so none lands in the middle of a step
 running in another process.
-Triggers keep the full-text index, the counters and the vectors in step with
-every DELETE; an edited message's vector is dropped so the next search embeds
-it again.
+The storage contract does the rest: deleted messages leave search, the
+counts and the vectors with them (`Storage.delete_messages_from`), and an
+edited message's vector is dropped so the next search embeds it again
+(`Storage.update_message`).
 """
 
 from __future__ import annotations

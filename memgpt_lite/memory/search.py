@@ -1,7 +1,8 @@
 """Hybrid search over archival passages and recall messages.
 
-Lexical ranking is SQLite FTS5 BM25 (porter stemming, stop words dropped, any
-input taken as plain words; see `Store.rank_passages` for large memories). With
+Lexical ranking is the store's BM25 (SQLite FTS5: porter stemming, stop words
+dropped, any input taken as plain words; see memory/ranking.py for large
+memories). With
 an embedder, the query is also embedded and compared with the agent's stored
 vectors (a numpy matrix kept in memory and refreshed from the database only
 when its counters say it changed; exactly up to EXACT_VECTOR_LIMIT vectors,
@@ -27,10 +28,8 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.models import AgentState, Message, Passage
-from memgpt_lite.storage.sqlite.archival import Owner, grown
-from memgpt_lite.storage.sqlite.store import Store
+from memgpt_lite.storage.protocol import Owner, Storage, VectorCounters
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
@@ -59,10 +58,17 @@ _HAMMING_BLOCK = 131_072  # rows per block of the Hamming pass (about 1 MB of co
 _GATHER_BLOCK = 1_024  # candidate rows compared at a time (1.5 MB at 384 dimensions)
 
 
+def grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    """A copy of `array`'s first `size` rows with room for `capacity`."""
+    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[:size] = array[:size]
+    return grown
+
+
 class VectorIndex:
     """One agent's stored vectors of one kind, as a growable matrix in memory."""
 
-    def __init__(self, store: Store, agent_id: str, owner: Owner, dimension: int) -> None:
+    def __init__(self, store: Storage, agent_id: str, owner: Owner, dimension: int) -> None:
         self.store, self.agent_id, self.owner, self.dimension = store, agent_id, owner, dimension
         self._clear()
 
@@ -71,8 +77,8 @@ class VectorIndex:
         self._seqs = np.zeros(0, dtype=np.int64)
         self._row_of: dict[int, int] = {}
         self.size = 0
-        self._last_rowid = 0
-        self._counters = (-1, -1)
+        self._cursor = 0  # where the next load starts (see Storage.load_vectors)
+        self._counters = VectorCounters(-1, -1)  # as no store has them
         self._codes: np.ndarray | None = None  # built when size passes EXACT_VECTOR_LIMIT
         self._mean = np.zeros(self.dimension, dtype=np.float32)
 
@@ -80,14 +86,11 @@ class VectorIndex:
         counters = self.store.vector_counters(self.agent_id)
         if counters == self._counters:
             return
-        if counters[1] != self._counters[1]:  # something was deleted: reload all
+        if counters.deletes != self._counters.deletes:  # something was deleted: reload all
             self._clear()
-        rowids, seqs, matrix = self.store.load_vectors(
-            self.agent_id, self.owner, self._last_rowid, self.dimension
-        )
-        self._append(seqs, matrix)
-        if len(rowids):
-            self._last_rowid = int(rowids[-1])
+        stored = self.store.load_vectors(self.agent_id, self.owner, self._cursor, self.dimension)
+        self._append(stored.seqs, stored.matrix)
+        self._cursor = stored.cursor
         self._counters = counters
 
     def _append(self, seqs: np.ndarray, matrix: np.ndarray) -> None:
@@ -139,7 +142,7 @@ class VectorIndex:
 
     def nearest(self, query: np.ndarray, k: int) -> VectorHits:
         """`search` without the refresh: numpy only, so it may run on another
-        thread while this one queries SQLite."""
+        thread while this one queries the store."""
         query = query.astype(np.float32)
         if self.size == 0:
             return VectorHits([], {}, self._matrix, query, 0.0, 0.0)
@@ -331,7 +334,7 @@ def _start_vector_search(
     if agent.state.embedding_dimension is None:
         return None
     index = agent.vector_index(owner)
-    index.refresh()  # reads SQLite, whose connection belongs to this thread
+    index.refresh()  # here: the worker thread then runs numpy alone
     return _vector_thread().submit(index.nearest, vector, depth)
 
 
@@ -367,7 +370,7 @@ def search_passages(
     end: date | None = None,
 ) -> tuple[list[Passage], int]:
     """One page of the agent's passages for `query`, best first, and the total."""
-    query, tags = clean_text(query), clean_texts(tags)  # they reach SQLite and the embedder
+    query, tags = clean_text(query), clean_texts(tags)  # they reach the store and the embedder
     store, agent_id = agent.store, agent.state.id
     depth = max(50, 3 * (offset + limit))
     filtered = bool(tags or start or end)
@@ -375,7 +378,7 @@ def search_passages(
     # Alone, the words need rank only the page; fused, they need depth.
     lexical_depth = depth if vector_search else offset + limit
     lexical, total, _ = store.rank_passages(
-        agent_id, fts_words(query), lexical_depth, tags, start, end, exact=offset + limit
+        agent_id, query, lexical_depth, tags, start, end, exact=offset + limit
     )
     hits = _finished(vector_search)
     if hits is None:
@@ -391,7 +394,7 @@ def search_messages(
     agent: AgentDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
-    query = clean_text(query)  # it reaches SQLite and the embedder
+    query = clean_text(query)  # it reaches the store and the embedder
     store, agent_id = agent.store, agent.state.id
     if agent.embedder is None:
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
@@ -399,7 +402,7 @@ def search_messages(
     vector_search = _start_vector_search(agent, "message", query, depth)
     if vector_search is None:  # the embedder failed: words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
-    lexical, total, _ = store.rank_messages(agent_id, fts_words(query), depth, exclude_step_id)
+    lexical, total, _ = store.rank_messages(agent_id, query, depth, exclude_step_id)
     hits = _finished(vector_search)
     if hits is None:  # no vectors yet: the words alone
         return [m for m, _ in lexical[offset : offset + limit]], total

@@ -33,7 +33,7 @@ from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 if TYPE_CHECKING:
     from memgpt_lite.deps import AgentDeps
     from memgpt_lite.models import AgentState
-    from memgpt_lite.storage.sqlite.store import Store
+    from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class ToolContext:
         return self.deps.state
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Storage:
         return self.deps.store
 
 

@@ -1,50 +1,30 @@
 """The store's SQL for archival passages and stored vectors (a part of `Store`).
 
-Vectors are float32 blobs in one table for passages and messages. An agent's
-`vector_inserts` / `vector_deletes` counters, kept by triggers, let an
-in-memory index tell in O(1) whether another process changed them.
+Vectors are float32 blobs in one table for passages and messages; a vector's
+rowid is the cursor of `load_vectors`. An agent's `vector_inserts` /
+`vector_deletes` counters, kept by triggers, let an in-memory index tell in
+O(1) whether another process changed them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from datetime import date
+from typing import Any
 
 import numpy as np
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.ranking import RANK_BUDGET, BudgetedSearch, Ranking
+from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
+from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
 from memgpt_lite.storage.sqlite.migrations import text_hash
-
-Owner = Literal["passage", "message"]
-
-
-def stored_time(value: datetime) -> str:
-    """A time as the database stores it: ISO 8601 in UTC, so that times
-    compare correctly as text (`day_bounds` relies on it)."""
-    return value.astimezone(UTC).isoformat()
-
-
-def day_bounds(start: date | None, end: date | None) -> tuple[str | None, str | None]:
-    """ISO bounds for `created_at` covering whole UTC days, `end` inclusive."""
-    low = datetime.combine(start, datetime.min.time(), UTC).isoformat() if start else None
-    high = None
-    if end:
-        high = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC).isoformat()
-    return low, high
-
-
-def seq_chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
-    """`seqs` in chunks that stay under SQLite's parameter limit, each with its
-    `?,?,...` placeholders for an `IN (...)` list."""
-    for i in range(0, len(seqs), 500):
-        chunk = list(seqs[i : i + 500])
-        yield chunk, ",".join("?" * len(chunk))
+from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
+from memgpt_lite.storage.sqlite.transactions import guarded
 
 
 def passage_filters(
@@ -82,24 +62,22 @@ def _passage(row: Sequence[Any]) -> Passage:
     )
 
 
-def grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
-    """A copy of `array`'s first `size` rows with room for `capacity`."""
-    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
-    grown[:size] = array[:size]
-    return grown
-
-
 class ArchivalStore(BudgetedSearch):
-    """Passages and vectors. Mixed into `Store`, which provides `db` and `transaction`."""
+    """Passages and vectors. Mixed into `Store`, which provides `db`, `lock`,
+    `transaction` and `snapshot`."""
 
     db: Database
     transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
+    snapshot: Callable[[], AbstractContextManager[None]]
+    in_transaction: Callable[[], bool]
 
+    @guarded
     def add_passages(self, passages: Sequence[Passage]) -> list[bool]:
         """Store passages, skipping exact duplicates of a passage the agent
         already has. Returns, per passage, whether it was stored; sets `seq`."""
         stored = []
         with self.transaction():
+            require_agents(self.db, (p.agent_id for p in passages))
             for passage in passages:
                 cursor = self.db.execute(
                     "INSERT OR IGNORE INTO passages (id, agent_id, text, tags, created_at,"
@@ -119,9 +97,11 @@ class ArchivalStore(BudgetedSearch):
                     passage.seq = cursor.lastrowid
         return stored
 
+    @guarded
     def add_passage(self, passage: Passage) -> bool:
         return self.add_passages([passage])[0]
 
+    @guarded
     def passage_id_for_text(self, agent_id: str, text: str) -> str | None:
         """The id of the agent's passage with exactly this text, if any."""
         row = self.db.execute(
@@ -130,6 +110,7 @@ class ArchivalStore(BudgetedSearch):
         ).fetchone()
         return row[0] if row else None
 
+    @guarded
     def get_passage(self, agent_id: str, passage_id: str) -> Passage:
         row = self.db.execute(
             f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = ? AND p.id = ?",
@@ -139,6 +120,7 @@ class ArchivalStore(BudgetedSearch):
             raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
         return _passage(row)
 
+    @guarded
     def list_passages(
         self,
         agent_id: str,
@@ -160,6 +142,7 @@ class ArchivalStore(BudgetedSearch):
         )
         return [_passage(r) for r in rows], total
 
+    @guarded
     def delete_passage(self, agent_id: str, passage_id: str) -> None:
         with self.transaction():
             cursor = self.db.execute(
@@ -168,10 +151,11 @@ class ArchivalStore(BudgetedSearch):
             if cursor.rowcount == 0:
                 raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
 
+    @guarded
     def rank_passages(
         self,
         agent_id: str,
-        words: Sequence[str],
+        query: str,
         limit: int,
         tags: Sequence[str] | None = None,
         start: date | None = None,
@@ -180,13 +164,15 @@ class ArchivalStore(BudgetedSearch):
         exact: int | None = None,
         budget: int = RANK_BUDGET,
     ) -> Ranking[Passage]:
-        """The best `limit` passages matching any of `words` (see `fts_words`),
-        with their BM25 scores (higher is better), and how many match.
+        """The best `limit` passages matching any word of `query` (see
+        `fts_words`), with their BM25 scores (higher is better), and how many
+        match.
 
         When the query's words match more than `budget` passages, only those
         holding its rarer words are scored (see RANK_BUDGET), and the count
         covers those; `Ranking.proven` says whether the first `exact` (default:
         all) are still FTS5's exact ranking."""
+        words = fts_words(query)
         if not words:
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
@@ -194,7 +180,7 @@ class ArchivalStore(BudgetedSearch):
         ranked, total = self._rank_source(
             agent_id, candidates.source, candidates.args, limit, tags, start, end
         )
-        return Ranking(ranked, total, candidates.proves([s for _, s in ranked], exact))
+        return Ranking(ranked, total, candidates.left_out.proves([s for _, s in ranked], exact))
 
     def _rank_source(
         self,
@@ -229,6 +215,7 @@ class ArchivalStore(BudgetedSearch):
             [agent_id],
         ).fetchone()[0]
 
+    @guarded
     def passages_by_seq(
         self,
         agent_id: str,
@@ -254,6 +241,7 @@ class ArchivalStore(BudgetedSearch):
 
     # Vectors
 
+    @guarded
     def add_vectors(
         self, agent_id: str, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
     ) -> None:
@@ -268,47 +256,51 @@ class ArchivalStore(BudgetedSearch):
                 rows,
             )
 
-    def vector_counters(self, agent_id: str) -> tuple[int, int]:
+    @guarded
+    def vector_counters(self, agent_id: str) -> VectorCounters:
         row = self.db.execute(
             "SELECT vector_inserts, vector_deletes FROM agents WHERE id = ?", [agent_id]
         ).fetchone()
-        return (row[0], row[1]) if row else (0, 0)
+        return VectorCounters(row[0], row[1]) if row else VectorCounters(0, 0)
 
+    @guarded
     def load_vectors(
-        self, agent_id: str, owner: Owner, after_rowid: int, dimension: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Vectors stored after `after_rowid`: their rowids, item seqs and matrix.
+        self, agent_id: str, owner: Owner, after: int, dimension: int
+    ) -> StoredVectors:
+        """Vectors stored after cursor `after` (a vector's rowid), oldest first.
 
         Read a chunk at a time into arrays sized by a count first: holding every
         blob, then their join, then the matrix (1.5 GB each for 1M vectors of
-        384 dimensions) took three times the memory and twice the time."""
+        384 dimensions) took three times the memory and twice the time. The
+        count and the rows are read in one snapshot, so they agree."""
         where = "WHERE agent_id = ? AND owner = ? AND rowid > ?"
-        args = [agent_id, owner, after_rowid]
-        count = self.db.execute(f"SELECT COUNT(*) FROM vectors {where}", args).fetchone()[0]
-        rowids, seqs = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
-        matrix = np.empty((count, dimension), dtype=np.float32)
-        cursor = self.db.conn.execute(
-            f"SELECT rowid, item_seq, vector FROM vectors {where} ORDER BY rowid", args
-        )
-        size = 0
-        while rows := cursor.fetchmany(4096):
-            end = size + len(rows)
-            if end > len(matrix):  # stored by another process since the count
-                capacity = max(end, 2 * len(matrix))
-                rowids, seqs, matrix = (grown(a, size, capacity) for a in (rowids, seqs, matrix))
-            batch_rowids, batch_seqs, blobs = zip(*rows, strict=True)
-            rowids[size:end] = batch_rowids
-            seqs[size:end] = batch_seqs
-            matrix[size:end] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
-                len(rows), dimension
+        args = [agent_id, owner, after]
+        with self.snapshot():
+            count = self.db.execute(f"SELECT COUNT(*) FROM vectors {where}", args).fetchone()[0]
+            rowids = np.empty(count, dtype=np.int64)
+            seqs = np.empty(count, dtype=np.int64)
+            matrix = np.empty((count, dimension), dtype=np.float32)
+            cursor = self.db.conn.execute(
+                f"SELECT rowid, item_seq, vector FROM vectors {where} ORDER BY rowid", args
             )
-            size = end
-        return rowids[:size], seqs[:size], matrix[:size]
+            size = 0
+            while rows := cursor.fetchmany(4096):
+                end = size + len(rows)
+                batch_rowids, batch_seqs, blobs = zip(*rows, strict=True)
+                rowids[size:end] = batch_rowids
+                seqs[size:end] = batch_seqs
+                matrix[size:end] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+                    len(rows), dimension
+                )
+                size = end
+        return StoredVectors(seqs, matrix, int(rowids[-1]) if count else after)
 
+    @guarded
     def delete_vectors(self, agent_id: str) -> None:
         with self.transaction():
             self.db.execute("DELETE FROM vectors WHERE agent_id = ?", [agent_id])
 
+    @guarded
     def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
         rows = self._unembedded(
             agent_id,
@@ -322,6 +314,7 @@ class ArchivalStore(BudgetedSearch):
         )
         return [_passage(r) for r in rows]
 
+    @guarded
     def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
         """(seq, search text) of searchable messages that have no vector yet."""
         rows = self._unembedded(
@@ -353,12 +346,9 @@ class ArchivalStore(BudgetedSearch):
         agent's last item that needs a vector below the first one found without.
         """
         marks = self._embedded_marks()
-        conn = self.db.conn
-        outer = conn.in_transaction
-        if not outer:
-            conn.execute("BEGIN")  # one snapshot: the counter and both queries agree
-        try:
-            deletes = self.vector_counters(agent_id)[1]
+        outer = self.in_transaction()
+        with self.snapshot():  # the counter and both queries agree
+            deletes = self.vector_counters(agent_id).deletes
             seen = self._embedded_marks(pending=True).get((agent_id, owner))
             known, after = seen or marks.get((agent_id, owner), (deletes, 0))
             if known != deletes:
@@ -367,9 +357,6 @@ class ArchivalStore(BudgetedSearch):
             last = self.db.execute(
                 last_sql, [agent_id, rows[0][0] if rows else 2**63 - 1]
             ).fetchone()
-        finally:
-            if not outer:
-                conn.execute("COMMIT")
         mark = (deletes, max(after, last[0] if last else 0))
         if outer:  # seen inside a write that may still roll back: kept if it commits
             self._embedded_marks(pending=True)[(agent_id, owner)] = mark
@@ -383,8 +370,8 @@ class ArchivalStore(BudgetedSearch):
         return self.__dict__.setdefault(key, {})
 
     def transaction_ended(self, committed: bool) -> None:
-        """Called by `Store.transaction` (and when a nested write rolls back
-        to its savepoint): marks seen inside a write that rolled back are
+        """Called when a transaction (or snapshot) ends, and when a nested
+        write rolls back to its savepoint: marks seen inside a write that rolled back are
         forgotten (the rows they vouched for may be gone, and their seqs given
         again to rows with no vector)."""
         pending = self._embedded_marks(pending=True)

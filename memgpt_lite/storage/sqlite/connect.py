@@ -92,6 +92,7 @@ def connect(path: Path, busy_timeout_seconds: float) -> tuple[sqlite3.Connection
         raise StoreError(f"cannot open the database {path}: {exc}") from None
     conn = None
     try:
+        # Shared between threads: the store's lock lets one use it at a time.
         conn = sqlite3.connect(path, timeout=busy_timeout_seconds, check_same_thread=False)
         # The first read opens the file (and a WAL database's -shm).
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
@@ -117,7 +118,7 @@ def _immutable(path: Path, busy_timeout_seconds: float) -> sqlite3.Connection:
             "changes not yet in the database; open it once where it can be written"
         )
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True, timeout=busy_timeout_seconds)
+    return sqlite3.connect(uri, uri=True, timeout=busy_timeout_seconds, check_same_thread=False)
 
 
 _NUMBER = re.compile(r"^m(\d+)_")

@@ -1,4 +1,4 @@
-"""The store's SQL for step locks (a part of `Store`); the waiting is in steplock.py.
+"""The store's SQL for step locks (a part of `Store`); the waiting is in loop/steplock.py.
 
 A step lock is a row in `step_locks`, taken and released in short write
 transactions, never held open while a model is called. Its lease runs out
@@ -13,23 +13,14 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
+from threading import RLock
 
-from pydantic import BaseModel
 from sqlite_utils import Database
 
 from memgpt_lite.errors import ConflictError, NotFoundError
-
-
-class StepLockHolder(BaseModel):
-    """Who holds (or claims) an agent's step lock. Times are Unix seconds."""
-
-    token: str  # one per acquisition
-    pid: int
-    hostname: str
-    host_id: str  # where `pid` means something: host, boot and pid namespace
-    process_start: str = ""  # tells a reused pid from the holder; "" if unknown
-    acquired_at: float = 0.0
-    expires_at: float = 0.0
+from memgpt_lite.storage.protocol import StepLockHolder
+from memgpt_lite.storage.sqlite.transactions import guarded
 
 
 @dataclass
@@ -43,9 +34,11 @@ _COLUMNS = "holder, pid, hostname, host_id, process_start, acquired_at, expires_
 
 
 class StepLockStore:
-    """Step locks. Mixed into `Store`, which provides `db` and `transaction`."""
+    """Step locks. Mixed into `Store`, which provides `db`, `lock` and `transaction`."""
 
     db: Database
+    path: Path
+    lock: RLock
     transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
 
     @property
@@ -53,6 +46,7 @@ class StepLockStore:
         """The step locks this store holds, by agent id."""
         return self.__dict__.setdefault("_held_leases", {})
 
+    @guarded
     def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
         row = self.db.execute(
             f"SELECT {_COLUMNS} FROM step_locks WHERE agent_id = ?", [agent_id]
@@ -70,6 +64,7 @@ class StepLockStore:
             expires_at=expires_at,
         )
 
+    @guarded
     def take_step_lock(
         self,
         agent_id: str,
@@ -129,6 +124,7 @@ class StepLockStore:
                 )
             lease.renewed_at = time.monotonic()
 
+    @guarded
     def renew_step_locks(self, older_than: float = 0.0) -> None:
         """Renew the leases this store holds (a commit renews them all), if
         one was last renewed more than `older_than` seconds ago."""
@@ -137,6 +133,7 @@ class StepLockStore:
             with self.transaction():
                 pass
 
+    @guarded
     def release_step_lock(self, agent_id: str, token: str) -> None:
         """Give up the lock if `token` holds it (a no-op otherwise)."""
         self.held_leases.pop(agent_id, None)

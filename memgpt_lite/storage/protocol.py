@@ -1,0 +1,402 @@
+"""The storage seam: everything memgpt_lite needs from a database, as `Storage`.
+
+The agent, its memory tiers, the agent files and the command line talk to
+storage only through this protocol, so a backend is one package that
+implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
+`storage.open.open_storage`. No caller writes SQL or knows the tables.
+
+Shared rules, for every method:
+
+- Results are our pydantic models (`memgpt_lite.models`) or the small types
+  below; a model passed in is stored as it is, and fields the store assigns
+  (`seq`, `updated_at`, `block_ids`) are set on it.
+- Every write is atomic. Writes inside `transaction()` commit or roll back
+  together; a nested `transaction()` is a savepoint, undone alone if it fails.
+- Errors are `memgpt_lite.errors`: NotFoundError, AlreadyExistsError,
+  ConflictError; StoreError (BusyError, ReadOnlyError) when the database
+  itself cannot be used, in one line, with nothing changed. A backend's own
+  exceptions escape only for its bugs.
+- A store is safe to share between threads: each call, and each transaction
+  as a whole, runs alone; another thread's writes never join an open
+  transaction. Another process (or another store on the same database) sees
+  a transaction's writes only once it commits. A transaction belongs to the
+  thread and asyncio task that opened it: it must not await, nor wait for
+  another thread that uses the store (that thread waits for it: a deadlock);
+  a call from another task on its thread raises RuntimeError.
+- `seq` numbers messages and passages. Each kind has its own sequence across
+  the whole database, increasing with every item stored, so one agent's
+  items are ordered by seq, though not contiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memgpt_lite.models import AgentState, AgentStats, Block, Message, Passage
+
+Owner = Literal["passage", "message"]  # what kind of item a stored vector belongs to
+T = TypeVar("T")
+
+
+class Ranking(NamedTuple, Generic[T]):
+    """Items with their text-search scores (higher is better), best first,
+    and how many items matched."""
+
+    scored: list[tuple[T, float]]
+    total: int
+    # Whether the results that had to be exact are the exact ranking of every
+    # match; a backend that ranks only part of a huge match set says False.
+    proven: bool
+
+
+class VectorCounters(NamedTuple):
+    """How many of an agent's vectors were ever stored and removed. Equal
+    counters mean nothing changed: an in-memory index checks them in O(1)."""
+
+    inserts: int
+    deletes: int
+
+
+@dataclass
+class StoredVectors:
+    """Vectors of one agent and kind, oldest first."""
+
+    seqs: np.ndarray  # int64: the item (message or passage) each row belongs to
+    matrix: np.ndarray  # float32, one row per vector
+    cursor: int  # pass back as `after` to read only the vectors stored since
+
+
+@dataclass
+class StepLockHolder:
+    """Who holds (or claims) an agent's step lock. Times are Unix seconds."""
+
+    token: str  # one per acquisition
+    pid: int
+    hostname: str
+    host_id: str  # where `pid` means something: host, boot and pid namespace
+    process_start: str = ""  # tells a reused pid from the holder; "" if unknown
+    acquired_at: float = 0.0
+    expires_at: float = 0.0
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """Agents, blocks, messages, passages, vectors and step locks."""
+
+    # Whether this process may only read the database: every write raises ReadOnlyError.
+    read_only: bool
+    # How long a write waits for another connection's lock before BusyError.
+    busy_timeout_seconds: float
+
+    # Life cycle and transactions
+
+    def close(self) -> None:
+        """Release the connection; the store is not used after."""
+        ...
+
+    def __enter__(self) -> Storage: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One atomic write: everything inside commits together when the block
+        ends, or is rolled back if it raises. Nested, a savepoint: undone alone
+        if it fails, committed with the outer one. The calling thread has the
+        store to itself until it ends. Raises ReadOnlyError on a read-only
+        store; ConflictError at commit (nothing committed) if a step lock this
+        store holds was taken over meanwhile (every commit renews the leases of
+        the step locks it holds)."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one consistent state of the database, even while
+        other processes write. Inside a transaction, that transaction's state."""
+        ...
+
+    def in_transaction(self) -> bool:
+        """Whether the calling thread (and asyncio task) has a transaction or
+        snapshot open here."""
+        ...
+
+    def rollback_interrupted(self) -> None:
+        """Roll back a transaction that an interrupt (Ctrl-C) left open in the
+        calling thread, so that later writes do not join it. A no-op
+        otherwise. Call it only outside the caller's own transactions."""
+        ...
+
+    def busy_timeout(self, seconds: float) -> AbstractContextManager[None]:
+        """Inside, a write waits at most `seconds` for another connection's
+        lock before BusyError (then `busy_timeout_seconds` again)."""
+        ...
+
+    # Agents
+
+    def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
+        """Store a new agent with its blocks, in this order: a block not stored
+        yet is created, a stored one (shared with another agent) is linked.
+        Sets `state.block_ids`. AlreadyExistsError if the name is taken."""
+        ...
+
+    def get_agent(self, name_or_id: str) -> AgentState:
+        """The agent with this name or id. NotFoundError if there is none."""
+        ...
+
+    def list_agents(self) -> list[tuple[AgentState, AgentStats]]:
+        """Every agent with its stats, by name."""
+        ...
+
+    def agent_stats(self, agent_id: str) -> AgentStats:
+        """Message and passage counts, last activity, last memory change (O(1)).
+        NotFoundError for an unknown agent."""
+        ...
+
+    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
+        """Apply `change` to the agent as stored now (read inside the write, so
+        nothing changes it in between) and store the result; returns it.
+        NotFoundError for an unknown agent; nothing is stored if `change` raises."""
+        ...
+
+    def save_agent(self, state: AgentState) -> None:
+        """Store `state` whole, if the stored agent is still as `state` was
+        read (its `updated_at` is the version, moved forward by every write).
+        ConflictError, storing nothing, if anything changed it since;
+        NotFoundError if it was deleted. `update_agent` changes one field."""
+        ...
+
+    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
+        """Give the agent another name; returns the renamed state.
+        AlreadyExistsError if another agent has it, NotFoundError if unknown."""
+        ...
+
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete the agent, its messages, passages, vectors and step lock, and
+        its blocks that no other agent shares. An unknown id changes nothing."""
+        ...
+
+    # Blocks (shared: one block may belong to several agents)
+
+    def get_blocks(self, agent_id: str) -> list[Block]:
+        """The agent's blocks in their order ([] for an unknown agent)."""
+        ...
+
+    def get_block(self, block_id: str) -> Block:
+        """One block. NotFoundError if there is none."""
+        ...
+
+    def save_block(self, block: Block) -> None:
+        """Store the block (created if new) and set its `updated_at`; every
+        agent that shares it sees the edit and its memory change time moves."""
+        ...
+
+    def attach_block(self, agent_id: str, block: Block) -> None:
+        """Link the block (stored first if new) to the agent, after its other
+        blocks. AlreadyExistsError if the agent has a block with that label,
+        NotFoundError for an unknown agent."""
+        ...
+
+    def block_owners(self, block_id: str) -> list[str]:
+        """The names of the agents a block belongs to, sorted."""
+        ...
+
+    # Messages (recall memory)
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append messages, in order, in one transaction; sets each `seq`.
+        NotFoundError, storing none, if one belongs to an unknown agent."""
+        ...
+
+    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
+        """The agent's messages with `seq >= start_seq` (the window from its
+        `context_start`), oldest first."""
+        ...
+
+    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
+        """The agent's newest `limit` messages, oldest first."""
+        ...
+
+    def messages_by_seq(
+        self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None
+    ) -> dict[int, Message]:
+        """The agent's messages among `seqs`, by seq; those of step
+        `exclude_step_id` are left out. Unknown seqs are skipped."""
+        ...
+
+    def messages_between(
+        self,
+        agent_id: str,
+        start: date,
+        end: date,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """The agent's searchable messages (user and assistant, see
+        `Message.search_text`) created from `start` to `end` inclusive (UTC
+        days), oldest first: one page, and how many there are."""
+        ...
+
+    def update_message(self, message: Message) -> None:
+        """Rewrite a stored message's content and tool calls; search follows
+        the new text, and its vector, now stale, is dropped (embedded again by
+        the next search). NotFoundError if it is not stored."""
+        ...
+
+    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+        """Delete the agent's messages with `seq >= start_seq`; returns how
+        many. They leave search, the counts and the vectors with them."""
+        ...
+
+    def search_messages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """One page of the agent's searchable messages matching any word of
+        plain-text `query` (stemmed, accents ignored; any text is safe), best
+        first, and how many matched. Step `exclude_step_id` is left out."""
+        ...
+
+    def rank_messages(
+        self, agent_id: str, query: str, limit: int, exclude_step_id: str | None = None
+    ) -> Ranking[Message]:
+        """The best `limit` matches of `search_messages`, with their scores."""
+        ...
+
+    # Passages (archival memory)
+
+    def add_passages(self, passages: Sequence[Passage]) -> list[bool]:
+        """Store passages, all or none, skipping any whose text (surrounding
+        space trimmed) the agent already has. Returns, per passage, whether it
+        was stored; sets `seq` on those stored. NotFoundError, storing none,
+        if one belongs to an unknown agent."""
+        ...
+
+    def add_passage(self, passage: Passage) -> bool:
+        """`add_passages` of one."""
+        ...
+
+    def passage_id_for_text(self, agent_id: str, text: str) -> str | None:
+        """The id of the agent's passage with this text (as `add_passages`
+        compares texts), or None."""
+        ...
+
+    def get_passage(self, agent_id: str, passage_id: str) -> Passage:
+        """One of the agent's passages. NotFoundError if it has no such passage."""
+        ...
+
+    def list_passages(
+        self,
+        agent_id: str,
+        limit: int,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> tuple[list[Passage], int]:
+        """One page of the agent's passages, newest first, and how many pass
+        the filters: any of `tags`, created from `start` to `end` inclusive."""
+        ...
+
+    def passages_by_seq(
+        self,
+        agent_id: str,
+        seqs: Iterable[int],
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> dict[int, Passage]:
+        """The agent's passages among `seqs` that pass the filters, by seq."""
+        ...
+
+    def delete_passage(self, agent_id: str, passage_id: str) -> None:
+        """Delete one passage (and its vector). NotFoundError if the agent has none such."""
+        ...
+
+    def rank_passages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        *,
+        exact: int | None = None,
+    ) -> Ranking[Passage]:
+        """The agent's best `limit` passages for plain-text `query` (its words,
+        as `search_messages` takes them; a passage's context counts less than
+        its text), passing the filters, with scores. `exact`: how many of the
+        first results `Ranking.proven` vouches for (default: all)."""
+        ...
+
+    # Vectors (one per passage or searchable message, once embedded)
+
+    def add_vectors(
+        self, agent_id: str, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+    ) -> None:
+        """Store one vector per item seq (replacing one stored before)."""
+        ...
+
+    def vector_counters(self, agent_id: str) -> VectorCounters:
+        """The agent's vector counters ((0, 0) for an unknown agent)."""
+        ...
+
+    def load_vectors(
+        self, agent_id: str, owner: Owner, after: int, dimension: int
+    ) -> StoredVectors:
+        """The agent's vectors of one kind stored after `after` (a cursor from
+        an earlier call; 0 for all), oldest first, as float32 of `dimension`."""
+        ...
+
+    def delete_vectors(self, agent_id: str) -> None:
+        """Delete every vector of the agent (both kinds)."""
+        ...
+
+    def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
+        """Up to `limit` of the agent's passages with no vector, oldest first."""
+        ...
+
+    def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
+        """(seq, search text) of up to `limit` searchable messages with no
+        vector, oldest first."""
+        ...
+
+    # Step locks: one step of an agent at a time, across threads, processes
+    # and hosts (the waiting is in loop/steplock.py)
+
+    def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
+        """Who holds the agent's step lock (its lease may have run out), or None."""
+        ...
+
+    def take_step_lock(
+        self,
+        agent_id: str,
+        claim: StepLockHolder,
+        lease_seconds: float,
+        is_dead: Callable[[StepLockHolder], bool],
+    ) -> StepLockHolder | None:
+        """Take the agent's lock for `claim` for `lease_seconds`, unless another
+        holder has it: one whose lease ran out, or that `is_dead`, no longer
+        does. Returns None when taken, else the holder. From then on, every
+        commit of this store renews the lease. NotFoundError for an unknown agent."""
+        ...
+
+    def renew_step_locks(self, older_than: float = 0.0) -> None:
+        """Renew the leases of the locks this store holds, if one was last
+        renewed more than `older_than` seconds ago. ConflictError if one was
+        taken over (its lease ran out) or its agent deleted."""
+        ...
+
+    def release_step_lock(self, agent_id: str, token: str) -> None:
+        """Give up the agent's lock if `token` holds it (a no-op otherwise)."""
+        ...

@@ -1,0 +1,100 @@
+"""The storage seam holds: outside `memgpt_lite/storage/sqlite/`, no module
+imports sqlite3 or sqlite_utils, writes SQL, or reaches into a store's
+connection. Everything else talks to `Storage`."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from contract.base import new_agent
+
+import memgpt_lite
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.sqlite.store import Store
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memgpt_lite"
+SQLITE_BACKEND = PACKAGE / "storage" / "sqlite"
+DATABASE_MODULES = ("sqlite3", "sqlite_utils")
+# Statements as our SQL writes them: upper-case keywords.
+SQL = re.compile(
+    r"\bSELECT\b.*\bFROM\b|\bINSERT\s+(OR\s+[A-Z]+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b"
+    r"|\bDELETE\s+FROM\b|\b(CREATE|DROP|ALTER)\s+(TABLE|INDEX|TRIGGER|VIEW)\b|\bPRAGMA\b"
+    r"|\bBEGIN(\s+(IMMEDIATE|DEFERRED|EXCLUSIVE))?\s*$|^\s*(COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b"
+    r"|\bMATCH\s+\?",
+    re.DOTALL,
+)
+# How code reaches into the SQLite store: its sqlite-utils Database and connection.
+CONNECTION_ATTRIBUTES = ("db", "conn")
+
+
+def problems_in(path: Path) -> list[str]:
+    """Database imports, SQL in string literals, and `.db` / `.conn` access."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    where = path.relative_to(PACKAGE.parent)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        else:
+            modules = []
+        for module in modules:
+            if module.split(".")[0] in DATABASE_MODULES:
+                found.append(f"{where}:{node.lineno}: imports {module}")
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and SQL.search(node.value)
+        ):
+            found.append(f"{where}:{node.lineno}: SQL {node.value[:60]!r}")
+        if isinstance(node, ast.Attribute) and node.attr in CONNECTION_ATTRIBUTES:
+            found.append(f"{where}:{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_nothing_outside_the_sqlite_backend_uses_sqlite():
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if SQLITE_BACKEND not in p.parents]
+    assert len(outside) > 40  # the whole package but the backend was scanned
+    assert [problem for path in outside for problem in problems_in(path)] == []
+
+
+def test_the_scan_finds_what_the_backend_does():
+    """The check above could pass by finding nothing anywhere: it finds each
+    kind of problem in the backend itself."""
+    found = " ".join(
+        problem for path in SQLITE_BACKEND.rglob("*.py") for problem in problems_in(path)
+    )
+    for sign in ("imports sqlite3", "imports sqlite_utils", "SQL 'SELECT", "SQL 'INSERT", ".db"):
+        assert sign in found, sign
+    for statement in ("UPDATE agents SET x = 1", "DELETE FROM t", "PRAGMA page_count", "COMMIT"):
+        assert SQL.search(statement), statement
+    for prose in ("Select a model from the list", "begin the step", "the update set is empty"):
+        assert not SQL.search(prose), prose
+
+
+def test_open_storage_opens_sqlite_for_a_path_and_refuses_unknown_urls(tmp_path):
+    path = tmp_path / "a.db"
+    with open_storage(path) as store:
+        assert isinstance(store, Store) and isinstance(store, Storage)
+        assert store.path == path and store.busy_timeout_seconds == 30.0
+        new_agent(store)
+    with open_storage(f"sqlite:///{path}", busy_timeout_seconds=2.0) as store:
+        assert store.get_agent("sam").name == "sam" and store.busy_timeout_seconds == 2.0
+    with pytest.raises(ConfigError) as caught:
+        open_storage("postgresql://sam:secret@db.example/agents")
+    assert str(caught.value) == (
+        "no storage backend serves postgresql:// URLs; give the path of a SQLite database file"
+    )
+    with pytest.raises(ConfigError, match="sqlite:///path"):
+        open_storage("sqlite://a.db")
+
+
+def test_the_public_names_name_the_seam():
+    assert memgpt_lite.Storage is Storage and memgpt_lite.open_storage is open_storage
+    assert memgpt_lite.Store is Store
