@@ -22,8 +22,8 @@ from memgpt_lite.config import check_timeout, default_db_path
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
 from memgpt_lite.errors import ConfigError, ModelRetry
 from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.model import Completion, Model, ModelChunk
-from memgpt_lite.llm.openai_chat import LLMClient, resolve_timeout
+from memgpt_lite.llm.model import Model
+from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop import runner
 from memgpt_lite.loop.compaction import CompactionReport, compact
@@ -444,8 +444,8 @@ class Agent:
         """The model the agent calls: the one given, or its endpoint's."""
         if self._llm is None:
             base_url, api_key = self._endpoint
-            self._llm = _StreamingClient(
-                LLMClient(self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout)
+            self._llm = OpenAIChatModel(
+                self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout
             )
         return self._llm
 
@@ -464,26 +464,3 @@ def _result(event: StepEvent | None) -> StepResult:
     if isinstance(event, StepFailed) and event.error is not None:
         raise event.error
     raise RuntimeError(f"a step ended with {event!r}")  # run_step ends with one of the two
-
-
-class _StreamingClient:
-    """Until the OpenAI model streams: its whole answer as a one-chunk stream."""
-
-    def __init__(self, client: LLMClient) -> None:
-        self.client = client
-        self.name = f"the model endpoint {client.base_url}"
-
-    @property
-    def seconds_in_calls(self) -> float:
-        return self.client.seconds_in_calls
-
-    async def stream(
-        self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> AsyncIterator[ModelChunk]:
-        whole = await self.client.acomplete(config, messages, tools)
-        yield Completion(
-            whole.content, whole.tool_calls, whole.usage, whole.tool_choice, config.stream
-        )
-
-    def close(self) -> None:
-        self.client.close()

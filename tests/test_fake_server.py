@@ -630,6 +630,37 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
         "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or an object.",
     ),
     (
+        "stream not a boolean",
+        {"stream": "yes"},
+        "Invalid type for 'stream': expected a boolean, but got a string instead.",
+    ),
+    (
+        "stream_options without stream",
+        {"stream_options": {"include_usage": True}},
+        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+    ),
+    (
+        "stream_options with stream false",
+        {"stream": False, "stream_options": {"include_usage": True}},
+        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+    ),
+    (
+        "stream_options not an object",
+        {"stream": True, "stream_options": ["include_usage"]},
+        "Invalid type for 'stream_options': expected an object, but got an array instead.",
+    ),
+    (
+        "include_usage not a boolean",
+        {"stream": True, "stream_options": {"include_usage": 1}},
+        "Invalid type for 'stream_options.include_usage': expected a boolean, but got an "
+        "integer instead.",
+    ),
+    (
+        "unknown stream option",
+        {"stream": True, "stream_options": {"include_useage": True}},
+        "Unknown parameter: 'stream_options.include_useage'.",
+    ),
+    (
         "parallel_tool_calls without tools",
         {"parallel_tool_calls": False},
         "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when "
@@ -706,6 +737,7 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("tool_choice none without tools", {"tool_choice": "none"}),
+    ("stream false, stream_options null", {"stream": False, "stream_options": None}),
     ("tool without parameters", {"tools": [bad_tool("ok-name_1"), bad_tool("x" * 64)]}),
 ]
 

@@ -15,7 +15,7 @@ import pytest
 
 from memgpt_lite import Agent, LLMError
 from memgpt_lite.llm.endpoint import background_loop
-from memgpt_lite.testing import FakeOpenAIServer, drip, error, hang, reply, say
+from memgpt_lite.testing import FakeOpenAIServer, cut, drip, error, hang, reply, say
 
 
 def make_agent(tmp_path, timeout: float | None = None, **llm_options: Any) -> Agent:
@@ -142,6 +142,27 @@ def test_ctrl_c_cancels_the_request_in_flight(fake_llm, tmp_path):
     wait_until(lambda: fake_llm.hanging == 0, "the client closed the connection")
     tasks = asyncio.run_coroutine_threadsafe(_other_tasks(), background_loop()).result(5)
     assert tasks == 0
+    assert_still_valid(agent, fake_llm)
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
+def test_ctrl_c_mid_stream_closes_the_connection(fake_llm, tmp_path):
+    """The first words have come, the rest never does: Ctrl-C ends the wait
+    and the stream's connection."""
+    agent = make_agent(tmp_path, timeout=60)
+    fake_llm.enqueue(cut(say("Hello there, how are you"), after=5, hang=True))
+    main = threading.get_ident()
+
+    def interrupt() -> None:
+        wait_until(lambda: fake_llm.hanging == 1, "the stream has stopped mid-answer")
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        agent.step("hi")
+    wait_until(lambda: fake_llm.hanging == 0, "the client closed the connection")
+    tasks = asyncio.run_coroutine_threadsafe(_other_tasks(), background_loop()).result(5)
+    assert tasks == 0 and fake_llm.requests[0].streamed
     assert_still_valid(agent, fake_llm)
 
 

@@ -12,11 +12,13 @@ import pytest
 from memgpt_lite import Agent, LLMError, tool
 from memgpt_lite.loop.events import (
     STEP_EVENT,
+    MessageDelta,
     ReplyDelivered,
     RequestSent,
     StepFailed,
     StepFinished,
     StepStarted,
+    ThoughtDelta,
     ToolCallStarted,
     ToolReturned,
     UsageReported,
@@ -55,6 +57,13 @@ def test_stream_yields_each_event_in_order_and_step_returns_the_same_result(fake
     agent = make_agent(tmp_path)
     fake_llm.enqueue(*save_then_say())
     events = list(agent.stream("I like tea"))
+    deltas = [e for e in events if e.type in ("thought_delta", "message_delta")]
+    # The model's words, as the fake server streamed them in pieces.
+    thought = "".join(e.text for e in deltas if isinstance(e, ThoughtDelta))
+    assert thought == "Worth keeping."
+    assert "".join(e.text for e in deltas if isinstance(e, MessageDelta)) == "Saved."
+    assert len(deltas) > 3
+    events = [e for e in events if e not in deltas]
     assert kinds(events) == [
         "step_started",
         "request_sent",

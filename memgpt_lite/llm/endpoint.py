@@ -12,6 +12,9 @@ timeout and no other); `EndpointCall` does the rest:
   retried with exponential backoff (0.5 s doubling up to 8 s, less up to 25%
   jitter), or after the wait the server asks for (`retry-after-ms`,
   `Retry-After`). A wait longer than the time left fails at once;
+- a streamed body is read one await at a time, each under the same deadline
+  (`within_deadline`); a body lost before any of it was used may be retried
+  (`can_retry`, `pause_before_retry`) from the same budget of retries;
 - every failure is one `LLMError` line naming the endpoint and what was wrong.
 
 `run_sync` runs such a coroutine for synchronous callers on one private event
@@ -42,6 +45,7 @@ import httpx2
 import openai
 
 from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.llm.answer import body_summary, html_title, looks_like_html, one_line
 
 T = TypeVar("T")
 
@@ -88,28 +92,6 @@ def check_base_url(url: str, source: str) -> str:
 # ------------------------------------------------------------ what came back
 
 
-def one_line(text: str, limit: int = 200) -> str:
-    """`text` on one line, cut to `limit` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _html_title(text: str) -> str:
-    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-    return f" titled {one_line(match.group(1), 60)!r}" if match and match.group(1).strip() else ""
-
-
-def _looks_like_html(content_type: str, text: str) -> bool:
-    return "html" in content_type.lower() or text.lstrip()[:1] == "<"
-
-
-def body_summary(text: str, content_type: str = "") -> str:
-    """What a non-JSON body was, in a few words: an HTML page or its start."""
-    if _looks_like_html(content_type, text):
-        return f"an HTML page{_html_title(text)}"
-    return repr(one_line(text, 80)) if text.strip() else "an empty body"
-
-
 def error_text(exc: openai.APIStatusError) -> str:
     """The endpoint's own error message, on one line, without the client's decoration."""
     body = exc.body
@@ -130,9 +112,9 @@ def json_answer(response: httpx2.Response, name: str, parse: Callable[[str], Any
     what came instead."""
     content_type = response.headers.get("content-type", "")
     text = response.content.decode("utf-8", errors="replace")
-    if _looks_like_html(content_type, text):
+    if looks_like_html(content_type, text):
         raise LLMError(
-            f"{name} answered with an HTML page{_html_title(text)}, not JSON: check the "
+            f"{name} answered with an HTML page{html_title(text)}, not JSON: check the "
             f"port, and that the URL is the API's, usually ending in /v1 (like {URL_EXAMPLE})"
         )
     if not text.strip():
@@ -232,6 +214,7 @@ class EndpointCall:
         self.max_retries = max_retries
         self.hint = hint
         self.attempts = 0
+        self.retries = 0
         self.last_failure = ""
         self._deadline: float | None = None
 
@@ -243,50 +226,71 @@ class EndpointCall:
         """Await `attempt()` until it succeeds, retrying what is worth retrying.
         Raises the last openai.APIStatusError when the answer is an error that is
         not retried, or when the retries run out; LLMError for everything else."""
+        return await self.within_deadline(self._attempts(attempt))
+
+    async def within_deadline(self, awaitable: Awaitable[T]) -> T:
+        """Await `awaitable` (an attempt, or the next piece of a streamed
+        answer) before the request's deadline, or raise the LLMError that says
+        it passed. Each await is bounded on its own, never a stretch that
+        yields to a caller: a deadline scope left open across a yield would
+        cancel the caller's code instead."""
         loop = asyncio.get_running_loop()
         if self._deadline is None:
             self._deadline = loop.time() + self.timeout
         scope = asyncio.timeout_at(self._deadline)
         try:
             async with scope:
-                return await self._attempts(attempt, loop)
+                return await awaitable
         except TimeoutError:
             if not scope.expired():
                 raise
             raise self._timed_out() from None
 
-    async def _attempts(
-        self, attempt: Callable[[], Awaitable[T]], loop: asyncio.AbstractEventLoop
-    ) -> T:
-        retries = 0
+    def can_retry(self) -> bool:
+        return self.retries < self.max_retries
+
+    async def pause_before_retry(self, failure: str) -> None:
+        """Wait the backoff before another attempt, after `failure` (an answer
+        lost before any of it was used); the deadline's error if it would pass."""
+        self.last_failure = failure
+        await self.within_deadline(self._pause(None))
+
+    def seconds_left(self) -> float:
+        return self._left(asyncio.get_running_loop())
+
+    async def _attempts(self, attempt: Callable[[], Awaitable[T]]) -> T:
         while True:
             self.attempts += 1
             try:
                 return await attempt()
             except openai.APIStatusError as exc:
-                if retries >= self.max_retries or not should_retry(exc.response):
+                if not self.can_retry() or not should_retry(exc.response):
                     raise
                 self.last_failure = f"answered {exc.status_code}: {error_text(exc)}"
                 asked = retry_after(exc.response.headers)
             except openai.APIConnectionError as exc:
                 self.last_failure = connection_problem(exc)
-                if retries >= self.max_retries:
+                if not self.can_retry():
                     raise LLMError(
                         f"cannot reach {self.name}: {self.last_failure}{self.attempts_note()}"
                     ) from None
                 asked = None
-            wait = backoff(retries) if asked is None else asked
-            left = self._left(loop)
-            if asked is not None and wait > left:
-                raise LLMError(
-                    f"{self.name} {self.last_failure} and asked to retry after {wait:g} s, "
-                    f"more than the {left:.2g} s left of the {self.timeout:g} s limit"
-                    f"{self.attempts_note()}"
-                )
-            if wait >= left:
-                raise self._timed_out()
-            retries += 1
-            await asyncio.sleep(wait)
+            await self._pause(asked)
+
+    async def _pause(self, asked: float | None) -> None:
+        """Sleep before the next retry: the wait the server `asked` for, else the backoff."""
+        wait = backoff(self.retries) if asked is None else asked
+        left = self._left(asyncio.get_running_loop())
+        if asked is not None and wait > left:
+            raise LLMError(
+                f"{self.name} {self.last_failure} and asked to retry after {wait:g} s, "
+                f"more than the {left:.2g} s left of the {self.timeout:g} s limit"
+                f"{self.attempts_note()}"
+            )
+        if wait >= left:
+            raise self._timed_out()
+        self.retries += 1
+        await asyncio.sleep(wait)
 
     def _left(self, loop: asyncio.AbstractEventLoop) -> float:
         return max(0.0, (self._deadline or 0.0) - loop.time())
@@ -297,6 +301,17 @@ class EndpointCall:
             f"{self.name} did not answer within {self.timeout:g} s "
             f"({_plural(self.attempts, 'attempt')}{last}){self.hint}"
         )
+
+
+def stream_problem(exc: httpx2.RequestError) -> str:
+    """Why reading an answer's body failed, in a few words."""
+    if isinstance(exc, httpx2.RemoteProtocolError):
+        return "the connection was closed"
+    if isinstance(exc, httpx2.ReadError):
+        return "the connection was lost"
+    if isinstance(exc, httpx2.DecodingError):
+        return f"the body could not be decoded: {one_line(str(exc), 100)}"
+    return one_line(str(exc), 100) or type(exc).__name__
 
 
 # ------------------------------------------------------------ clients, loops

@@ -1,47 +1,82 @@
-"""The model endpoint, through the `openai` package.
+"""The model endpoint, through the `openai` package: `OpenAIChatModel`.
 
 Any OpenAI-compatible server works. One request is bounded as a whole by the
 timeout, its retries of 429, 5xx, timeouts and dropped connections included
-(see endpoint.py). What the endpoint sends back is checked here: it must be a
-JSON chat completion with a message, or the request ends with one LLMError line
-naming the endpoint and what was wrong. Text is made valid (lone surrogates
-replaced), and tool calls with missing or repeated ids get fresh ids, so the
-loop can always answer every call. An empty reply (no text and no tool call)
-is returned as it is: `Completion.is_empty` tells the loop.
+(see endpoint.py), and a streamed answer to its last byte.
+
+Requests go out through the client's low-level `post`, not
+`chat.completions.create`: the latter walks every message through its type
+annotations first (about 0.2 ms a message, over half a second for a long
+window), while `post` sends the same JSON with the same auth headers, base URL
+and `openai.APIStatusError` classes in a few ms.
+
+Answers stream when `LLMConfig.stream` is set: the deltas are yielded as each
+event arrives, then the whole `Completion` (read in answer.py, with the same
+repairs as a whole answer). A server that refuses `stream` (400/422 naming it)
+is asked again without; one that ignores it and sends a plain completion is
+read as one. Either way `Completion.streamed` is False, so the caller can
+stop asking. Likewise tool_choice "required" falls back to "auto", and
+`Completion.tool_choice` says which one worked.
+
+Retries happen only before anything was yielded: an answer that breaks off
+after its first deltas were shown is one LLMError line, never shown twice.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
 import os
 import re
 import threading
 import time
-import uuid
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
-import httpx2
+import httpx2  # the HTTP library the installed openai client is built on
 import openai
 
 from memgpt_lite.config import check_timeout, config_path, configured_base_url, configured_timeout
 from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.llm.answer import (
+    SSEDecoder,
+    StreamedAnswer,
+    body_summary,
+    completion_from,
+    is_context_length_error,
+)
 from memgpt_lite.llm.endpoint import (
     URL_EXAMPLE,
     AsyncClients,
     EndpointCall,
     background_loop,
-    body_summary,
     check_base_url,
     client_timeout,
     error_text,
     json_answer,
-    one_line,
     run_sync,
+    stream_problem,
 )
-from memgpt_lite.llm.model import ContextWindowExceeded
-from memgpt_lite.models import LLMConfig, ToolCall, ToolChoice, Usage
-from memgpt_lite.text import clean_text, parse_json
+from memgpt_lite.llm.model import (
+    Completion,
+    ContextWindowExceeded,
+    ModelChunk,
+    complete,
+)
+from memgpt_lite.models import LLMConfig, ToolChoice
+from memgpt_lite.text import parse_json
+
+# Re-exported: the loop and the tests import these from here.
+__all__ = [
+    "Completion",
+    "ContextWindowExceeded",
+    "LLMClient",
+    "OpenAIChatModel",
+    "completion_from",
+    "resolve_endpoint",
+    "resolve_timeout",
+]
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Sent to servers that ignore keys (Ollama, llama.cpp, vLLM, LM Studio).
@@ -49,19 +84,18 @@ PLACEHOLDER_KEY = "not-needed"
 TIMEOUT_HINT = (
     "; a slow model may need a longer limit (--timeout, timeout=, or timeout in config.toml)"
 )
+# How long the end of a body is awaited after [DONE], so the connection goes
+# back to the pool; a server that keeps it open after that is not waited for.
+DRAIN_SECONDS = 1.0
+_STREAM_WORD = re.compile(r"\bstream")  # stream, streaming, stream_options; not "upstream"
 
 
-@dataclass
-class Completion:
-    content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    tool_choice: ToolChoice = "required"
+class _BrokenOff(Exception):
+    """Reading the body of an answer failed; `problem` says how."""
 
-    @property
-    def is_empty(self) -> bool:
-        """No tool call and no text (or only whitespace): nothing to act on or store."""
-        return not self.tool_calls and not (self.content and self.content.strip())
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 def resolve_endpoint(
@@ -101,30 +135,42 @@ def resolve_timeout(config: LLMConfig, timeout: float | None = None) -> float:
     return check_timeout(configured.value, configured.source)
 
 
-def _is_context_length_error(exc: openai.APIStatusError) -> bool:
-    code = getattr(exc, "code", None)
-    text = str(exc).lower()
-    return code == "context_length_exceeded" or any(
-        phrase in text
-        for phrase in (
-            "maximum context length",
-            "context length",
-            "context_length_exceeded",
-            "context window",
-            "too many tokens",
-            "prompt is too long",
-        )
-    )
+def _is_stream_error(exc: openai.APIStatusError) -> bool:
+    return exc.status_code in (400, 422) and bool(_STREAM_WORD.search(str(exc).lower()))
 
 
 def _is_tool_choice_error(exc: openai.APIStatusError) -> bool:
     return exc.status_code in (400, 422) and "tool_choice" in str(exc).lower()
 
 
-class LLMClient:
-    """Calls chat completions on one endpoint: `complete` from synchronous
-    code, `acomplete` in a running event loop. Each call is one request bounded
-    by `timeout` seconds as a whole."""
+def _request(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    tool_choice: ToolChoice,
+    stream: bool,
+) -> dict[str, Any]:
+    request: dict[str, Any] = {"model": config.model, "messages": messages}
+    if tools:
+        request["tools"] = tools
+        request["tool_choice"] = tool_choice
+    if config.temperature is not None:
+        request["temperature"] = config.temperature
+    if stream:
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+    return request
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "").lower()
+
+
+class OpenAIChatModel:
+    """The `Model` (llm/model.py) of one OpenAI-compatible endpoint. `stream`
+    answers in a running event loop; `complete` and `acomplete` give the whole
+    answer (for the current loop, until it consumes `stream`). Each answer is
+    one request bounded by `timeout` seconds as a whole."""
 
     def __init__(
         self,
@@ -134,6 +180,7 @@ class LLMClient:
         timeout: float | None = None,
     ) -> None:
         self.base_url, key = resolve_endpoint(config, base_url, api_key)
+        self.name = f"the model endpoint {self.base_url}"
         self.timeout = resolve_timeout(config, timeout)
         self._clients = AsyncClients(
             base_url=self.base_url, api_key=key, max_retries=0, timeout=client_timeout(self.timeout)
@@ -142,68 +189,143 @@ class LLMClient:
         self._seconds_lock = threading.Lock()
 
     def close(self) -> None:
-        """Close the pooled connections now (otherwise when the client is collected)."""
+        """Close the pooled connections now (otherwise when the model is collected)."""
         self._clients.close()
+
+    async def stream(
+        self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AsyncIterator[ModelChunk]:
+        """Answer one request with the model and options in `config`: the
+        deltas as they arrive (when it streams), then one `Completion`."""
+        call = EndpointCall(self.name, self.timeout, config.max_retries, TIMEOUT_HINT)
+        # Only the time spent waiting on the endpoint counts, not the caller's
+        # time between chunks; None while the caller has a chunk.
+        resumed: float | None = time.perf_counter()
+        try:
+            async with aclosing(self._answer(call, config, messages, tools)) as chunks:
+                async for chunk in chunks:
+                    self._count(resumed)
+                    resumed = None
+                    yield chunk
+                    resumed = time.perf_counter()
+        finally:
+            self._count(resumed)
 
     def complete(
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> Completion:
-        """One chat completion with the model and options in `config`. Falls back
-        from tool_choice "required" to "auto" when the endpoint refuses it; the
-        completion's `tool_choice` says which one worked."""
+        """The whole answer, from synchronous code (see `run_sync`)."""
         self._clients.for_loop(background_loop())
         return run_sync(self.acomplete(config, messages, tools))
 
     async def acomplete(
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> Completion:
-        """`complete`, awaited in the caller's event loop."""
-        call = EndpointCall(
-            f"the model endpoint {self.base_url}", self.timeout, config.max_retries, TIMEOUT_HINT
-        )
-        started = time.perf_counter()
-        try:
-            try:
-                return await self._create(call, config, messages, tools, config.tool_choice)
-            except openai.APIStatusError as exc:
-                if not (tools and config.tool_choice == "required" and _is_tool_choice_error(exc)):
-                    raise self._error(exc, config, call) from exc
-            try:
-                return await self._create(call, config, messages, tools, "auto")
-            except openai.APIStatusError as exc:
-                raise self._error(exc, config, call) from exc
-        finally:
-            with self._seconds_lock:
-                self.seconds_in_calls += time.perf_counter() - started
+        """The whole answer, awaited in the caller's event loop."""
+        return await complete(self, config, messages, tools)
 
-    async def _create(
+    def _count(self, since: float | None) -> None:
+        if since is not None:
+            with self._seconds_lock:
+                self.seconds_in_calls += time.perf_counter() - since
+
+    async def _answer(
         self,
         call: EndpointCall,
         config: LLMConfig,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
-        tool_choice: ToolChoice,
-    ) -> Completion:
-        request: dict[str, Any] = {"model": config.model, "messages": messages}
-        if tools:
-            request["tools"] = tools
-            request["tool_choice"] = tool_choice
-        if config.temperature is not None:
-            request["temperature"] = config.temperature
+    ) -> AsyncIterator[ModelChunk]:
+        """The answer, with the fallbacks: without streaming when the endpoint
+        refuses it, with tool_choice "auto" when it refuses "required". An
+        error status comes before any chunk, so asking again repeats nothing."""
+        stream, tool_choice = config.stream, config.tool_choice
+        while True:
+            request = _request(config, messages, tools, tool_choice, stream)
+            try:
+                async with aclosing(self._attempts(call, request, tool_choice)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
+                return
+            except openai.APIStatusError as exc:
+                if stream and _is_stream_error(exc):
+                    stream = False
+                elif tools and tool_choice == "required" and _is_tool_choice_error(exc):
+                    tool_choice = "auto"
+                else:
+                    raise self._error(exc, config, call) from exc
+
+    async def _attempts(
+        self, call: EndpointCall, request: dict[str, Any], tool_choice: ToolChoice
+    ) -> AsyncIterator[ModelChunk]:
+        """One request's answer. `call.run` retries errors and lost
+        connections; a body that breaks off is retried here, if nothing of it
+        was yielded yet."""
         client = self._clients.get()
+        stream = "stream" in request
 
-        async def attempt() -> httpx2.Response:
-            raw = await client.chat.completions.with_raw_response.create(**request)
-            return raw.http_response
+        async def send() -> httpx2.Response:
+            return await client.post(
+                "/chat/completions", body=request, cast_to=httpx2.Response, stream=stream
+            )
 
-        response = await call.run(attempt)
-        completion = completion_from(json_answer(response, call.name, parse_json), call.name)
-        completion.tool_choice = tool_choice
-        return completion
+        while True:
+            response = await call.run(send)
+            answer = StreamedAnswer(call.name)
+            yielded = 0
+            try:
+                async with aclosing(self._read(call, response, answer)) as chunks:
+                    async for chunk in chunks:
+                        if isinstance(chunk, Completion):
+                            chunk.tool_choice = tool_choice
+                        yielded += 1
+                        yield chunk
+                return
+            except _BrokenOff as broken:
+                problem = f"the answer broke off after {_chunks(answer.chunks)} ({broken.problem})"
+                if yielded == 0 and call.can_retry():
+                    await call.pause_before_retry(problem)
+                    continue
+                note = call.attempts_note()
+                raise LLMError(f"{call.name} stopped mid-answer: {problem}{note}") from None
+            finally:
+                await response.aclose()
+
+    async def _read(
+        self, call: EndpointCall, response: httpx2.Response, answer: StreamedAnswer
+    ) -> AsyncIterator[ModelChunk]:
+        """The chunks of one answer: its deltas as its events arrive, then the
+        Completion; or the Completion alone, for a plain JSON answer."""
+        if not _is_event_stream(response):
+            await _within(call, response.aread())
+            text = response.content.decode("utf-8", errors="replace")
+            if not text.lstrip().startswith("data:"):  # SSE under another content type
+                yield completion_from(json_answer(response, call.name, parse_json), call.name)
+                return
+        decoder = SSEDecoder()
+        async with aclosing(response.aiter_bytes()) as pieces:
+            while not answer.done:
+                data = await _within(call, anext(pieces, None))
+                events = decoder.end() if data is None else decoder.feed(data)
+                for event in events:
+                    for delta in answer.take(event):
+                        yield delta
+                    if answer.done:
+                        break
+                if data is None:
+                    break
+            if answer.done:
+                await _drain(call, pieces)
+        if not (answer.done or answer.finished):
+            problem = "the stream ended without [DONE] or a finish_reason"
+            if not answer.chunks and decoder.other_line:
+                problem = f"no data in the stream: {body_summary(decoder.other_line)}"
+            raise _BrokenOff(problem)
+        yield answer.completion()
 
     def _error(self, exc: openai.APIStatusError, config: LLMConfig, call: EndpointCall) -> LLMError:
         message = error_text(exc)
-        if _is_context_length_error(exc):
+        if is_context_length_error(getattr(exc, "code", None), str(exc)):
             return ContextWindowExceeded(f"{call.name} refused the request as too long: {message}")
         if isinstance(exc, openai.AuthenticationError):
             return LLMError(f"{call.name} refused the API key: {message}")
@@ -217,83 +339,26 @@ class LLMClient:
         return LLMError(f"{call.name} answered {exc.status_code}: {message}{call.attempts_note()}")
 
 
-def _safe_tool_name(name: str) -> str:
-    """A name the API accepts when the call is sent back in the history. Some
-    local models prefix "functions." or invent names with spaces; the loop then
-    answers the call as an unknown tool."""
-    name = name.removeprefix("functions.")
-    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64]
-    return cleaned or "missing_tool_name"
+# The name the current loop and older code use.
+LLMClient = OpenAIChatModel
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
-    )
+async def _within(call: EndpointCall, awaitable: Any) -> Any:
+    """`awaitable` (a read of the body) within the deadline; a failed read is _BrokenOff."""
+    try:
+        return await call.within_deadline(awaitable)
+    except httpx2.RequestError as exc:
+        raise _BrokenOff(stream_problem(exc)) from None
 
 
-def completion_from(data: Any, name: str) -> Completion:
-    """Our view of a chat completion's JSON, tolerant of what small servers
-    send; an LLMError naming `name` (the endpoint) when there is no message."""
-    if not isinstance(data, dict):
-        raise LLMError(f"{name} answered {_kind(data)}, not a chat completion")
-    error = data.get("error")
-    if "choices" not in data and error:
-        message = error.get("message") if isinstance(error, dict) else error
-        raise LLMError(f"{name} answered an error: {one_line(str(message))}")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        shown = body_summary(json.dumps(data, ensure_ascii=False))
-        raise LLMError(f"{name} answered a completion with no choices: {shown}")
-    message = choices[0].get("message") if isinstance(choices[0], dict) else None
-    if not isinstance(message, dict):
-        raise LLMError(f"{name} answered a completion whose first choice has no message")
-    return Completion(
-        content=_content(message.get("content"), name),
-        tool_calls=_tool_calls(message.get("tool_calls"), name),
-        usage=_usage(data.get("usage")),
-    )
+async def _drain(call: EndpointCall, pieces: AsyncIterator[bytes]) -> None:
+    """Read what follows [DONE], normally only the end of the body, so the
+    connection can serve the next request instead of being closed."""
+    with contextlib.suppress(TimeoutError, httpx2.RequestError):
+        async with asyncio.timeout(min(DRAIN_SECONDS, call.seconds_left())):
+            async for _ in pieces:
+                pass
 
 
-def _content(content: Any, name: str) -> str | None:
-    if isinstance(content, list):  # content parts, as some servers send
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
-        content = "".join(t for t in texts if isinstance(t, str))
-    if content is not None and not isinstance(content, str):
-        raise LLMError(f"{name} answered a message whose content is {_kind(content)}, not text")
-    return (clean_text(content) or None) if content is not None else None
-
-
-def _tool_calls(raw_calls: Any, name: str) -> list[ToolCall]:
-    if raw_calls is None:
-        return []
-    if not isinstance(raw_calls, list):
-        raise LLMError(f"{name} answered a message whose tool_calls is {_kind(raw_calls)}")
-    calls: list[ToolCall] = []
-    seen: set[str] = set()
-    for raw in raw_calls:
-        if not isinstance(raw, dict):
-            raise LLMError(f"{name} answered a tool call that is {_kind(raw)}, not an object")
-        function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
-        call_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-        call_id = clean_text(call_id) if call_id and call_id not in seen else None
-        call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
-        seen.add(call_id)
-        tool = function.get("name") if isinstance(function.get("name"), str) else ""
-        arguments = function.get("arguments")
-        if arguments is None:
-            arguments = ""
-        elif not isinstance(arguments, str):  # an object instead of JSON text
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append(ToolCall(id=call_id, name=_safe_tool_name(tool), arguments=arguments))
-    return calls
-
-
-def _usage(raw: Any) -> Usage:
-    usage = Usage(requests=1)
-    if isinstance(raw, dict):
-        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            value = raw.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(usage, key, value)
-    return usage
+def _chunks(n: int) -> str:
+    return f"{n} chunk" if n == 1 else f"{n} chunks"

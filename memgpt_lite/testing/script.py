@@ -15,6 +15,8 @@ responder to return):
   hangs up or the server stops.
 - ``drip(item)``: ``item`` (a reply, error or raw answer) sent a few bytes at a
   time with a pause between them, the status line and headers included.
+- ``cut(reply)``: the start of a reply, then the connection closed (or, with
+  ``hang=True``, silence): a stream that breaks off partway.
 
 A run of failures is a repeated item, ``enqueue(*[error(503, "busy")] * 5)``;
 a failure that never ends is a responder, ``server.responder = lambda body:
@@ -110,7 +112,19 @@ class Drip:
     delay: float = 0.0
 
 
-Scripted = Reply | ErrorReply | RawReply | Drop | Hang | Drip
+@dataclass(frozen=True)
+class Cut:
+    """Send the start of ``item`` and stop: the headers and the first ``after``
+    events of a streamed answer (of a plain one, half its body), then close
+    the connection, or with ``hang`` say nothing more until the client leaves."""
+
+    item: Reply
+    after: int = 2
+    hang: bool = False
+    delay: float = 0.0
+
+
+Scripted = Reply | ErrorReply | RawReply | Drop | Hang | Drip | Cut
 Responder = Callable[[dict[str, Any]], Scripted]
 
 HTML_PAGE = (
@@ -207,6 +221,13 @@ def drip(
     return Drip(item, interval, chunk, delay)
 
 
+def cut(item: Reply, *, after: int = 2, hang: bool = False, delay: float = 0.0) -> Cut:
+    """A reply that breaks off: the headers and its first ``after`` stream events
+    (the first is the one with the role, the next ones carry text), then the
+    connection is closed, or with ``hang=True`` kept open in silence."""
+    return Cut(item, after, hang, delay)
+
+
 _FINISH_REASONS = {None, "stop", "tool_calls", "length", "content_filter"}
 
 
@@ -248,11 +269,21 @@ def check_scripted(item: object, strict: bool = True) -> None:
 
     ``strict`` also refuses repeated tool call ids. A responder is checked
     without it, so it can imitate servers that do repeat them."""
-    if not isinstance(item, Reply | ErrorReply | RawReply | Drop | Hang | Drip):
+    if not isinstance(item, Reply | ErrorReply | RawReply | Drop | Hang | Drip | Cut):
         raise ValueError(
-            f"expected reply(), error(), raw(), html(), drop(), hang() or drip(), got {item!r}"
+            "expected reply(), error(), raw(), html(), drop(), hang(), drip() or cut(), "
+            f"got {item!r}"
         )
     _check_number("delay", item.delay)
+    if isinstance(item, Cut):
+        if not isinstance(item.item, Reply):
+            raise ValueError(f"cut() takes reply(), got {item.item!r}")
+        after = item.after
+        if not (isinstance(after, int) and not isinstance(after, bool) and after >= 0):
+            raise ValueError(f"cut after must be an int >= 0, got {after!r}")
+        if not isinstance(item.hang, bool):
+            raise ValueError(f"cut hang must be a bool, got {item.hang!r}")
+        check_scripted(item.item, strict)
     if isinstance(item, Drip):
         if not isinstance(item.item, Reply | ErrorReply | RawReply):
             raise ValueError(f"drip() takes reply(), error() or raw(), got {item.item!r}")

@@ -16,9 +16,15 @@ the same way it would fail against OpenAI::
 When the script runs out, ``server.responder`` (if set) answers instead; with
 neither, the server answers 400 rather than 5xx because the client retries 5xx.
 
-Besides replies and errors, the script (``testing_script.py``) has the ways
-real servers misbehave: ``drop()``, ``html()``, ``raw()`` bodies such as
-truncated JSON, ``hang()`` and ``drip()``.
+A request with ``stream: true`` is answered with server-sent events as
+OpenAI sends them (see ``wire.py``), text and arguments in pieces of
+``stream_piece_chars`` characters; each ``RecordedRequest`` notes when each
+piece was written. ``streaming = "refuse"`` or ``"ignore"`` plays a server
+that cannot stream (a 400, or a plain completion).
+
+Besides replies and errors, the script (``script.py``) has the ways real
+servers misbehave: ``drop()``, ``html()``, ``raw()`` bodies such as truncated
+JSON, ``hang()``, ``drip()`` and ``cut()`` (a stream that breaks off).
 
 ``POST /v1/embeddings`` answers with deterministic bag-of-words vectors that
 ``fake_embedding(text)`` reproduces, after any failures scripted apart from the
@@ -27,28 +33,20 @@ chat script with ``enqueue_embeddings(error(...), drop())``.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import select
-import socket
-import socketserver
-import sys
 import threading
-import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.testing.embeddings import DEFAULT_DIMENSION, embedding_response, input_texts
 from memgpt_lite.testing.embeddings import cosine as cosine  # re-exported for tests
 from memgpt_lite.testing.embeddings import fake_embedding as fake_embedding  # re-exported for tests
+from memgpt_lite.testing.handler import AnswerServer, Hooks
 from memgpt_lite.testing.script import (
     HTML_PAGE,
+    Cut,
     Drip,
     Drop,
     ErrorReply,
@@ -61,6 +59,7 @@ from memgpt_lite.testing.script import (
     call,
     call_raw,
     check_scripted,
+    cut,
     drip,
     drop,
     error,
@@ -77,9 +76,18 @@ from memgpt_lite.testing.validation import (
     validate_chat_request,
     validate_embedding_request,
 )
+from memgpt_lite.testing.wire import (
+    Response,
+    StreamPiece,
+    completion_body,
+    error_response,
+    scripted_response,
+    stream_events,
+)
 
 __all__ = [
     "HTML_PAGE",
+    "Cut",
     "Drip",
     "Drop",
     "ErrorReply",
@@ -94,6 +102,7 @@ __all__ = [
     "call",
     "call_raw",
     "cosine",
+    "cut",
     "drip",
     "drop",
     "error",
@@ -103,10 +112,10 @@ __all__ = [
     "raw",
     "reply",
     "say",
+    "StreamPiece",
 ]
 
-# How often a hung answer looks whether the client has hung up.
-HANG_POLL_SECONDS = 0.02
+Streaming = Literal[True, "refuse", "ignore"]
 
 # --------------------------------------------------------------------- server
 
@@ -122,197 +131,15 @@ class RecordedRequest:
     body: Any
     status: int = 0
     error: str | None = None
+    # A streamed answer: True, and each piece of text with the moment it was written.
+    streamed: bool = False
+    pieces: list[StreamPiece] = field(default_factory=list)
 
-
-@dataclass
-class _Response:
-    status: int
-    body: dict[str, Any] | None  # None: drop the connection
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    rejected: bool = False  # refused by the server itself, not by the script
-    # The history list (chat or embedding requests) the request body joins.
-    history: list[dict[str, Any]] | None = None
-    # How a scripted misbehaviour goes out.
-    raw: bytes | None = None  # sent instead of the JSON of `body`
-    content_type: str = "application/json"
-    hang: bool = False
-    drip: Drip | None = None
-
-
-def _error_response(
-    status: int,
-    message: str,
-    *,
-    error_type: str = "invalid_request_error",
-    param: str | None = None,
-    code: str | None = None,
-    rejected: bool = True,
-) -> _Response:
-    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    return _Response(status, body, rejected=rejected)
-
-
-def _scripted_response(item: Scripted, completion: dict[str, Any] | None = None) -> _Response:
-    """The answer for a scripted item; `completion` is the body for a reply."""
-    if isinstance(item, Drip):
-        response = _scripted_response(item.item, completion)
-        response.drip, response.delay = item, response.delay + item.delay
-        return response
-    if isinstance(item, Reply):
-        return _Response(200, completion, delay=item.delay)
-    if isinstance(item, Drop | Hang):
-        return _Response(0, None, delay=item.delay, hang=isinstance(item, Hang))
-    if isinstance(item, RawReply):
-        response = _Response(item.status, {}, dict(item.headers), item.delay, raw=item.body)
-        response.content_type = item.content_type
-        return response
-    response = _error_response(
-        item.status,
-        item.message,
-        error_type=item.error_type,
-        param=item.param,
-        code=item.code,
-        rejected=False,
-    )
-    response.headers, response.delay = dict(item.headers), item.delay
-    return response
-
-
-def _client_gone(sock: socket.socket) -> bool:
-    """True once the client has closed its end of the connection."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and not sock.recv(1, socket.MSG_PEEK)
-    except OSError:
-        return True
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer that tracks open connections so stop() can close
-    kept-alive ones instead of leaving threads blocked on them."""
-
-    daemon_threads = True
-
-    def __init__(self, fake: FakeOpenAIServer) -> None:
-        self.fake = fake
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind calls getfqdn(), a reverse DNS lookup that can
-        # stall on machines with no network.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._open_lock:
-            sockets = list(self._open)
-        for sock in sockets:
-            with contextlib.suppress(OSError):  # already closed by the client
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hangs up (timeouts, drop tests) is normal here.
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
-    # Headers and body go out in two writes; with Nagle's algorithm on, the
-    # second waits for the client's delayed ACK, adding ~40 ms to every reply.
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def do_GET(self) -> None:  # noqa: N802 - name required by BaseHTTPRequestHandler
-        self._handle("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._handle("POST")
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass  # keep test output clean
-
-    def _handle(self, method: str) -> None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length, self.close_connection = 0, True
-        raw = self.rfile.read(length) if length > 0 else b""
-        if len(raw) < length:
-            # The client went away mid-request (killed, say): nothing to
-            # answer, and nothing it sent was a request to judge.
-            self.close_connection = True
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        fake = self.server.fake
-        response = fake._respond(method, self.path.split("?", 1)[0], headers, raw)
-        # Wake early when the server stops, so stop() never waits on a sleeper.
-        if response.delay > 0 and fake._stopping.wait(response.delay):
-            response.body, response.hang = None, False
-        if response.hang:
-            self._hang()
-        if response.body is None:
-            self.close_connection = True
-            return
-        data = self._encode(response)
-        if response.drip is None:
-            self.wfile.write(data)
-        else:
-            self._drip(data, response.drip)
-
-    def _encode(self, response: _Response) -> bytes:
-        """The whole HTTP response: status line, headers and body."""
-        body = response.raw if response.raw is not None else json.dumps(response.body).encode()
-        try:
-            reason = HTTPStatus(response.status).phrase
-        except ValueError:
-            reason = ""
-        lines = [
-            f"HTTP/1.1 {response.status} {reason}",
-            f"Content-Type: {response.content_type}",
-            f"Content-Length: {len(body)}",
-            f"x-request-id: req_{uuid.uuid4().hex}",
-            *(f"{name}: {value}" for name, value in response.headers.items()),
-        ]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-    def _hang(self) -> None:
-        """Say nothing until the client hangs up or the server stops."""
-        fake = self.server.fake
-        with fake._lock:
-            fake._hanging += 1
-        try:
-            while not fake._stopping.wait(HANG_POLL_SECONDS):
-                if _client_gone(self.connection):
-                    break
-        finally:
-            with fake._lock:
-                fake._hanging -= 1
-
-    def _drip(self, data: bytes, drip: Drip) -> None:
-        for start in range(0, len(data), drip.chunk):
-            if start and self.server.fake._stopping.wait(drip.interval):
-                self.close_connection = True
-                return
-            try:
-                self.wfile.write(data[start : start + drip.chunk])
-            except OSError:  # the client gave up: normal for a drip
-                self.close_connection = True
-                return
+    @property
+    def first_content_at(self) -> float | None:
+        """`time.perf_counter()` when the first piece of the message's text was
+        written (None if there was none): how soon the first words went out."""
+        return next((p.at for p in self.pieces if p.index is None), None)
 
 
 class FakeOpenAIServer:
@@ -334,12 +161,21 @@ class FakeOpenAIServer:
         reject_required_tool_choice: bool = False,
         api_key: str = "test-key",
         embedding_dimension: int = DEFAULT_DIMENSION,
+        *,
+        streaming: Streaming = True,
+        stream_piece_chars: int = 4,
+        stream_piece_seconds: float = 0.0,
     ) -> None:
         if not (isinstance(embedding_dimension, int) and embedding_dimension >= 1):
             raise ValueError(f"embedding_dimension must be an int >= 1: {embedding_dimension!r}")
         self.embedding_dimension = embedding_dimension
         self.context_window = context_window
         self.reject_required_tool_choice = reject_required_tool_choice
+        self.streaming = streaming
+        # Streamed text and arguments go out in pieces of this many characters,
+        # with this pause before each event after the first.
+        self.stream_piece_chars = stream_piece_chars
+        self.stream_piece_seconds = stream_piece_seconds
         self.api_key = api_key
         self.responder: Responder | None = None
         self._lock = threading.RLock()  # re-entrant: a responder may read history
@@ -353,10 +189,10 @@ class FakeOpenAIServer:
         self._counters: dict[str, TokenCounter] = {}
         self._hanging = 0
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: AnswerServer | None = None
         self._thread: threading.Thread | None = None
         # A new route is one entry here plus one method.
-        self._routes: dict[tuple[str, str], Callable[[dict[str, Any] | None], _Response]] = {
+        self._routes: dict[tuple[str, str], Callable[[dict[str, Any] | None], Response]] = {
             ("GET", "/v1/models"): self._list_models,
             ("POST", "/v1/chat/completions"): self._chat_completions,
             ("POST", "/v1/embeddings"): self._embeddings,
@@ -367,7 +203,8 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         if self._httpd is None:
             self._stopping.clear()
-            self._httpd = _HTTPServer(self)
+            hooks = Hooks(self._respond, self._stopping, self._count_hang, self._piece_seconds)
+            self._httpd = AnswerServer(hooks)
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
                 kwargs={"poll_interval": 0.02},
@@ -400,6 +237,29 @@ class FakeOpenAIServer:
             raise RuntimeError("FakeOpenAIServer is not started")
         return f"http://127.0.0.1:{self._httpd.server_port}/v1"
 
+    @property
+    def streaming(self) -> Streaming:
+        """True: answer `stream: true` with server-sent events. "refuse": answer
+        it with a 400, as servers that cannot stream do. "ignore": answer it
+        with a plain JSON completion, as servers that do not know the option do."""
+        return self._streaming
+
+    @streaming.setter
+    def streaming(self, value: Streaming) -> None:
+        if value is not True and value not in ("refuse", "ignore"):
+            raise ValueError(f'streaming must be True, "refuse" or "ignore", not {value!r}')
+        self._streaming = value
+
+    @property
+    def stream_piece_chars(self) -> int:
+        return self._stream_piece_chars
+
+    @stream_piece_chars.setter
+    def stream_piece_chars(self, value: int) -> None:
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ValueError(f"stream_piece_chars must be an int >= 1, not {value!r}")
+        self._stream_piece_chars = value
+
     # -- script and history -----------------------------------------------
 
     def enqueue(self, *items: Scripted) -> None:
@@ -414,7 +274,8 @@ class FakeOpenAIServer:
         apart from the chat script; once they are used up, requests get the
         deterministic vectors."""
         for item in items:
-            if isinstance(item, Reply) or (isinstance(item, Drip) and isinstance(item.item, Reply)):
+            answer = item.item if isinstance(item, Drip | Cut) else item
+            if isinstance(answer, Reply):
                 raise ValueError("enqueue_embeddings takes failures such as error(), not reply()")
             check_scripted(item)
         with self._lock:
@@ -469,7 +330,14 @@ class FakeOpenAIServer:
 
     # -- request handling (called from handler threads) --------------------
 
-    def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> _Response:
+    def _count_hang(self, change: int) -> None:
+        with self._lock:
+            self._hanging += change
+
+    def _piece_seconds(self) -> float:
+        return self.stream_piece_seconds
+
+    def _respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
         body: Any = None
         parse_error = False
         try:
@@ -480,17 +348,17 @@ class FakeOpenAIServer:
         auth = headers.get("authorization", "")
         if auth != f"Bearer {self.api_key}":
             message = "Incorrect API key provided." if auth else "You didn't provide an API key."
-            response = _error_response(401, message, code="invalid_api_key")
+            response = error_response(401, message, code="invalid_api_key")
         elif route is None:
-            response = _error_response(404, f"Invalid URL ({method} {path})")
+            response = error_response(404, f"Invalid URL ({method} {path})")
         elif parse_error:
-            response = _error_response(400, "We could not parse the JSON body of your request.")
+            response = error_response(400, "We could not parse the JSON body of your request.")
         else:
             response = route(body)
         self._record(RecordedRequest(method, path, headers, body), response)
         return response
 
-    def _record(self, record: RecordedRequest, response: _Response) -> None:
+    def _record(self, record: RecordedRequest, response: Response) -> None:
         record.status = response.status if response.body is not None else 0
         if response.hang:
             record.error = "no answer (hang)"
@@ -498,6 +366,8 @@ class FakeOpenAIServer:
             record.error = "connection dropped"
         elif "error" in response.body:
             record.error = response.body["error"]["message"]
+        if response.events is not None:
+            record.streamed, response.pieces = True, record.pieces
         with self._lock:
             self._requests.append(record)
             if response.rejected:
@@ -505,49 +375,56 @@ class FakeOpenAIServer:
             if response.history is not None:
                 response.history.append(record.body)
 
-    def _list_models(self, body: dict[str, Any] | None) -> _Response:
+    def _list_models(self, body: dict[str, Any] | None) -> Response:
         model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "memgpt-lite"}
-        return _Response(200, {"object": "list", "data": [model]})
+        return Response(200, {"object": "list", "data": [model]})
 
-    def _chat_completions(self, body: dict[str, Any] | None) -> _Response:
+    def _chat_completions(self, body: dict[str, Any] | None) -> Response:
         try:
             body = validate_chat_request(body, self.reject_required_tool_choice)
             counter = self._counter(body["model"])
             prompt_tokens = check_context(counter, body, self.context_window)
         except Rejected as exc:
-            return _error_response(400, exc.message, param=exc.param, code=exc.code)
+            return error_response(400, exc.message, param=exc.param, code=exc.code)
+        stream = body.get("stream") is True and self.streaming != "ignore"
+        if stream and self.streaming == "refuse":
+            return error_response(400, "Unknown parameter: 'stream'.", param="stream")
         try:
             item = self._next_scripted(body)
         except ValueError as exc:  # the responder returned garbage: say so, do not crash
-            return _error_response(400, f"fake server: bad responder output: {exc}")
+            return error_response(400, f"fake server: bad responder output: {exc}")
         except Exception as exc:  # noqa: BLE001 - a test's responder has a bug: say which
-            return _error_response(400, f"fake server: the responder raised {exc!r}")
+            return error_response(400, f"fake server: the responder raised {exc!r}")
         if item is None:
-            return _error_response(400, "fake server: no scripted reply left")
-        answer = item.item if isinstance(item, Drip) else item
+            return error_response(400, "fake server: no scripted reply left")
+        answer = item.item if isinstance(item, Drip | Cut) else item
         completion = None
         if isinstance(answer, Reply):
-            completion = self._completion(body["model"], answer, prompt_tokens)
-        response = _scripted_response(item, completion)
+            completion = completion_body(body["model"], answer, prompt_tokens, counter)
+        response = scripted_response(item, completion)
+        if completion is not None and stream:
+            usage = (body.get("stream_options") or {}).get("include_usage") is True
+            response.events = stream_events(completion, self.stream_piece_chars, usage)
+            response.content_type = "text/event-stream; charset=utf-8"
         response.history = self._chat_requests
         return response
 
-    def _embeddings(self, body: dict[str, Any] | None) -> _Response:
+    def _embeddings(self, body: dict[str, Any] | None) -> Response:
         try:
             body = validate_embedding_request(body, self.embedding_dimension)
             encoding = self._counter(body["model"]).encoding
             texts, prompt_tokens = input_texts(body["input"], encoding)
         except Rejected as exc:
-            return _error_response(400, exc.message, param=exc.param, code=exc.code)
+            return error_response(400, exc.message, param=exc.param, code=exc.code)
         with self._lock:
             item = self._embedding_queue.popleft() if self._embedding_queue else None
             if item is None:
                 self._embedding_inputs_seen += len(texts)
         if item is None:
             answer = embedding_response(body, texts, prompt_tokens, self.embedding_dimension)
-            response = _Response(200, answer)
+            response = Response(200, answer)
         else:
-            response = _scripted_response(item)
+            response = scripted_response(item)
         response.history = self._embedding_requests
         return response
 
@@ -567,37 +444,3 @@ class FakeOpenAIServer:
             if model not in self._counters:
                 self._counters[model] = TokenCounter(model)
             return self._counters[model]
-
-    def _completion(self, model: str, item: Reply, prompt_tokens: int) -> dict[str, Any]:
-        """A chat.completion object in the real API's shape."""
-        counter = self._counter(model)
-        message: dict[str, Any] = {"role": "assistant", "content": item.content, "refusal": None}
-        completion_tokens = counter.count_text(item.content or "")
-        if item.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": tc.id,
-                    "type": "function",
-                    "function": {"name": tc.name, "arguments": tc.arguments},
-                }
-                for tc in item.tool_calls
-            ]
-            completion_tokens += sum(
-                counter.count_text(tc.name) + counter.count_text(tc.arguments)
-                for tc in item.tool_calls
-            )
-        finish = item.finish_reason or ("tool_calls" if item.tool_calls else "stop")
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }

@@ -53,6 +53,7 @@ _ORPHAN_TOOL = (
     "message with 'tool_calls'."
 )
 _CONTENT = "one of a string or array of objects"
+_STREAM_OPTIONS = ("include_usage", "include_obfuscation")
 _ONLY_WITH_TOOLS = "Invalid value for '{0}': '{0}' is only allowed when 'tools' are specified."
 
 
@@ -95,9 +96,30 @@ def _check_top_level(body: object) -> dict[str, Any]:
         raise _wrong_type("messages", "an array", body["messages"])
     if not body["messages"]:
         raise _empty("messages")
-    if body.get("stream"):
-        raise Rejected("fake server: streaming is not supported", "stream")
+    _check_stream(body)
     return body
+
+
+def _check_stream(body: dict[str, Any]) -> None:
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise _wrong_type("stream", "a boolean", stream)
+    options = body.get("stream_options")
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise _wrong_type("stream_options", "an object", options)
+    if not stream:
+        raise Rejected(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            "stream_options",
+        )
+    for key, value in options.items():
+        if key not in _STREAM_OPTIONS:
+            param = f"stream_options.{key}"
+            raise Rejected(f"Unknown parameter: '{param}'.", param, "unknown_parameter")
+        if value is not None and not isinstance(value, bool):
+            raise _wrong_type(f"stream_options.{key}", "a boolean", value)
 
 
 def _check_message(where: str, msg: object) -> None:
