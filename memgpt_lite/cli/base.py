@@ -66,9 +66,15 @@ class CleanText(click.ParamType):
     name = "text"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from memgpt_lite.text import clean_text  # it loads pydantic
+        if not isinstance(value, str):
+            return value
+        try:
+            value.encode("utf-8")  # valid already, as nearly always: nothing to load
+        except UnicodeEncodeError:
+            from memgpt_lite.text import clean_text  # it loads pydantic
 
-        return clean_text(value) if isinstance(value, str) else value
+            return clean_text(value)
+        return value
 
 
 class TextOrFile(CleanText):
