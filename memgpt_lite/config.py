@@ -29,7 +29,6 @@ from __future__ import annotations
 import errno
 import math
 import os
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +121,8 @@ def _describe(error: Any) -> str:
 
 def load_file_config(path: Path | None = None) -> FileConfig:
     """The settings in `config.toml` (none if the file does not exist)."""
+    import tomllib  # here, like pydantic: only the commands that read settings need it
+
     from pydantic import ValidationError
 
     from memgpt_lite.settings import FileConfig
