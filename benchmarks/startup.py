@@ -95,7 +95,7 @@ def first_count(runs: int, root: Path) -> None:
             cold.append(_first_count_ms(model, cached))
         warm = [_first_count_ms(model, cached) for _ in range(runs)]
         print(
-            f"  {name} ({model}):  no cache {statistics.median(uncached):4.0f}"
+            f"  {f'{name} ({model})':<26}no cache {statistics.median(uncached):4.0f}"
             f"   cold cache {statistics.median(cold):4.0f}"
             f"   warm cache {statistics.median(warm):4.0f}"
         )
@@ -107,7 +107,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         start_up(args.runs, Path(folder) / "home")
-        first_count(max(3, args.runs // 2), Path(folder))
+        first_count(args.runs, Path(folder))
 
 
 if __name__ == "__main__":

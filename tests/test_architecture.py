@@ -61,7 +61,9 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[s
     return found
 
 
-def edges_of(source: str, module: str, modules: Iterable[str], is_package: bool = False) -> set[str]:
+def edges_of(
+    source: str, module: str, modules: Iterable[str], is_package: bool = False
+) -> set[str]:
     """The modules of the package that `source` (the text of `module`) imports."""
     known = set(modules)
     edges: set[str] = set()
