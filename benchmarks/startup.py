@@ -8,12 +8,17 @@ Each figure is the median over `--runs` fresh processes, in milliseconds:
   `memgpt-lite send --help`, whole processes (target: under 250 ms more
   than the bare interpreter);
 - the first token count in a new process (building the vocabulary), timed
-  inside the process: with no cache (the vocabulary file parsed, as every
-  `send` did before the cache), a cold cache (parsed, then cached) and a warm
-  one. The part no cache can save is tiktoken building its encoder.
+  inside the process, wall and CPU: with no cache (the vocabulary file
+  parsed, as every `send` did before the cache), a cold cache (parsed, then
+  cached) and a warm one. The part no cache can save is tiktoken building
+  its encoder.
+
+The cases take turns run by run, so a machine busy with other work slows
+them all alike.
 
 Every process gets its own `$MEMGPT_LITE_HOME` in a temporary folder, so
-nothing is read from or written to yours.
+nothing is read from or written to yours. To measure another checkout, put it
+first: `PYTHONPATH=../other python benchmarks/startup.py`.
 """
 
 from __future__ import annotations
@@ -32,9 +37,9 @@ from pathlib import Path
 _FIRST_COUNT = """
 import sys, time
 from memgpt_lite.llm.tokens import TokenCounter
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 TokenCounter(sys.argv[1]).count_text("How many tokens is this?")
-print((time.perf_counter() - started) * 1000)
+print((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000)
 """
 MODELS = {"o200k_base": "gpt-4o-mini", "cl100k_base": "gpt-4"}
 
@@ -51,7 +56,8 @@ def _wall_ms(argv: list[str], env: dict[str, str]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _first_count_ms(model: str, env: dict[str, str]) -> float:
+def _first_count_ms(model: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of the first count in a new process."""
     done = subprocess.run(
         [sys.executable, "-c", _FIRST_COUNT, model],
         env=env,
@@ -59,7 +65,14 @@ def _first_count_ms(model: str, env: dict[str, str]) -> float:
         capture_output=True,
         text=True,
     )
-    return float(done.stdout)
+    wall, cpu = done.stdout.split()
+    return float(wall), float(cpu)
+
+
+def _medians(figures: list[tuple[float, float]]) -> str:
+    wall = statistics.median(f[0] for f in figures)
+    cpu = statistics.median(f[1] for f in figures)
+    return f"{wall:4.0f} (cpu {cpu:3.0f})"
 
 
 def start_up(runs: int, home: Path) -> None:
@@ -71,13 +84,16 @@ def start_up(runs: int, home: Path) -> None:
     }
     for argv in cases.values():  # warm the disk cache: every figure is a warm start
         _wall_ms(argv, env)
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    for _ in range(runs):
+        for label, argv in cases.items():
+            times[label].append(_wall_ms(argv, env))
     print(f"start-up, median of {runs} processes (ms)")
-    bare = None
-    for label, argv in cases.items():
-        median = statistics.median(_wall_ms(argv, env) for _ in range(runs))
-        extra = "" if bare is None else f"  (+{median - bare:.0f} over the bare interpreter)"
-        bare = median if bare is None else bare
-        print(f"  {label:<26}{median:7.0f}{extra}")
+    bare = statistics.median(times.pop("python -c pass"))
+    print(f"  {'python -c pass':<26}{bare:7.0f}")
+    for label, figures in times.items():
+        median = statistics.median(figures)
+        print(f"  {label:<26}{median:7.0f}  (+{median - bare:.0f} over the bare interpreter)")
 
 
 def first_count(runs: int, root: Path) -> None:
@@ -88,16 +104,15 @@ def first_count(runs: int, root: Path) -> None:
         no_cache = {**os.environ, "MEMGPT_LITE_HOME": str(blocker / "home")}  # cannot be made
         cached_home = root / f"home-{name}"
         cached = {**os.environ, "MEMGPT_LITE_HOME": str(cached_home)}
-        uncached = [_first_count_ms(model, no_cache) for _ in range(runs)]
-        cold = []
+        uncached, cold, warm = [], [], []
         for _ in range(runs):
+            uncached.append(_first_count_ms(model, no_cache))
             shutil.rmtree(cached_home, ignore_errors=True)
             cold.append(_first_count_ms(model, cached))
-        warm = [_first_count_ms(model, cached) for _ in range(runs)]
+            warm.append(_first_count_ms(model, cached))
         print(
-            f"  {f'{name} ({model})':<26}no cache {statistics.median(uncached):4.0f}"
-            f"   cold cache {statistics.median(cold):4.0f}"
-            f"   warm cache {statistics.median(warm):4.0f}"
+            f"  {f'{name} ({model})':<26}no cache {_medians(uncached)}"
+            f"   cold cache {_medians(cold)}   warm cache {_medians(warm)}"
         )
 
 
@@ -106,6 +121,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9, help="processes per figure")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
+        # From an empty folder, `python -c` imports the installed memgpt_lite (or
+        # $PYTHONPATH's, to measure another checkout), as `memgpt-lite` does,
+        # never a memgpt_lite folder that happens to be in the working directory.
+        os.chdir(folder)
         start_up(args.runs, Path(folder) / "home")
         first_count(args.runs, Path(folder))
 
