@@ -24,9 +24,6 @@ MAX_LINES = 650
 # Subpackages whose __init__ must stay empty of package imports, so that
 # importing one of their modules never drags the whole subpackage in.
 EMPTY_INITS = ("loop", "memory", "tools", "llm", "embeddings", "storage", "agentfile", "cli")
-# The modules the loop rewrite is restructuring; the cycles through them go
-# with it (see the xfail below). Every other module must be cycle-free now.
-REWRITE_MODULES = (f"{PACKAGE}.agent", f"{PACKAGE}.loop", f"{PACKAGE}.memory", f"{PACKAGE}.tools")
 
 Graph = dict[str, set[str]]
 
@@ -165,10 +162,6 @@ def describe(found: list[list[str]]) -> str:
     return "\n".join(" -> ".join(cycle) for cycle in short)
 
 
-def in_rewrite(module: str) -> bool:
-    return any(module == name or module.startswith(name + ".") for name in REWRITE_MODULES)
-
-
 # The checker itself: a test that cannot fail is no test.
 
 
@@ -211,9 +204,7 @@ def test_the_graph_covers_the_package():
 # The package.
 
 
-@pytest.mark.xfail(strict=True, reason="cycles through agent.py until the loop rewrite lands")
 def test_no_import_cycles():
-    """`pytest --runxfail tests/test_architecture.py` lists the cycles left."""
     graph = import_graph()
     found = cycles(graph)
     tangles = "\n".join(
@@ -221,19 +212,6 @@ def test_no_import_cycles():
         for component in strongly_connected(graph)
     )
     assert not found, f"import cycles:\n{describe(found)}\nmodules tangled together:\n{tangles}"
-
-
-def test_no_import_cycles_outside_the_loop_rewrite():
-    """The cycles left are all through agent.py, loop/, memory/ or tools/; none
-    may appear elsewhere while the xfail above hides them."""
-    graph = import_graph()
-    outside = {
-        module: {edge for edge in edges if not in_rewrite(edge)}
-        for module, edges in graph.items()
-        if not in_rewrite(module)
-    }
-    found = cycles(outside)
-    assert not found, f"import cycles:\n{describe(found)}"
 
 
 def test_modules_are_short():
