@@ -15,6 +15,13 @@ they stay in the environment (`OPENAI_API_KEY`).
 `timeout` is the limit, in seconds, on one model request as a whole (retries,
 backoff and a slowly dripping answer included). It is read each time an agent
 runs, unless the agent was created with its own (`llm.timeout_seconds`).
+
+Data derived from installed packages (the token vocabularies) is cached in
+`$MEMGPT_LITE_HOME/cache` when `$MEMGPT_LITE_HOME` is set, else in
+`$XDG_CACHE_HOME/memgpt_lite` (`~/.cache/memgpt_lite`); deleting it is safe.
+
+Every command imports this module, so it stays light: the pydantic models of
+the settings are in `settings.py`, imported by the functions that build them.
 """
 
 from __future__ import annotations
@@ -22,14 +29,14 @@ from __future__ import annotations
 import errno
 import math
 import os
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memgpt_lite.settings import ConfigValue, EffectiveConfig, FileConfig, SettingValue
 
 DB_FILENAME = "memgpt_lite.db"
 CONFIG_FILENAME = "config.toml"
@@ -48,14 +55,25 @@ DEFAULT_SOURCE = "default"
 # whole answer is ready.
 DEFAULT_TIMEOUT_SECONDS = 300.0
 DEFAULTS: dict[str, SettingValue] = {"timeout": DEFAULT_TIMEOUT_SECONDS}
-
-SettingValue = str | int | float | None
+CACHE_DIRNAME = "cache"
 
 
 def home_dir() -> Path:
     """The directory for memgpt_lite's files: `$MEMGPT_LITE_HOME` or `~/.memgpt_lite`."""
     configured = os.environ.get("MEMGPT_LITE_HOME")
     return Path(configured).expanduser() if configured else Path.home() / ".memgpt_lite"
+
+
+def cache_dir() -> Path:
+    """The folder for caches: `$MEMGPT_LITE_HOME/cache` when the home is set
+    (a custom home keeps everything, as tests and sandboxes want), else
+    `$XDG_CACHE_HOME/memgpt_lite`, where backups and cleaners expect caches."""
+    if os.environ.get("MEMGPT_LITE_HOME"):
+        return home_dir() / CACHE_DIRNAME
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec ignores a relative path: it would depend on the working folder.
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "memgpt_lite"
 
 
 def folder_label(folder: Path) -> str:
@@ -94,42 +112,6 @@ def config_path() -> Path:
     return home_dir() / CONFIG_FILENAME
 
 
-class FileConfig(BaseModel):
-    """What `config.toml` may hold. Unknown keys are refused, so a typo is
-    reported instead of silently ignored; strict, because TOML has real types."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    model: str | None = Field(default=None, min_length=1)
-    base_url: str | None = Field(default=None, min_length=1)
-    embedder: str | None = Field(default=None, min_length=1)
-    context_window: int | None = Field(default=None, gt=0)
-    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-
-
-class ConfigValue(BaseModel):
-    """One effective setting and where it came from: a flag such as
-    "--model", an environment variable such as "$MEMGPT_LITE_MODEL", the
-    config file's path, or "default"."""
-
-    value: SettingValue
-    source: str
-
-
-class EffectiveConfig(BaseModel):
-    """The settings a new agent gets, each with its source."""
-
-    path: Path  # the config file consulted (it may not exist)
-    model: ConfigValue
-    base_url: ConfigValue
-    embedder: ConfigValue
-    context_window: ConfigValue
-    timeout: ConfigValue
-
-    def settings(self) -> dict[str, ConfigValue]:
-        return {key: getattr(self, key) for key in ENV_VARS}
-
-
 def _describe(error: Any) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "(file)"
     if error["type"] == "extra_forbidden":
@@ -139,6 +121,12 @@ def _describe(error: Any) -> str:
 
 def load_file_config(path: Path | None = None) -> FileConfig:
     """The settings in `config.toml` (none if the file does not exist)."""
+    import tomllib  # here, like pydantic: only the commands that read settings need it
+
+    from pydantic import ValidationError
+
+    from memgpt_lite.settings import FileConfig
+
     path = path or config_path()
     try:
         text = path.read_bytes().decode("utf-8")
@@ -212,6 +200,8 @@ def _setting(
 ) -> ConfigValue:
     """One setting: `flag` (None: not given), else the environment, else the
     config file at `path` (read by `from_file` only if needed), else the default."""
+    from memgpt_lite.settings import ConfigValue
+
     if flag is not None:
         return ConfigValue(value=flag, source="--" + key.replace("_", "-"))
     if (from_env := _from_env(key)) is not None:
@@ -226,6 +216,8 @@ def effective_config(
 ) -> EffectiveConfig:
     """Each setting from `flags` (None: not given), else the environment, else
     the config file, else the default. A bad file or variable is a ConfigError."""
+    from memgpt_lite.settings import EffectiveConfig
+
     flags = flags or {}
     path = path or config_path()
     from_file = load_file_config(path)

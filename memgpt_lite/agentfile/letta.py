@@ -34,7 +34,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
-from memgpt_lite.agentfile.native import (
+from memgpt_lite.agentfile.schema import (
     AgentFile,
     AgentFileError,
     FileBlock,

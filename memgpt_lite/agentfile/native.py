@@ -4,7 +4,7 @@
 `{"format": "memgpt_lite.agent", "version": 1, ...}`: blocks, every message of
 recall memory in order, the context window, summary, archival passages, stored
 vectors, settings, LLM config, system prompt and custom tool names.
-`import_agent` stores such a file, or a Letta `.af` file (`agentfile_letta`),
+`import_agent` stores such a file, or a Letta `.af` file (`letta.py`),
 as a new agent in one transaction: on any error nothing is stored.
 
 Left out on purpose: the API key (never stored anywhere); the code of custom
@@ -18,6 +18,8 @@ database). A block shared with other agents is exported with this one and
 imported as the new agent's own block: sharing is within one database. Vectors
 are base64 little-endian float32 with the embedder's name and dimension; an
 import with another embedder re-embeds the passages instead.
+
+The file's models are in `schema.py`, which the Letta converter builds too.
 """
 
 from __future__ import annotations
@@ -27,132 +29,32 @@ import os
 import uuid
 from collections.abc import Sequence
 from contextlib import suppress
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 
+from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file
+from memgpt_lite.agentfile.schema import (
+    FORMAT,
+    VERSION,
+    AgentFile,
+    AgentFileError,
+    FileBlock,
+    FileMessage,
+    FilePassage,
+    validation_problems,
+)
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.models import (
-    DEFAULT_BLOCK_LIMIT,
-    MAX_STORED_INT,
-    AgentSettings,
-    AgentState,
-    Block,
-    LLMConfig,
-    Message,
-    Passage,
-    Role,
-    ToolCall,
-    utcnow,
-)
+from memgpt_lite.models import AgentState, Block, Message, Passage, ToolCall
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
 
-FORMAT = "memgpt_lite.agent"
-VERSION = 1
 MISSING_RESULT = (
     "Error: no result was recorded for this call (it was missing from the imported history)."
 )
-
-
-class AgentFileError(ConfigError):
-    """A file that is not an agent file this version can read."""
-
-
-def _as_utc(value: datetime) -> datetime:
-    # A time without a zone is taken as UTC, never as the importing machine's local time.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
-
-
-def _without_old_default_timeout(llm: LLMConfig) -> LLMConfig:
-    return llm.model_copy(update={"timeout_seconds": None}) if llm.timeout_seconds == 120.0 else llm
-
-
-class FileBlock(BaseModel):
-    label: str
-    value: str = ""
-    limit: int = Field(default=DEFAULT_BLOCK_LIMIT, gt=0, le=MAX_STORED_INT)
-    description: str = ""
-    read_only: bool = False
-    updated_at: UtcDatetime | None = None
-
-
-class FileMessage(BaseModel):
-    """A message of recall memory, without its database id and `seq`."""
-
-    role: Role
-    content: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None
-    step_id: str | None = None
-    created_at: UtcDatetime = Field(default_factory=utcnow)
-    vector: str | None = None  # base64 float32, in the file's embedding space
-
-    @model_validator(mode="after")
-    def _sendable(self) -> FileMessage:
-        # What the chat completions API would refuse to be sent later.
-        if self.tool_calls and self.role != "assistant":
-            raise ValueError(f"a {self.role} message cannot hold tool calls")
-        if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("a tool message needs its tool_call_id")
-        if self.content is None and not self.tool_calls:
-            raise ValueError(f"a {self.role} message needs content")
-        return self
-
-
-class FilePassage(BaseModel):
-    text: str = Field(min_length=1)
-    tags: list[str] = Field(default_factory=list)
-    context: str = ""
-    created_at: UtcDatetime = Field(default_factory=utcnow)
-    vector: str | None = None
-
-
-class AgentFile(BaseModel):
-    """One agent, whole. `messages[context_start:]` are in the context window."""
-
-    format: Literal["memgpt_lite.agent"] = FORMAT
-    version: int = VERSION
-    exported_at: UtcDatetime = Field(default_factory=utcnow)
-    name: str
-    created_at: UtcDatetime = Field(default_factory=utcnow)
-    system: str
-    # Files written before the timeout became a setting hold the 120 s every
-    # agent stored then, which no user chose: dropped, as migration m007 does.
-    llm: Annotated[LLMConfig, AfterValidator(_without_old_default_timeout)]
-    settings: AgentSettings = Field(default_factory=AgentSettings)
-    tool_names: list[str] = Field(default_factory=list)
-    blocks: list[FileBlock] = Field(default_factory=list)
-    messages: list[FileMessage] = Field(default_factory=list)
-    context_start: int = Field(default=0, ge=0)
-    summary: str = ""
-    pressure_warned: bool = False
-    embedding_model: str | None = None
-    embedding_dimension: int | None = Field(default=None, gt=0, le=MAX_STORED_INT)
-    passages: list[FilePassage] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> AgentFile:
-        if self.context_start > len(self.messages):
-            raise ValueError(
-                f"context_start {self.context_start} is past the last of "
-                f"{len(self.messages)} messages"
-            )
-        labels = [b.label for b in self.blocks]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"block labels must be unique, got {labels}")
-        has_vectors = any(item.vector for item in [*self.messages, *self.passages])
-        if has_vectors and not (self.embedding_model and self.embedding_dimension):
-            raise ValueError("vectors need embedding_model and embedding_dimension")
-        return self
 
 
 class ImportReport(BaseModel):
@@ -271,13 +173,6 @@ def write_agent_file(
 # Reading
 
 
-def validation_problems(exc: ValidationError, shown: int = 3) -> str:
-    errors = exc.errors(include_url=False)
-    problems = [f"{'.'.join(str(part) for part in e['loc']) or 'file'}: {e['msg']}" for e in errors]
-    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
-    return "; ".join(problems[:shown]) + more
-
-
 def load_json(path: str | Path) -> Any:
     path = Path(path).expanduser()
     try:
@@ -296,9 +191,6 @@ def parse_agent_file(
     raw: Any, source: str = "the file", letta_agent: str | None = None
 ) -> LoadedAgentFile:
     """Our format or Letta's, told apart by the `format` marker."""
-    # Imported here: agentfile_letta builds on this module's models.
-    from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file
-
     if isinstance(raw, str):  # some published .af files are a JSON string holding the JSON
         with suppress(JSONProblem):
             raw = parse_json(raw)

@@ -1,5 +1,9 @@
 """Managing agents from the shell: create, agents, show, rename, delete, blocks,
-and config (the defaults new agents get, and where each comes from)."""
+and config (the defaults new agents get, and where each comes from).
+
+What the commands run is imported inside them, so that `--help` stays fast
+(see `base.py`).
+"""
 
 from __future__ import annotations
 
@@ -8,29 +12,22 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from memgpt_lite.agent import Agent, default_blocks
 from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, store_for
-from memgpt_lite.cli.editor import edit_block
 from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
-from memgpt_lite.loop.window import window_for_model
-from memgpt_lite.models import AgentSettings, AgentState, AgentStats, Block
-from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
-# Shown for a setting that has no value anywhere.
+if TYPE_CHECKING:
+    from memgpt_lite.models import AgentState, AgentStats, Block
+    from memgpt_lite.storage.protocol import Storage
+
+# Shown for a setting that has no value anywhere; base_url's is the default
+# endpoint, added where it is shown (its module loads openai).
 UNSET_MEANING = {
     "model": "(none: pass --model)",
-    "base_url": f"({OPENAI_DEFAULT_BASE_URL})",
     "embedder": "(none: word search only)",
     "context_window": "(from the model's name)",
 }
@@ -61,6 +58,10 @@ def _print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Non
         for row in rows:
             click.echo("\t".join(row))
         return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(show_edge=False)
     for header, justify in columns:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
@@ -98,6 +99,11 @@ def build_blocks(
     persona: str | None, human: str | None, extra: Sequence[str], limits: Sequence[str]
 ) -> list[Block]:
     """The persona, human and `--block LABEL=TEXT` blocks, with `--block-limit`s."""
+    from pydantic import ValidationError
+
+    from memgpt_lite.agent import default_blocks
+    from memgpt_lite.models import Block
+
     blocks = default_blocks(
         None if persona is None else read_text_arg(persona),
         None if human is None else read_text_arg(human),
@@ -186,6 +192,10 @@ def create(
     Example: memgpt-lite create sam -m gpt-4o-mini --persona @sam.md
     --block "project=Deadline: May"
     """
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.llm.endpoint import check_base_url
+    from memgpt_lite.models import AgentSettings
+
     flags = {"model": model, "embedder": embedder, "context_window": context_window}
     config = effective_config(flags)
     if config.model.value is None:
@@ -267,6 +277,8 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
 @click.pass_context
 def rename(ctx: click.Context, old: str, new: str) -> None:
     """Rename agent OLD to NEW; its memory and history stay."""
+    from memgpt_lite.agent import Agent
+
     agent = Agent(store_for(ctx).get_agent(old), store_for(ctx))
     agent.rename(new)
     click.echo(f"Renamed agent {old!r} to {new!r}.")
@@ -274,6 +286,8 @@ def rename(ctx: click.Context, old: str, new: str) -> None:
 
 def _endpoint(state: AgentState) -> tuple[str, str]:
     """The URL the agent will call and why (mirrors llm.resolve_endpoint)."""
+    from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+
     if state.llm.base_url:
         return state.llm.base_url, "stored with the agent"
     from_env = os.environ.get(ENV_VARS["base_url"])
@@ -294,6 +308,8 @@ def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
 
 
 def _settings_text(state: AgentState) -> list[tuple[str, str]]:
+    from memgpt_lite.loop.window import window_for_model
+
     llm, settings = state.llm, state.settings
     if settings.context_window:
         window = f"{settings.context_window:,} tokens"
@@ -318,6 +334,8 @@ def _settings_text(state: AgentState) -> list[tuple[str, str]]:
 @click.pass_context
 def show(ctx: click.Context, name: str) -> None:
     """Show agent NAME: model, endpoint, settings, blocks, counts and tools."""
+    from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+
     store = store_for(ctx)
     state = store.get_agent(name)
     stats = store.agent_stats(state.id)
@@ -364,6 +382,9 @@ def blocks(
 
     Examples: memgpt-lite blocks sam; memgpt-lite blocks sam human --edit
     """
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.cli.editor import edit_block
+
     if new_text is not None and edit:
         raise ConfigError("give --set or --edit, not both")
     store = store_for(ctx)
@@ -410,6 +431,8 @@ def show_config(
 
     API keys never go in the file; set OPENAI_API_KEY.
     """
+    from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+
     flags = {
         "model": model,
         "base_url": base_url,
@@ -417,9 +440,10 @@ def show_config(
         "context_window": context_window,
     }
     config = effective_config(flags)
+    unset = {**UNSET_MEANING, "base_url": f"({OPENAI_DEFAULT_BASE_URL})"}
     rows = []
     for key, setting in config.settings().items():
-        value = UNSET_MEANING[key] if setting.value is None else str(setting.value)
+        value = unset[key] if setting.value is None else str(setting.value)
         rows.append([key, value, setting.source])
     _print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
     state = "" if config.path.exists() else " (not created yet)"

@@ -1,17 +1,21 @@
-"""`memgpt-lite archival NAME ...`: inspect and edit an agent's archival memory."""
+"""`memgpt-lite archival NAME ...`: inspect and edit an agent's archival memory.
+
+rich and the embedders are imported by the commands that use them, so that
+`--help` stays fast (see `base.py`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import Progress
 
-from memgpt_lite.agent import Agent
 from memgpt_lite.cli.base import confirm_or_stop, load_agent
-from memgpt_lite.embeddings.embedder import make_embedder
-from memgpt_lite.models import Passage
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.models import Passage
 
 
 @click.group()
@@ -98,6 +102,9 @@ def archival_delete(ctx: click.Context, passage_id: str, yes: bool) -> None:
 @click.pass_context
 def archival_load(ctx: click.Context, path: Path, tags: tuple[str, ...]) -> None:
     """Load a text file, or every text file in a folder, into archival memory."""
+    from rich.console import Console
+    from rich.progress import Progress
+
     agent = _agent(ctx)
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
@@ -117,6 +124,8 @@ def archival_load(ctx: click.Context, path: Path, tags: tuple[str, ...]) -> None
 @click.pass_context
 def archival_reembed(ctx: click.Context, spec: str | None) -> None:
     """Replace every stored vector using EMBEDDER, e.g. after changing models."""
+    from memgpt_lite.embeddings.embedder import make_embedder
+
     agent = _agent(ctx)
     spec = spec or agent.state.settings.embedder
     if not spec:

@@ -1,7 +1,14 @@
 """What every `memgpt-lite` command shares: error display and the open store.
 
-Commands live in `cli.py` and in one `cli_*.py` module per command family;
-each module registers its commands on the group defined in `cli.py`.
+Commands live in `main.py` and in one module per command family; `main.py`
+registers them all on its group.
+
+Start-up: `memgpt-lite --help`, and each command's `--help`, import the
+modules of `cli/` that define commands, so those import only click, the
+standard library, `config` and `errors` at module level. What a command needs
+to run (the agent, the store, pydantic, rich, openai: about a second of
+imports) is imported inside the function that uses it. `tests/test_startup.py`
+checks this and `benchmarks/startup.py` measures it.
 """
 
 from __future__ import annotations
@@ -9,19 +16,28 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
-from memgpt_lite.agent import Agent
 from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.storage.open import open_storage
-from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.text import clean_text
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
+
+
+def loaded_error(module: str, name: str) -> tuple[type[BaseException], ...]:
+    """The exception class `module.name` if the module is loaded, else none
+    (`except ()` catches nothing). An exception of a module that was never
+    imported cannot have been raised, so catching it needs no import: pydantic
+    would add about 40 ms to every `--help`."""
+    loaded = sys.modules.get(module)
+    return (getattr(loaded, name),) if loaded is not None else ()
 
 
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -49,7 +65,15 @@ class CleanText(click.ParamType):
     name = "text"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return clean_text(value) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        try:
+            value.encode("utf-8")  # valid already, as nearly always: nothing to load
+        except UnicodeEncodeError:
+            from memgpt_lite.text import clean_text  # it loads pydantic
+
+            return clean_text(value)
+        return value
 
 
 class TextOrFile(CleanText):
@@ -99,8 +123,8 @@ class FriendlyGroup(click.Group):
             return super().invoke(ctx)
         except MemGPTError as exc:
             raise click.ClickException(str(exc)) from None
-        except ValidationError as exc:
-            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+        except loaded_error("pydantic_core", "ValidationError") as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))  # type: ignore[attr-defined]
             raise click.ClickException(problems) from None
         except OSError as exc:
             # A file or folder the user named that cannot be used (too long a
@@ -111,6 +135,8 @@ class FriendlyGroup(click.Group):
 
 def os_error_text(exc: OSError) -> str:
     """An OSError in one line, a long file name shortened."""
+    from memgpt_lite.text import clean_text  # it loads pydantic
+
     if exc.filename is None:
         return str(exc.strerror or exc)
     name = os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) else str(exc.filename)
@@ -128,6 +154,8 @@ def confirm_or_stop(question: str) -> None:
 
 def store_for(ctx: click.Context) -> Storage:
     """The store named by `--db` (or the default), opened once per command."""
+    from memgpt_lite.storage.open import open_storage
+
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
@@ -143,6 +171,8 @@ def say_waiting(message: str) -> None:
 
 def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
     """Agent NAME from the command's store; `timeout` limits each model request."""
+    from memgpt_lite.agent import Agent
+
     agent = Agent.load(name, store=store_for(ctx), timeout=timeout)
     agent.on_wait = say_waiting
     return agent

@@ -1,20 +1,25 @@
-"""`memgpt-lite chat [NAME]`: an interactive session with an agent."""
+"""`memgpt-lite chat [NAME]`: an interactive session with an agent.
+
+The session (`repl.py`, with rich) and the agent are imported when the chat
+starts, so that `--help` stays fast (see `base.py`).
+"""
 
 from __future__ import annotations
 
 import io
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.agent import Agent
 from memgpt_lite.cli.base import load_agent, say_waiting, store_for, timeout_option
 from memgpt_lite.cli.log import show_details
-from memgpt_lite.cli.repl import ChatSession
 from memgpt_lite.config import effective_config
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.models import AgentSettings
-from memgpt_lite.storage.protocol import Storage
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.storage.protocol import Storage
 
 # Offered when neither the environment nor config.toml names a model.
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -25,6 +30,9 @@ def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
     offered, the context window and the embedder come from the environment
     and config.toml, as for `memgpt-lite create`; the persona and human blocks
     start from the templates."""
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.models import AgentSettings
+
     config = effective_config()
     default_model = str(config.model.value or DEFAULT_MODEL)
     window = config.context_window.value
@@ -46,6 +54,8 @@ def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
 
 def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
+    from memgpt_lite.agent import Agent
+
     rows = store.list_agents()
     if not rows:
         click.echo("No agents yet: let's create one.")
@@ -81,6 +91,8 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
 
     Example: memgpt-lite chat sam
     """
+    from memgpt_lite.cli.repl import ChatSession
+
     if verbose:
         show_details()
     if isinstance(sys.stdin, io.TextIOWrapper):

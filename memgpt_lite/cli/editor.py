@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 from memgpt_lite.config import ensure_folder, home_dir
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import Block
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
+    from memgpt_lite.models import Block
 
 log = logging.getLogger(__name__)
 

@@ -1,26 +1,29 @@
-"""The `memgpt-lite` command. Each command's docstring is its --help."""
+"""The `memgpt-lite` command. Each command's docstring is its --help.
+
+Only click and the light modules of `cli/` load at start-up; each command
+imports what it runs (see `base.py`).
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
-from memgpt_lite.agent import Agent
 from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import FriendlyGroup, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
 from memgpt_lite.cli.log import configure_logging, show_details
-from memgpt_lite.cli.repl_commands import context_summary, context_table
 from memgpt_lite.cli.transfer import export_command, import_command
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.memory.history import pop_for_retry, unanswered_note
-from memgpt_lite.models import StepResult
+
+if TYPE_CHECKING:
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.models import StepResult
 
 
 @click.group(cls=FriendlyGroup)
@@ -69,6 +72,8 @@ def retry(ctx: click.Context, name: str, verbose: bool, timeout: float | None) -
     """Send agent NAME's last message again, after removing its last exchange
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone."""
+    from memgpt_lite.memory.history import pop_for_retry
+
     if verbose:
         show_details()
     agent = load_agent(ctx, name, timeout)
@@ -97,6 +102,8 @@ def _explained(agent: Agent, step: Callable[[], StepResult]) -> StepResult:
     try:
         return step()
     except MemGPTError as exc:
+        from memgpt_lite.memory.history import unanswered_note
+
         name = agent.state.name
         note = unanswered_note(agent, f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
         # One line, so scripts and logs keep one line per failure.
@@ -116,6 +123,9 @@ def _print_result(agent: Agent, result: StepResult, verbose: bool) -> None:
 
 
 def _show_steps(result: StepResult) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
     console = Console(stderr=True, highlight=False)
     for thought in result.thoughts:
         console.print(f"[dim]thought: {escape(thought)}[/dim]")
@@ -146,6 +156,10 @@ def memory(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def context(ctx: click.Context, name: str) -> None:
     """Show where the tokens of agent NAME's next request go, section by section."""
+    from rich.console import Console
+
+    from memgpt_lite.cli.repl_commands import context_summary, context_table
+
     view = load_agent(ctx, name).context_overview()
     Console(highlight=False).print(context_table(f"{name}: {view.model}", view))
     click.echo(context_summary(view))

@@ -10,22 +10,45 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.loop.window import ContextOverview
 from memgpt_lite.memory.history import pop_for_retry
 from memgpt_lite.memory.search import search_messages
-from memgpt_lite.models import Message, Passage
 
 if TYPE_CHECKING:
-    from memgpt_lite.cli.repl import ChatSession
+    from memgpt_lite.agent import Agent
+    from memgpt_lite.loop.window import ContextOverview
+    from memgpt_lite.models import Message, Passage
 
-Handler = Callable[["ChatSession", str], None]
+T = TypeVar("T")
+
+
+class Session(Protocol):
+    """What a command may use of the chat session (`repl.ChatSession`), named
+    here so that this module need not import the session's, which imports it."""
+
+    agent: Agent
+    console: Console
+    running: bool
+
+    def print(self, text: str = "", style: str | None = None) -> None: ...
+
+    def error(self, message: str) -> None: ...
+
+    def confirm(self, question: str) -> bool: ...
+
+    def call_model(self, what: str, work: Callable[[], T]) -> T | None: ...
+
+    def send(self, text: str) -> None: ...
+
+
+Handler = Callable[[Session, str], None]
 
 DEFAULT_DUMP = 10
 ARCHIVAL_LIST = 10
@@ -65,7 +88,7 @@ def command(usage: str, summary: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def run_command(session: ChatSession, name: str, arguments: str) -> None:
+def run_command(session: Session, name: str, arguments: str) -> None:
     found = COMMANDS.get(ALIASES.get(name, name))
     if found is None:
         session.print(f"Unknown command /{name}. Type /help to list the commands.", "yellow")
@@ -121,7 +144,7 @@ def context_summary(view: ContextOverview) -> str:
 
 
 @command("/help", "List the commands and how to type messages.")
-def _help(session: ChatSession, arguments: str) -> None:
+def _help(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
     for item in COMMANDS.values():
@@ -131,7 +154,7 @@ def _help(session: ChatSession, arguments: str) -> None:
 
 
 @command("/memory", "Show the core memory blocks, with their size out of their limit.")
-def _memory(session: ChatSession, arguments: str) -> None:
+def _memory(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     for block in session.agent.blocks:
         flags = ", read-only" if block.read_only else ""
@@ -140,7 +163,7 @@ def _memory(session: ChatSession, arguments: str) -> None:
 
 
 @command("/edit LABEL", "Edit a core memory block in $VISUAL or $EDITOR.")
-def _edit(session: ChatSession, arguments: str) -> None:
+def _edit(session: Session, arguments: str) -> None:
     label = _required(arguments)
     if " " in label:
         raise BadArguments
@@ -170,7 +193,7 @@ def _edit(session: ChatSession, arguments: str) -> None:
 
 
 @command("/block LABEL TEXT", "Replace the text of a core memory block.")
-def _block(session: ChatSession, arguments: str) -> None:
+def _block(session: Session, arguments: str) -> None:
     label, *text = arguments.split(maxsplit=1)
     if not text:
         raise BadArguments
@@ -178,7 +201,7 @@ def _block(session: ChatSession, arguments: str) -> None:
     session.print(f"Saved block {label!r} ({len(block.value)}/{block.limit} chars).")
 
 
-def _show_passages(session: ChatSession, passages: list[Passage], total: int) -> None:
+def _show_passages(session: Session, passages: list[Passage], total: int) -> None:
     for passage in passages:
         when = passage.created_at.strftime("%Y-%m-%d %H:%M")
         tags = f"  [{', '.join(passage.tags)}]" if passage.tags else ""
@@ -188,7 +211,7 @@ def _show_passages(session: ChatSession, passages: list[Passage], total: int) ->
 
 
 @command("/archival [QUERY]", "Search archival memory, or list the newest passages.")
-def _archival(session: ChatSession, arguments: str) -> None:
+def _archival(session: Session, arguments: str) -> None:
     archival = session.agent.archival
     if arguments:
         _show_passages(session, *archival.search(arguments, SEARCH_RESULTS))
@@ -197,7 +220,7 @@ def _archival(session: ChatSession, arguments: str) -> None:
 
 
 @command("/search QUERY", "Search past messages (recall memory).")
-def _search(session: ChatSession, arguments: str) -> None:
+def _search(session: Session, arguments: str) -> None:
     found, total = search_messages(session.agent, _required(arguments), SEARCH_RESULTS)
     for message in found:
         when = message.created_at.strftime("%Y-%m-%d %H:%M")
@@ -206,7 +229,7 @@ def _search(session: ChatSession, arguments: str) -> None:
 
 
 @command("/context", "Show where the tokens of the next request go.")
-def _context(session: ChatSession, arguments: str) -> None:
+def _context(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     view = session.agent.context_overview()
     session.console.print(context_table(f"{session.agent.state.name}: {view.model}", view))
@@ -214,7 +237,7 @@ def _context(session: ChatSession, arguments: str) -> None:
 
 
 @command("/summarize", "Fold older messages into the summary now.")
-def _summarize(session: ChatSession, arguments: str) -> None:
+def _summarize(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     report = session.call_model("summarizing…", session.agent.summarize)
     if report is not None:
@@ -222,7 +245,7 @@ def _summarize(session: ChatSession, arguments: str) -> None:
 
 
 @command("/retry", "Remove the last exchange and send its message again.")
-def _retry(session: ChatSession, arguments: str) -> None:
+def _retry(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     agent = session.agent
     _ = agent.llm  # a missing API key fails here, before anything is removed
@@ -233,25 +256,25 @@ def _retry(session: ChatSession, arguments: str) -> None:
 
 
 @command("/pop [N]", "Remove the last N exchanges (default 1).")
-def _pop(session: ChatSession, arguments: str) -> None:
+def _pop(session: Session, arguments: str) -> None:
     count = _count(arguments, 1)
     deleted = session.agent.pop_exchanges(count)
     session.print(f"Removed {count} exchange(s): {deleted} messages.")
 
 
 @command("/rethink TEXT", "Replace the agent's last inner thought.")
-def _rethink(session: ChatSession, arguments: str) -> None:
+def _rethink(session: Session, arguments: str) -> None:
     session.agent.rethink(_required(arguments))
     session.print("Replaced the last inner thought.")
 
 
 @command("/rewrite TEXT", "Replace the agent's last reply.")
-def _rewrite(session: ChatSession, arguments: str) -> None:
+def _rewrite(session: Session, arguments: str) -> None:
     session.agent.rewrite(_required(arguments))
     session.print("Replaced the last reply.")
 
 
-def _dump_message(session: ChatSession, message: Message, context_start: int) -> None:
+def _dump_message(session: Session, message: Message, context_start: int) -> None:
     head = f"#{message.seq} {message.role}"
     if message.name:
         head += f" name={message.name}"
@@ -268,7 +291,7 @@ def _dump_message(session: ChatSession, message: Message, context_start: int) ->
 
 
 @command("/dump [N]", f"Show the last N stored messages raw (default {DEFAULT_DUMP}).")
-def _dump(session: ChatSession, arguments: str) -> None:
+def _dump(session: Session, arguments: str) -> None:
     count = _count(arguments, DEFAULT_DUMP)
     agent = session.agent
     state = agent.store.get_agent(agent.state.id)
@@ -277,14 +300,14 @@ def _dump(session: ChatSession, arguments: str) -> None:
 
 
 @command("/tools", "List the agent's tools.")
-def _tools(session: ChatSession, arguments: str) -> None:
+def _tools(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     for tool in session.agent.tools.values():
         session.print(f"{tool.name}: {' '.join((tool.description or '').split())}")
 
 
 @command("/model [NAME]", "Show the model, or switch to another (kept for next time).")
-def _model(session: ChatSession, arguments: str) -> None:
+def _model(session: Session, arguments: str) -> None:
     agent = session.agent
     if arguments:
         if " " in arguments:
@@ -297,6 +320,6 @@ def _model(session: ChatSession, arguments: str) -> None:
 
 
 @command("/exit", "Leave the chat (or press Ctrl-D).")
-def _exit(session: ChatSession, arguments: str) -> None:
+def _exit(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     session.running = False

