@@ -4,13 +4,16 @@
 
 Each size runs in a fresh process (so peak RSS is that size's own) against the
 fake OpenAI server, itself in another process so it does not compete for the
-GIL. Each step is timed whole; the time spent inside the HTTP call to the
-endpoint is subtracted, leaving the framework's own work: loading state,
-compiling the system message, counting tokens, running tools and committing.
+GIL, once with streamed requests and once without. Each step is timed whole;
+then the bare openai client sends the same request (`client.post`, the whole
+answer read) and its median round trip is subtracted, leaving the framework's
+own work: the step lock, loading state, compiling the system message,
+counting tokens, encoding the request, parsing the answer, running tools and
+committing.
 
 The window is held at the last ~20 messages before each step, outside the
 timing, so the figures show how cost depends on stored history alone.
-Target: under 5 ms per step at 10k stored messages, flat as history grows.
+Target: under 2 ms per step over the raw client at 10k stored messages, flat to 100k.
 """
 
 from __future__ import annotations
@@ -75,30 +78,68 @@ def hold_window(agent) -> None:
         agent.store.save_agent(agent.state)
 
 
-def worker(stored: int, steps: int, base_url: str, api_key: str) -> dict:
+def raw_round_trip_ms(agent, base_url: str, api_key: str, stream: bool, runs: int) -> float:
+    """The median time of the bare openai client sending the request the
+    agent's next step would send, through its lower-level `post` (no request
+    preparation of ours), and reading the whole answer."""
+    import httpx2
+    import openai
+
+    from memgpt_lite.loop.window import compile_context
+
+    compiled = compile_context(agent)
+    body = {
+        "model": agent.state.llm.model,
+        "messages": compiled.request_messages,
+        "tools": compiled.tools,
+        "tool_choice": "required",
+    }
+    if stream:
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        response = client.post(
+            "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+        )
+        response.read()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def worker(stored: int, steps: int, base_url: str, api_key: str, stream: bool) -> dict:
     from memgpt_lite import Agent
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = Agent.create(
-            "bench", "gpt-4o-mini", db=Path(tmp) / "bench.db", base_url=base_url, api_key=api_key
+            "bench",
+            "gpt-4o-mini",
+            db=Path(tmp) / "bench.db",
+            base_url=base_url,
+            api_key=api_key,
+            llm_options={"stream": stream},
         )
         seed(agent, stored)
-        framework_ms, total_ms = [], []
+        total_ms = []
         for i in range(steps + 10):
             hold_window(agent)
             started = time.perf_counter()
-            result = agent.step(f"Step {i}: what do you remember about topic {i % 97}?")
+            agent.step(f"Step {i}: what do you remember about topic {i % 97}?")
             total = time.perf_counter() - started
             if i >= 10:  # the first steps warm caches and the tokenizer
                 total_ms.append(total * 1000)
-                framework_ms.append((total - result.llm_seconds) * 1000)
+        hold_window(agent)
+        raw_ms = raw_round_trip_ms(agent, base_url, api_key, stream, steps)
+        step_ms = statistics.median(total_ms)
         return {
             "stored": stored,
-            "framework_ms_median": statistics.median(framework_ms),
-            "framework_ms_p95": statistics.quantiles(framework_ms, n=20)[18],
-            "step_ms_median": statistics.median(total_ms),
+            "stream": stream,
+            "step_ms_median": step_ms,
+            "step_ms_p95": statistics.quantiles(total_ms, n=20)[18],
+            "raw_ms_median": raw_ms,
+            "framework_ms": step_ms - raw_ms,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "window_messages": len(agent.context_messages()),
         }
 
 
@@ -107,42 +148,33 @@ def main() -> None:
     parser.add_argument("--stored", default="0,1000,10000,100000")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument(
-        "--worker", nargs=3, metavar=("STORED", "BASE_URL", "API_KEY"), help=argparse.SUPPRESS
+        "--worker", nargs=4, metavar=("STORED", "STREAM", "URL", "KEY"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.worker:
-        stored, base_url, api_key = args.worker
-        print(json.dumps(worker(int(stored), args.steps, base_url, api_key)))
+        stored, stream, base_url, api_key = args.worker
+        print(json.dumps(worker(int(stored), args.steps, base_url, api_key, stream == "1")))
         return
     print(
-        f"{'stored':>8} {'framework ms/step (median)':>27} {'p95':>6} "
-        f"{'whole step ms':>14} {'peak RSS MB':>12}"
+        f"{'stored':>8} {'stream':>6} {'step ms':>8} {'p95':>6} {'raw client ms':>14} "
+        f"{'framework ms/step':>18} {'peak RSS MB':>12}"
     )
     with fake_endpoint() as endpoint:
         for stored in (int(s) for s in args.stored.split(",")):
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--steps",
-                    str(args.steps),
-                    "--worker",
-                    str(stored),
-                    endpoint.base_url,
-                    endpoint.api_key,
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=os.environ.copy(),
-            )
-            row = json.loads(out.stdout.strip().splitlines()[-1])
-            print(
-                f"{row['stored']:>8} {row['framework_ms_median']:>27.2f} "
-                f"{row['framework_ms_p95']:>6.2f} {row['step_ms_median']:>14.2f} "
-                f"{row['peak_rss_mb']:>12.1f}",
-                flush=True,
-            )
+            for stream in ("0", "1"):
+                command = [sys.executable, __file__, "--steps", str(args.steps), "--worker"]
+                command += [str(stored), stream, endpoint.base_url, endpoint.api_key]
+                out = subprocess.run(
+                    command, capture_output=True, text=True, check=True, env=os.environ.copy()
+                )
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                print(
+                    f"{row['stored']:>8} {'yes' if row['stream'] else 'no':>6} "
+                    f"{row['step_ms_median']:>8.2f} {row['step_ms_p95']:>6.2f} "
+                    f"{row['raw_ms_median']:>14.2f} {row['framework_ms']:>18.2f} "
+                    f"{row['peak_rss_mb']:>12.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

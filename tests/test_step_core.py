@@ -24,6 +24,7 @@ from memgpt_lite.loop.events import (
     UsageReported,
 )
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
+from memgpt_lite.testing.model import ScriptedModel
 
 
 def make_agent(tmp_path, name: str = "sam", **kwargs) -> Agent:
@@ -249,3 +250,63 @@ def test_a_cancelled_astream_leaves_the_agent_consistent(fake_llm, tmp_path, can
     asyncio.run(main())
     assert agent.step("Hello?").replies == ["Still here."]
     assert fake_llm.rejections == []
+
+
+# ------------------------------------------------- the loop with an in-process model
+
+
+def test_the_loop_with_a_scripted_model_streams_thought_and_message(tmp_path):
+    model = ScriptedModel(
+        reply(content="They like tea.", tool_calls=[call("send_message", message="Tea it is!")]),
+        piece_chars=3,
+    )
+    agent = make_agent(tmp_path, llm=model)
+    events = list(agent.stream("I like tea"))
+    thought = [e.text for e in events if isinstance(e, ThoughtDelta)]
+    words = [e.text for e in events if isinstance(e, MessageDelta)]
+    assert "".join(thought) == "They like tea." and len(thought) == 5
+    assert "".join(words) == "Tea it is!" and len(words) > 1
+    # The message streams before the tool runs and the reply is delivered.
+    order = [e.type for e in events]
+    assert order.index("message_delta") < order.index("tool_call_started")
+    assert order.index("tool_returned") < order.index("reply_delivered")
+    assert events[-1].result.replies == ["Tea it is!"]
+    assert len(model.requests) == 1 and model.rejections == []
+    assert model.requests[0].messages[-1] == {"role": "user", "content": "I like tea"}
+
+
+def test_an_endpoint_that_cannot_stream_is_remembered(tmp_path):
+    model = ScriptedModel(say("One."), say("Two."), streaming=False)
+    agent = make_agent(tmp_path, llm=model)
+    assert agent.state.llm.stream is True
+    assert agent.step("first").replies == ["One."]
+    assert agent.state.llm.stream is False
+    assert Agent.load("sam", db=tmp_path / "agents.db").state.llm.stream is False  # stored
+    assert agent.step("second").replies == ["Two."]
+    assert [r.config.stream for r in model.requests] == [True, False]
+
+
+@pytest.mark.parametrize("kind", ["refuse", "ignore"])
+def test_a_server_that_cannot_stream_is_remembered(fake_llm, tmp_path, kind):
+    fake_llm.streaming = kind
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(say("One."), say("Two."))
+    events = list(agent.stream("first"))
+    assert events[-1].result.replies == ["One."]
+    assert not any(isinstance(e, MessageDelta) for e in events)  # it came whole
+    assert Agent.load("sam", db=tmp_path / "agents.db").state.llm.stream is False
+    assert agent.step("second").replies == ["Two."]
+    last = fake_llm.chat_requests[-1]
+    assert "stream" not in last and "stream_options" not in last
+    refused = [r.error for r in fake_llm.rejections]
+    # Asked once (refused, or ignored), never again.
+    assert len(refused) == (kind == "refuse") and all("stream" in e for e in refused)
+
+
+def test_a_model_error_fails_the_step_with_nothing_half_stored(tmp_path):
+    model = ScriptedModel(LLMError("the model is tired"))
+    agent = make_agent(tmp_path, llm=model)
+    with pytest.raises(LLMError, match="tired"):
+        agent.step("hello")
+    assert [m.role for m in agent.context_messages()] == ["user"]
+    assert [m.content for m in agent.unanswered()] == ["hello"]

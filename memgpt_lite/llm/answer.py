@@ -24,7 +24,7 @@ from typing import Any
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, ToolCallDelta
 from memgpt_lite.models import ToolCall, Usage
-from memgpt_lite.text import JSONProblem, clean_text, parse_json
+from memgpt_lite.text import JSONProblem, clean_text, loads_strict
 
 _CONTEXT_PHRASES = (
     "maximum context length",
@@ -272,7 +272,7 @@ class StreamedAnswer:
         text = _text_of(delta.get("content"), self.name)
         if text:
             self._text.append(text)
-            deltas.append(TextDelta(text))
+            deltas.append(TextDelta(clean_text(text)))
         pieces = delta.get("tool_calls")
         if pieces is not None and not isinstance(pieces, list):
             raise LLMError(f"{self.name} sent a chunk whose tool_calls is {kind_of(pieces)}")
@@ -290,8 +290,10 @@ class StreamedAnswer:
         return completion_from_message(message, self._usage, self.name, streamed=True)
 
     def _parse(self, data: str) -> dict[str, Any]:
+        # Strict, but neither depth-checked nor cleaned as a whole: a chunk is
+        # small, and only the strings taken from it are used (and cleaned).
         try:
-            chunk = parse_json(data)
+            chunk = loads_strict(data)
         except JSONProblem as exc:
             reason = re.sub(r"^not valid JSON \((.*)\)$", r"\1", str(exc))
             raise LLMError(
