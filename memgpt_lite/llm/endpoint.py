@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import math
 import os
@@ -329,6 +330,14 @@ def _close_clients(clients: ClientsByLoop) -> None:
     clients.clear()
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context (certificates loaded) for every client of the process:
+    making one is most of the ~60 ms a new client costs, and each agent has its
+    own client, so 50 agents would spend 3 s on it."""
+    return httpx2.create_ssl_context()
+
+
 class AsyncClients:
     """An `openai.AsyncOpenAI` per event loop, made on first use: a client's
     pooled connections belong to the loop that opened them. They are closed
@@ -351,7 +360,9 @@ class AsyncClients:
         with self._lock:
             client = self._clients.get(loop)
             if client is None:
-                client = self._clients[loop] = openai.AsyncOpenAI(**self._options)
+                http_client = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+                client = openai.AsyncOpenAI(**self._options, http_client=http_client)
+                self._clients[loop] = client
             return client
 
 

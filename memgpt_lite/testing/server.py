@@ -432,9 +432,12 @@ class FakeOpenAIServer:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
-            if self.responder is None:
-                return None
-            item = self.responder(body)
+            responder = self.responder
+        if responder is None:
+            return None
+        # Outside the lock: requests in flight at once are answered at once,
+        # as by a real server, even by a responder that takes its time.
+        item = responder(body)
         check_scripted(item, strict=False)
         return item
 
