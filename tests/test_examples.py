@@ -190,3 +190,30 @@ def test_ask_before_teach_is_a_clear_error(fake_llm):
     assert result.returncode == 1
     assert "no agent 'student' yet: run" in result.stderr and "Traceback" not in result.stderr
     assert fake_llm.requests == []
+
+
+def test_streaming_example_streams_one_reply_then_asks_three_agents_at_once(fake_llm):
+    def answer(body: dict) -> object:
+        persona = body["messages"][0]["content"]
+        name = next(n for n in ("Ada", "Lin", "Sam") if f"I am {n}," in persona)
+        if body["messages"][-1]["content"].startswith("Hello"):
+            return reply(tool_calls=[call("send_message", message=f"{name} likes long walks.")])
+        return reply(tool_calls=[call("send_message", message=f"{name} says: Miso.")])
+
+    fake_llm.responder = answer
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "streaming.py")],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "stream-ada: Ada likes long walks.",
+        "stream-ada: Ada says: Miso.",
+        "stream-lin: Lin says: Miso.",
+        "stream-sam: Sam says: Miso.",
+    ]
+    assert all(r.streamed for r in fake_llm.requests if r.path.endswith("/completions"))
+    assert fake_llm.rejections == []
