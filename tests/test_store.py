@@ -92,6 +92,8 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "messages_count_delete",
         "passages_count_insert",
         "passages_count_delete",
+        "messages_edit_update",
+        "messages_edit_delete",
     }
     applied = [m.name for m in migrations.applied(store.db)]
     assert applied == [
@@ -103,7 +105,9 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m006_passage_context",
         "m007_timeout_default",
         "m008_step_locks",
+        "m009_message_edits",
     ]
+    assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
@@ -456,9 +460,11 @@ def user_contents(db: Path) -> list[str | None]:
 def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
     db = read_only_db(tmp_path)
     conn = sqlite3.connect(db)
-    with conn:  # as written by the version before step locks
-        conn.execute("DROP TABLE step_locks")
-        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm008_step_locks'")
+    with conn:  # as written by the version before message edit stamps
+        conn.execute("DROP TRIGGER messages_edit_update")
+        conn.execute("DROP TRIGGER messages_edit_delete")
+        conn.execute("DROP TABLE message_edits")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm009_message_edits'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -467,7 +473,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 7 to 8"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 9"
     )
 
 

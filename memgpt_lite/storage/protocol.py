@@ -214,7 +214,11 @@ class Storage(Protocol):
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
         """The agent's messages with `seq >= start_seq` (the window from its
-        `context_start`), oldest first."""
+        `context_start`), oldest first. A later read may hand out the same
+        `Message` objects again, but only while each holds just what it held
+        when first handed out: one a caller changed, or whose row changed,
+        comes back as a new object (so what a caller built from an object,
+        like `TokenCounter.sent`, holds while the same object comes back)."""
         ...
 
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:

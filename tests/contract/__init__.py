@@ -16,6 +16,7 @@ from contract.archival import PassageContract, VectorContract
 from contract.base import OpenStore
 from contract.messages import MessageContract
 from contract.transactions import StepLockContract, ThreadContract, TransactionContract
+from contract.window import WindowContract
 
 
 class StorageContract(
@@ -27,6 +28,7 @@ class StorageContract(
     TransactionContract,
     StepLockContract,
     ThreadContract,
+    WindowContract,
 ):
     """Every test of the contract; see the module's docstring."""
 

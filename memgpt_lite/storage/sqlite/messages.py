@@ -17,11 +17,16 @@ from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
-from memgpt_lite.models import Message, ToolCall
+from memgpt_lite.models import Message
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
+from memgpt_lite.storage.sqlite.window_cache import (
+    MESSAGE_COLUMNS,
+    WindowCache,
+    message_from_row,
+)
 
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
@@ -32,10 +37,13 @@ def _tool_calls_json(message: Message) -> str | None:
 
 
 class MessageStore(BudgetedSearch):
-    """Messages. Mixed into `Store`, which provides `db`, `lock` and `transaction`."""
+    """Messages. Mixed into `Store`, which provides `db`, `lock`,
+    `transaction`, `snapshot` and `window_cache`."""
 
     db: Database
     transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
+    snapshot: Callable[[], AbstractContextManager[None]]
+    window_cache: WindowCache
 
     @guarded
     def add_messages(self, messages: Sequence[Message]) -> None:
@@ -60,27 +68,6 @@ class MessageStore(BudgetedSearch):
                     ],
                 )
                 message.seq = cursor.lastrowid
-
-    _MESSAGE_COLUMNS = (
-        "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
-        " m.step_id, m.created_at"
-    )
-
-    @staticmethod
-    def _message_from_row(row: Sequence[Any]) -> Message:
-        seq, id_, agent_id, role, content, tool_calls, tool_call_id, name, step_id, created = row
-        return Message(
-            seq=seq,
-            id=id_,
-            agent_id=agent_id,
-            role=role,
-            content=content,
-            tool_calls=[ToolCall(**c) for c in json.loads(tool_calls)] if tool_calls else [],
-            tool_call_id=tool_call_id,
-            name=name,
-            step_id=step_id,
-            created_at=created,
-        )
 
     @guarded
     def update_message(self, message: Message) -> None:
@@ -121,21 +108,19 @@ class MessageStore(BudgetedSearch):
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
         """The agent's newest `limit` messages, oldest first."""
         rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
             "ORDER BY m.seq DESC LIMIT ?",
             [agent_id, limit],
         )
-        return [self._message_from_row(r) for r in reversed(rows.fetchall())]
+        return [message_from_row(r) for r in reversed(rows.fetchall())]
 
     @guarded
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
-        """The agent's messages with `seq >= start_seq`, oldest first."""
-        rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m "
-            "WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq",
-            [agent_id, start_seq],
-        )
-        return [self._message_from_row(r) for r in rows]
+        """The agent's messages with `seq >= start_seq`, oldest first: the
+        window, read through `window_cache` (only new rows are fetched)."""
+        committed = not self.db.conn.in_transaction  # else it may see uncommitted rows
+        with self.snapshot():
+            return self.window_cache.read(self.db, agent_id, start_seq, keep=committed)
 
     @guarded
     def search_messages(
@@ -176,8 +161,8 @@ class MessageStore(BudgetedSearch):
             f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP}"
         )
         args = [*candidates.args, agent_id, exclude_step_id, exclude_step_id]
-        rows, total = self.top_rows("messages", self._MESSAGE_COLUMNS, source, args, limit)
-        scored = [(self._message_from_row(r[:10]), r[10]) for r in rows]
+        rows, total = self.top_rows("messages", MESSAGE_COLUMNS, source, args, limit)
+        scored = [(message_from_row(r[:10]), r[10]) for r in rows]
         return Ranking(scored, total, candidates.left_out.proves([s for _, s in scored], limit))
 
     @guarded
@@ -187,11 +172,11 @@ class MessageStore(BudgetedSearch):
         found: dict[int, Message] = {}
         for chunk, marks in seq_chunks(seqs):
             rows = self.db.execute(
-                f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
                 f"AND m.seq IN ({marks}){_NOT_IN_STEP}",
                 [agent_id, *chunk, exclude_step_id, exclude_step_id],
             )
-            found.update((r[0], self._message_from_row(r)) for r in rows)
+            found.update((r[0], message_from_row(r)) for r in rows)
         return found
 
     @guarded
@@ -214,8 +199,8 @@ class MessageStore(BudgetedSearch):
         params: list[Any] = [agent_id, low, high, exclude_step_id, exclude_step_id]
         total = self.db.execute(f"SELECT COUNT(*) FROM messages m WHERE {where}", params)
         rows = self.db.execute(
-            f"SELECT {self._MESSAGE_COLUMNS} FROM messages m WHERE {where} "
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {where} "
             "ORDER BY m.seq LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
-        return [self._message_from_row(r) for r in rows], total.fetchone()[0]
+        return [message_from_row(r) for r in rows], total.fetchone()[0]

@@ -210,3 +210,34 @@ def m008_step_locks(db: Database) -> None:
         )
         """
     )
+
+
+@migrations()
+def m009_message_edits(db: Database) -> None:
+    """A stamp per agent that moves on every edit or deletion of one of its
+    messages, whichever connection makes it, so a reader holding the window
+    in memory can tell in O(1) whether what it holds is still so (see
+    window_cache.py; appends need no stamp: `message_count` and the new
+    rows' seqs show them). The stamp is a new AUTOINCREMENT value, above
+    every one committed before, so it never comes back to a committed value
+    a reader saw: not even when the agent is deleted and created again with
+    the same id (its row here is kept). Deleted and inserted rather than
+    INSERT OR REPLACE: a trigger's conflict policy yields to the statement's."""
+    db.executescript(
+        """
+        CREATE TABLE message_edits (
+            stamp INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL UNIQUE
+        );
+        CREATE TRIGGER messages_edit_update AFTER UPDATE ON messages BEGIN
+            DELETE FROM message_edits WHERE agent_id IN (OLD.agent_id, NEW.agent_id);
+            INSERT INTO message_edits (agent_id) VALUES (OLD.agent_id);
+            INSERT INTO message_edits (agent_id) SELECT NEW.agent_id
+                WHERE NEW.agent_id IS NOT OLD.agent_id;
+        END;
+        CREATE TRIGGER messages_edit_delete AFTER DELETE ON messages BEGIN
+            DELETE FROM message_edits WHERE agent_id = OLD.agent_id;
+            INSERT INTO message_edits (agent_id) VALUES (OLD.agent_id);
+        END;
+        """
+    )

@@ -20,6 +20,7 @@ from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
+from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 
 class Store(Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore):
@@ -30,6 +31,7 @@ class Store(Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore
         self.path = Path(path).expanduser()
         self.busy_timeout_seconds = busy_timeout_seconds
         self._init_transactions()
+        self.window_cache = WindowCache()
         conn, self.read_only = connect(self.path, busy_timeout_seconds)
         self.db = Database(conn)
         try:

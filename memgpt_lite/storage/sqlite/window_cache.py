@@ -1,0 +1,226 @@
+"""Messages read back from rows, and each agent's window kept in memory.
+
+Every turn reads the whole context window (`Store.messages_from`), thousands
+of messages of which only the last few are new. `WindowCache` keeps what the
+last read found, as immutable records, and a read fetches only the rows
+stored since, after checking in one query that nothing it holds changed:
+
+- an edit or deletion of any of the agent's messages moves its stamp in
+  `message_edits` (a trigger, migration m009): the whole window is read again;
+- appends are the rows past the last one held, as many as `message_count`
+  grew by (SQLite numbers a new row past every row there is; a row stored
+  with a seq of its own, by another program, reads the whole window again);
+- a window start before the one held reads it again; a later one (compaction
+  moved it) drops what fell out.
+
+Triggers keep the stamp and the count for every connection, so this holds
+whichever process or `Store` changed the rows. What a read keeps is read in
+one snapshot and only outside a write transaction, so the cache only ever
+holds committed states (a rolled-back stamp can be given again, a committed
+one never).
+
+A read hands out the `Message` objects the last one did, after checking that
+each still holds what it was given (a caller may have changed one: it is
+made again from its record, so no caller can change what the next one
+reads). Building thousands of objects per turn cost more than the rest of
+the turn, its garbage collections above all; and a message that comes back
+as the same object lets the token counter reuse what it built for it
+(`TokenCounter.sent`).
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlite_utils import Database
+
+from memgpt_lite.models import Message, ToolCall
+from memgpt_lite.storage.sqlite.rows import trusted
+
+MESSAGE_COLUMNS = (
+    "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
+    " m.step_id, m.created_at"
+)
+# Windows of this many agents are kept per store, the most recently read.
+MAX_AGENTS = 8
+
+_STAMP = (
+    "SELECT (SELECT stamp FROM message_edits WHERE agent_id = ?),"
+    " (SELECT message_count FROM agents WHERE id = ?)"
+)
+_FROM = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
+)
+_CALL_KEYS = {"id", "name", "arguments"}
+
+
+class Record(NamedTuple):
+    """One stored message, its values already of their types (immutable)."""
+
+    seq: int
+    id: str
+    agent_id: str
+    role: str
+    content: str | None
+    tool_calls: tuple[tuple[str, str, str], ...]  # (id, name, arguments)
+    tool_call_id: str | None
+    name: str | None
+    step_id: str | None
+    created_at: datetime
+
+
+def record_from_row(row: Sequence[Any]) -> Record:
+    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row
+    return Record(
+        seq,
+        id_,
+        agent_id,
+        role,
+        content,
+        _calls(calls),
+        tool_call_id,
+        name,
+        step_id,
+        datetime.fromisoformat(created),
+    )
+
+
+def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
+    """The stored tool calls as (id, name, arguments). A call of another
+    shape than the store writes (a file edited by hand) is validated."""
+    if not text:
+        return ()
+    calls = []
+    for call in json.loads(text):
+        if not (
+            isinstance(call, dict)
+            and call.keys() == _CALL_KEYS
+            and all(isinstance(value, str) for value in call.values())
+        ):
+            call = ToolCall.model_validate(call).model_dump()
+        calls.append((call["id"], call["name"], call["arguments"]))
+    return tuple(calls)
+
+
+def message_from_record(record: Record) -> Message:
+    """A new Message of `record`, trusted: the store validated it on the way in."""
+    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = record
+    tool_calls = [trusted(ToolCall, {"id": i, "name": n, "arguments": a}) for i, n, a in calls]
+    values = {
+        "id": id_,
+        "agent_id": agent_id,
+        "role": role,
+        "content": content,
+        "tool_calls": tool_calls,
+        "tool_call_id": tool_call_id,
+        "name": name,
+        "step_id": step_id,
+        "created_at": created,
+        "seq": seq,
+    }
+    return trusted(Message, values)
+
+
+def message_from_row(row: Sequence[Any]) -> Message:
+    return message_from_record(record_from_row(row))
+
+
+class _Held(NamedTuple):
+    """A message handed out, and what it held then (`Message` field values
+    in order, then each tool call's), to tell whether a caller changed it."""
+
+    record: Record
+    message: Message
+    values: tuple[Any, ...]
+    calls: tuple[tuple[Any, ...], ...]
+
+
+def _hand_out(record: Record) -> _Held:
+    message = message_from_record(record)
+    calls = tuple(tuple(c.__dict__.values()) for c in message.tool_calls)
+    return _Held(record, message, tuple(message.__dict__.values()), calls)
+
+
+def _as_handed_out(held: _Held) -> bool:
+    """Whether `held.message` still holds what it was given (compared by
+    value: a field set to an equal value is no change)."""
+    if tuple(held.message.__dict__.values()) != held.values:
+        return False
+    tool_calls = held.values[4]  # the list it was given, still there (checked above)
+    if len(tool_calls) != len(held.calls):
+        return False
+    for call, values in zip(tool_calls, held.calls, strict=False):  # lengths checked
+        if tuple(call.__dict__.values()) != values:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class _Window:
+    """An agent's messages from `start` on, as a committed state had them."""
+
+    start: int
+    stamp: int | None  # message_edits.stamp: None until a first edit
+    count: int  # agents.message_count
+    held: list[_Held]  # never changed once kept: a read makes a new list
+
+
+class WindowCache:
+    """The last window read of up to `MAX_AGENTS` agents. Not thread-safe:
+    the store calls it holding its lock."""
+
+    def __init__(self) -> None:
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+
+    def read(self, db: Database, agent_id: str, start: int, keep: bool) -> list[Message]:
+        """The agent's messages with `seq >= start`, oldest first. Call it in
+        one snapshot; `keep` only when that snapshot holds committed state
+        alone (no write transaction of this connection is open)."""
+        stamp, count = db.execute(_STAMP, [agent_id, agent_id]).fetchone()
+        window = self._windows.get(agent_id)
+        held = None
+        if window is not None and window.stamp == stamp and window.start <= start:
+            held = _extended(db, window, agent_id, start, count)
+        if held is None:
+            held = [_hand_out(record_from_row(r)) for r in db.execute(_FROM, [agent_id, start])]
+        if keep and count is not None:
+            self._windows[agent_id] = _Window(start, stamp, count, held)
+            self._windows.move_to_end(agent_id)
+            while len(self._windows) > MAX_AGENTS:
+                self._windows.popitem(last=False)
+        elif count is None:  # the agent is gone
+            self._windows.pop(agent_id, None)
+        return [h.message for h in held]
+
+    def clear(self) -> None:
+        self._windows.clear()
+
+
+def _extended(
+    db: Database, window: _Window, agent_id: str, start: int, count: int | None
+) -> list[_Held] | None:
+    """`window` from `start` on plus the rows appended since, or None when
+    they do not account for every change (see the module's docstring). A
+    message a caller changed is handed out anew, from its record."""
+    if count is None:
+        return None
+    after = window.held[-1].record.seq + 1 if window.held else window.start
+    rows = db.execute(_FROM, [agent_id, after]).fetchall()
+    if len(rows) != count - window.count:  # one stored out of order (not by this store)
+        return None
+    kept = window.held[bisect_left(window.held, start, key=_seq) :]
+    for i, held in enumerate(kept):
+        if not _as_handed_out(held):
+            kept[i] = _hand_out(held.record)
+    kept.extend(_hand_out(record_from_row(r)) for r in rows if r[0] >= start)
+    return kept
+
+
+def _seq(held: _Held) -> int:
+    return held.record.seq
