@@ -8,7 +8,9 @@ Requests go out through the client's low-level `post`, not
 `chat.completions.create`: the latter walks every message through its type
 annotations first (about 0.2 ms a message, over half a second for a long
 window), while `post` sends the same JSON with the same auth headers, base URL
-and `openai.APIStatusError` classes in a few ms.
+and `openai.APIStatusError` classes in a few ms. The body is encoded here
+(request_body.py), each read-only message of the window from the JSON it
+keeps, so a long window costs a join, not an encoding, per turn.
 
 Answers stream when `LLMConfig.stream` is set: the deltas are yielded as each
 event arrives, then the whole `Completion` (read in answer.py, with the same
@@ -64,6 +66,7 @@ from memgpt_lite.llm.model import (
     ModelChunk,
     complete,
 )
+from memgpt_lite.llm.request_body import encode_request
 from memgpt_lite.models import LLMConfig, ToolChoice
 from memgpt_lite.text import parse_json
 
@@ -263,10 +266,11 @@ class OpenAIChatModel:
         was yielded yet."""
         client = self._clients.get()
         stream = "stream" in request
+        body = encode_request(request)  # once, for every retry
 
         async def send() -> httpx2.Response:
             return await client.post(
-                "/chat/completions", body=request, cast_to=httpx2.Response, stream=stream
+                "/chat/completions", content=body, cast_to=httpx2.Response, stream=stream
             )
 
         while True:

@@ -31,17 +31,21 @@ import logging
 import os
 import struct
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from memgpt_lite.config import cache_dir
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.llm.request_body import RequestMessage
+
+if TYPE_CHECKING:
+    from memgpt_lite.models import Message
 
 log = logging.getLogger(__name__)
 
@@ -249,16 +253,22 @@ def _write_cache(path: Path, key: bytes, ranks: Mapping[bytes, int]) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-class TokenCounter:
-    """Counts chat requests for one model, caching each message's count by id.
+class Sent(NamedTuple):
+    """A stored message as requests carry it, and its tokens."""
 
-    Messages in the window do not change once stored, so a step only tokenises
-    the messages it has not seen before plus the system message.
-    """
+    message: Message
+    request: RequestMessage
+    tokens: int
+
+
+class TokenCounter:
+    """Counts chat requests for one model, and keeps what it built for the
+    messages of the context window (`sent`)."""
 
     def __init__(self, model: str) -> None:
         self.encoding = get_encoding(encoding_name(model))
-        self._message_cache: dict[str, int] = {}
+        self._message_cache: dict[str, int] = {}  # count_message's, by cache_key
+        self._sent: dict[str, Sent] = {}  # the last window's, by message id
 
     def count_text(self, text: str) -> int:
         # encode_ordinary: text like "<|endoftext|>" in user input is plain text.
@@ -288,6 +298,27 @@ class TokenCounter:
             self._message_cache[cache_key] = total
         return total
 
+    def sent(self, messages: Sequence[Message]) -> list[Sent]:
+        """Each message of a context window as the request carries it (read-
+        only, so it can be sent again on later turns) and its tokens.
+
+        What was built for the last window is used again for a message only
+        if it is the very same `Message` object: the store hands out an object
+        again only while it holds what it held when first handed out
+        (`Storage.messages_from`), and an edit, here or by another process,
+        is read as a new object. What this window does not hold is dropped."""
+        last, kept = self._sent, {}
+        window = []
+        for message in messages:
+            sent = last.get(message.id)
+            if sent is None or sent.message is not message:
+                request = RequestMessage(message.to_openai())
+                sent = Sent(message, request, self.count_message(request))
+            kept[message.id] = sent
+            window.append(sent)
+        self._sent = kept
+        return window
+
     def count_tools(self, tools: Iterable[Mapping[str, Any]]) -> int:
         tools = list(tools)
         return self.count_text(json.dumps(tools)) if tools else 0
@@ -302,5 +333,6 @@ class TokenCounter:
         return total + self.count_tools(tools) + REPLY_PRIMER_TOKENS
 
     def forget(self, cache_key: str) -> None:
-        """Drop a cached count, for a message whose text was edited."""
+        """Drop what is kept for a message id, for a message whose text was edited."""
         self._message_cache.pop(cache_key, None)
+        self._sent.pop(cache_key, None)

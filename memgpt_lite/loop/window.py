@@ -161,7 +161,8 @@ def compile_context(
     state, store = agent.state, agent.store
     messages = store.messages_from(state.id, state.context_start)
     left_out = {m.id for m in unanswered(messages, step_id)}
-    messages = [m for m in messages if m.id not in left_out]
+    if left_out:
+        messages = [m for m in messages if m.id not in left_out]
     stats = store.agent_stats(state.id)
     sections = system_sections(
         state.system,
@@ -176,10 +177,10 @@ def compile_context(
     fixed = _fixed_tokens(agent, system)
     if clip_tokens is None:
         clip_tokens = max(64, (budget.compact_at - fixed) // 2)
-    request, counts = [system], []
-    for message in messages:
-        as_sent = message.to_openai()
-        tokens = counter.count_message(as_sent, cache_key=message.id)
+    request: list[dict[str, Any]] = [system]
+    counts = []
+    for sent in counter.sent(messages):
+        as_sent, tokens = sent.request, sent.tokens
         if tokens > clip_tokens:
             as_sent = _clip_message(counter, as_sent, clip_tokens)
             tokens = counter.count_message(as_sent)

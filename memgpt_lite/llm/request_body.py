@@ -1,0 +1,98 @@
+"""Read-only request messages, and request bodies encoded from their JSON.
+
+A long context window sends the same thousands of messages on every turn. A
+`RequestMessage` is one of them as the request carries it, built once for a
+stored message (see `TokenCounter.sent`) and sent again on later turns; it
+cannot be changed in place (a model that did would change what every later
+request sends), so its JSON is encoded once and kept with it, and a body is
+mostly a join of those pieces (`encode_request`).
+
+A copy (`dict(message)`, `copy.deepcopy`, pickling) is an ordinary dict that
+may be changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, NoReturn
+
+
+def _refuse(*_: object, **__: object) -> NoReturn:
+    raise TypeError("a request message is read-only; change a copy of it (dict(message))")
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A list that cannot be changed in place (a request message's tool calls)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[type, tuple[list[Any]]]:
+        return list, (list(self),)
+
+
+class RequestMessage(dict):  # type: ignore[type-arg]
+    """One message of a chat request, read-only (nested values too), with
+    its JSON encoded once. Equal to the plain dict of the same content."""
+
+    __slots__ = ("_json",)
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __init__(self, message: Mapping[str, Any]) -> None:
+        super().__init__((key, frozen(value)) for key, value in message.items())
+        self._json: bytes | None = None
+
+    def json(self) -> bytes:
+        """The message as compact JSON, encoded on the first call."""
+        if self._json is None:
+            self._json = compact_json(self)
+        return self._json
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+        return dict, (dict(self),)
+
+
+def frozen(value: Any) -> Any:
+    """`value` with its dicts and lists made read-only, all the way down."""
+    if isinstance(value, RequestMessage | FrozenList):
+        return value
+    if isinstance(value, Mapping):
+        return RequestMessage(value)
+    if isinstance(value, list | tuple):
+        return FrozenList(frozen(item) for item in value)
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    # What the openai client's own encoder also accepts in a body.
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if callable(model_dump := getattr(value, "model_dump", None)):  # pydantic, not imported
+        return model_dump(mode="json", exclude_unset=True, by_alias=True)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def compact_json(value: Any) -> bytes:
+    """`value` as the openai client encodes a body: UTF-8 JSON, no spaces,
+    no NaN or infinity."""
+    text = json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_jsonable
+    )
+    return text.encode()
+
+
+def encode_request(request: Mapping[str, Any]) -> bytes:
+    """The body of `request` (a chat completions request) as `compact_json`
+    encodes it, but with the JSON each `RequestMessage` keeps: only the other
+    messages and fields are encoded now."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return compact_json(request)
+    pieces = [m.json() if type(m) is RequestMessage else compact_json(m) for m in messages]
+    rest = compact_json({key: value for key, value in request.items() if key != "messages"})
+    after = b"}" if rest == b"{}" else b"," + rest[1:]
+    return b'{"messages":[' + b",".join(pieces) + b"]" + after
