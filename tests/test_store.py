@@ -94,6 +94,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "passages_count_delete",
         "messages_edit_update",
         "messages_edit_delete",
+        "agents_edit_delete",
     }
     applied = [m.name for m in migrations.applied(store.db)]
     assert applied == [
@@ -463,6 +464,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
     with conn:  # as written by the version before message edit stamps
         conn.execute("DROP TRIGGER messages_edit_update")
         conn.execute("DROP TRIGGER messages_edit_delete")
+        conn.execute("DROP TRIGGER agents_edit_delete")
         conn.execute("DROP TABLE message_edits")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm009_message_edits'")
     conn.close()

@@ -56,10 +56,13 @@ class RequestMessage(dict):  # type: ignore[type-arg]
         return dict, (dict(self),)
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def frozen(value: Any) -> Any:
     """`value` with its dicts and lists made read-only, all the way down."""
-    if isinstance(value, RequestMessage | FrozenList):
-        return value
+    if type(value) in _ATOMS or isinstance(value, RequestMessage | FrozenList):
+        return value  # the common cases first: this runs for every value of the window
     if isinstance(value, Mapping):
         return RequestMessage(value)
     if isinstance(value, list | tuple):
