@@ -76,7 +76,9 @@ class Model(Protocol):
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> AsyncIterator[ModelChunk]:
         """Answer one request with the model and options in `config`. Raises
-        LLMError (ContextWindowExceeded for a request too long) on failure."""
+        LLMError (ContextWindowExceeded for a request too long) on failure.
+        The window's messages come as read-only `RequestMessage`s, sent
+        again on later turns: a model that must change one changes a copy."""
         ...
 
     def close(self) -> None:

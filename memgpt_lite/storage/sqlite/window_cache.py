@@ -58,6 +58,7 @@ _FROM = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
 _CALL_KEYS = {"id", "name", "arguments"}
+_TOOL_CALLS = list(Message.model_fields).index("tool_calls")  # its place in a Message's values
 
 
 class Record(NamedTuple):
@@ -152,7 +153,7 @@ def _as_handed_out(held: _Held) -> bool:
     value: a field set to an equal value is no change)."""
     if tuple(held.message.__dict__.values()) != held.values:
         return False
-    tool_calls = held.values[4]  # the list it was given, still there (checked above)
+    tool_calls = held.values[_TOOL_CALLS]  # the list it was given, still there (checked above)
     if len(tool_calls) != len(held.calls):
         return False
     for call, values in zip(tool_calls, held.calls, strict=False):  # lengths checked
@@ -197,9 +198,6 @@ class WindowCache:
         elif count is None:  # the agent is gone
             self._windows.pop(agent_id, None)
         return [h.message for h in held]
-
-    def clear(self) -> None:
-        self._windows.clear()
 
 
 def _extended(
