@@ -163,33 +163,45 @@ class StepLock:
 
     def __enter__(self) -> StepLock:
         self._outer_transaction = self.store.in_transaction()
+        self._claim()
         try:
             for delay in self._attempts():
                 time.sleep(delay)
         except StoreError:
+            self._unclaim()
             raise  # the database refused the take: nothing was taken
         except BaseException:
+            self._unclaim()
             self._release()  # taken just before an interrupt: give it back
             raise
-        return self._taken()
+        return self
 
     async def __aenter__(self) -> StepLock:
         """As `with`, waiting without blocking the event loop."""
         self._outer_transaction = self.store.in_transaction()
+        self._claim()
         try:
             for delay in self._attempts():
                 await asyncio.sleep(delay)
         except StoreError:
+            self._unclaim()
             raise
         except BaseException:  # cancelled, or Ctrl-C: give back what was taken
+            self._unclaim()
             self._release()
             raise
-        return self._taken()
+        return self
 
-    def _taken(self) -> StepLock:
+    def _claim(self) -> None:
+        """Count the token as live *before* it is taken: between the take's
+        commit and this, another thread of this process would otherwise see a
+        holder with a dead token and take the lock over (holder_is_dead)."""
         with _LIVE_TOKENS_GUARD:
             _LIVE_TOKENS.add(self.token)
-        return self
+
+    def _unclaim(self) -> None:
+        with _LIVE_TOKENS_GUARD:
+            _LIVE_TOKENS.discard(self.token)
 
     async def __aexit__(
         self,
