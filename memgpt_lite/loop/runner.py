@@ -57,6 +57,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
                 loop.run_until_complete(task)
         elif not task.cancelled():
             task.exception()  # retrieved, so asyncio does not report it as lost
+        # One more turn of the loop: what the failure left scheduled (the
+        # close of a timed-out request's socket, say) happens now, not at the
+        # next call, which may come much later.
+        loop.run_until_complete(asyncio.sleep(0))
         raise
 
 
