@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memgpt_lite import Agent, LLMError
-from memgpt_lite.llm.endpoint import background_loop
+from memgpt_lite.loop import runner
 from memgpt_lite.testing import FakeOpenAIServer, cut, drip, error, hang, reply, say
 
 
@@ -124,24 +124,30 @@ def test_seconds_in_calls_counts_the_time_in_the_endpoint(fake_llm, tmp_path):
     assert agent.llm.seconds_in_calls == result.llm_seconds
 
 
-@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
-def test_ctrl_c_cancels_the_request_in_flight(fake_llm, tmp_path):
-    """KeyboardInterrupt in the calling thread ends the wait at once, closes the
-    connection (the server sees the client leave), and leaves no task behind."""
-    agent = make_agent(tmp_path, timeout=60)
-    fake_llm.enqueue(hang())
+def _ctrl_c_during_step(agent: Agent, fake_llm: FakeOpenAIServer, when: str) -> None:
+    """Step, and press Ctrl-C once the server holds a request open (`when`
+    says at what point); then the client must close the connection and leave
+    no task behind on the loop the step ran on (this thread's own)."""
     main = threading.get_ident()
 
     def interrupt() -> None:
-        wait_until(lambda: fake_llm.hanging == 1, "the request is in flight")
+        wait_until(lambda: fake_llm.hanging == 1, when)
         signal.pthread_kill(main, signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         agent.step("hi")
     wait_until(lambda: fake_llm.hanging == 0, "the client closed the connection")
-    tasks = asyncio.run_coroutine_threadsafe(_other_tasks(), background_loop()).result(5)
-    assert tasks == 0
+    assert not [t for t in asyncio.all_tasks(runner._thread_loop()) if not t.done()]
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
+def test_ctrl_c_cancels_the_request_in_flight(fake_llm, tmp_path):
+    """KeyboardInterrupt in the calling thread ends the wait at once, closes the
+    connection (the server sees the client leave), and leaves no task behind."""
+    agent = make_agent(tmp_path, timeout=60)
+    fake_llm.enqueue(hang())
+    _ctrl_c_during_step(agent, fake_llm, "the request is in flight")
     assert_still_valid(agent, fake_llm)
 
 
@@ -151,23 +157,9 @@ def test_ctrl_c_mid_stream_closes_the_connection(fake_llm, tmp_path):
     and the stream's connection."""
     agent = make_agent(tmp_path, timeout=60)
     fake_llm.enqueue(cut(say("Hello there, how are you"), after=5, hang=True))
-    main = threading.get_ident()
-
-    def interrupt() -> None:
-        wait_until(lambda: fake_llm.hanging == 1, "the stream has stopped mid-answer")
-        signal.pthread_kill(main, signal.SIGINT)
-
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        agent.step("hi")
-    wait_until(lambda: fake_llm.hanging == 0, "the client closed the connection")
-    tasks = asyncio.run_coroutine_threadsafe(_other_tasks(), background_loop()).result(5)
-    assert tasks == 0 and fake_llm.requests[0].streamed
+    _ctrl_c_during_step(agent, fake_llm, "the stream has stopped mid-answer")
+    assert fake_llm.requests[0].streamed
     assert_still_valid(agent, fake_llm)
-
-
-async def _other_tasks() -> int:
-    return len(asyncio.all_tasks() - {asyncio.current_task()})
 
 
 def test_works_inside_a_running_event_loop(fake_llm, tmp_path):
