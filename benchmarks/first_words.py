@@ -46,26 +46,33 @@ def delays(server: FakeOpenAIServer, thought_at: float, message_at: float) -> tu
     return (thought_at - thought_sent) * 1000, (message_at - first_message_write(pieces)) * 1000
 
 
-def first_arrivals(events: Iterable) -> tuple[float, float]:
-    thought_at = message_at = None
-    for event in events:
+class Arrivals:
+    """When the first ThoughtDelta and the first MessageDelta came."""
+
+    def __init__(self) -> None:
+        self.thought_at: float | None = None
+        self.message_at: float | None = None
+
+    def note(self, event: object) -> None:
         now = time.perf_counter()
-        if thought_at is None and isinstance(event, ThoughtDelta):
-            thought_at = now
-        if message_at is None and isinstance(event, MessageDelta):
-            message_at = now
-    return thought_at, message_at
+        if self.thought_at is None and isinstance(event, ThoughtDelta):
+            self.thought_at = now
+        if self.message_at is None and isinstance(event, MessageDelta):
+            self.message_at = now
+
+
+def first_arrivals(events: Iterable) -> tuple[float, float]:
+    arrivals = Arrivals()
+    for event in events:
+        arrivals.note(event)
+    return arrivals.thought_at, arrivals.message_at
 
 
 async def afirst_arrivals(agent: Agent, text: str) -> tuple[float, float]:
-    thought_at = message_at = None
+    arrivals = Arrivals()
     async for event in agent.astream(text):
-        now = time.perf_counter()
-        if thought_at is None and isinstance(event, ThoughtDelta):
-            thought_at = now
-        if message_at is None and isinstance(event, MessageDelta):
-            message_at = now
-    return thought_at, message_at
+        arrivals.note(event)
+    return arrivals.thought_at, arrivals.message_at
 
 
 def report(label: str, measured: list[tuple[float, float]]) -> None:
