@@ -343,7 +343,7 @@ class OpenAIChatModel:
         return LLMError(f"{call.name} answered {exc.status_code}: {message}{call.attempts_note()}")
 
 
-# The name the current loop and older code use.
+# The name of this class before the Model seam (0.1), kept for code that uses it.
 LLMClient = OpenAIChatModel
 
 
