@@ -123,6 +123,9 @@ class Agent:
         self._llm: Model | None = llm
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
+        # The step lock's lease, by the timeouts it was worked out from:
+        # config.toml is read once per agent object, as the model reads it.
+        self._lease: tuple[tuple[float | None, float | None], float] | None = None
 
     @classmethod
     def create(
@@ -436,8 +439,10 @@ class Agent:
 
     def new_step_lock(self) -> StepLock:
         """The agent's step lock, not yet taken (`with` or `async with` it)."""
-        lease = lease_seconds(resolve_timeout(self.state.llm, self._timeout))
-        return StepLock(self.store, self.state.id, self.state.name, lease, self.on_wait)
+        given = (self.state.llm.timeout_seconds, self._timeout)
+        if self._lease is None or self._lease[0] != given:
+            self._lease = given, lease_seconds(resolve_timeout(self.state.llm, self._timeout))
+        return StepLock(self.store, self.state.id, self.state.name, self._lease[1], self.on_wait)
 
     @property
     def llm(self) -> Model:

@@ -31,6 +31,9 @@ REPLACEMENT_CHARACTER = "\ufffd"
 MAX_JSON_DEPTH = 64
 # An escaped UTF-16 surrogate inside JSON text, such as \ud800.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# Shorter JSON text cannot nest near the recursion limit (see loads_strict).
+_GC_SAFE_LENGTH = 256
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
 class JSONProblem(ValueError):
@@ -95,8 +98,11 @@ def loads_strict(text: str | bytes) -> Any:
     # No garbage collection during the parse: one triggered while deep
     # nesting has the parser near the recursion limit would run other objects'
     # finalizers there, and they would fail with a RecursionError of their own.
-    collecting = gc.isenabled()
-    gc.disable()
+    # (A short text cannot nest deeply enough for that: the common case,
+    # such as each chunk of a streamed answer, skips the switch.)
+    collecting = gc.isenabled() and len(text) > _GC_SAFE_LENGTH
+    if collecting:
+        gc.disable()
     try:
         return json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -115,13 +121,29 @@ def loads_strict(text: str | bytes) -> Any:
             gc.enable()
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str | bytes) -> Any:
     """Parse JSON text strictly (`loads_strict`): the value, with its strings
     cleaned, or a JSONProblem, also for nesting deeper than MAX_JSON_DEPTH."""
     value = loads_strict(text)
-    if _depth(value) > MAX_JSON_DEPTH:
+    # The walks below are skipped for the usual text, where the counts of
+    # brackets and the search for surrogates show they cannot find anything.
+    square, curly = ("[", "{") if isinstance(text, str) else (b"[", b"{")
+    opened = text.count(square) + text.count(curly)  # type: ignore[arg-type]
+    if opened > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise JSONProblem(f"nested more than {MAX_JSON_DEPTH} levels deep")
-    return clean_value(value)
+    return clean_value(value) if _may_hold_surrogates(text) else value
+
+
+def _may_hold_surrogates(text: str | bytes) -> bool:
+    """Whether parsing `text` may give strings with lone surrogates: escaped
+    ones, or, in a str, raw ones (strict UTF-8 decoding of bytes gives none)."""
+    if isinstance(text, bytes):
+        return _SURROGATE_ESCAPE_BYTES.search(text) is not None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return _SURROGATE_ESCAPE.search(text) is not None
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:

@@ -92,15 +92,19 @@ def _process_start(pid: int) -> str:
 
 
 _HOST_ID = _host_id()
+_OWN_START: dict[int, str] = {}  # this process's start, by pid (a fork has its own)
 
 
 def _me(token: str) -> StepLockHolder:
+    pid = os.getpid()
+    if pid not in _OWN_START:
+        _OWN_START[pid] = _process_start(pid)
     return StepLockHolder(
         token=token,
-        pid=os.getpid(),
+        pid=pid,
         hostname=socket.gethostname(),
         host_id=_HOST_ID,
-        process_start=_process_start(os.getpid()),
+        process_start=_OWN_START[pid],
     )
 
 
@@ -238,8 +242,12 @@ class StepLock:
         announced = False
         delay, longest = POLL_SECONDS
         busy_since: float | None = None
+        first = True
         while True:
-            holder = self.store.step_lock_holder(self.agent_id)
+            # A waiter looks before it tries, so as not to take SQLite's write
+            # lock only to find the holder still there; the first try just tries.
+            holder = None if first else self.store.step_lock_holder(self.agent_id)
+            first = False
             if holder is None or holder.expires_at <= time.time() or holder_is_dead(holder):
                 try:
                     with self.store.busy_timeout(TAKE_BUSY_SECONDS):
