@@ -46,7 +46,7 @@ def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
     ctx.store.save_block(block)
 
 
-@tool(heartbeat=False)
+@tool(heartbeat=False, quick=True)
 def send_message(ctx: ToolContext, message: str) -> str:
     """Send a message to the user. This is the only way the user sees anything you say.
 
@@ -61,7 +61,7 @@ def send_message(ctx: ToolContext, message: str) -> str:
     return "Sent message successfully."
 
 
-@tool
+@tool(quick=True)
 def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
     """Append a line to a core memory block. Core memory is always in your context.
 
@@ -77,7 +77,7 @@ def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
     return f"Appended to block {label!r} ({len(new_value)}/{block.limit} characters)."
 
 
-@tool
+@tool(quick=True)
 def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_content: str) -> str:
     """Replace text in a core memory block. Use an empty new_content to delete text.
 

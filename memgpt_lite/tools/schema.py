@@ -79,8 +79,13 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         heartbeat: bool = True,
+        quick: bool = False,
     ) -> None:
         self.function = function
+        # Runs on the event loop, not in a worker thread: a quick function that
+        # waits on nothing (no network, no sleep), for which the thread hop
+        # would cost more than the call (see `arun`).
+        self.quick = quick
         self.name = name or function.__name__
         if not TOOL_NAME_PATTERN.match(self.name):
             raise ConfigError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
@@ -125,13 +130,14 @@ class Tool:
         self, context: ToolContext, arguments: str, max_chars: int, *, in_thread: bool = True
     ) -> ToolOutcome:
         """`run`, awaited. An `async def` tool is awaited; a plain function
-        runs in a worker thread when `in_thread`, so it cannot stall the loop."""
+        runs in a worker thread when `in_thread` (unless it is `quick`), so it
+        cannot stall the loop."""
         call = self._prepare(context, arguments)
         if isinstance(call, ToolOutcome):
             outcome = call
         elif inspect.iscoroutinefunction(self.function):
             outcome = await self._awaited(call)
-        elif in_thread:
+        elif in_thread and not self.quick:
             outcome = await asyncio.to_thread(self._called, call)
         else:
             outcome = self._called(call)
@@ -210,11 +216,14 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     heartbeat: bool = True,
+    quick: bool = False,
 ) -> Any:
-    """Make a tool from a function: `@tool` or `@tool(name=..., heartbeat=False)`."""
+    """Make a tool from a function: `@tool` or `@tool(name=..., heartbeat=False)`.
+    `quick=True` runs a plain function on the event loop instead of a worker
+    thread; only for one that returns at once and waits on nothing."""
 
     def wrap(fn: Callable[..., Any]) -> Tool:
-        return Tool(fn, name=name, description=description, heartbeat=heartbeat)
+        return Tool(fn, name=name, description=description, heartbeat=heartbeat, quick=quick)
 
     return wrap(function) if function is not None else wrap
 
