@@ -48,28 +48,38 @@ def limit_error(server: FakeOpenAIServer, seconds: str, attempts: str, last: str
     )
 
 
-def test_a_hang_ends_at_the_limit(fake_llm, tmp_path):
+def step_with(driver: str, agent: Agent, message: str) -> Any:
+    """agent.step (its HTTP blocks its thread's own loop, see blocking_io.py),
+    or agent.astep on an event loop of the caller's."""
+    if driver == "step":
+        return agent.step(message)
+    return asyncio.run(agent.astep(message))
+
+
+@pytest.mark.parametrize("driver", ["step", "astep"])
+def test_a_hang_ends_at_the_limit(fake_llm, tmp_path, driver):
     agent = make_agent(tmp_path, timeout=0.3)
     fake_llm.enqueue(hang())
     with pytest.raises(LLMError) as caught:
-        agent.step("hi")
+        step_with(driver, agent, "hi")
     assert str(caught.value) == limit_error(fake_llm, "0.3", "1 attempt")
     wait_until(lambda: fake_llm.hanging == 0, "the connection is closed")
     assert_still_valid(agent, fake_llm)
 
 
+@pytest.mark.parametrize("driver", ["step", "astep"])
 @pytest.mark.parametrize(
     ("interval", "chunk"),
     [(0.02, 1), (0.2, 200)],
     ids=["through-the-headers", "through-the-body"],
 )
-def test_a_drip_that_would_deliver_ends_at_the_limit(fake_llm, tmp_path, interval, chunk):
+def test_a_drip_that_would_deliver_ends_at_the_limit(fake_llm, tmp_path, interval, chunk, driver):
     """Each byte arrives well within any per-read timeout, and the reply is
     valid: only a limit on the whole request stops it."""
     agent = make_agent(tmp_path, timeout=0.4, timeout_seconds=5.0)
     fake_llm.enqueue(drip(say("too late"), interval=interval, chunk=chunk))
     with pytest.raises(LLMError) as caught:
-        agent.step("hi")
+        step_with(driver, agent, "hi")
     assert str(caught.value) == limit_error(fake_llm, "0.4", "1 attempt")
     assert_still_valid(agent, fake_llm)
 

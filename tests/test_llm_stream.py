@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Coroutine
 from contextlib import aclosing
 from typing import Any
 
 import pytest
 
 from memgpt_lite import LLMError
+from memgpt_lite.llm.answer import merge_deltas
 from memgpt_lite.llm.model import Completion, Model, TextDelta, ToolCallDelta
 from memgpt_lite.llm.openai_chat import ContextWindowExceeded, LLMClient, OpenAIChatModel
+from memgpt_lite.loop import runner
 from memgpt_lite.models import LLMConfig
 from memgpt_lite.testing import (
     FakeOpenAIServer,
@@ -53,16 +56,30 @@ def config(**options: Any) -> LLMConfig:
     return LLMConfig(model="gpt-4o-mini", **({"max_retries": 2} | options))
 
 
-def answer(model: OpenAIChatModel, tools: list[Any] = TOOLS, **options: Any) -> list[Any]:
+# The two ways an answer is read: on an event loop shared with other tasks
+# (astep), and on a thread's own loop, whose HTTP blocks (step; blocking_io.py).
+DRIVERS = {"event loop": asyncio.run, "blocking": runner.run}
+
+
+@pytest.fixture(params=list(DRIVERS))
+def drive(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    return DRIVERS[request.param]
+
+
+def answer(
+    model: OpenAIChatModel, tools: list[Any] = TOOLS, drive: Any = asyncio.run, **options: Any
+) -> list[Any]:
     """Every chunk of one answer."""
 
     async def collect() -> list[Any]:
         return [chunk async for chunk in model.stream(config(**options), MESSAGES, tools)]
 
-    return asyncio.run(collect())
+    return drive(collect())
 
 
-def failure(model: OpenAIChatModel, **options: Any) -> tuple[str, list[Any]]:
+def failure(
+    model: OpenAIChatModel, drive: Any = asyncio.run, **options: Any
+) -> tuple[str, list[Any]]:
     """The error line of an answer that fails, and the chunks yielded before it."""
     chunks: list[Any] = []
 
@@ -71,7 +88,7 @@ def failure(model: OpenAIChatModel, **options: Any) -> tuple[str, list[Any]]:
             chunks.append(chunk)
 
     with pytest.raises(LLMError) as caught:
-        asyncio.run(collect())
+        drive(collect())
     return str(caught.value), chunks
 
 
@@ -85,9 +102,9 @@ def delta(value: dict[str, Any], finish: str | None = None, index: int = 0) -> d
     return {"choices": [{"index": index, "delta": value, "finish_reason": finish}]}
 
 
-def test_deltas_as_they_come_then_one_completion(fake_llm):
+def test_deltas_as_they_come_then_one_completion(fake_llm, drive):
     fake_llm.enqueue(reply("Thinking it over", [call("send_message", message="Hello there")]))
-    chunks = answer(model_for(fake_llm))
+    chunks = answer(model_for(fake_llm), drive=drive)
 
     *deltas, completion = chunks
     assert isinstance(completion, Completion) and completion.streamed
@@ -133,9 +150,9 @@ def test_the_first_words_come_before_the_rest_is_written(fake_llm):
     assert fake_llm.hanging == 0
 
 
-def test_the_request_goes_out_with_the_clients_headers(fake_llm):
+def test_the_request_goes_out_with_the_clients_headers(fake_llm, drive):
     fake_llm.enqueue(say("x"))
-    answer(model_for(fake_llm), temperature=0.5)
+    answer(model_for(fake_llm), drive=drive, temperature=0.5)
     (record,) = fake_llm.requests
     assert record.headers["authorization"] == f"Bearer {fake_llm.api_key}"
     assert record.headers["content-type"] == "application/json"
@@ -166,7 +183,9 @@ def test_pieces_of_several_calls_are_put_together_by_index(fake_llm):
     fake_llm.enqueue(raw(body, content_type="text/event-stream"))
     *deltas, completion = answer(model_for(fake_llm))
 
-    assert [d.text for d in deltas if isinstance(d, TextDelta)] == ["A", "B"]
+    # The body came in one piece, so its run of text pieces comes as one delta;
+    # the calls' pieces alternate, so each stays its own.
+    assert [d.text for d in deltas if isinstance(d, TextDelta)] == ["AB"]
     calls = [(d.index, d.name, d.arguments) for d in deltas if isinstance(d, ToolCallDelta)]
     assert calls == [
         (0, "f", ""),
@@ -284,9 +303,9 @@ def test_failures_before_the_stream_are_retried(fake_llm, first):
     assert completion.content == "fine" and completion.streamed
 
 
-def test_a_hang_mid_stream_ends_at_the_limit(fake_llm):
+def test_a_hang_mid_stream_ends_at_the_limit(fake_llm, drive):
     fake_llm.enqueue(cut(reply("Hello world"), after=2, hang=True))
-    message, chunks = failure(model_for(fake_llm, timeout=0.5))
+    message, chunks = failure(model_for(fake_llm, timeout=0.5), drive=drive)
     assert message == (
         f"the model endpoint {fake_llm.base_url} did not answer within 0.5 s (1 attempt); a slow "
         "model may need a longer limit (--timeout, timeout=, or timeout in config.toml)"
@@ -294,10 +313,10 @@ def test_a_hang_mid_stream_ends_at_the_limit(fake_llm):
     assert chunks == [TextDelta("Hell")]
 
 
-def test_a_drip_of_a_stream_ends_at_the_limit(fake_llm):
+def test_a_drip_of_a_stream_ends_at_the_limit(fake_llm, drive):
     fake_llm.stream_piece_chars = 1
     fake_llm.enqueue(drip(reply("x" * 200), interval=0.01, chunk=40))
-    message, chunks = failure(model_for(fake_llm, timeout=0.5))
+    message, chunks = failure(model_for(fake_llm, timeout=0.5), drive=drive)
     assert "did not answer within 0.5 s" in message
     assert chunks and all(isinstance(c, TextDelta) for c in chunks)  # some came in time
 
@@ -370,3 +389,16 @@ def test_the_model_is_a_model_and_llmclient_is_its_old_name(fake_llm):
     assert asyncio.run(model.acomplete(config(), MESSAGES, [])).content == "async"
     assert model.seconds_in_calls > 0
     model.close()
+
+
+def test_pieces_read_together_are_passed_on_as_one():
+    deltas = [TextDelta("Hel"), TextDelta("lo"), ToolCallDelta(0, "f", "")]
+    deltas += [ToolCallDelta(0, None, '{"a"'), ToolCallDelta(0, None, ": 1}")]
+    deltas += [ToolCallDelta(1, "g", "{"), ToolCallDelta(1, None, "}"), TextDelta("!")]
+    assert merge_deltas(deltas) == [
+        TextDelta("Hello"),
+        ToolCallDelta(0, "f", '{"a": 1}'),
+        ToolCallDelta(1, "g", "{}"),
+        TextDelta("!"),
+    ]
+    assert merge_deltas([TextDelta("x")]) == [TextDelta("x")] and merge_deltas([]) == []

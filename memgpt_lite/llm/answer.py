@@ -229,6 +229,47 @@ class SSEDecoder:
         return None
 
 
+Delta = TextDelta | ToolCallDelta
+
+
+def merge_deltas(deltas: list[Delta]) -> list[Delta]:
+    """`deltas` with each run of text pieces, and of argument pieces of one
+    call, joined into one: what came in one read of the body is passed on
+    once, not piece by piece (a stream read late comes in a few reads)."""
+    merged: list[Delta] = []
+    run: list[str] = []  # the pieces of the last delta in `merged`, if a run
+
+    def close_run() -> None:
+        if len(run) > 1:
+            last = merged[-1]
+            joined = "".join(run)
+            merged[-1] = (
+                TextDelta(joined)
+                if isinstance(last, TextDelta)
+                else ToolCallDelta(last.index, last.name, joined)
+            )
+        run.clear()
+
+    for delta in deltas:
+        last = merged[-1] if merged else None
+        if isinstance(delta, TextDelta) and isinstance(last, TextDelta):
+            run.append(delta.text)
+            continue
+        if (
+            isinstance(delta, ToolCallDelta)
+            and isinstance(last, ToolCallDelta)
+            and delta.index == last.index
+            and delta.name is None
+        ):
+            run.append(delta.arguments)
+            continue
+        close_run()
+        merged.append(delta)
+        run.append(delta.text if isinstance(delta, TextDelta) else delta.arguments)
+    close_run()
+    return merged
+
+
 @dataclass
 class _CallPieces:
     id: str | None = None

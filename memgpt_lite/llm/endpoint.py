@@ -47,6 +47,7 @@ import openai
 
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.answer import body_summary, html_title, looks_like_html, one_line
+from memgpt_lite.llm.blocking_io import IO_DEADLINE, blocking_allowed, blocking_http_client
 
 T = TypeVar("T")
 
@@ -238,6 +239,22 @@ class EndpointCall:
         loop = asyncio.get_running_loop()
         if self._deadline is None:
             self._deadline = loop.time() + self.timeout
+        # Blocking waits end by IO_DEADLINE; on a loop that blocks there are
+        # no others (a retry's pause checks the deadline itself), and the
+        # scope, set up for every piece of a streamed answer, would only cost.
+        token = IO_DEADLINE.set(time.monotonic() + self._left(loop))
+        try:
+            if blocking_allowed(loop):
+                return await awaitable
+            return await self._within_scope(awaitable)
+        except httpx2.TimeoutException:
+            if self._left(loop) > 0:
+                raise
+            raise self._timed_out() from None
+        finally:
+            IO_DEADLINE.reset(token)
+
+    async def _within_scope(self, awaitable: Awaitable[T]) -> T:
         scope = asyncio.timeout_at(self._deadline)
         try:
             async with scope:
@@ -270,6 +287,8 @@ class EndpointCall:
                 self.last_failure = f"answered {exc.status_code}: {error_text(exc)}"
                 asked = retry_after(exc.response.headers)
             except openai.APIConnectionError as exc:
+                if self._left(asyncio.get_running_loop()) <= 0:  # a blocking wait ran out
+                    raise self._timed_out() from None
                 self.last_failure = connection_problem(exc)
                 if not self.can_retry():
                     raise LLMError(
@@ -360,7 +379,11 @@ class AsyncClients:
         with self._lock:
             client = self._clients.get(loop)
             if client is None:
-                http_client = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+                http_client = None
+                if blocking_allowed(loop):
+                    http_client = blocking_http_client(_ssl_context())
+                if http_client is None:
+                    http_client = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
                 client = openai.AsyncOpenAI(**self._options, http_client=http_client)
                 self._clients[loop] = client
             return client

@@ -42,12 +42,15 @@ import openai
 from memgpt_lite.config import check_timeout, config_path, configured_base_url, configured_timeout
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.answer import (
+    Delta,
     SSEDecoder,
     StreamedAnswer,
     body_summary,
     completion_from,
     is_context_length_error,
+    merge_deltas,
 )
+from memgpt_lite.llm.blocking_io import io_deadline
 from memgpt_lite.llm.endpoint import (
     URL_EXAMPLE,
     AsyncClients,
@@ -311,11 +314,13 @@ class OpenAIChatModel:
             while not answer.done:
                 data = await _within(call, anext(pieces, None))
                 events = decoder.end() if data is None else decoder.feed(data)
+                deltas: list[Delta] = []
                 for event in events:
-                    for delta in answer.take(event):
-                        yield delta
+                    deltas += answer.take(event)
                     if answer.done:
                         break
+                for delta in merge_deltas(deltas):
+                    yield delta
                 if data is None:
                     break
             if answer.done:
@@ -358,8 +363,9 @@ async def _within(call: EndpointCall, awaitable: Any) -> Any:
 async def _drain(call: EndpointCall, pieces: AsyncIterator[bytes]) -> None:
     """Read what follows [DONE], normally only the end of the body, so the
     connection can serve the next request instead of being closed."""
-    with contextlib.suppress(TimeoutError, httpx2.RequestError):
-        async with asyncio.timeout(min(DRAIN_SECONDS, call.seconds_left())):
+    wait = min(DRAIN_SECONDS, call.seconds_left())
+    with contextlib.suppress(TimeoutError, httpx2.RequestError), io_deadline(wait):
+        async with asyncio.timeout(wait):
             async for _ in pieces:
                 pass
 

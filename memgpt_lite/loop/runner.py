@@ -4,8 +4,10 @@
 with no running event loop (a script, the CLI, a worker thread) it runs on
 that thread's own event loop, kept for the next call so that the model
 client's pooled connections are reused; everything stays in the caller's
-thread. Inside a running loop (Jupyter), it runs on the private background
-loop of llm/endpoint.py instead, since a loop cannot be re-entered.
+thread. Since nothing else runs on that loop, its HTTP may block the thread
+(llm/blocking_io.py), which is cheaper. Inside a running loop (Jupyter), it
+runs on the private background loop of llm/endpoint.py instead, since a loop
+cannot be re-entered.
 
 Ctrl-C, wherever it lands, cancels the coroutine and lets it unwind (the step
 lock is released, and what was stored stays consistent) before the
@@ -20,6 +22,7 @@ import threading
 from collections.abc import AsyncGenerator, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from memgpt_lite.llm.blocking_io import allow_blocking
 from memgpt_lite.llm.endpoint import run_sync
 
 T = TypeVar("T")
@@ -31,6 +34,7 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     loop = getattr(_thread, "loop", None)
     if loop is None or loop.is_closed():
         loop = _thread.loop = asyncio.new_event_loop()
+        allow_blocking(loop)  # only this thread's synchronous calls run on it
     return loop
 
 

@@ -1,0 +1,38 @@
+"""The blocking HTTP of a thread's own event loop (llm/blocking_io.py): used
+only where nothing else runs on the loop, and never where proxies are set."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+
+from memgpt_lite import Agent
+from memgpt_lite.llm.blocking_io import BlockingTransport, blocking_http_client
+from memgpt_lite.llm.endpoint import _ssl_context
+from memgpt_lite.loop import runner
+from memgpt_lite.testing import say
+
+
+def transport_of(agent: Agent, loop: asyncio.AbstractEventLoop) -> object:
+    client = agent.llm._clients.for_loop(loop)  # type: ignore[attr-defined]
+    return client._client._transport
+
+
+def test_only_a_threads_own_loop_blocks(fake_llm, tmp_path):
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    fake_llm.enqueue(say("one"), say("two"))
+    assert agent.step("hi").replies == ["one"]
+    assert isinstance(transport_of(agent, runner._thread_loop()), BlockingTransport)
+    assert asyncio.run(agent.astep("again")).replies == ["two"]
+    other = asyncio.new_event_loop()
+    try:
+        assert not isinstance(transport_of(agent, other), BlockingTransport)
+    finally:
+        other.close()
+
+
+def test_proxies_in_the_environment_keep_httpx_own_client(monkeypatch):
+    assert isinstance(blocking_http_client(_ssl_context()), httpx2.AsyncClient)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert blocking_http_client(_ssl_context()) is None
