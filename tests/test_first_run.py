@@ -1,0 +1,64 @@
+"""What a new user meets first: the README's commands as written, creating an
+agent again from Python, the default persona, and the errors bad input gives."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memgpt_lite.cli.main import cli
+from memgpt_lite.testing import FakeOpenAIServer, say
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def run(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def readme_section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def readme_commands(title: str) -> list[list[str]]:
+    """The `memgpt-lite ...` lines of a README section's first code block,
+    continuation lines joined and trailing comments dropped."""
+    block = re.search(r"\n```\n(.*?)\n```\n", readme_section(title), re.S)
+    assert block is not None, f"no code block in README section {title!r}"
+    joined = block.group(1).replace("\\\n", " ")
+    commands = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        assert words[0] == "memgpt-lite", line
+        commands.append(words[1:])
+    return commands
+
+
+# README "Managing agents"
+
+
+def test_managing_agents_commands_run_as_written(
+    fake_llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name, text in [("sam.md", "I am Sam."), ("notes.md", "Due: May"), ("me.md", "Alice")]:
+        (tmp_path / name).write_text(text + "\n")
+    monkeypatch.setenv("VISUAL", "true")  # an editor that leaves the text as it is
+    fake_llm.responder = lambda body: say("Noted.")
+    create, *rest = readme_commands("Managing agents")
+    assert create[0] == "create"
+    created = run(*create)
+    assert created.exit_code == 0, created.output
+    # `retry` and `pop` act on a conversation: have two exchanges first.
+    for text in ("Hi, I'm Alice", "I keep bees"):
+        assert run("send", "sam", text).exit_code == 0
+    for command in rest:
+        result = run(*command, input="y\n")
+        assert result.exit_code == 0, f"memgpt-lite {shlex.join(command)}: {result.output}"
