@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.config import check_timeout, default_db_path
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
-from memgpt_lite.errors import ConfigError, ModelRetry
+from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
@@ -177,8 +177,7 @@ class Agent:
                 settings=settings,
             )
         except ValidationError as exc:
-            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-            raise ConfigError(f"cannot create agent {name!r}: {problems}") from None
+            raise ConfigError(f"cannot create agent {name!r}: {validation_messages(exc)}") from None
         store = _open_store(store, db)
         store.create_agent(state, blocks)
         agent = cls(
@@ -307,8 +306,9 @@ class Agent:
         try:
             renamed.name = new_name  # validated on assignment
         except ValidationError as exc:
-            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-            raise ConfigError(f"cannot rename agent to {new_name!r}: {problems}") from None
+            raise ConfigError(
+                f"cannot rename agent to {new_name!r}: {validation_messages(exc)}"
+            ) from None
         self.state = self.store.rename_agent(self.state.id, new_name)
 
     def attach_block(self, block: Block) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memgpt_lite.errors import ConfigError
+from memgpt_lite.errors import ConfigError, validation_message
 
 if TYPE_CHECKING:
     from memgpt_lite.settings import ConfigValue, EffectiveConfig, FileConfig, SettingValue
@@ -116,7 +116,7 @@ def _describe(error: Any) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "(file)"
     if error["type"] == "extra_forbidden":
         return f"unknown key {key!r} (the keys are: {', '.join(ENV_VARS)})"
-    return f"{key}: {error['msg']}"
+    return f"{key}: {validation_message(error)}"
 
 
 def load_file_config(path: Path | None = None) -> FileConfig:

@@ -2,6 +2,14 @@
 `MemGPTError`, so callers (and the CLI) can catch exactly these and let real
 bugs surface as tracebacks."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class MemGPTError(Exception):
     """Base class of every error memgpt_lite raises on purpose."""
@@ -56,3 +64,22 @@ class ModelRetry(MemGPTError):
     The loop turns it into the tool's result, for example
     ``raise ModelRetry("block 'human' is full: shorten it or use archival memory")``.
     """
+
+
+# pydantic puts this before the text of a ValueError raised in a validator;
+# our validators' texts are written for users, so it is dropped.
+_VALUE_ERROR_PREFIX = "Value error, "
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One problem of a pydantic `ValidationError` (an item of `exc.errors()`)
+    as users read it: the message without pydantic's "Value error, "."""
+    message = str(error["msg"])
+    if error.get("type") == "value_error" and message.startswith(_VALUE_ERROR_PREFIX):
+        return message[len(_VALUE_ERROR_PREFIX) :]
+    return message
+
+
+def validation_messages(exc: ValidationError) -> str:
+    """Every problem of a pydantic `ValidationError`, in one line."""
+    return "; ".join(validation_message(e) for e in exc.errors(include_url=False))

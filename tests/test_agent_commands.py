@@ -88,12 +88,12 @@ def test_create_reads_persona_human_and_blocks_from_files(db, tmp_path):
         ),
         (
             ["--persona", "x" * 20, "--block-limit", "persona=10"],
-            "Error: block 'persona': Value error, block 'persona' holds 20 characters, "
+            "Error: block 'persona': block 'persona' holds 20 characters, "
             "over its limit of 10\n",
         ),
         (
             ["--block", "two words=x"],
-            "Error: block 'two words': Value error, a block label is 1-64 letters, digits, "
+            "Error: block 'two words': a block label is 1-64 letters, digits, "
             "'_' or '-'\n",
         ),
     ],
@@ -198,8 +198,8 @@ def test_rename_keeps_memory_and_history(fake_llm, db):
     ("new", "error"),
     [
         ("bob", "Error: an agent named 'bob' already exists\n"),
-        ("no spaces", "Error: cannot rename agent to 'no spaces': Value error, an agent name"),
-        ("", "Error: cannot rename agent to '': Value error, an agent name"),
+        ("no spaces", "Error: cannot rename agent to 'no spaces': an agent name"),
+        ("", "Error: cannot rename agent to '': an agent name"),
     ],
 )
 def test_rename_refuses_a_taken_or_invalid_name(db, new, error):

@@ -374,7 +374,7 @@ def test_letta_files_that_cannot_be_imported(tmp_path):
         import_agent(Store(db), path)
     bad_name = run("import", str(path), "--agent", "other helper", db=db)
     assert bad_name.exit_code == 1
-    assert "cannot import agent 'other helper': name: Value error" in bad_name.stderr
+    assert "cannot import agent 'other helper': name: an agent name" in bad_name.stderr
     assert bad_name.stderr.rstrip().endswith("choose another name with --name")
     assert run("import", str(path), "--agent", "other helper", "--name", "o", db=db).exit_code == 0
 

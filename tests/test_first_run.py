@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from memgpt_lite import Agent
 from memgpt_lite.cli.main import cli
+from memgpt_lite.config import default_db_path
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.models import AgentState, AgentStats
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, say
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -18,6 +23,11 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def run(*args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def _agents() -> list[tuple[AgentState, AgentStats]]:
+    with Store(default_db_path()) as store:
+        return store.list_agents()
 
 
 def readme_section(title: str) -> str:
@@ -62,3 +72,29 @@ def test_managing_agents_commands_run_as_written(
     for command in rest:
         result = run(*command, input="y\n")
         assert result.exit_code == 0, f"memgpt-lite {shlex.join(command)}: {result.output}"
+
+
+# pydantic's "Value error, " never reaches a user
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["create", "two words", "--model", "m"],
+        ["create", "sam", "--model", "m", "--block", "bad label=x"],
+        ["rename", "sam", "a/b"],
+    ],
+)
+def test_validation_messages_lose_pydantics_prefix(args: list[str]) -> None:
+    assert run("create", "sam", "--model", "m").exit_code == 0
+    result = run(*args)
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
+    assert "letters, digits" in result.output and "Value error" not in result.output
+    assert [row[0].name for row in _agents()] == ["sam"]  # nothing stored, nothing lost
+
+
+def test_validation_messages_from_python_lose_pydantics_prefix() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Agent.create("two words", "m")
+    assert str(raised.value).startswith("cannot create agent 'two words': an agent name is")

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
-from memgpt_lite.errors import ConfigError
+from memgpt_lite.errors import ConfigError, validation_message
 from memgpt_lite.models import (
     DEFAULT_BLOCK_LIMIT,
     MAX_STORED_INT,
@@ -126,6 +126,9 @@ class AgentFile(BaseModel):
 
 def validation_problems(exc: ValidationError, shown: int = 3) -> str:
     errors = exc.errors(include_url=False)
-    problems = [f"{'.'.join(str(part) for part in e['loc']) or 'file'}: {e['msg']}" for e in errors]
+    problems = [
+        f"{'.'.join(str(part) for part in e['loc']) or 'file'}: {validation_message(e)}"
+        for e in errors
+    ]
     more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
     return "; ".join(problems[:shown]) + more

@@ -18,7 +18,7 @@ import click
 
 from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, store_for
 from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
-from memgpt_lite.errors import ConfigError
+from memgpt_lite.errors import ConfigError, validation_messages
 
 if TYPE_CHECKING:
     from memgpt_lite.models import AgentState, AgentStats, Block
@@ -126,8 +126,7 @@ def build_blocks(
         try:
             built.append(Block.model_validate(data))
         except ValidationError as exc:
-            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
-            raise ConfigError(f"block {data['label']!r}: {problems}") from None
+            raise ConfigError(f"block {data['label']!r}: {validation_messages(exc)}") from None
     return built
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
-from memgpt_lite.errors import MemGPTError
+from memgpt_lite.errors import MemGPTError, validation_messages
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
@@ -124,8 +124,7 @@ class FriendlyGroup(click.Group):
         except MemGPTError as exc:
             raise click.ClickException(str(exc)) from None
         except loaded_error("pydantic_core", "ValidationError") as exc:
-            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))  # type: ignore[attr-defined]
-            raise click.ClickException(problems) from None
+            raise click.ClickException(validation_messages(exc)) from None  # type: ignore[arg-type]
         except OSError as exc:
             # A file or folder the user named that cannot be used (too long a
             # name, no permission, ...): one line here, the traceback in the log.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from memgpt_lite.errors import ConfigError, ModelRetry
+from memgpt_lite.errors import ConfigError, ModelRetry, validation_message
 from memgpt_lite.loop import runner
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 
@@ -259,7 +259,7 @@ def _describe(exc: ValidationError, shown: int = 5) -> str:
     problems = []
     for error in exc.errors(include_url=False)[:shown]:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        problems.append(f"{where}: {error['msg']}")
+        problems.append(f"{where}: {validation_message(error)}")
     more = exc.error_count() - shown
     return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")
 
