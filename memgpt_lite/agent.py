@@ -10,6 +10,7 @@ hand over each event as it happens, the reply's words included.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,12 +53,28 @@ log = logging.getLogger(__name__)
 ToolLike = Tool | Callable[..., Any]
 
 
-def default_blocks(persona: str | None = None, human: str | None = None) -> list[Block]:
-    """The `persona` and `human` blocks, from the given text or the templates."""
+# A sentence of the persona template that holds the agent's name.
+_NAME_SENTENCE = re.compile(r"[^.!?\n]*\{name\}[^.!?\n]*[.!?]?[ \t]*")
+
+
+def default_persona(name: str | None = None) -> str:
+    """The persona template (prompts/persona.md) for an agent called `name`;
+    without a name, the sentences that would hold it are left out."""
+    template = load_prompt("persona")
+    if name is None:
+        return _NAME_SENTENCE.sub("", template).strip()
+    return template.replace("{name}", name)
+
+
+def default_blocks(
+    persona: str | None = None, human: str | None = None, *, name: str | None = None
+) -> list[Block]:
+    """The `persona` and `human` blocks, from the given text or the templates;
+    the persona template says the agent is called `name`."""
     return [
         Block(
             label="persona",
-            value=load_prompt("persona") if persona is None else persona,
+            value=default_persona(name) if persona is None else persona,
             description="Who you are: your personality, voice and goals.",
         ),
         Block(
@@ -161,7 +178,7 @@ class Agent:
             base_url = check_base_url(base_url, "the base_url argument")
         tools = list(tools)
         custom = _custom_tools(tools)
-        blocks = list(blocks) if blocks is not None else default_blocks()
+        blocks = list(blocks) if blocks is not None else default_blocks(name=name)
         settings = (settings or AgentSettings()).model_copy()
         if embedder is not None:
             settings.embedder = embedder if isinstance(embedder, str) else embedder.name

@@ -88,13 +88,11 @@ def test_create_reads_persona_human_and_blocks_from_files(db, tmp_path):
         ),
         (
             ["--persona", "x" * 20, "--block-limit", "persona=10"],
-            "Error: block 'persona': block 'persona' holds 20 characters, "
-            "over its limit of 10\n",
+            "Error: block 'persona': block 'persona' holds 20 characters, over its limit of 10\n",
         ),
         (
             ["--block", "two words=x"],
-            "Error: block 'two words': a block label is 1-64 letters, digits, "
-            "'_' or '-'\n",
+            "Error: block 'two words': a block label is 1-64 letters, digits, '_' or '-'\n",
         ),
     ],
 )

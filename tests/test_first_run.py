@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memgpt_lite import Agent
+from memgpt_lite import Agent, default_blocks
 from memgpt_lite.cli.main import cli
 from memgpt_lite.config import default_db_path
 from memgpt_lite.errors import ConfigError
@@ -98,3 +98,25 @@ def test_validation_messages_from_python_lose_pydantics_prefix() -> None:
     with pytest.raises(ConfigError) as raised:
         Agent.create("two words", "m")
     assert str(raised.value).startswith("cannot create agent 'two words': an agent name is")
+
+
+# The default persona
+
+
+def _persona_of(name: str) -> str:
+    with Store(default_db_path()) as store:
+        blocks = store.get_blocks(store.get_agent(name).id)
+    return next(b.value for b in blocks if b.label == "persona")
+
+
+def test_default_persona_uses_the_agents_own_name() -> None:
+    assert run("create", "ada", "--model", "m").exit_code == 0
+    Agent.create("bob", "m")
+    assert _persona_of("ada").startswith("My name is ada.")
+    assert _persona_of("bob").startswith("My name is bob.")
+    assert "Sam" not in _persona_of("ada") + _persona_of("bob")
+
+
+def test_default_blocks_without_a_name_leave_the_name_out() -> None:
+    persona = default_blocks()[0].value
+    assert persona.startswith("I am a friendly") and "{name}" not in persona

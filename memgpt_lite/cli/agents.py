@@ -96,9 +96,14 @@ def _block_limits(pairs: Sequence[str]) -> dict[str, int]:
 
 
 def build_blocks(
-    persona: str | None, human: str | None, extra: Sequence[str], limits: Sequence[str]
+    name: str,
+    persona: str | None,
+    human: str | None,
+    extra: Sequence[str],
+    limits: Sequence[str],
 ) -> list[Block]:
-    """The persona, human and `--block LABEL=TEXT` blocks, with `--block-limit`s."""
+    """The persona, human and `--block LABEL=TEXT` blocks of agent `name`, with
+    `--block-limit`s."""
     from pydantic import ValidationError
 
     from memgpt_lite.agent import default_blocks
@@ -107,6 +112,7 @@ def build_blocks(
     blocks = default_blocks(
         None if persona is None else read_text_arg(persona),
         None if human is None else read_text_arg(human),
+        name=name,
     )
     custom = [_split_pair("--block", pair) for pair in extra]
     labels = [b.label for b in blocks] + [label for label, _ in custom]
@@ -209,7 +215,7 @@ def create(
     Agent.create(
         name,
         chosen_model,
-        blocks=build_blocks(persona, human, extra_blocks, block_limits),
+        blocks=build_blocks(name, persona, human, extra_blocks, block_limits),
         system=None if system is None else read_text_arg(system),
         base_url=base_url,
         settings=AgentSettings(context_window=window if isinstance(window, int) else None),
