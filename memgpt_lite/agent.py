@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memgpt_lite.config import check_timeout, default_db_path
-from memgpt_lite.embeddings.embedder import Embedder, make_embedder
+from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
@@ -180,8 +180,10 @@ class Agent:
         custom = _custom_tools(tools)
         blocks = list(blocks) if blocks is not None else default_blocks(name=name)
         settings = (settings or AgentSettings()).model_copy()
-        if embedder is not None:
-            settings.embedder = embedder if isinstance(embedder, str) else embedder.name
+        if embedder is not None:  # a name is checked here, before anything is stored
+            settings.embedder = (
+                check_embedder_name(embedder) if isinstance(embedder, str) else embedder.name
+            )
         labels = [b.label for b in blocks]
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")

@@ -120,3 +120,35 @@ def test_default_persona_uses_the_agents_own_name() -> None:
 def test_default_blocks_without_a_name_leave_the_name_out() -> None:
     persona = default_blocks()[0].value
     assert persona.startswith("I am a friendly") and "{name}" not in persona
+
+
+# --embedder is checked at create
+
+
+@pytest.mark.parametrize("spec", ["bogus", "endpoint:", "local:other-model"])
+def test_create_refuses_an_unknown_embedder_storing_nothing(spec: str) -> None:
+    result = run("create", "sam", "--model", "m", "--embedder", spec)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: unknown embedder {spec!r} (from --embedder): use 'local' (offline) or "
+        "'endpoint:MODEL', e.g. 'endpoint:text-embedding-3-small' or "
+        "'endpoint:nomic-embed-text'\n"
+    )
+    assert _agents() == []
+
+
+def test_create_names_where_an_unknown_embedder_came_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMGPT_LITE_EMBEDDER", "bogus")
+    result = run("create", "sam", "--model", "m")
+    assert result.exit_code == 1
+    assert "unknown embedder 'bogus' (from $MEMGPT_LITE_EMBEDDER)" in result.output
+    assert _agents() == []
+
+
+def test_agent_create_refuses_an_unknown_embedder_storing_nothing() -> None:
+    with pytest.raises(ConfigError, match=r"^unknown embedder 'bogus': use 'local'"):
+        Agent.create("sam", "m", embedder="bogus")
+    assert _agents() == []
+    assert Agent.create("sam", "m", embedder="endpoint:nomic-embed-text").state.settings.embedder

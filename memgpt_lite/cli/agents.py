@@ -198,6 +198,7 @@ def create(
     --block "project=Deadline: May"
     """
     from memgpt_lite.agent import Agent
+    from memgpt_lite.embeddings.embedder import check_embedder_name
     from memgpt_lite.llm.endpoint import check_base_url
     from memgpt_lite.models import AgentSettings
 
@@ -212,6 +213,9 @@ def create(
     window = config.context_window.value
     if base_url is not None:
         base_url = check_base_url(base_url, "--base-url")
+    embedder_name = None if config.embedder.value is None else str(config.embedder.value)
+    if embedder_name is not None:
+        check_embedder_name(embedder_name, config.embedder.source)
     Agent.create(
         name,
         chosen_model,
@@ -219,7 +223,7 @@ def create(
         system=None if system is None else read_text_arg(system),
         base_url=base_url,
         settings=AgentSettings(context_window=window if isinstance(window, int) else None),
-        embedder=None if config.embedder.value is None else str(config.embedder.value),
+        embedder=embedder_name,
         store=store_for(ctx),
     )
     origin = "" if model else f", model from {config.model.source}"

@@ -136,18 +136,27 @@ def _vectors(data: Any, expected: int, name: str) -> list[list[float]]:
     return vectors
 
 
+def check_embedder_name(spec: str, source: str | None = None) -> str:
+    """`spec` if it names an embedder make_embedder can build, else a
+    ConfigError naming `source` (where the setting came from) when given.
+    Builds nothing, so it is cheap enough to run before an agent is stored."""
+    kind, _, model = spec.partition(":")
+    if (kind == "local" and model in ("", "all-MiniLM-L6-v2")) or (kind == "endpoint" and model):
+        return spec
+    where = f" (from {source})" if source else ""
+    raise ConfigError(
+        f"unknown embedder {spec!r}{where}: use 'local' (offline) or 'endpoint:MODEL', "
+        "e.g. 'endpoint:text-embedding-3-small' or 'endpoint:nomic-embed-text'"
+    )
+
+
 def make_embedder(
     spec: str, *, base_url: str | None = None, api_key: str | None = None
 ) -> Embedder:
     """An embedder from its setting: "local" (offline MiniLM) or "endpoint:MODEL"."""
-    kind, _, model = spec.partition(":")
-    if kind == "local" and model in ("", "all-MiniLM-L6-v2"):
+    kind, _, model = check_embedder_name(spec).partition(":")
+    if kind == "local":
         from memgpt_lite.embeddings.local import MiniLMEmbedder
 
         return MiniLMEmbedder()
-    if kind == "endpoint" and model:
-        return EndpointEmbedder(model, base_url=base_url, api_key=api_key)
-    raise ConfigError(
-        f"unknown embedder {spec!r}: use 'local' (offline) or 'endpoint:MODEL', "
-        "e.g. 'endpoint:text-embedding-3-small' or 'endpoint:nomic-embed-text'"
-    )
+    return EndpointEmbedder(model, base_url=base_url, api_key=api_key)
