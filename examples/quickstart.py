@@ -17,7 +17,7 @@ import argparse
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from memgpt_lite import Agent, Block, ModelRetry, NotFoundError, tool
+from memgpt_lite import Agent, Block, ModelRetry, tool
 
 
 @tool
@@ -36,18 +36,18 @@ def current_time(timezone: str = "UTC") -> str:
 
 
 def get_agent(model: str) -> Agent:
-    try:
-        return Agent.load("quickstart", tools=[current_time])
-    except NotFoundError:
-        return Agent.create(
-            "quickstart",
-            model,
-            blocks=[
-                Block(label="persona", value="I am Sam, a warm and concise assistant."),
-                Block(label="human", value="", description="What I know about the user."),
-            ],
-            tools=[current_time],
-        )
+    # Created on the first run; later runs open it with what it has learned
+    # (another --model than the stored agent's is an error, not a switch).
+    return Agent.create(
+        "quickstart",
+        model,
+        blocks=[
+            Block(label="persona", value="I am Sam, a warm and concise assistant."),
+            Block(label="human", value="", description="What I know about the user."),
+        ],
+        tools=[current_time],
+        exist_ok=True,
+    )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.config import check_timeout, default_db_path
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
-from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
+from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
 from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
@@ -101,6 +102,69 @@ def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
     return found
 
 
+def _new_state(
+    name: str,
+    llm_config: dict[str, Any],
+    system: str | None,
+    tool_names: list[str],
+    settings: AgentSettings,
+) -> AgentState:
+    """The state of a new agent, or a ConfigError saying what is wrong with it."""
+    try:
+        return AgentState(
+            name=name,
+            llm=LLMConfig(**llm_config),
+            system=system if system is not None else load_prompt("system"),
+            tool_names=tool_names,
+            settings=settings,
+        )
+    except ValidationError as exc:
+        raise ConfigError(f"cannot create agent {name!r}: {validation_messages(exc)}") from None
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What `Agent.create(..., exist_ok=True)` was given, to hold against the
+    agent of that name already stored: the state it would have created, and
+    which of its fields, and which block labels, the caller chose."""
+
+    state: AgentState
+    llm_keys: set[str]
+    settings_keys: set[str]
+    system_given: bool
+    labels: list[str]
+
+
+def _difference(stored: AgentState, stored_labels: Sequence[str], wanted: _Wanted) -> str | None:
+    """The first thing the caller asked for that the stored agent does not
+    have, in words ("with model 'a', not 'b'"); None when it has them all."""
+    compared = [
+        *((key, stored.llm, wanted.state.llm) for key in sorted(wanted.llm_keys - {"model"})),
+        *((key, stored.settings, wanted.state.settings) for key in sorted(wanted.settings_keys)),
+    ]
+    for key, have, want in [("model", stored.llm, wanted.state.llm), *compared]:
+        if getattr(have, key) != getattr(want, key):
+            return f"with {key} {getattr(have, key)!r}, not {getattr(want, key)!r}"
+    if wanted.system_given and stored.system != wanted.state.system:
+        return "with another system prompt"
+    missing = [label for label in wanted.labels if label not in stored_labels]
+    if missing:
+        return f"without block{'s' if len(missing) > 1 else ''} " + ", ".join(map(repr, missing))
+    return None
+
+
+def _stored_as_wanted(store: Storage, wanted: _Wanted) -> AgentState:
+    """The stored agent named like `wanted`, or a ConfigError naming how it differs."""
+    stored = store.get_agent(wanted.state.name)
+    difference = _difference(stored, [b.label for b in store.get_blocks(stored.id)], wanted)
+    if difference:
+        raise ConfigError(
+            f"agent {stored.name!r} already exists {difference}; nothing was changed "
+            "(Agent.load opens it as it is)"
+        )
+    return stored
+
+
 class Agent:
     """A MemGPT-style agent. Make one with `Agent.create`, reopen it with `Agent.load`."""
 
@@ -162,6 +226,7 @@ class Agent:
         db: str | Path | None = None,
         store: Storage | None = None,
         llm: Model | None = None,
+        exist_ok: bool = False,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
@@ -171,13 +236,21 @@ class Agent:
         API key and `timeout` (seconds for one model request, retries included)
         are never stored; `llm_options={"timeout_seconds": ...}` stores one.
         `llm` is the model to call instead of the endpoint's (any `Model`, such
-        as the in-process fakes of memgpt_lite.testing.model); not stored."""
+        as the in-process fakes of memgpt_lite.testing.model); not stored.
+
+        An agent of that name already stored is an `AlreadyExistsError`, or with
+        `exist_ok=True` it is opened as `Agent.load` would, nothing stored
+        changed: the given blocks' texts only start a new agent (a stored one
+        keeps what it learned), but a model, block label, system prompt,
+        base_url, llm option, setting or embedder given that the stored agent
+        does not have is a ConfigError naming the first difference."""
         if timeout is not None:
             check_timeout(timeout, "timeout")  # before anything is stored
         if base_url is not None:
             base_url = check_base_url(base_url, "the base_url argument")
         tools = list(tools)
         custom = _custom_tools(tools)
+        given_blocks = blocks is not None
         blocks = list(blocks) if blocks is not None else default_blocks(name=name)
         settings = (settings or AgentSettings()).model_copy()
         if embedder is not None:  # a name is checked here, before anything is stored
@@ -187,18 +260,22 @@ class Agent:
         labels = [b.label for b in blocks]
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")
-        try:
-            state = AgentState(
-                name=name,
-                llm=LLMConfig(model=model, base_url=base_url, **(llm_options or {})),
-                system=system if system is not None else load_prompt("system"),
-                tool_names=list(custom),
-                settings=settings,
-            )
-        except ValidationError as exc:
-            raise ConfigError(f"cannot create agent {name!r}: {validation_messages(exc)}") from None
+        llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
+        state = _new_state(name, llm_config, system, list(custom), settings)
         store = _open_store(store, db)
-        store.create_agent(state, blocks)
+        try:
+            store.create_agent(state, blocks)
+        except AlreadyExistsError:
+            if not exist_ok:
+                raise
+            wanted = _Wanted(
+                state=state,
+                llm_keys={"model", *(llm_options or {}), *(["base_url"] if base_url else [])},
+                settings_keys=set(settings.model_fields_set),
+                system_given=system is not None,
+                labels=labels if given_blocks else [],
+            )
+            state = _stored_as_wanted(store, wanted)
         agent = cls(
             state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
         )

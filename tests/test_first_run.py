@@ -6,15 +6,16 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
-from memgpt_lite import Agent, default_blocks
+from memgpt_lite import Agent, Block, default_blocks
 from memgpt_lite.cli.main import cli
 from memgpt_lite.config import default_db_path
-from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import AgentState, AgentStats
+from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.models import AgentSettings, AgentState, AgentStats
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, say
 
@@ -152,3 +153,51 @@ def test_agent_create_refuses_an_unknown_embedder_storing_nothing() -> None:
         Agent.create("sam", "m", embedder="bogus")
     assert _agents() == []
     assert Agent.create("sam", "m", embedder="endpoint:nomic-embed-text").state.settings.embedder
+
+
+# Agent.create(..., exist_ok=True): get or create
+
+
+def _blocks() -> list[Block]:
+    return [Block(label="persona", value="I am Sam."), Block(label="human", value="")]
+
+
+def test_create_with_exist_ok_opens_the_stored_agent_unchanged() -> None:
+    first = Agent.create("sam", "gpt-4o-mini", blocks=_blocks(), exist_ok=True)
+    first.set_block("human", "Name: Alice")  # what the agent learned since
+    again = Agent.create("sam", "gpt-4o-mini", blocks=_blocks(), exist_ok=True)
+    assert again.state.id == first.state.id
+    assert again.block("human").value == "Name: Alice"  # the given text only starts a new agent
+    assert [state.name for state, _ in _agents()] == ["sam"]
+    with pytest.raises(AlreadyExistsError):
+        Agent.create("sam", "gpt-4o-mini", blocks=_blocks())  # without exist_ok, as before
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ({"model": "llama3.2"}, "with model 'gpt-4o-mini', not 'llama3.2'"),
+        ({"system": "Be terse."}, "with another system prompt"),
+        ({"base_url": "http://127.0.0.1:1/v1"}, "with base_url None, not 'http://127.0.0.1:1/v1'"),
+        ({"llm_options": {"temperature": 0.5}}, "with temperature None, not 0.5"),
+        ({"settings": AgentSettings(context_window=4096)}, "with context_window None, not 4096"),
+        ({"embedder": "local"}, "with embedder None, not 'local'"),
+        (
+            {"blocks": [*_blocks(), Block(label="project", value="")]},
+            "without block 'project'",
+        ),
+    ],
+)
+def test_create_with_exist_ok_refuses_arguments_the_stored_agent_differs_from(
+    changed: dict[str, Any], message: str
+) -> None:
+    Agent.create("sam", "gpt-4o-mini", blocks=_blocks())
+    wanted: dict[str, Any] = {"model": "gpt-4o-mini", "blocks": _blocks(), **changed}
+    with pytest.raises(ConfigError) as raised:
+        Agent.create("sam", exist_ok=True, **wanted)
+    text = str(raised.value)
+    assert text.startswith(f"agent 'sam' already exists {message}; nothing was changed")
+    assert "\n" not in text
+    stored = Agent.load("sam")
+    assert stored.state.llm.model == "gpt-4o-mini" and stored.state.settings == AgentSettings()
+    assert [b.label for b in stored.blocks] == ["persona", "human"]
