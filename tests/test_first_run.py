@@ -201,3 +201,22 @@ def test_create_with_exist_ok_refuses_arguments_the_stored_agent_differs_from(
     stored = Agent.load("sam")
     assert stored.state.llm.model == "gpt-4o-mini" and stored.state.settings == AgentSettings()
     assert [b.label for b in stored.blocks] == ["persona", "human"]
+
+
+# Where the agents are stored: --db and $MEMGPT_LITE_DB
+
+
+def test_database_choice_is_documented_and_works_as_documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configuration = readme_section("Configuration")
+    assert "`MEMGPT_LITE_DB`" in configuration and "`--db FILE`" in configuration
+    from_env, from_flag = tmp_path / "env.db", tmp_path / "flag.db"
+    monkeypatch.setenv("MEMGPT_LITE_DB", str(from_env))
+    assert run("create", "ada", "--model", "m").exit_code == 0
+    assert run("--db", str(from_flag), "create", "bob", "--model", "m").exit_code == 0
+    with Store(from_env) as store:
+        assert [state.name for state, _ in store.list_agents()] == ["ada"]
+    with Store(from_flag) as store:
+        assert [state.name for state, _ in store.list_agents()] == ["bob"]
+    assert not default_db_path().exists()
