@@ -296,7 +296,8 @@ def test_every_cli_command_takes_unclean_text_in_process(fake_llm, tmp_path):
         ["blocks", "sam", bad],
         ["blocks", "sam", "human"],
         ["create", "bob", "-m", bad, "--persona", bad, "--human", bad, "--system", bad],
-        ["create", "eve", "-m", "gpt-4o-mini", "--block", f"notes={bad}", "--embedder", bad],
+        ["create", "eve", "-m", "gpt-4o-mini", "--block", f"notes={bad}"],
+        ["create", "eve2", "-m", "gpt-4o-mini", "--embedder", bad],  # refused: not an embedder
         ["create", bad, "--model", "gpt-4o-mini"],
         ["rename", "sam", bad],
         ["rename", bad, "sam2"],
