@@ -141,7 +141,9 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "Usage: /dump [N]" in command(child, "/dump -3")
 
     assert "Model: gpt-4o-mini (context window 128,000 tokens)" in command(child, "/model")
-    assert "Model set to gpt-4.1." in command(child, "/model gpt-4.1")
+    assert "Model set to gpt-4.1 (context window 1,047,576 tokens)." in command(
+        child, "/model gpt-4.1"
+    )
     assert Store(tmp_path / "chat.db").get_agent("sam").llm.model == "gpt-4.1"
     assert "Unknown command /fly. Type /help" in command(child, "/fly away")
     child.sendline("/exit")
