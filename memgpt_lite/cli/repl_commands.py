@@ -58,7 +58,8 @@ INPUT_HELP = """\
 Type a message and press Enter. End a line with \\ to go on to the next line, or
 open and close a block of lines with \"\"\". Start with // to send a message that
 begins with a slash. Tab completes command names.
-Ctrl-C cancels a reply in progress, or clears the line; Ctrl-D leaves.
+Ctrl-C cancels a reply in progress, or clears the line; Ctrl-D leaves (inside
+an unfinished entry, it sends what was typed).
 /pop and /retry remove messages only: memory edits the agent made stay."""
 
 
