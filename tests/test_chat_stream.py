@@ -261,3 +261,14 @@ def test_replies_only_prints_just_the_replies(fake_llm, tmp_path):
         for event in agent.stream("hi"):
             renderer.show(event)
     assert console.file.getvalue() == "Just this.\n"
+
+
+def test_a_plain_text_answer_is_shown_as_the_reply_not_a_thought(fake_llm, tmp_path):
+    agent = make_agent(tmp_path)
+    fake_llm.enqueue(reply("A plain answer,\nwithout tools."))
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    with StepRenderer(console, "sam", live=False, markdown=True) as renderer:
+        for event in agent.stream("hi"):
+            renderer.show(event)
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
+    assert lines == ["A plain answer,", "without tools."]  # no "thought:", nothing twice

@@ -140,8 +140,10 @@ class StepRenderer:
                 get_renderable=self._live_view,
                 refresh_per_second=REFRESH_PER_SECOND,
                 transient=True,
-                redirect_stdout=False,
-                redirect_stderr=False,
+                # What else prints meanwhile (a step waiting for another of
+                # its agent says so on stderr) goes above the region, not through it.
+                redirect_stdout=True,
+                redirect_stderr=True,
             )
             if live
             else None
@@ -193,7 +195,7 @@ class StepRenderer:
             self.thought = self.message = ""  # text of an answer that was retried
             self.message_shown = self.blocks_shown = 0
         elif isinstance(event, StepFinished | StepFailed):
-            self._flush_thought()
+            self._flush_unfinished()
 
     def _waiting(self) -> bool:
         return not self.thought and not self.message[self.message_shown :]
