@@ -141,7 +141,9 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "Usage: /dump [N]" in command(child, "/dump -3")
 
     assert "Model: gpt-4o-mini (context window 128,000 tokens)" in command(child, "/model")
-    assert "Model set to gpt-4.1." in command(child, "/model gpt-4.1")
+    assert "Model set to gpt-4.1 (context window 1,047,576 tokens)." in command(
+        child, "/model gpt-4.1"
+    )
     assert Store(tmp_path / "chat.db").get_agent("sam").llm.model == "gpt-4.1"
     assert "Unknown command /fly. Type /help" in command(child, "/fly away")
     child.sendline("/exit")
@@ -444,7 +446,10 @@ def test_piped_chat_is_plain_text(fake_llm, chat_env, tmp_path):
     assert finished.returncode == 0, finished.stderr
     out = finished.stdout
     assert "1. sam" in out and "2. zed" in out
-    assert "thought: I should greet" in out and "**Hello** from Sam" in out
+    # Replies only: no prompts, thoughts, tool lines or footer; markdown as written.
+    assert "**Hello** from Sam\n" in out and PROMPT not in out
+    assert "thought:" not in out and "tool core_memory" not in out
+    assert "tokens in context" not in out
     assert out.count("Usage: /pop [N]") == 2 and "Unknown command /nope" in out
     assert "Error: agent 'sam' has no block labelled 'ghost'" in out
     assert not ANSI_ESCAPE.search(out + finished.stderr)

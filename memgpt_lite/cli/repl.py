@@ -14,25 +14,24 @@ line being typed; Ctrl-D ends the session.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.text import Text
 
 from memgpt_lite.agent import Agent
+from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.cli.repl_commands import COMMANDS, run_command
 from memgpt_lite.config import ensure_folder, home_dir
 from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.memory.history import unanswered_note
-from memgpt_lite.models import Message, StepResult, ToolResult
-from memgpt_lite.text import JSONProblem, parse_json
+from memgpt_lite.models import StepResult
 
 PROMPT = "you> "
 CONTINUATION_PROMPT = "...> "
@@ -91,11 +90,15 @@ def _not_kept(reason: str) -> str:
 class LineReader:
     """Reads one entry from the user. A line ending in a backslash continues on
     the next line; a line starting with three double quotes opens a block that
-    ends at a line ending with them. Raises EOFError (Ctrl-D) and lets
-    KeyboardInterrupt (Ctrl-C) through, dropping whatever was typed."""
+    ends at a line ending with them. Raises EOFError (Ctrl-D) at the prompt;
+    Ctrl-D in the middle of an entry ends the entry, so nothing typed is lost
+    (`ended_by_eof` says so). Lets KeyboardInterrupt (Ctrl-C) through,
+    dropping whatever was typed. Without `prompts` (piped input) it prints none."""
 
-    def __init__(self, history_path: Path | None) -> None:
+    def __init__(self, history_path: Path | None, *, prompts: bool = True) -> None:
         self.history_path = history_path
+        self.prompt, self.continuation = (PROMPT, CONTINUATION_PROMPT) if prompts else ("", "")
+        self.ended_by_eof = False  # the last entry was ended by Ctrl-D, not by its closing
         self.readline: ModuleType | None = None
         self.problem: str | None = None  # why the history file is not kept, to tell once
         if history_path is not None:
@@ -111,22 +114,40 @@ class LineReader:
             self._save_history(before)
 
     def _read_entry(self) -> str:
-        first = input(PROMPT)
+        self.ended_by_eof = False
+        first = input(self.prompt)
         if first.lstrip().startswith(BLOCK_QUOTE):
             return self._read_block(first.lstrip()[len(BLOCK_QUOTE) :])
         lines = [first]
         while lines[-1].endswith("\\"):
             lines[-1] = lines[-1][:-1]
-            lines.append(input(CONTINUATION_PROMPT))
+            line = self._next_line("\n".join(lines))
+            if line is None:
+                break
+            lines.append(line)
         return "\n".join(lines)
 
     def _read_block(self, first: str) -> str:
         lines, line = [], first
         while not line.rstrip().endswith(BLOCK_QUOTE):
             lines.append(line)
-            line = input(CONTINUATION_PROMPT)
+            next_line = self._next_line("\n".join(lines))
+            if next_line is None:
+                return "\n".join(lines).strip("\n")
+            line = next_line
         lines.append(line.rstrip()[: -len(BLOCK_QUOTE)])
         return "\n".join(lines).strip("\n")
+
+    def _next_line(self, so_far: str) -> str | None:
+        """The entry's next line; None when Ctrl-D ends an entry that has text
+        (it is sent, not thrown away). Ctrl-D on an empty one still leaves."""
+        try:
+            return input(self.continuation)
+        except EOFError:
+            if not so_far.strip():
+                raise
+            self.ended_by_eof = True
+            return None
 
     def ask(self, question: str) -> str:
         """One line of answer, left out of the history."""
@@ -151,23 +172,6 @@ class LineReader:
                 self.history_path = None
 
 
-def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
-
-
-def _pretty_arguments(arguments: str) -> str:
-    try:
-        return json.dumps(parse_json(arguments), indent=2, ensure_ascii=False)
-    except JSONProblem:
-        return arguments
-
-
-def sent_text(result: ToolResult) -> str | None:
-    """The message a successful send_message call delivered."""
-    return result.call.sent_message() if result.ok else None
-
-
 class ChatSession:
     """A chat with one agent, until /exit or Ctrl-D."""
 
@@ -183,12 +187,15 @@ class ChatSession:
         self.console = console or Console(highlight=False)
         self.verbose = verbose
         self.running = True
-        interactive = sys.stdin.isatty() and self.console.is_terminal
+        # Piped input (a script, a file): no prompts, no spinner, no footer;
+        # the replies, one after the other, are the output.
+        self.piped = not sys.stdin.isatty()
+        interactive = not self.piped and self.console.is_terminal
         if history_path is None and interactive:
             history_path = home_dir() / HISTORY_FILENAME
         # readline only for a person at a terminal: piped input needs no line
         # editing, and readline may write escape codes to a non-terminal.
-        self.reader = LineReader(history_path if interactive else None)
+        self.reader = LineReader(history_path if interactive else None, prompts=not self.piped)
 
     @property
     def fancy(self) -> bool:
@@ -204,11 +211,12 @@ class ChatSession:
 
     def run(self) -> None:
         state = self.agent.state
-        self.print(
-            f"Chatting with {state.name} ({state.llm.model}). Type /help for commands, "
-            "Ctrl-D to leave.",
-            "dim",
-        )
+        if not self.piped:
+            self.print(
+                f"Chatting with {state.name} ({state.llm.model}). Type /help for commands, "
+                "Ctrl-D to leave.",
+                "dim",
+            )
         self.note_unanswered()
         while self.running:
             if self.reader.problem is not None:
@@ -220,8 +228,12 @@ class ChatSession:
                 self.print()  # Ctrl-C at the prompt: drop the line, ask again
                 continue
             except EOFError:
-                self.print()
+                if not self.piped:
+                    self.print()  # the line Ctrl-D left the cursor on
                 break
+            if self.reader.ended_by_eof and not self.piped:
+                self.print()
+                self.print("(Ctrl-D ended the entry: sending what you typed)", "dim")
             try:
                 self.handle(entry)
             except KeyboardInterrupt:
@@ -256,7 +268,7 @@ class ChatSession:
         """Run `work` (which calls the model) under a spinner with the elapsed
         time. Ctrl-C cancels it: returns None."""
         try:
-            if not self.fancy:
+            if not self.fancy or self.piped:
                 return work()
             with self.console.status(_Elapsed(what), spinner="dots"):
                 return work()
@@ -278,16 +290,44 @@ class ChatSession:
         )
 
     def send(self, text: str) -> None:
+        """Send `text` to the agent and show the step as it happens."""
+        renderer = StepRenderer(
+            self.console,
+            self.agent.state.name,
+            live=self.fancy and not self.piped,
+            markdown=self.fancy and not self.piped,
+            verbose=self.verbose,
+            replies_only=self.piped,
+        )
         try:
-            result = self.call_model(
-                f"{self.agent.state.name} is thinking…", lambda: self.agent.step(text)
-            )
-        except MemGPTError as exc:
-            self.error(str(exc))
-            self.note_unanswered()
+            events = self.agent.stream(text)
+            with renderer:
+                last = self._render(events, renderer)
+        except KeyboardInterrupt:
+            self.cancelled()
             return
-        if result is not None:
-            self.show_result(result)
+        except MemGPTError as exc:  # before the step began: no API key, an empty message
+            self.error(str(exc))
+            return
+        if isinstance(last, StepFailed):
+            self.error(last.message)
+            self.note_unanswered()
+        elif isinstance(last, StepFinished):
+            self.finished(last.result)
+
+    @staticmethod
+    def _render(events: Iterator[StepEvent], renderer: StepRenderer) -> StepEvent | None:
+        """Feed the events to the renderer; the last one. Closing the stream
+        however this ends stops the step cleanly (a Ctrl-C may land here, in
+        the rendering, rather than in the step)."""
+        last = None
+        try:
+            for last in events:
+                renderer.show(last)
+        finally:
+            if isinstance(events, Generator):
+                events.close()
+        return last
 
     def note_unanswered(self) -> bool:
         """Say so when the user's last message went unanswered; True if it did."""
@@ -296,57 +336,17 @@ class ChatSession:
             self.print(note, "yellow")
         return note is not None
 
-    # Rendering
+    # What a step showed
 
-    def show_result(self, result: StepResult) -> None:
-        """Thoughts, tool calls and replies in the order they happened, then the footer."""
-        outcomes = {r.call.id: r for r in result.tool_results}
-        for message in result.messages:
-            if message.role == "assistant":
-                self._show_response(message, outcomes)
+    def finished(self, result: StepResult) -> None:
+        if self.piped:
+            return  # the replies are the output
         if not result.replies:
             self.print(
                 f"({self.agent.state.name} ended its turn without a reply: {result.stop_reason})",
                 "dim",
             )
         self.footer(result)
-
-    def _show_response(self, message: Message, outcomes: dict[str, ToolResult]) -> None:
-        if not message.tool_calls:
-            if message.content:
-                self.show_reply(message.content)
-            return
-        if message.content:
-            self.print(f"thought: {message.content}", "dim italic")
-        for call in message.tool_calls:
-            outcome = outcomes.get(call.id)
-            if outcome is None:
-                continue
-            reply = sent_text(outcome)
-            if reply is not None:
-                self.show_reply(reply)
-            else:
-                self.show_tool(outcome)
-
-    def show_reply(self, text: str) -> None:
-        if self.fancy:
-            self.console.print(Markdown(text))
-        else:
-            self.print(text)
-
-    def show_tool(self, outcome: ToolResult) -> None:
-        mark, style = ("ok", "dim") if outcome.ok else ("failed", "red dim")
-        call = outcome.call
-        if self.verbose:
-            self.print(f"tool {call.name} ({mark})\n{_pretty_arguments(call.arguments)}", style)
-            self.print(f"-> {outcome.content}", style)
-            return
-        half = max(20, (self.console.width - len(call.name) - 16) // 2)
-        line = (
-            f"tool {call.name}({_one_line(call.arguments, half)}) -> "
-            f"{_one_line(outcome.content, half)}"
-        )
-        self.print(_one_line(line, self.console.width - 1), style)
 
     def footer(self, result: StepResult) -> None:
         view = self.agent.context_overview()

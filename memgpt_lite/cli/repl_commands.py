@@ -18,13 +18,14 @@ from rich.text import Text
 
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.loop.window import DEFAULT_CONTEXT_WINDOWS, UNKNOWN_MODEL_WINDOW
 from memgpt_lite.memory.history import pop_for_retry
 from memgpt_lite.memory.search import search_messages
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
     from memgpt_lite.loop.window import ContextOverview
-    from memgpt_lite.models import Message, Passage
+    from memgpt_lite.models import AgentState, Message, Passage
 
 T = TypeVar("T")
 
@@ -57,7 +58,8 @@ INPUT_HELP = """\
 Type a message and press Enter. End a line with \\ to go on to the next line, or
 open and close a block of lines with \"\"\". Start with // to send a message that
 begins with a slash. Tab completes command names.
-Ctrl-C cancels a reply in progress, or clears the line; Ctrl-D leaves.
+Ctrl-C cancels a reply in progress, or clears the line; Ctrl-D leaves (inside
+an unfinished entry, it sends what was typed).
 /pop and /retry remove messages only: memory edits the agent made stay."""
 
 
@@ -306,17 +308,54 @@ def _tools(session: Session, arguments: str) -> None:
         session.print(f"{tool.name}: {' '.join((tool.description or '').split())}")
 
 
-@command("/model [NAME]", "Show the model, or switch to another (kept for next time).")
+def known_window(model: str) -> int | None:
+    """The context window of a well-known model, by its name; None for others."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return next((size for prefix, size in DEFAULT_CONTEXT_WINDOWS if name.startswith(prefix)), None)
+
+
+def _window_size(text: str) -> int:
+    """A context window typed by the user: a whole number of tokens, with , or _ allowed."""
+    digits = text.replace(",", "").replace("_", "")
+    if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:
+        raise BadArguments
+    return int(digits)
+
+
+@command(
+    "/model [NAME [WINDOW]]",
+    "Show the model, or switch to another (kept for next time); WINDOW is its "
+    "context window in tokens, needed for a model whose window is not known.",
+)
 def _model(session: Session, arguments: str) -> None:
     agent = session.agent
-    if arguments:
-        if " " in arguments:
-            raise BadArguments
-        agent.set_model(arguments)
-        session.print(f"Model set to {arguments}.")
+    if not arguments:
+        window = agent.context_overview().context_window
+        session.print(f"Model: {agent.state.llm.model} (context window {window:,} tokens)")
         return
-    window = agent.context_overview().context_window
-    session.print(f"Model: {agent.state.llm.model} (context window {window:,} tokens)")
+    name, *rest = arguments.split()
+    if len(rest) > 1:
+        raise BadArguments
+    window = _window_size(rest[0]) if rest else None
+    if window is None and agent.state.settings.context_window is None and not known_window(name):
+        # Taken as UNKNOWN_MODEL_WINDOW, a small window would silently squeeze
+        # the conversation (and a large one overflow it): ask rather than guess.
+        session.print(
+            f"The context window of {name!r} is not known (it would be taken as "
+            f"{UNKNOWN_MODEL_WINDOW:,} tokens). Nothing changed: give it, e.g. "
+            f"/model {name} 32768",
+            "yellow",
+        )
+        return
+    if window is not None:
+
+        def use(state: AgentState) -> None:
+            state.settings.context_window = window
+
+        agent.state = agent.store.update_agent(agent.state.id, use)
+    agent.set_model(name)
+    size = agent.state.settings.context_window or known_window(name) or UNKNOWN_MODEL_WINDOW
+    session.print(f"Model set to {name} (context window {size:,} tokens).")
 
 
 @command("/exit", "Leave the chat (or press Ctrl-D).")
