@@ -17,6 +17,7 @@ from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.log import configure_logging, show_details
 from memgpt_lite.cli.scripting import (
     ExitStatus,
@@ -199,6 +200,7 @@ cli.add_command(archival)
 cli.add_command(chat)
 cli.add_command(export_command)
 cli.add_command(import_command)
+cli.add_command(log_command)
 for command in AGENT_COMMANDS:
     cli.add_command(command)
 
