@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,3 +204,27 @@ def test_no_message_on_a_terminal_is_a_usage_error(fake_llm, db, tmp_path):
         os.close(child)
     assert done.returncode == 2 and "Missing argument 'MESSAGE'" in done.stderr
     assert user_messages(db) == []
+
+
+def test_the_readme_documents_every_event_type_and_field():
+    """The --json schema is promised stable in the README: its table must name
+    every event type and every field each one serializes."""
+    from typing import get_args
+
+    from memgpt_lite.loop.events import StepEvent
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("| `type` | other fields |", 1)[1].split("\n\n", 1)[0]
+    rows = dict(
+        re.match(r"\| `(\w+)` \| (.*) \|$", line).groups()  # type: ignore[union-attr]
+        for line in section.strip().splitlines()[1:]
+    )
+    for event in get_args(get_args(StepEvent)[0]):
+        kind = event.model_fields["type"].default
+        fields = {name for name, info in event.model_fields.items() if not info.exclude} - {
+            "type",
+            "step_id",
+        }
+        documented = set(re.findall(r"^`(\w+)`|, `(\w+)`", rows.pop(kind)))
+        assert fields == {a or b for a, b in documented}, kind
+    assert rows == {}, "the README names event types that do not exist"
