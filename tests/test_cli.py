@@ -70,7 +70,7 @@ def test_empty_message_stores_nothing(fake_llm, tmp_path):
     db = tmp_path / "a.db"
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
     result = run("send", "sam", "   ", db=db)
-    assert result.exit_code == 1 and result.stderr == "Error: the message is empty\n"
+    assert result.exit_code == 2 and result.stderr == "Error: the message is empty\n"
     with Store(db) as store:
         assert [stats.message_count for _, stats in store.list_agents()] == [0]
     assert fake_llm.requests == []
@@ -95,7 +95,7 @@ def test_endpoint_error_is_one_line(tmp_path, monkeypatch):
     state.llm.max_retries = 0
     store.save_agent(state)
     result = run("send", "sam", "hello", db=db)
-    assert result.exit_code == 1
+    assert result.exit_code == 4  # ExitStatus.ENDPOINT_FAILED
     assert result.stderr.startswith("Error: cannot reach the model endpoint http://127.0.0.1:9/v1")
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -133,7 +133,7 @@ def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
     fake_llm.enqueue(error(400, "the model is loading"))
     failed = run("send", "sam", "Hi there", db=db)
-    assert failed.exit_code == 1
+    assert failed.exit_code == 4  # ExitStatus.ENDPOINT_FAILED
     assert failed.stderr == (
         f"Error: the model endpoint {fake_llm.base_url} answered 400: the model is loading — "
         'your message "Hi there" was not answered: memgpt-lite retry sam sends it again, '

@@ -80,7 +80,7 @@ def test_send_timeout_flag(fake_llm, tmp_path):
     Agent.create("sam", "gpt-4o-mini", db=db, llm_options={"max_retries": 0})
     fake_llm.enqueue(hang())
     result = run("send", "sam", "hi", "--timeout", "0.2", db=db)
-    assert result.exit_code == 1
+    assert result.exit_code == 4  # ExitStatus.ENDPOINT_FAILED
     assert result.stderr == (
         f"Error: the model endpoint {fake_llm.base_url} did not answer within 0.2 s (1 attempt); "
         "a slow model may need a longer limit (--timeout, timeout=, or timeout in config.toml)"

@@ -98,3 +98,10 @@ def show_details() -> None:
         if isinstance(handler, ConsoleHandler):
             handler.detail = True
             handler.setLevel(logging.INFO)
+
+
+def hide_warnings() -> None:
+    """Keep warnings off the terminal (they still reach the log file): `--quiet`."""
+    for handler in logging.getLogger(_PACKAGE_LOGGER).handlers:
+        if isinstance(handler, ConsoleHandler):
+            handler.setLevel(logging.ERROR)

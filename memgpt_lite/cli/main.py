@@ -15,15 +15,22 @@ import click
 
 from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
-from memgpt_lite.cli.base import FriendlyGroup, load_agent, timeout_option
+from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.log import configure_logging, show_details
+from memgpt_lite.cli.scripting import (
+    ExitStatus,
+    Output,
+    output_mode,
+    quiet_agent,
+    read_message,
+    run_step,
+)
 from memgpt_lite.cli.transfer import export_command, import_command
-from memgpt_lite.errors import MemGPTError
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
-    from memgpt_lite.models import StepResult
 
 
 @click.group(cls=FriendlyGroup)
@@ -42,47 +49,93 @@ def cli(ctx: click.Context, db: Path | None) -> None:
     ctx.obj["db"] = db
 
 
+def _output_options(command: Callable[..., None]) -> Callable[..., None]:
+    """-v, --quiet and --json: what `send` and `retry` print."""
+    options = [
+        click.option(
+            "--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls."
+        ),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="Only the replies; nothing on stderr unless failing.",
+        ),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Every event of the step as one JSON object per line (see the README).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("name")
-@click.argument("message")
-@click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@click.argument("message", required=False, type=TextOrFile())
+@_output_options
 @timeout_option
 @click.pass_context
-def send(ctx: click.Context, name: str, message: str, verbose: bool, timeout: float | None) -> None:
+def send(
+    ctx: click.Context,
+    name: str,
+    message: str | None,
+    verbose: bool,
+    quiet: bool,
+    as_json: bool,
+    timeout: float | None,
+) -> None:
     """Send MESSAGE to agent NAME and print its replies, one per line.
 
-    If the endpoint fails, the message stays stored but unanswered, and is left
-    out of later requests: `memgpt-lite retry NAME` sends it again,
-    `memgpt-lite pop NAME` drops it.
+    MESSAGE may be `-` to read it from standard input (as is done without
+    MESSAGE when standard input is not a terminal), or @FILE to read it from a
+    file; write @@ for a message that starts with a literal @. Use these for
+    long messages: the system limits one argument to 128 KB.
+
+    Exit status: 0 replied, 1 error, 2 bad input, 3 finished without a reply,
+    4 the model endpoint failed. If it fails, the message stays stored but
+    unanswered, and is left out of later requests: `memgpt-lite retry NAME`
+    sends it again, `memgpt-lite pop NAME` drops it.
 
     Example: memgpt-lite send sam "Hi, my name is Alice" --timeout 60
     """
-    if verbose:
-        show_details()
-    agent = load_agent(ctx, name, timeout)
-    _print_result(agent, _explained(agent, lambda: agent.step(message)), verbose)
+    output = output_mode(verbose, quiet, as_json)
+    text = read_message(message)
+    agent = _agent_for(ctx, name, timeout, output)
+    ctx.exit(run_step(agent, text, output))
 
 
 @cli.command()
 @click.argument("name")
-@click.option("--verbose", "-v", is_flag=True, help="Also show inner thoughts and tool calls.")
+@_output_options
 @timeout_option
 @click.pass_context
-def retry(ctx: click.Context, name: str, verbose: bool, timeout: float | None) -> None:
+def retry(
+    ctx: click.Context,
+    name: str,
+    verbose: bool,
+    quiet: bool,
+    as_json: bool,
+    timeout: float | None,
+) -> None:
     """Send agent NAME's last message again, after removing its last exchange
     (that message and everything that followed it): for a message the endpoint
-    failed to answer, or an answer you want redone."""
+    failed to answer, or an answer you want redone. Output and exit status as
+    for `send`."""
     from memgpt_lite.memory.history import pop_for_retry
 
-    if verbose:
-        show_details()
-    agent = load_agent(ctx, name, timeout)
+    output = output_mode(verbose, quiet, as_json)
+    agent = _agent_for(ctx, name, timeout, output)
     _ = agent.llm  # a missing API key fails here, before anything is removed
     with agent.step_lock():  # no other step between the pop and the new one
         text = pop_for_retry(agent)
-        click.echo(f"Sending again: {text}", err=True)
-        result = _explained(agent, lambda: agent.step(text))
-    _print_result(agent, result, verbose)
+        if output is not Output.QUIET:
+            click.echo(f"Sending again: {text}", err=True)
+        status = run_step(agent, text, output)
+    ctx.exit(status)
 
 
 @cli.command()
@@ -96,46 +149,14 @@ def pop(ctx: click.Context, name: str, count: int) -> None:
     click.echo(f"Removed {count} exchange(s): {deleted} messages.")
 
 
-def _explained(agent: Agent, step: Callable[[], StepResult]) -> StepResult:
-    """Run a step; if it fails before the model answered, the error also says
-    how to send the message again or drop it."""
-    try:
-        return step()
-    except MemGPTError as exc:
-        from memgpt_lite.memory.history import unanswered_note
-
-        name = agent.state.name
-        note = unanswered_note(agent, f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
-        # One line, so scripts and logs keep one line per failure.
-        raise click.ClickException(
-            f"{exc} — {note[0].lower()}{note[1:]}" if note else str(exc)
-        ) from None
-
-
-def _print_result(agent: Agent, result: StepResult, verbose: bool) -> None:
-    if verbose:
-        _show_steps(result)
-    for reply in result.replies:
-        click.echo(reply)
-    if not result.replies:
-        name = agent.state.name
-        click.echo(f"({name} ended its turn without a reply: {result.stop_reason})", err=True)
-
-
-def _show_steps(result: StepResult) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(stderr=True, highlight=False)
-    for thought in result.thoughts:
-        console.print(f"[dim]thought: {escape(thought)}[/dim]")
-    for tool_result in result.tool_results:
-        call = tool_result.call
-        mark = "" if tool_result.ok else " [red](failed)[/red]"
-        console.print(
-            f"[dim]{escape(call.name)}({escape(call.arguments)}) -> "
-            f"{escape(tool_result.content)}[/dim]{mark}"
-        )
+def _agent_for(ctx: click.Context, name: str, timeout: float | None, output: Output) -> Agent:
+    """Agent NAME, with the terminal output `output` asks for."""
+    if output is Output.VERBOSE:
+        show_details()
+    agent = load_agent(ctx, name, timeout)
+    if output is Output.QUIET:
+        quiet_agent(agent)
+    return agent
 
 
 @cli.command()
@@ -179,6 +200,7 @@ cli.add_command(archival)
 cli.add_command(chat)
 cli.add_command(export_command)
 cli.add_command(import_command)
+cli.add_command(log_command)
 for command in AGENT_COMMANDS:
     cli.add_command(command)
 
@@ -194,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     except (click.Abort, KeyboardInterrupt, EOFError) as exc:
         if isinstance(exc, EOFError) or isinstance(exc.__context__, EOFError):
             click.echo("Stopped: the input ended before an answer.", err=True)
-            sys.exit(1)
+            sys.exit(ExitStatus.FAILED)
         click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(ExitStatus.INTERRUPTED)
     sys.exit(status if isinstance(status, int) else 0)

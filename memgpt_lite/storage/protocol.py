@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
@@ -223,6 +223,15 @@ class Storage(Protocol):
 
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
         """The agent's newest `limit` messages, oldest first."""
+        ...
+
+    def recent_messages(
+        self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
+    ) -> tuple[list[Message], int]:
+        """One page of all the agent's messages, counted from the newest:
+        `limit` of them after skipping the `offset` newest, returned oldest
+        first; with `since` (an aware datetime), only those created at or after
+        it. Also returns how many there are in all (from `since`)."""
         ...
 
     def messages_by_seq(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 
@@ -75,6 +75,24 @@ class MessageContract(ContractBase):
         assert contents(store.last_messages(state.id, 3)) == ["m2", "m3", "m4"]
         assert contents(store.last_messages(state.id, 10)) == [f"m{i}" for i in range(5)]
         assert store.last_messages(state.id, 0) == []
+
+    def test_recent_messages_page_from_the_newest_and_count_from_a_time(self, store):
+        sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+        store.add_messages(
+            [said(sam, f"m{i}", created_at=day(f"2026-03-0{i + 1} 10:00")) for i in range(5)]
+        )
+        store.add_messages([said(kim, "other", role="assistant")])
+        page, total = store.recent_messages(sam.id, 2)
+        assert (contents(page), total) == (["m3", "m4"], 5)
+        page, total = store.recent_messages(sam.id, 2, offset=2)
+        assert (contents(page), total) == (["m1", "m2"], 5)
+        assert contents(store.recent_messages(sam.id, 2, offset=4)[0]) == ["m0"]
+        assert store.recent_messages(sam.id, 2, offset=5) == ([], 5)
+        # From the very moment of m2, in another time zone: m2 counts.
+        since = datetime.fromisoformat("2026-03-03T12:00+02:00")
+        page, total = store.recent_messages(sam.id, 10, since=since)
+        assert (contents(page), total) == (["m2", "m3", "m4"], 3)
+        assert store.recent_messages(sam.id, 10, since=day("2027-01-01 00:00")) == ([], 0)
 
     def test_messages_of_an_unknown_agent_are_refused_whole(self, store):
         state = new_agent(store)

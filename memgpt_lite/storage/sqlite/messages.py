@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from sqlite_utils import Database
@@ -113,6 +113,26 @@ class MessageStore(BudgetedSearch):
             [agent_id, limit],
         )
         return [message_from_row(r) for r in reversed(rows.fetchall())]
+
+    @guarded
+    def recent_messages(
+        self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
+    ) -> tuple[list[Message], int]:
+        """One page of the agent's messages counted from the newest, oldest
+        first, and how many there are (from `since`, compared as stored: UTC)."""
+        where, params = "m.agent_id = ?", [agent_id]
+        if since is not None:
+            where += " AND m.created_at >= ?"
+            params.append(stored_time(since))
+        with self.snapshot():  # the page and the count from the same moment
+            total = self.db.execute(f"SELECT COUNT(*) FROM messages m WHERE {where}", params)
+            rows = self.db.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {where} "
+                "ORDER BY m.seq DESC LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+            page = [message_from_row(r) for r in reversed(rows.fetchall())]
+            return page, total.fetchone()[0]
 
     @guarded
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
