@@ -272,3 +272,27 @@ def test_a_plain_text_answer_is_shown_as_the_reply_not_a_thought(fake_llm, tmp_p
             renderer.show(event)
     lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
     assert lines == ["A plain answer,", "without tools."]  # no "thought:", nothing twice
+
+
+def test_send_on_a_terminal_streams_the_reply(fake_llm, chat_env, tmp_path):
+    """`send` shows the step as the chat does when its output is a terminal."""
+    make_agent(tmp_path)
+    fake_llm.stream_piece_chars = 12
+    answer = "First words arrive now, while the server holds back the end of this sentence."
+    fake_llm.enqueue(cut(say(answer), after=6, hang=True))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "send", "sam", "slowly"],
+        env=chat_env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 200),
+    )
+    child.expect_exact("First words")
+    assert fake_llm.hanging == 1  # the rest of the answer is still held back
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus != 0 or child.signalstatus is not None
+    assert "Traceback" not in CSI_SEQUENCE.sub("", child.before)
+    assert stored(tmp_path)[0] == ("user", "slowly")

@@ -130,13 +130,17 @@ def run_step(agent: Agent, text: str, output: Output) -> ExitStatus:
     (after printing the replies it delivered before failing)."""
     from memgpt_lite.loop.events import StepFailed
 
-    last = _printed(agent.stream(text), output)
-    result = last.result
-    if output is not Output.JSON:
-        if output is Output.VERBOSE:
-            show_steps(result)
-        for reply in result.replies:
-            click.echo(reply)
+    if output in (Output.TEXT, Output.VERBOSE) and sys.stdout.isatty():
+        last = _rendered(agent, text, verbose=output is Output.VERBOSE)
+        result = last.result
+    else:
+        last = _printed(agent.stream(text), output)
+        result = last.result
+        if output is not Output.JSON:
+            if output is Output.VERBOSE:
+                show_steps(result)
+            for reply in result.replies:
+                click.echo(reply)
     if isinstance(last, StepFailed):
         raise _failure(agent, last)
     if result.replies:
@@ -145,6 +149,24 @@ def run_step(agent: Agent, text: str, output: Output) -> ExitStatus:
         name = agent.state.name
         click.echo(f"({name} ended its turn without a reply: {result.stop_reason})", err=True)
     return ExitStatus.NO_REPLY
+
+
+def _rendered(agent: Agent, text: str, verbose: bool) -> StepFinished | StepFailed:
+    """On a terminal: the step shown as it happens, as the chat shows it (the
+    reply as the model writes it; with -v its thoughts and tool calls too)."""
+    from rich.console import Console
+
+    from memgpt_lite.cli.render import StepRenderer
+    from memgpt_lite.loop.events import StepFailed, StepFinished
+
+    last: StepEvent | None = None
+    with StepRenderer(Console(highlight=False), agent.state.name, verbose=verbose) as renderer:
+        for event in agent.stream(text):
+            renderer.show(event)
+            last = event
+    if not isinstance(last, StepFinished | StepFailed):
+        raise RuntimeError(f"a step ended with {last!r}")  # run_step always ends with one
+    return last
 
 
 def _printed(events: Iterable[StepEvent], output: Output) -> StepFinished | StepFailed:
