@@ -105,7 +105,7 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "thought: Note her name" in turn and "thought: Greet her" in turn
     assert "tool core_memory_append(" in turn and "-> Appended to block 'human'" in turn
     assert "Hi Alice!" in turn and "**" not in turn and "send_message" not in turn  # markdown
-    assert re.search(r"[\d,]+/128,000 tokens in context", turn)
+    assert re.search(r"[\d,]+/32,000 tokens in context", turn)
 
     helped = command(child, "/help")
     for name in ("help", "memory", "edit", "block", "archival", "search", "context", "summarize"):
