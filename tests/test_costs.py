@@ -176,7 +176,8 @@ def test_totals_say_what_the_cost_leaves_out():
     assert total_cost([mini, local]) == pytest.approx(0.30)
     assert total_cost([local]) is None
     assert totals_text([mini, local]) == (
-        "2,000,006 tokens (2,000,005 in, 1 out) in 2 requests, $0.3000 (no price known for llama3.2)"
+        "2,000,006 tokens (2,000,005 in, 1 out) in 2 requests, $0.3000 "
+        "(no price known for llama3.2)"
     )
     assert totals_text([local]) == "6 tokens (5 in, 1 out) in 1 request"
 

@@ -140,7 +140,7 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "tool name=send_message tool_call_id=" in dumped
     assert "Usage: /dump [N]" in command(child, "/dump -3")
 
-    assert "Model: gpt-4o-mini (context window 128,000 tokens)" in command(child, "/model")
+    assert "Model: gpt-4o-mini (context window 32,000 tokens)" in command(child, "/model")
     assert "Model set to gpt-4.1." in command(child, "/model gpt-4.1")
     assert Store(tmp_path / "chat.db").get_agent("sam").llm.model == "gpt-4.1"
     assert "Unknown command /fly. Type /help" in command(child, "/fly away")
