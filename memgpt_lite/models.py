@@ -183,6 +183,10 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(validate_assignment=True)
 
     context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
+    # The window the agent works in when its model's is larger, so a long
+    # conversation does not send the whole model window every turn. None: the
+    # default (loop/window.py DEFAULT_WORKING_WINDOW); 0: the model's whole window.
+    working_window: int | None = Field(default=None, ge=0, le=MAX_STORED_INT)
     reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
     warning_threshold: float = Field(default=0.75, gt=0, le=1)
     compaction_threshold: float = Field(default=0.9, gt=0, le=1)
@@ -248,6 +252,33 @@ class Usage(BaseModel):
         self.completion_tokens += other.completion_tokens
         self.total_tokens += other.total_tokens
         self.requests += other.requests
+
+
+class UsageRecord(BaseModel):
+    """The tokens one model answer of a step cost, stored with the step.
+    `estimated`: the endpoint reported none, so these are our own counts."""
+
+    agent_id: str
+    step_id: str
+    model: str
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    total_tokens: int = Field(default=0, ge=0)
+    requests: int = Field(default=1, ge=0)
+    estimated: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ModelUsage(BaseModel):
+    """An agent's stored token totals for one model."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+    steps: int = 0
+    estimated_requests: int = 0  # of `requests`, how many were counted by us
 
 
 class ToolResult(BaseModel):

@@ -137,7 +137,10 @@ def test_a_streamed_turn_shows_thoughts_tools_and_paragraphs_in_order(fake_llm, 
     assert firsts == sorted(firsts), screen
     assert re.search(r"Roses are red, *\r\nviolets are blue\.", screen)  # the line break kept
     assert "red, violets" not in screen
-    assert re.search(r"[\d,]+/128,000 tokens in context", screen)
+    assert re.search(r"[\d,]+/32,000 tokens in context", screen)
+    # The turn's tokens and the agent's totals, priced: gpt-4o-mini's price is known.
+    assert re.search(r"this turn: [\d,]+ tokens \([\d,]+ in, [\d,]+ out\), \$[\d.]+", screen)
+    assert re.search(r"[\d,]+ tokens in all, \$[\d.]+", screen)
     leave(child)
 
 
@@ -159,10 +162,11 @@ def test_ctrl_d_inside_a_block_sends_what_was_typed(fake_llm, chat_env, tmp_path
     make_agent(tmp_path)
     fake_llm.enqueue(say("Got the block."), say("Got the line."))
     child = spawn(chat_env, tmp_path / "chat.db", "sam")
-    child.sendline('"""')
-    child.sendline("a long text")
-    child.sendline("of two lines")
-    child.expect_exact("...> ")
+    # Each line after the prompt for it: a Ctrl-D typed ahead, before line
+    # editing has the terminal, would be the terminal's end of file instead.
+    for line in ('"""', "a long text", "of two lines"):
+        child.sendline(line)
+        child.expect_exact("...> ")
     child.sendeof()  # Ctrl-D before the closing quotes
     child.expect_exact("(Ctrl-D ended the entry: sending what you typed)")
     child.expect_exact("Got the block.")
@@ -199,21 +203,35 @@ def test_model_with_an_unknown_window_asks_for_it(fake_llm, chat_env, tmp_path):
     assert "The context window of 'llama3.2' is not known" in out
     assert "/model llama3.2 32768" in out
     assert "Usage: /model [NAME [WINDOW]]" in out
-    assert "Model: gpt-4o-mini (context window 128,000 tokens)" in out  # nothing changed
-    assert "Model set to llama3.2 (context window 32,768 tokens)." in out
-    assert "Model: llama3.2 (context window 32,768 tokens)" in out
+    assert "Model: gpt-4o-mini (working window 32,000 tokens of its 128,000-token" in out
+    assert (
+        "Model set to llama3.2 (working window 32,000 tokens of its 32,768-token context window)."
+        in out
+    )
+    assert (
+        "Model: llama3.2 (working window 32,000 tokens of its 32,768-token context window)" in out
+    )
     state = Store(tmp_path / "chat.db").get_agent("sam")
     assert (state.llm.model, state.settings.context_window) == ("llama3.2", 32768)
     # A known model, or an agent whose window was set, needs no window.
     out = piped_chat(chat_env, tmp_path, "/model qwen3", "/model gpt-4o")
-    assert "Model set to qwen3 (context window 32,768 tokens)." in out
-    assert "Model set to gpt-4o (context window 32,768 tokens)." in out
+    assert (
+        "Model set to qwen3 (working window 32,000 tokens of its 32,768-token context window)."
+        in out
+    )
+    assert (
+        "Model set to gpt-4o (working window 32,000 tokens of its 32,768-token context window)."
+        in out
+    )
 
 
 def test_a_known_model_switches_at_once(fake_llm, chat_env, tmp_path):
     make_agent(tmp_path)
     out = piped_chat(chat_env, tmp_path, "/model gpt-4.1")
-    assert out == "Model set to gpt-4.1 (context window 1,047,576 tokens).\n"
+    assert out == (
+        "Model set to gpt-4.1 (working window 32,000 tokens of its 1,047,576-token "
+        "context window).\n"
+    )
 
 
 # The renderer itself, on a console writing to a string.

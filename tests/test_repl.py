@@ -105,7 +105,7 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "thought: Note her name" in turn and "thought: Greet her" in turn
     assert "tool core_memory_append(" in turn and "-> Appended to block 'human'" in turn
     assert "Hi Alice!" in turn and "**" not in turn and "send_message" not in turn  # markdown
-    assert re.search(r"[\d,]+/128,000 tokens in context", turn)
+    assert re.search(r"[\d,]+/32,000 tokens in context", turn)
 
     helped = command(child, "/help")
     for name in ("help", "memory", "edit", "block", "archival", "search", "context", "summarize"):
@@ -140,8 +140,10 @@ def test_a_turn_and_the_memory_commands(fake_llm, chat_env, tmp_path):
     assert "tool name=send_message tool_call_id=" in dumped
     assert "Usage: /dump [N]" in command(child, "/dump -3")
 
-    assert "Model: gpt-4o-mini (context window 128,000 tokens)" in command(child, "/model")
-    assert "Model set to gpt-4.1 (context window 1,047,576 tokens)." in command(
+    assert "Model: gpt-4o-mini (working window 32,000 tokens of its 128,000-token" in command(
+        child, "/model"
+    )
+    assert "Model set to gpt-4.1 (working window 32,000 tokens of its 1,047,576-token" in command(
         child, "/model gpt-4.1"
     )
     assert Store(tmp_path / "chat.db").get_agent("sam").llm.model == "gpt-4.1"

@@ -107,6 +107,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m007_timeout_default",
         "m008_step_locks",
         "m009_message_edits",
+        "m010_token_usage",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert store.db["agents"].columns_dict["pressure_warned"] is int
@@ -467,6 +468,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP TRIGGER agents_edit_delete")
         conn.execute("DROP TABLE message_edits")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm009_message_edits'")
+        conn.execute("DROP TABLE token_usage")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm010_token_usage'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -475,7 +478,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 9"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 10"
     )
 
 

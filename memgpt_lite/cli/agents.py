@@ -171,6 +171,13 @@ def build_blocks(
 )
 @click.option("--base-url", help="OpenAI-compatible endpoint, stored with the agent.")
 @click.option("--context-window", type=int, help="Context window of the model, in tokens.")
+@click.option(
+    "--working-window",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="The window the agent works in when the model's is larger "
+    "(default 32000; 0: the model's whole window).",
+)
 @click.option("--embedder", help='Embedder for hybrid search: "local" or "endpoint:MODEL".')
 @click.pass_context
 def create(
@@ -184,6 +191,7 @@ def create(
     system: str | None,
     base_url: str | None,
     context_window: int | None,
+    working_window: int | None,
     embedder: str | None,
 ) -> None:
     """Create an agent called NAME.
@@ -222,7 +230,10 @@ def create(
         blocks=build_blocks(name, persona, human, extra_blocks, block_limits),
         system=None if system is None else read_text_arg(system),
         base_url=base_url,
-        settings=AgentSettings(context_window=window if isinstance(window, int) else None),
+        settings=AgentSettings(
+            context_window=window if isinstance(window, int) else None,
+            working_window=working_window,
+        ),
         embedder=embedder_name,
         store=store_for(ctx),
     )
@@ -316,18 +327,37 @@ def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
     return ", ".join(notes)
 
 
-def _settings_text(state: AgentState) -> list[tuple[str, str]]:
-    from memgpt_lite.loop.window import window_for_model
+def _window_text(state: AgentState) -> str:
+    from memgpt_lite.loop.window import window_for_model, working_window
 
+    settings = state.settings
+    model_window = settings.context_window or window_for_model(state.llm.model)
+    origin = "" if settings.context_window else " (from the model's name)"
+    window = working_window(model_window, settings.working_window)
+    if window < model_window:
+        return f"{window:,} tokens (working window; the model has {model_window:,}{origin})"
+    return f"{model_window:,} tokens{origin}"
+
+
+def _usage_lines(store: Storage, state: AgentState) -> list[tuple[str, str]]:
+    """The agent's stored token totals, with their cost where prices are known."""
+    from memgpt_lite.llm.prices import totals_text
+
+    totals = store.usage_by_model(state.id)
+    if not totals:
+        return [("tokens", "none yet")]
+    lines = [("tokens", totals_text(totals))]
+    if len(totals) > 1:
+        lines += [(f"  {t.model}", totals_text([t])) for t in totals]
+    return lines
+
+
+def _settings_text(state: AgentState) -> list[tuple[str, str]]:
     llm, settings = state.llm, state.settings
-    if settings.context_window:
-        window = f"{settings.context_window:,} tokens"
-    else:
-        window = f"{window_for_model(llm.model):,} tokens (from the model's name)"
     temperature = "default" if llm.temperature is None else str(llm.temperature)
-    loop = settings.model_dump(exclude={"context_window", "embedder"})
+    loop = settings.model_dump(exclude={"context_window", "working_window", "embedder"})
     return [
-        ("context window", window),
+        ("context window", _window_text(state)),
         (
             "llm",
             f"tool_choice={llm.tool_choice}, temperature={temperature}, "
@@ -342,7 +372,9 @@ def _settings_text(state: AgentState) -> list[tuple[str, str]]:
 @click.argument("name")
 @click.pass_context
 def show(ctx: click.Context, name: str) -> None:
-    """Show agent NAME: model, endpoint, settings, blocks, counts and tools."""
+    """Show agent NAME: model, endpoint, settings, blocks, counts, tools, and
+    the tokens it has used, with their cost in dollars for models whose
+    prices are known."""
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
     store = store_for(ctx)
@@ -354,6 +386,7 @@ def show(ctx: click.Context, name: str) -> None:
     lines += [
         ("messages", f"{stats.message_count}"),
         ("archival passages", f"{stats.passage_count}"),
+        *_usage_lines(store, state),
         ("created", _when(state.created_at)),
         ("last active", _when(_last_active(state, stats))),
         ("tools", ", ".join(BUILTIN_TOOLS)),

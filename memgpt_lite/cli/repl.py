@@ -29,6 +29,7 @@ from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.cli.repl_commands import COMMANDS, run_command
 from memgpt_lite.config import ensure_folder, home_dir
 from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.llm.prices import dollars, total_cost, turn_cost_text
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.memory.history import unanswered_note
 from memgpt_lite.models import StepResult
@@ -351,10 +352,15 @@ class ChatSession:
     def footer(self, result: StepResult) -> None:
         view = self.agent.context_overview()
         used = 100 * view.total_tokens / view.context_window
+        model = self.agent.state.llm.model
+        totals = self.agent.store.usage_by_model(self.agent.state.id)
+        spent = total_cost(totals)
+        total = f"{sum(t.total_tokens for t in totals):,} tokens in all"
         parts = [
             f"{view.total_tokens:,}/{view.context_window:,} tokens in context ({used:.0f}%)",
-            f"this turn: {result.usage.total_tokens:,} tokens in {result.usage.requests} "
+            f"this turn: {turn_cost_text(model, result.usage)} in {result.usage.requests} "
             f"call(s), {result.llm_seconds:.1f}s",
+            total if spent is None else f"{total}, {dollars(spent)}",
         ]
         if result.compactions:
             parts.append(f"compacted {result.compactions}x")

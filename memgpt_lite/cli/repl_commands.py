@@ -330,8 +330,7 @@ def _window_size(text: str) -> int:
 def _model(session: Session, arguments: str) -> None:
     agent = session.agent
     if not arguments:
-        window = agent.context_overview().context_window
-        session.print(f"Model: {agent.state.llm.model} (context window {window:,} tokens)")
+        session.print(f"Model: {agent.state.llm.model} ({_window_text(agent)})")
         return
     name, *rest = arguments.split()
     if len(rest) > 1:
@@ -354,8 +353,18 @@ def _model(session: Session, arguments: str) -> None:
 
         agent.state = agent.store.update_agent(agent.state.id, use)
     agent.set_model(name)
-    size = agent.state.settings.context_window or known_window(name) or UNKNOWN_MODEL_WINDOW
-    session.print(f"Model set to {name} (context window {size:,} tokens).")
+    session.print(f"Model set to {name} ({_window_text(agent)}).")
+
+
+def _window_text(agent: Agent) -> str:
+    """The windows of the agent's model, as /model shows them."""
+    overview = agent.context_overview()
+    if overview.context_window < overview.model_window:
+        return (
+            f"working window {overview.context_window:,} tokens of its "
+            f"{overview.model_window:,}-token context window"
+        )
+    return f"context window {overview.context_window:,} tokens"
 
 
 @command("/exit", "Leave the chat (or press Ctrl-D).")

@@ -34,7 +34,15 @@ from memgpt_lite.loop.events import (
 )
 from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
-from memgpt_lite.models import AgentState, Message, ToolCall, ToolResult, new_id
+from memgpt_lite.models import (
+    AgentState,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UsageRecord,
+    new_id,
+)
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
 
 
@@ -90,7 +98,7 @@ async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
     seconds_before = agent.llm.seconds_in_calls
     for _ in range(agent.state.settings.max_chained_steps):
         run.renew_lock()
-        completion = None
+        completion, usage_before = None, result.usage.model_copy()
         try:
             async for item in call_model(run):
                 if isinstance(item, Completion):
@@ -108,7 +116,7 @@ async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
         _remember_fallbacks(agent, completion)
         result.usage.add(completion.usage)
         yield UsageReported(step_id=run.step_id, usage=completion.usage)
-        async for event in _answer(run, completion):
+        async for event in _answer(run, completion, _spent_since(result.usage, usage_before)):
             yield event
         if run.done:
             return
@@ -134,9 +142,46 @@ def _remember_fallbacks(agent: AgentDeps, completion: Completion) -> None:
         agent.state = agent.store.update_agent(agent.state.id, use)
 
 
-async def _answer(run: StepRun, completion: Completion) -> AsyncIterator[StepEvent]:
+def _spent_since(usage: Usage, before: Usage) -> Usage:
+    """What a model call cost: the step's usage now less `before` (so an
+    empty answer asked for again counts too)."""
+    return Usage(
+        prompt_tokens=usage.prompt_tokens - before.prompt_tokens,
+        completion_tokens=usage.completion_tokens - before.completion_tokens,
+        total_tokens=usage.total_tokens - before.total_tokens,
+        requests=usage.requests - before.requests,
+    )
+
+
+def _usage_record(run: StepRun, spent: Usage, answer: Message) -> UsageRecord:
+    """The record of what the answer cost: as the endpoint reported it, or,
+    when it reported nothing, our own count of the request and the answer."""
+    agent = run.agent
+    record = UsageRecord(
+        agent_id=agent.state.id,
+        step_id=run.step_id,
+        model=agent.state.llm.model,
+        **spent.model_dump(),
+    )
+    if spent.prompt_tokens == 0 and spent.total_tokens == 0:
+        record.estimated = True
+        record.prompt_tokens = run.result.prompt_tokens_estimate * max(1, spent.requests)
+        record.completion_tokens = agent.token_counter.count_message(answer.to_openai())
+        record.total_tokens = record.prompt_tokens + record.completion_tokens
+    return record
+
+
+def _store_answer(agent: AgentDeps, messages: list[Message], usage: UsageRecord) -> None:
+    """An answer's messages and what it cost, in one transaction."""
+    with agent.store.transaction():
+        agent.store.add_messages(messages)
+        agent.store.add_usage(usage)
+
+
+async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIterator[StepEvent]:
     """Run an answer's tool calls, then store the answer with exactly one
-    result per call, together. Sets `run.done` and the stop reason when the step ends."""
+    result per call, and what it cost (`spent`), together. Sets `run.done`
+    and the stop reason when the step ends."""
     agent, result, step_id = run.agent, run.result, run.step_id
     assistant = Message(
         agent_id=agent.state.id,
@@ -147,7 +192,7 @@ async def _answer(run: StepRun, completion: Completion) -> AsyncIterator[StepEve
     )
     if not assistant.tool_calls:
         # A plain text reply (tool_choice "auto" endpoints): it is the answer.
-        agent.store.add_messages([assistant])
+        _store_answer(agent, [assistant], _usage_record(run, spent, assistant))
         result.messages.append(assistant)
         result.stop_reason, run.done = "text_reply", True
         if assistant.content:
@@ -180,7 +225,7 @@ async def _answer(run: StepRun, completion: Completion) -> AsyncIterator[StepEve
         )
         for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
     ]
-    agent.store.add_messages([assistant, *answers])  # one transaction
+    _store_answer(agent, [assistant, *answers], _usage_record(run, spent, assistant))
     result.messages += [assistant, *answers]
     result.tool_results += [
         ToolResult(call=call, content=outcome.content, ok=outcome.ok)

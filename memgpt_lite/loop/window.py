@@ -44,6 +44,12 @@ DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 # Local models vary widely; a cautious default. Set `context_window` for yours.
 UNKNOWN_MODEL_WINDOW = 8_192
+# The window an agent works in by default when its model's is larger (see
+# AgentSettings.working_window): the model's whole window, sent every turn
+# before a compaction, would cost up to ~115k prompt tokens a turn on a 128k
+# model, and models attend less reliably to a long context. 32k keeps a few
+# hundred messages in view; the summary and recall search hold the rest.
+DEFAULT_WORKING_WINDOW = 32_000
 # The least room kept for the conversation when core memory grows: an edit that
 # would leave less is refused (see `core_memory_overflow`).
 MIN_MESSAGE_ROOM = 256
@@ -57,14 +63,22 @@ def window_for_model(model: str) -> int:
     return UNKNOWN_MODEL_WINDOW
 
 
+def working_window(model_window: int, setting: int | None) -> int:
+    """The window an agent works in: its `working_window` setting (None: the
+    default; 0: off) when the model's window is larger, else the model's."""
+    wanted = DEFAULT_WORKING_WINDOW if setting is None else setting
+    return min(model_window, wanted) if wanted > 0 else model_window
+
+
 @dataclass(frozen=True)
 class Budget:
     """Token limits for one agent's requests."""
 
-    window: int
+    window: int  # the window the agent works in (see `working_window`)
     reserve: int  # kept free for the reply
     warning_at: int
     compact_at: int
+    model_window: int  # the model's whole window
 
     @property
     def summary_tokens(self) -> int:
@@ -80,13 +94,14 @@ class Budget:
 
 def budget_for(agent: AgentDeps) -> Budget:
     settings = agent.state.settings
-    window = settings.context_window or window_for_model(agent.state.llm.model)
+    model_window = settings.context_window or window_for_model(agent.state.llm.model)
+    window = working_window(model_window, settings.working_window)
     reserve = settings.reply_reserve_tokens
     if reserve is None:
         reserve = min(4096, math.ceil(window * 0.1))
     compact_at = min(int(window * settings.compaction_threshold), window - reserve)
     warning_at = min(int(window * settings.warning_threshold), compact_at)
-    return Budget(window, reserve, warning_at, compact_at)
+    return Budget(window, reserve, warning_at, compact_at, model_window)
 
 
 @dataclass
@@ -230,13 +245,19 @@ def budget_error(agent: AgentDeps, compiled: CompiledContext, budget: Budget) ->
     sizes = [f"{name} {counter.count_text(text)}" for name, text in compiled.sections]
     sizes.append(f"tool schemas {agent.tool_tokens()}")
     name = agent.state.name
+    larger = "the larger window its model has (AgentSettings.context_window)"
+    if budget.window < budget.model_window:
+        larger = (
+            f"more of its model's {budget.model_window:,}-token window "
+            "(AgentSettings.working_window; 0 for all of it)"
+        )
     return ContextBudgetError(
         f"agent {name!r}: the system message and core memory alone need "
         f"{compiled.fixed_tokens} tokens, over the {budget.compact_at} usable of a "
         f"{budget.window}-token window ({', '.join(sizes)}). To recover, shorten the "
         f"largest block (memgpt-lite blocks {name} LABEL --edit, or agent.set_block), "
         f"keeping its detail in archival memory (memgpt-lite archival {name} insert), "
-        "or give the agent the larger window its model has (AgentSettings.context_window)."
+        f"or give the agent {larger}."
     )
 
 
@@ -244,7 +265,8 @@ class ContextOverview(BaseModel):
     """Where the tokens of the next request go."""
 
     model: str
-    context_window: int
+    context_window: int  # the window the agent works in
+    model_window: int  # the model's whole window, of which the above may be a part
     reply_reserve: int
     total_tokens: int
     sections: dict[str, int]
@@ -260,6 +282,7 @@ def overview(agent: AgentDeps) -> ContextOverview:
     return ContextOverview(
         model=agent.state.llm.model,
         context_window=budget.window,
+        model_window=budget.model_window,
         reply_reserve=budget.reserve,
         total_tokens=compiled.total_tokens,
         sections=sections,

@@ -39,7 +39,15 @@ from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, Protocol, TypeVa
 if TYPE_CHECKING:
     import numpy as np
 
-    from memgpt_lite.models import AgentState, AgentStats, Block, Message, Passage
+    from memgpt_lite.models import (
+        AgentState,
+        AgentStats,
+        Block,
+        Message,
+        ModelUsage,
+        Passage,
+        UsageRecord,
+    )
 
 Owner = Literal["passage", "message"]  # what kind of item a stored vector belongs to
 T = TypeVar("T")
@@ -88,7 +96,7 @@ class StepLockHolder:
 
 @runtime_checkable
 class Storage(Protocol):
-    """Agents, blocks, messages, passages, vectors and step locks."""
+    """Agents, blocks, messages, passages, vectors, token usage and step locks."""
 
     # Whether this process may only read the database: every write raises ReadOnlyError.
     read_only: bool
@@ -412,4 +420,21 @@ class Storage(Protocol):
 
     def release_step_lock(self, agent_id: str, token: str) -> None:
         """Give up the agent's lock if `token` holds it (a no-op otherwise)."""
+        ...
+
+    # Token usage: what each model answer cost, kept with its step
+
+    def add_usage(self, record: UsageRecord) -> None:
+        """Store one model answer's token usage. Rows are never merged or
+        edited: popping messages leaves them (the tokens were spent); deleting
+        the agent deletes them. NotFoundError for an unknown agent."""
+        ...
+
+    def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
+        """The agent's token totals from every stored record, one per model,
+        sorted by model name ([] for an agent with none, or unknown)."""
+        ...
+
+    def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        """The usage records of one step of the agent, in the order stored."""
         ...

@@ -16,6 +16,7 @@ from contract.archival import PassageContract, VectorContract
 from contract.base import OpenStore
 from contract.messages import MessageContract
 from contract.transactions import StepLockContract, ThreadContract, TransactionContract
+from contract.usage import UsageContract
 from contract.window import WindowContract
 
 
@@ -28,6 +29,7 @@ class StorageContract(
     TransactionContract,
     StepLockContract,
     ThreadContract,
+    UsageContract,
     WindowContract,
 ):
     """Every test of the contract; see the module's docstring."""

@@ -250,3 +250,39 @@ def m009_message_edits(db: Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m010_token_usage(db: Database) -> None:
+    """The tokens each model answer cost, one row per answer, kept with its
+    step (`step_id`) and model, so an agent's totals and their price come
+    from the store. `estimated` marks rows the endpoint reported no usage
+    for (our own count). Rows stay when messages are popped: those tokens
+    were spent. Agents that exist already keep the model's whole window:
+    the default working window is for agents created from now on, so none
+    of theirs, with its core memory sized for the larger window, stops
+    fitting (`working_window: 0` means the whole window)."""
+    db.executescript(
+        """
+        CREATE TABLE token_usage (
+            seq INTEGER PRIMARY KEY,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            step_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            total_tokens INTEGER NOT NULL,
+            requests INTEGER NOT NULL,
+            estimated INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX token_usage_agent ON token_usage(agent_id, model);
+        """
+    )
+    for agent_id, settings in db.execute("SELECT id, settings FROM agents").fetchall():
+        values = json.loads(settings)
+        if isinstance(values, dict) and values.get("working_window") is None:
+            values["working_window"] = 0
+            db.execute(
+                "UPDATE agents SET settings = ? WHERE id = ?", [json.dumps(values), agent_id]
+            )

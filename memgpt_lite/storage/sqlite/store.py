@@ -3,7 +3,8 @@
 SQLite through sqlite-utils, in WAL mode so readers never block the writer.
 All SQL lives in this package, one module per part of the store: agents and
 blocks (agents.py), messages (messages.py), passages and vectors
-(archival.py), full-text ranking (fulltext.py), step locks (locks.py), and
+(archival.py), full-text ranking (fulltext.py), step locks (locks.py), token
+usage (usage.py), and
 transactions with the lock that lets threads share a store (transactions.py).
 """
 
@@ -20,10 +21,11 @@ from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
+from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 
-class Store(Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore):
+class Store(Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 

@@ -1,0 +1,86 @@
+"""The store's SQL for token usage: one row per model answer (a part of `Store`).
+
+Totals are summed when asked for (one GROUP BY over the agent's rows, by
+its index): `show` and the chat's footer ask rarely, while a step writes a
+row each time, so no counter is kept up to date on every write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from sqlite_utils import Database
+
+from memgpt_lite.models import ModelUsage, UsageRecord
+from memgpt_lite.storage.sqlite.rows import require_agents, stored_time
+from memgpt_lite.storage.sqlite.transactions import guarded
+
+
+class UsageStore:
+    """Token usage. Mixed into `Store`, which provides `db` and `transaction`."""
+
+    db: Database
+    transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
+
+    @guarded
+    def add_usage(self, record: UsageRecord) -> None:
+        with self.transaction():
+            require_agents(self.db, [record.agent_id])
+            self.db.execute(
+                "INSERT INTO token_usage (agent_id, step_id, model, prompt_tokens, "
+                "completion_tokens, total_tokens, requests, estimated, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                [
+                    record.agent_id,
+                    record.step_id,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.total_tokens,
+                    record.requests,
+                    int(record.estimated),
+                    stored_time(record.created_at),
+                ],
+            )
+
+    @guarded
+    def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
+        rows = self.db.execute(
+            "SELECT model, SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), "
+            "SUM(requests), COUNT(DISTINCT step_id), SUM(CASE WHEN estimated THEN requests "
+            "ELSE 0 END) FROM token_usage WHERE agent_id = ? GROUP BY model ORDER BY model",
+            [agent_id],
+        ).fetchall()
+        return [
+            ModelUsage(
+                model=model,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+                requests=requests,
+                steps=steps,
+                estimated_requests=estimated,
+            )
+            for model, prompt, completion, total, requests, steps, estimated in rows
+        ]
+
+    @guarded
+    def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        rows = self.db.execute(
+            "SELECT model, prompt_tokens, completion_tokens, total_tokens, requests, "
+            "estimated, created_at FROM token_usage WHERE agent_id = ? AND step_id = ? "
+            "ORDER BY seq",
+            [agent_id, step_id],
+        ).fetchall()
+        keys = ("model", "prompt_tokens", "completion_tokens", "total_tokens", "requests")
+        return [
+            UsageRecord(
+                agent_id=agent_id,
+                step_id=step_id,
+                **dict(zip(keys, row[:5], strict=True)),
+                estimated=bool(row[5]),
+                created_at=row[6],
+            )
+            for row in rows
+        ]
