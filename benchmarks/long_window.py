@@ -125,7 +125,7 @@ def main() -> None:
                 db=Path(tmp) / "long.db",
                 base_url=base_url,
                 api_key="x",
-                settings=AgentSettings(context_window=1_000_000),
+                settings=AgentSettings(context_window=1_000_000, working_window=0),  # all of it
             )
             # Each turn adds three; the window holds --window-messages at the first timed turn.
             seed(agent, args.window_messages - 3 * 4)
