@@ -400,7 +400,8 @@ class _Checks:
                 f"--context-window {theirs} on create, or context_window = {theirs} in config.toml"
             )
             if self.target.agent is not None:
-                fix = f"`/model {self.target.model} {theirs}` in `memgpt-lite chat {self.target.agent}`"
+                chat = f"memgpt-lite chat {self.target.agent}"
+                fix = f"`/model {self.target.model} {theirs}` in `{chat}`"
             return _fail(
                 name, f"we use {used} but the server reports {theirs:,} ({field}): set {fix}"
             )
