@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memgpt_lite.cli.main import cli
-from memgpt_lite.testing import FakeOpenAIServer, call, error, html, reply
+from memgpt_lite.testing import FakeOpenAIServer, call, error, hang, html, raw, reply
 
 CALL_REPLY = reply(tool_calls=[call("send_message", message="ok")])
 
@@ -84,15 +84,37 @@ def test_server_down_is_one_line_and_the_rest_is_skipped(monkeypatch):
     assert "Traceback" not in result.output
 
 
-def test_html_page_names_the_v1_fix(answering):
-    answering.enqueue_models(html())
+@pytest.mark.parametrize(
+    ("page", "said"),
+    [
+        (html(), "answered with an HTML page"),
+        (raw("Ollama is running", content_type="text/plain"), "answered invalid JSON"),
+    ],
+)
+def test_html_page_names_the_v1_fix(answering, page, said):
+    answering.enqueue_models(page)
     result = run("doctor", "-m", "fake-model")
     assert result.exit_code == 1
     line = lines_of(result)["OpenAI-compatible"]
-    assert line.startswith("FAIL") and "answered with an HTML page" in line
+    assert line.startswith("FAIL") and said in line
     assert "ending in /v1" in line
     assert status_of(result)["tool call"] == "skip"
     assert answering.chat_requests == []
+
+
+def test_server_that_never_answers_fails_within_the_timeout(answering):
+    answering.enqueue_models(hang())
+    result = run("doctor", "-m", "fake-model", "--timeout", "0.3")
+    assert result.exit_code == 1
+    assert "did not answer within 0.3 s" in lines_of(result)["reachable"]
+
+
+def test_wrong_api_key(answering, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    result = run("doctor", "-m", "fake-model")
+    assert result.exit_code == 1
+    line = lines_of(result)["OpenAI-compatible"]
+    assert "refused the API key: Incorrect API key provided. (set OPENAI_API_KEY)" in line
 
 
 def test_unknown_model_suggests_close_names(answering):
