@@ -153,8 +153,9 @@ def test_tool_choice_refused_says_the_agent_falls_back(answering):
     assert status_of(result)["streaming"] == "ok"
 
 
-def test_streaming_refused(answering):
-    answering.streaming = "refuse"
+@pytest.mark.parametrize("streaming", ["refuse", "ignore"])
+def test_streaming_refused(answering, streaming):
+    answering.streaming = streaming
     result = run("doctor", "-m", "fake-model")
     assert result.exit_code == 1
     line = lines_of(result)["streaming"]
@@ -210,6 +211,17 @@ def test_models_lists_ids_and_windows(fake_llm):
     result = run("models")
     assert result.exit_code == 0
     assert result.stdout == "qwen2.5\t32768\nllama3.2:latest\n"
+
+
+def test_models_and_doctor_use_the_agents_own_endpoint(fake_llm, tmp_path, monkeypatch):
+    db = tmp_path / "a.db"
+    run("create", "sam", "--model", "fake-model", "--base-url", fake_llm.base_url, db=db)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # not the agent's
+    listed = run("models", "sam", db=db)
+    assert listed.exit_code == 0 and listed.stdout == "fake-model\n"
+    assert run("doctor", "sam", db=db).stdout.startswith(f"Checking {fake_llm.base_url} ")
+    missing = run("models", "ghost", db=db)
+    assert missing.exit_code == 1 and missing.stderr == "Error: no agent named 'ghost'\n"
 
 
 def test_models_of_a_failing_endpoint_is_one_line(fake_llm):

@@ -37,6 +37,7 @@ from memgpt_lite.llm.endpoint import (
     json_answer,
     run_sync,
 )
+from memgpt_lite.llm.model import Completion
 from memgpt_lite.llm.openai_chat import TIMEOUT_HINT, OpenAIChatModel
 from memgpt_lite.models import LLMConfig
 from memgpt_lite.text import parse_json
@@ -297,22 +298,24 @@ class _Checks:
             hint = f"the server lists: {shown}{'…' if len(self.entries) > 5 else ''}"
         return _fail(name, f"{model!r} is not among the models the server lists; {hint}")
 
-    def _model(self, **options: Any) -> tuple[OpenAIChatModel, LLMConfig]:
+    def _ask(self, name: str, **options: Any) -> Completion | CheckResult:
+        """The answer to the probe request with these LLMConfig `options`, or
+        the failed check `name` when there is none."""
         config = LLMConfig(model=self.target.model or "", max_retries=0, **options)
-        model = OpenAIChatModel(
-            config, self.target.base_url, self.target.api_key, self.target.timeout
-        )
-        return model, config
-
-    def tool_call(self) -> CheckResult:
-        name = "tool call"
-        model, config = self._model(tool_choice="auto", stream=False)
+        target = self.target
+        model = OpenAIChatModel(config, target.base_url, target.api_key, target.timeout)
         try:
-            completion = model.complete(config, _PROBE_MESSAGES, _PROBE_TOOLS)
+            return model.complete(config, _PROBE_MESSAGES, _PROBE_TOOLS)
         except LLMError as exc:
             return _fail(name, str(exc))
         finally:
             model.close()
+
+    def tool_call(self) -> CheckResult:
+        name = "tool call"
+        completion = self._ask(name, tool_choice="auto", stream=False)
+        if isinstance(completion, CheckResult):
+            return completion
         self.chat_works = True
         if not completion.tool_calls:
             return _fail(
@@ -322,13 +325,9 @@ class _Checks:
 
     def tool_choice_required(self) -> CheckResult:
         name = 'tool_choice "required"'
-        model, config = self._model(tool_choice="required", stream=False)
-        try:
-            completion = model.complete(config, _PROBE_MESSAGES, _PROBE_TOOLS)
-        except LLMError as exc:
-            return _fail(name, str(exc))
-        finally:
-            model.close()
+        completion = self._ask(name, tool_choice="required", stream=False)
+        if isinstance(completion, CheckResult):
+            return completion
         if completion.tool_choice != "required":
             return CheckResult(
                 name,
@@ -340,13 +339,9 @@ class _Checks:
 
     def streaming(self) -> CheckResult:
         name = "streaming"
-        model, config = self._model(tool_choice="auto", stream=True)
-        try:
-            completion = model.complete(config, _PROBE_MESSAGES, _PROBE_TOOLS)
-        except LLMError as exc:
-            return _fail(name, str(exc))
-        finally:
-            model.close()
+        completion = self._ask(name, tool_choice="auto", stream=True)
+        if isinstance(completion, CheckResult):
+            return completion
         if not completion.streamed:
             return CheckResult(
                 name,
