@@ -17,6 +17,7 @@ from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.doctor import doctor, models
 from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.log import configure_logging, show_details
 from memgpt_lite.cli.scripting import (
@@ -198,6 +199,8 @@ def summarize(ctx: click.Context, name: str) -> None:
 # Command families kept in their own modules.
 cli.add_command(archival)
 cli.add_command(chat)
+cli.add_command(doctor)
+cli.add_command(models)
 cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(log_command)

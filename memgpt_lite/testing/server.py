@@ -26,6 +26,11 @@ Besides replies and errors, the script (``script.py``) has the ways real
 servers misbehave: ``drop()``, ``html()``, ``raw()`` bodies such as truncated
 JSON, ``hang()``, ``drip()`` and ``cut()`` (a stream that breaks off).
 
+``GET /v1/models`` lists ``server.models`` (by default the one model
+``fake-model``; give entries their own fields, such as ``context_length``, to
+play OpenRouter, vLLM or llama.cpp); ``enqueue_models(html())`` scripts its
+next answers, failures or pages, apart from the chat script.
+
 ``POST /v1/embeddings`` answers with deterministic bag-of-words vectors that
 ``fake_embedding(text)`` reproduces, after any failures scripted apart from the
 chat script with ``enqueue_embeddings(error(...), drop())``.
@@ -184,6 +189,11 @@ class FakeOpenAIServer:
         self._rejections: list[RecordedRequest] = []
         self._chat_requests: list[dict[str, Any]] = []
         self._embedding_queue: deque[Scripted] = deque()
+        self._models_queue: deque[Scripted] = deque()
+        # What GET /v1/models lists, each entry as sent.
+        self.models: list[dict[str, Any]] = [
+            {"id": self.model_id, "object": "model", "created": 0, "owned_by": "memgpt-lite"}
+        ]
         self._embedding_requests: list[dict[str, Any]] = []
         self._embedding_inputs_seen = 0
         self._counters: dict[str, TokenCounter] = {}
@@ -281,6 +291,17 @@ class FakeOpenAIServer:
         with self._lock:
             self._embedding_queue.extend(items)
 
+    def enqueue_models(self, *items: Scripted) -> None:
+        """Script the next answers to GET /v1/models (failures, pages, raw
+        bodies: anything but a reply); once they are used up, it lists `models`."""
+        for item in items:
+            answer = item.item if isinstance(item, Drip | Cut) else item
+            if isinstance(answer, Reply):
+                raise ValueError("enqueue_models takes failures such as html(), not reply()")
+            check_scripted(item)
+        with self._lock:
+            self._models_queue.extend(items)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._queue)
@@ -299,6 +320,7 @@ class FakeOpenAIServer:
             self._rejections.clear()
             self._chat_requests.clear()
             self._embedding_queue.clear()
+            self._models_queue.clear()
             self._embedding_requests.clear()
             self._embedding_inputs_seen = 0
 
@@ -376,8 +398,12 @@ class FakeOpenAIServer:
                 response.history.append(record.body)
 
     def _list_models(self, body: dict[str, Any] | None) -> Response:
-        model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "memgpt-lite"}
-        return Response(200, {"object": "list", "data": [model]})
+        with self._lock:
+            item = self._models_queue.popleft() if self._models_queue else None
+            models = [dict(entry) for entry in self.models]
+        if item is not None:
+            return scripted_response(item)
+        return Response(200, {"object": "list", "data": models})
 
     def _chat_completions(self, body: dict[str, Any] | None) -> Response:
         try:
