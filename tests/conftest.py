@@ -4,6 +4,7 @@ gets its own home folder and, on request, a scripted fake OpenAI server."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,3 +78,15 @@ def fake_llm(_isolated: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeO
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         yield server
+
+
+@pytest.fixture
+def chat_env(fake_llm: FakeOpenAIServer) -> dict[str, str]:
+    """The environment of a chat (or send) process on a pseudo-terminal: the
+    fake server (through `fake_llm`'s variables), this source tree, a colour
+    terminal unless a test says otherwise."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR", "FORCE_COLOR")}
+    repo = str(Path(__file__).resolve().parent.parent)
+    env.update(PYTHONPATH=repo, TERM="xterm", COLUMNS="200", LINES="50")
+    env.pop("NO_COLOR", None)
+    return env

@@ -7,7 +7,6 @@ the replies only, single line breaks kept, Ctrl-D inside an entry, and
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
@@ -15,55 +14,15 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 from rich.console import Console
 
 from memgpt_lite import Agent, Store
 from memgpt_lite.cli.render import ReplyMarkdown, StepRenderer, finished_length
 from memgpt_lite.models import AgentSettings
-from memgpt_lite.testing import FakeOpenAIServer, call, cut, reply, say
+from memgpt_lite.testing import call, cut, reply, say
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
-
-REPO = Path(__file__).resolve().parent.parent
-PROMPT = "you> "
-CSI_SEQUENCE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@pytest.fixture
-def chat_env(fake_llm: FakeOpenAIServer) -> dict[str, str]:
-    """A chat process's environment: the fake server (through the fixture's
-    variables), this source tree, a colour terminal."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR", "FORCE_COLOR")}
-    env.update(PYTHONPATH=str(REPO), TERM="xterm", COLUMNS="200", LINES="50")
-    env.pop("NO_COLOR", None)
-    return env
-
-
-def spawn(env: dict[str, str], db: Path, *args: str) -> pexpect.spawn:
-    """`memgpt-lite chat` as a real process on a pseudo-terminal, at its first prompt."""
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "memgpt_lite", "--db", str(db), "chat", *args],
-        env=env,
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(50, 200),
-    )
-    child.expect(PROMPT)
-    return child
-
-
-def leave(child: pexpect.spawn) -> None:
-    child.sendeof()  # Ctrl-D
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-
-
-def stored(tmp_path: Path) -> list[tuple[str, str | None]]:
-    with Store(tmp_path / "chat.db") as store:
-        agent = store.get_agent("sam")
-        return [(m.role, m.content) for m in store.messages_from(agent.id, 0)]
 
 
 def make_agent(tmp_path: Path, model: str = "gpt-4o-mini", window: int | None = None) -> Agent:
@@ -298,14 +257,7 @@ def test_send_on_a_terminal_streams_the_reply(fake_llm, chat_env, tmp_path):
     fake_llm.stream_piece_chars = 12
     answer = "First words arrive now, while the server holds back the end of this sentence."
     fake_llm.enqueue(cut(say(answer), after=6, hang=True))
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "send", "sam", "slowly"],
-        env=chat_env,
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(50, 200),
-    )
+    child = spawn(chat_env, tmp_path / "chat.db", "sam", "slowly", command="send")
     child.expect_exact("First words")
     assert fake_llm.hanging == 1  # the rest of the answer is still held back
     child.sendintr()

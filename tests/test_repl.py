@@ -5,7 +5,6 @@ pipes, where no escape code may appear. The agent talks to the fake server."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,26 +14,14 @@ from typing import Any
 
 import pexpect
 import pytest
+from chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 
 from memgpt_lite import Agent, Block, Store
-from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
+from memgpt_lite.testing import call, error, reply, say
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
 
-REPO = Path(__file__).resolve().parent.parent
-PROMPT = "you> "
 ANSI_ESCAPE = re.compile(r"\x1b[\[\]()]")
-CSI_SEQUENCE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@pytest.fixture
-def chat_env(fake_llm: FakeOpenAIServer, tmp_path: Path) -> dict[str, str]:
-    """The environment of a chat process: the fake server, a home of its own,
-    this source tree, and a colour terminal unless a test says otherwise."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR", "FORCE_COLOR")}
-    env.update(PYTHONPATH=str(REPO), TERM="xterm", COLUMNS="200", LINES="50")
-    env.pop("NO_COLOR", None)
-    return env
 
 
 def make_agent(tmp_path: Path, human_limit: int = 5000) -> Agent:
@@ -45,38 +32,12 @@ def make_agent(tmp_path: Path, human_limit: int = 5000) -> Agent:
     return Agent.create("sam", "gpt-4o-mini", blocks=blocks, db=tmp_path / "chat.db")
 
 
-def spawn(env: dict[str, str], db: Path, *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "memgpt_lite", "--db", str(db), "chat", *args],
-        env=env,
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(50, 200),
-    )
-    child.expect(PROMPT)
-    return child
-
-
 def command(child: pexpect.spawn, line: str) -> str:
     """Send a line, wait for the next prompt; what was printed in between,
     without colours and cursor moves."""
     child.sendline(line)
     child.expect(PROMPT)
     return CSI_SEQUENCE.sub("", child.before)
-
-
-def leave(child: pexpect.spawn) -> None:
-    child.sendeof()  # Ctrl-D
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-
-
-def stored(tmp_path: Path) -> list[tuple[str, str | None]]:
-    with Store(tmp_path / "chat.db") as store:
-        agent = store.get_agent("sam")
-        return [(m.role, m.content) for m in store.messages_from(agent.id, 0)]
 
 
 def user_messages(tmp_path: Path) -> list[str | None]:
