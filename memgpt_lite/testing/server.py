@@ -283,24 +283,24 @@ class FakeOpenAIServer:
         """Script failures (anything but a reply) for the next embedding requests,
         apart from the chat script; once they are used up, requests get the
         deterministic vectors."""
-        for item in items:
-            answer = item.item if isinstance(item, Drip | Cut) else item
-            if isinstance(answer, Reply):
-                raise ValueError("enqueue_embeddings takes failures such as error(), not reply()")
-            check_scripted(item)
-        with self._lock:
-            self._embedding_queue.extend(items)
+        self._enqueue_failures(self._embedding_queue, items, "enqueue_embeddings", "error()")
 
     def enqueue_models(self, *items: Scripted) -> None:
         """Script the next answers to GET /v1/models (failures, pages, raw
         bodies: anything but a reply); once they are used up, it lists `models`."""
+        self._enqueue_failures(self._models_queue, items, "enqueue_models", "html()")
+
+    def _enqueue_failures(
+        self, queue: deque[Scripted], items: tuple[Scripted, ...], method: str, example: str
+    ) -> None:
+        """Add scripted failures to `queue`: the side queues play no replies."""
         for item in items:
             answer = item.item if isinstance(item, Drip | Cut) else item
             if isinstance(answer, Reply):
-                raise ValueError("enqueue_models takes failures such as html(), not reply()")
+                raise ValueError(f"{method} takes failures such as {example}, not reply()")
             check_scripted(item)
         with self._lock:
-            self._models_queue.extend(items)
+            queue.extend(items)
 
     def pending(self) -> int:
         with self._lock:
