@@ -216,3 +216,37 @@ def test_show_splits_totals_by_model_after_a_switch(fake_llm: FakeOpenAIServer, 
     shown = show(db)
     assert "(no price known for llama3.2)" in shown
     assert "\n  gpt-4o: " in shown and "\n  llama3.2: " in shown
+
+
+def without_usage_text(content: str) -> str:
+    """A whole plain-text completion with no usage (a summary, say)."""
+    message = {"role": "assistant", "content": content}
+    choice = {"index": 0, "finish_reason": "stop", "message": message}
+    return json.dumps({"id": "c", "object": "chat.completion", "choices": [choice]})
+
+
+def test_the_summarizer_s_tokens_are_stored_too(fake_llm: FakeOpenAIServer, tmp_path):
+    """A compaction's summary requests cost tokens: they count in the totals,
+    as the endpoint reported them, or by our count (marked) if it did not."""
+    fake_llm.responder = lambda body: (
+        say("Noted.") if "tools" in body else reply("They talked about the garden.")
+    )
+    agent = make_agent(tmp_path / "a.db")
+    for turn in range(4):
+        agent.step(f"Turn {turn}: the garden has roses")
+    before = agent.store.usage_by_model(agent.state.id)[0]
+    report = agent.summarize()
+    assert report.summarized
+    after = agent.store.usage_by_model(agent.state.id)[0]
+    summaries = [r for r in fake_llm.chat_requests if "tools" not in r]
+    assert len(summaries) == 1 and after.requests == before.requests + 1
+    assert after.prompt_tokens > before.prompt_tokens and after.estimated_requests == 0
+
+    fake_llm.responder = lambda body: (
+        say("Noted.") if "tools" in body else raw(without_usage_text("A short summary."))
+    )
+    for turn in range(4):
+        agent.step(f"Turn {turn}: the pond has fish")
+    agent.summarize()
+    last = agent.store.usage_by_model(agent.state.id)[0]
+    assert last.estimated_requests == 1  # the summary without reported usage

@@ -17,11 +17,11 @@ from pydantic import BaseModel
 
 from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import LLMError
-from memgpt_lite.llm.model import complete
+from memgpt_lite.llm.model import Completion, complete
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop.window import CompiledContext, budget_for, clip_text, compile_context
 from memgpt_lite.memory.core import load_prompt
-from memgpt_lite.models import AgentState, Message
+from memgpt_lite.models import AgentState, Message, UsageRecord, new_id
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,10 @@ async def compact(
         return CompactionReport(
             evicted=0, summarized=False, tokens_before=before, tokens_after=before
         )
-    summary = await summarize_messages(agent, agent.state.summary, evicted) if summarize else None
+    summary = None
+    if summarize:
+        step_id = step_id or new_id("compaction")  # its tokens are stored under it
+        summary = await summarize_messages(agent, agent.state.summary, evicted, step_id)
     # Everything evicted (only possible if the window held tool results alone):
     # the window restarts after the last of them.
     new_start = compiled.messages[cut].seq if cut < len(compiled.messages) else None
@@ -155,10 +158,11 @@ def transcript_line(counter: TokenCounter, message: Message) -> str:
 
 
 async def summarize_messages(
-    agent: AgentDeps, previous: str, evicted: Sequence[Message]
+    agent: AgentDeps, previous: str, evicted: Sequence[Message], step_id: str
 ) -> str | None:
     """Fold `evicted` into `previous` with the model, in chunks that fit the
-    window. None if the model fails or returns nothing."""
+    window. None if the model fails or returns nothing. The tokens of each
+    summary request are stored as usage of step `step_id`."""
     counter, budget = agent.token_counter, budget_for(agent)
     words = max(40, int(budget.summary_tokens * 0.7))
     prompt = load_prompt("summarize").replace("{max_words}", str(words))
@@ -172,7 +176,7 @@ async def summarize_messages(
     for line in [*lines, None]:
         size = counter.count_text(line) if line is not None else 0
         if chunk and (line is None or used + size > room):
-            summary = await _summarize_chunk(agent, prompt, summary, chunk)
+            summary = await _summarize_chunk(agent, prompt, summary, chunk, step_id)
             if summary is None:
                 return None
             chunk, used = [], 0
@@ -183,7 +187,7 @@ async def summarize_messages(
 
 
 async def _summarize_chunk(
-    agent: AgentDeps, prompt: str, previous: str, lines: list[str]
+    agent: AgentDeps, prompt: str, previous: str, lines: list[str], step_id: str
 ) -> str | None:
     request = [
         {"role": "system", "content": prompt},
@@ -204,8 +208,27 @@ async def _summarize_chunk(
     except LLMError as exc:
         log.warning("agent %s: summarizing failed, dropping instead: %s", agent.state.name, exc)
         return None
+    agent.store.add_usage(_summary_usage(agent, step_id, request, completion))
     text = (completion.content or "").strip()
     if not text:
         return None
     budget = budget_for(agent)
     return clip_text(agent.token_counter, text, budget.summary_tokens, "summary cut to fit")
+
+
+def _summary_usage(
+    agent: AgentDeps, step_id: str, request: list[dict[str, str]], completion: Completion
+) -> UsageRecord:
+    """What a summary request cost: as the endpoint reported it, or our own
+    count of the request and the summary (marked estimated) if it did not."""
+    usage = completion.usage
+    record = UsageRecord(
+        agent_id=agent.state.id, step_id=step_id, model=agent.state.llm.model, **usage.model_dump()
+    )
+    if usage.prompt_tokens == 0 and usage.total_tokens == 0:
+        counter = agent.token_counter
+        record.estimated = True
+        record.prompt_tokens = counter.count_request(request)
+        record.completion_tokens = counter.count_text(completion.content or "")
+        record.total_tokens = record.prompt_tokens + record.completion_tokens
+    return record
