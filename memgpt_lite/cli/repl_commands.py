@@ -18,7 +18,7 @@ from rich.text import Text
 
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.loop.window import DEFAULT_CONTEXT_WINDOWS, UNKNOWN_MODEL_WINDOW
+from memgpt_lite.loop.window import UNKNOWN_MODEL_WINDOW, known_window
 from memgpt_lite.memory.history import pop_for_retry
 from memgpt_lite.memory.search import search_messages
 
@@ -306,12 +306,6 @@ def _tools(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     for tool in session.agent.tools.values():
         session.print(f"{tool.name}: {' '.join((tool.description or '').split())}")
-
-
-def known_window(model: str) -> int | None:
-    """The context window of a well-known model, by its name; None for others."""
-    name = model.rsplit("/", 1)[-1].lower()
-    return next((size for prefix, size in DEFAULT_CONTEXT_WINDOWS if name.startswith(prefix)), None)
 
 
 def _window_size(text: str) -> int:

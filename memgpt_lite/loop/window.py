@@ -55,12 +55,14 @@ DEFAULT_WORKING_WINDOW = 32_000
 MIN_MESSAGE_ROOM = 256
 
 
-def window_for_model(model: str) -> int:
+def known_window(model: str) -> int | None:
+    """The context window of a well-known model, by its name; None for others."""
     name = model.rsplit("/", 1)[-1].lower()
-    for prefix, window in DEFAULT_CONTEXT_WINDOWS:
-        if name.startswith(prefix):
-            return window
-    return UNKNOWN_MODEL_WINDOW
+    return next((size for prefix, size in DEFAULT_CONTEXT_WINDOWS if name.startswith(prefix)), None)
+
+
+def window_for_model(model: str) -> int:
+    return known_window(model) or UNKNOWN_MODEL_WINDOW
 
 
 def working_window(model_window: int, setting: int | None) -> int:
