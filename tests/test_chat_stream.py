@@ -266,3 +266,19 @@ def test_send_on_a_terminal_streams_the_reply(fake_llm, chat_env, tmp_path):
     assert child.exitstatus != 0 or child.signalstatus is not None
     assert "Traceback" not in CSI_SEQUENCE.sub("", child.before)
     assert stored(tmp_path)[0] == ("user", "slowly")
+
+
+def test_a_piped_chat_that_creates_its_agent_prints_the_replies_only(fake_llm, chat_env, tmp_path):
+    """No agent yet and no NAME: the questions of the new agent go to stderr."""
+    fake_llm.enqueue(say("Hello, I am Ada."))
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat"],
+        input="ada\ngpt-4o-mini\nhi\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "Hello, I am Ada.\n"
+    assert "Name of the new agent" in finished.stderr and "Created agent 'ada'" in finished.stderr

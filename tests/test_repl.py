@@ -408,7 +408,9 @@ def test_piped_chat_is_plain_text(fake_llm, chat_env, tmp_path):
     )
     assert finished.returncode == 0, finished.stderr
     out = finished.stdout
-    assert "1. sam" in out and "2. zed" in out
+    # The menu and its prompt go to stderr: stdout has the replies only.
+    assert "1. sam" in finished.stderr and "2. zed" in finished.stderr
+    assert "Chat with" in finished.stderr and "1. sam" not in out and "Chat with" not in out
     # Replies only: no prompts, thoughts, tool lines or footer; markdown as written.
     assert "**Hello** from Sam\n" in out and PROMPT not in out
     assert "thought:" not in out and "tool core_memory" not in out

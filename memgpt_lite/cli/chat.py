@@ -38,17 +38,18 @@ def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
     window = config.context_window.value
     settings = AgentSettings(context_window=window if isinstance(window, int) else None)
     embedder = None if config.embedder.value is None else str(config.embedder.value)
+    err = not sys.stdin.isatty()  # piped: stdout carries the replies only
     while True:
-        name = click.prompt("Name of the new agent").strip()
-        model = click.prompt("Model", default=default_model).strip()
+        name = click.prompt("Name of the new agent", err=err).strip()
+        model = click.prompt("Model", default=default_model, err=err).strip()
         try:
             agent = Agent.create(
                 name, model, settings=settings, embedder=embedder, store=store, timeout=timeout
             )
         except (ConfigError, AlreadyExistsError) as exc:
-            click.echo(f"Error: {exc}")
+            click.echo(f"Error: {exc}", err=err)
             continue
-        click.echo(f"Created agent {name!r} ({model}).")
+        click.echo(f"Created agent {name!r} ({model}).", err=err)
         return agent
 
 
@@ -56,23 +57,27 @@ def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
     from memgpt_lite.agent import Agent
 
+    # Piped, the choice is read from the input like any line, and the menu
+    # goes to stderr: stdout carries the replies only.
+    err = not sys.stdin.isatty()
     rows = store.list_agents()
     if not rows:
-        click.echo("No agents yet: let's create one.")
+        click.echo("No agents yet: let's create one.", err=err)
         return create_interactively(store, timeout)
     for number, (state, stats) in enumerate(rows, start=1):
-        click.echo(f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)")
-    click.echo("  n. a new agent")
+        line = f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)"
+        click.echo(line, err=err)
+    click.echo("  n. a new agent", err=err)
     names = [state.name for state, _ in rows]
     while True:
-        answer = click.prompt("Chat with", default="1").strip()
+        answer = click.prompt("Chat with", default="1", err=err).strip()
         if answer.lower() in ("n", "new"):
             return create_interactively(store, timeout)
         if answer.isdigit() and 1 <= int(answer) <= len(rows):
             return Agent.load(names[int(answer) - 1], store=store, timeout=timeout)
         if answer in names:
             return Agent.load(answer, store=store, timeout=timeout)
-        click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.")
+        click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.", err=err)
 
 
 @click.command()
