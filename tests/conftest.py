@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import is_postgres
 from postgres_server import TEST_PG_ENV, TestServer
 
 from memgpt_lite.testing import FakeOpenAIServer
@@ -134,3 +135,17 @@ def db_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "memgpt_lite.db")
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def another_db_location(
+    request: pytest.FixtureRequest, db_location: str, tmp_path: Path
+) -> Iterator[str]:
+    """A second, empty database of `db_location`'s backend (to import into, say)."""
+    if not is_postgres(db_location):
+        yield str(tmp_path / "another.db")
+        return
+    server: TestServer = request.getfixturevalue("pg_server")
+    url = server.new_database()
+    yield url
+    server.drop(url)

@@ -1,5 +1,6 @@
 """State survives processes: a fact taught in one process is in the next one's
-system message; shared blocks, concurrent writers and a kill mid-step."""
+system message; shared blocks, concurrent writers and a kill mid-step. Each
+test runs against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,21 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import is_postgres, open_db
 
-from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message, Store
+from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message
 from memgpt_lite.errors import ConflictError
 from memgpt_lite.loop.request import StepRun, add_pressure_alert
 from memgpt_lite.loop.window import compile_context
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, reply, say
 
 
-def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memgpt_lite", "--db", str(db), *args],
+        [sys.executable, "-m", "memgpt_lite", "--db", db, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -32,8 +33,11 @@ def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_fact_taught_in_one_process_is_known_in_the_next(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_fact_taught_in_one_process_is_known_in_the_next(
+    fake_llm, tmp_path, monkeypatch, db_location
+):
+    db = db_location
+    monkeypatch.chdir(tmp_path)  # the processes' working folder
     assert (
         cli(
             "create",
@@ -74,10 +78,14 @@ def test_a_fact_taught_in_one_process_is_known_in_the_next(fake_llm, tmp_path):
     contents = [m["content"] for m in request["messages"]]
     assert "Hi, my name is Alice" in contents
     assert fake_llm.rejections == []
+    with open_db(db) as store:  # the processes used the database named, not another
+        state = store.get_agent("sam")
+        human = {b.label: b.value for b in store.get_blocks(state.id)}["human"]
+        assert (human, store.agent_stats(state.id).message_count) == ("Name: Alice", 8)
 
 
-def test_shared_block_edit_is_seen_by_both_agents(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_shared_block_edit_is_seen_by_both_agents(fake_llm, db_location):
+    db = db_location
     team = Block(label="team", value="Project: apollo", description="shared notes")
     alice = Agent.create("alice", "gpt-4o-mini", db=db, blocks=[Block(label="persona"), team])
     bob = Agent.create("bob", "gpt-4o-mini", db=db, blocks=[Block(label="persona"), team])
@@ -102,8 +110,8 @@ def test_shared_block_edit_is_seen_by_both_agents(fake_llm, tmp_path):
     assert reloaded.block("team").id == alice.block("team").id
 
 
-def test_attach_block_shares_it_after_creation(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_attach_block_shares_it_after_creation(fake_llm, db_location):
+    db = db_location
     alice = Agent.create("alice", "gpt-4o-mini", db=db)
     bob = Agent.create("bob", "gpt-4o-mini", db=db)
     alice.attach_block(Block(label="team", value="", limit=200))
@@ -130,14 +138,14 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_stepping_one_agent_lose_nothing(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_two_processes_stepping_one_agent_lose_nothing(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = lambda body: say("ok")
     steps = 15
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db), str(steps), name],
+            [sys.executable, "-c", WRITER, db, str(steps), name],
             env=os.environ.copy(),
             stderr=subprocess.PIPE,
             text=True,
@@ -147,14 +155,17 @@ def test_two_processes_stepping_one_agent_lose_nothing(fake_llm, tmp_path):
     for writer in writers:
         _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
-    conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    stored = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
-    counted = conn.execute("SELECT message_count FROM agents").fetchone()[0]
-    assert stored == counted == 2 * steps * 3
-    users = {r[0] for r in conn.execute("SELECT content FROM messages WHERE role = 'user'")}
+    if not is_postgres(db):
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+    with open_db(db) as store:
+        state = store.get_agent("sam")
+        stored = store.messages_from(state.id, 0)
+        counted = store.agent_stats(state.id).message_count
+    assert len(stored) == counted == 2 * steps * 3
+    users = {m.content for m in stored if m.role == "user"}
     assert len(users) == 2 * steps
-    conn.close()
     # Every request, with the interleaved history, passed the server's checks.
     assert fake_llm.rejections == []
     assert len(fake_llm.chat_requests) == 2 * steps
@@ -179,8 +190,8 @@ KILLED = textwrap.dedent(
 )
 
 
-def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path, db_location):
+    db = db_location
     marker = tmp_path / "marker"
     Agent.create("sam", "gpt-4o-mini", db=db, blocks=[Block(label="human", value="Name: Bob")])
     fake_llm.enqueue(
@@ -197,7 +208,7 @@ def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path):
             ]
         )
     )
-    process = subprocess.Popen([sys.executable, "-c", KILLED, str(db)], env=os.environ.copy())
+    process = subprocess.Popen([sys.executable, "-c", KILLED, db], env=os.environ.copy())
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert time.monotonic() < deadline and process.poll() is None
@@ -242,13 +253,13 @@ SLOW_TOOL = textwrap.dedent(
 )
 
 
-def test_a_slow_tool_does_not_hold_up_other_agents(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_slow_tool_does_not_hold_up_other_agents(fake_llm, tmp_path, db_location):
+    db = db_location
     marker = tmp_path / "marker"
     Agent.create("slow", "gpt-4o-mini", db=db)
     other = Agent.create("other", "gpt-4o-mini", db=db)
     fake_llm.enqueue(reply(tool_calls=[call("wait_for_release", marker=str(marker))]))
-    process = subprocess.Popen([sys.executable, "-c", SLOW_TOOL, str(db)])
+    process = subprocess.Popen([sys.executable, "-c", SLOW_TOOL, db])
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert time.monotonic() < deadline and process.poll() is None
@@ -275,16 +286,16 @@ def fill_history(agent: Agent, exchanges: int) -> None:
     )
 
 
-def stored_state(db: Path) -> AgentState:
-    with Store(db) as store:
+def stored_state(db: str) -> AgentState:
+    with open_db(db) as store:
         return store.get_agent("sam")
 
 
-def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, tmp_path):
+def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, db_location):
     """The reported lost update: an alert saved the whole agent row from a
     copy read before another process compacted, and the window start went
     back to 0."""
-    db = tmp_path / "state.db"
+    db = db_location
     first = Agent.create("sam", "gpt-4o-mini", db=db)
     fill_history(first, 12)
     second = Agent.load("sam", db=db)  # another Agent object, with its own connection
@@ -300,8 +311,8 @@ def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, tmp
     assert first.state.context_start == compacted.context_start  # the copy was refreshed
 
 
-def test_the_tool_choice_fallback_keeps_a_change_made_meanwhile(tmp_path, monkeypatch):
-    db = tmp_path / "state.db"
+def test_the_tool_choice_fallback_keeps_a_change_made_meanwhile(monkeypatch, db_location):
+    db = db_location
     with FakeOpenAIServer(reject_required_tool_choice=True) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
@@ -320,8 +331,8 @@ def test_the_tool_choice_fallback_keeps_a_change_made_meanwhile(tmp_path, monkey
     assert (state.llm.model, state.llm.tool_choice) == ("gpt-4o", "auto")
 
 
-def test_saving_a_stale_copy_is_refused_and_a_fresh_one_saves(tmp_path):
-    db = tmp_path / "state.db"
+def test_saving_a_stale_copy_is_refused_and_a_fresh_one_saves(db_location):
+    db = db_location
     first = Agent.create("sam", "gpt-4o-mini", db=db)
     Agent.load("sam", db=db).set_model("gpt-4o")
     first.state.settings.max_chained_steps = 3
@@ -336,6 +347,6 @@ def test_saving_a_stale_copy_is_refused_and_a_fresh_one_saves(tmp_path):
     fresh.rename("samuel")
     fresh.state.settings.max_chained_steps = 4
     fresh.save()  # its own writes keep its copy current
-    with Store(db) as store:
+    with open_db(db) as store:
         state = store.get_agent("samuel")
     assert (state.llm.model, state.settings.max_chained_steps) == ("gpt-4o", 4)

@@ -1,0 +1,41 @@
+"""Helpers for tests that run once per storage backend (the `db_location`
+fixture in conftest.py): a location is a SQLite file path or a PostgreSQL URL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Storage
+
+
+def is_postgres(location: str | Path) -> bool:
+    """True when `location` names a PostgreSQL database rather than a SQLite file."""
+    return os.fspath(location).startswith(("postgresql://", "postgres://"))
+
+
+def open_db(location: str | Path) -> Storage:
+    """Another connection to the database at `location`, whichever backend."""
+    return open_storage(location)
+
+
+def execute_sql(location: str | Path, sql: str, params: Sequence[Any] = ()) -> None:
+    """Run one statement on the database at `location`, bypassing the store,
+    as another program would; `?` placeholders. For the few tests that must
+    put the database in a state the store never makes (a lease run out)."""
+    if is_postgres(location):
+        import psycopg
+
+        with psycopg.connect(os.fspath(location), autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), list(params))
+        return
+    conn = sqlite3.connect(location)
+    try:
+        with conn:
+            conn.execute(sql, list(params))
+    finally:
+        conn.close()
