@@ -1,4 +1,5 @@
-"""One step at a time per agent, across processes and threads: the step lock.
+"""One step at a time per agent, across processes and threads: the step lock,
+against SQLite and PostgreSQL (`db_location`).
 
 Real processes and threads talk to the fake server, whose responder answers
 each request by echoing its last user message: a reply that answers another
@@ -8,18 +9,17 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import execute_sql, open_db
 
-from memgpt_lite import Agent, ConfigError, Message, Store
+from memgpt_lite import Agent, ConfigError, Message
 from memgpt_lite.errors import ConflictError
 from memgpt_lite.storage.protocol import StepLockHolder
 from memgpt_lite.testing import Reply, call, reply
@@ -34,12 +34,11 @@ def echo(body: dict[str, Any]) -> Reply:
     return reply(tool_calls=[call("send_message", message=f"re: {last}")], delay=0.01)
 
 
-def stored_steps(db: Path) -> list[list[str]]:
-    """The stored messages as runs of one step id, each run's roles in order."""
-    conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT step_id, role FROM messages ORDER BY seq").fetchall()
-    conn.close()
-    runs: list[tuple[str, list[str]]] = []
+def stored_steps(db: str) -> list[list[str]]:
+    """Sam's stored messages as runs of one step id, each run's roles in order."""
+    with open_db(db) as store:
+        rows = [(m.step_id, m.role) for m in store.messages_from(store.get_agent("sam").id, 0)]
+    runs: list[tuple[str | None, list[str]]] = []
     for step_id, role in rows:
         if runs and runs[-1][0] == step_id:
             runs[-1][1].append(role)
@@ -48,7 +47,7 @@ def stored_steps(db: Path) -> list[list[str]]:
     return [roles for _, roles in runs]
 
 
-def assert_steps_did_not_interleave(db: Path, steps: int) -> None:
+def assert_steps_did_not_interleave(db: str, steps: int) -> None:
     # Each step is one contiguous run: its user message, the response, the result.
     assert stored_steps(db) == [["user", "assistant", "tool"]] * steps
 
@@ -91,12 +90,12 @@ SENDERS = textwrap.dedent(
 )
 
 
-def run_senders(db: Path, agent: str, senders: int, sends: int) -> None:
+def run_senders(db: str, agent: str, senders: int, sends: int) -> None:
     """`senders` processes (forked once memgpt_lite is imported: quicker than
     as many interpreters) each step `agent` `sends` times; all must end
     cleanly, each getting the replies to its own messages."""
     process = subprocess.run(
-        [sys.executable, "-c", SENDERS, str(db), agent, str(senders), str(sends)],
+        [sys.executable, "-c", SENDERS, db, agent, str(senders), str(sends)],
         env=os.environ.copy(),
         capture_output=True,
         text=True,
@@ -108,8 +107,8 @@ def run_senders(db: Path, agent: str, senders: int, sends: int) -> None:
     assert process.returncode == 0
 
 
-def test_processes_sending_to_one_agent_each_get_their_own_replies(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_processes_sending_to_one_agent_each_get_their_own_replies(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     senders, sends = 4, 5
@@ -118,8 +117,8 @@ def test_processes_sending_to_one_agent_each_get_their_own_replies(fake_llm, tmp
     assert fake_llm.rejections == []
 
 
-def test_threads_with_their_own_agent_objects_take_turns(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_threads_with_their_own_agent_objects_take_turns(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     crossed: list[tuple[str, list[str]]] = []
@@ -157,9 +156,9 @@ def stderr_line(process: subprocess.Popen[str]) -> str:
         watchdog.cancel()
 
 
-def cli_send(db: Path, agent: str, text: str) -> subprocess.Popen[str]:
+def cli_send(db: str, agent: str, text: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "memgpt_lite", "--db", str(db), "send", agent, text],
+        [sys.executable, "-m", "memgpt_lite", "--db", db, "send", agent, text],
         env=os.environ.copy(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -167,14 +166,14 @@ def cli_send(db: Path, agent: str, text: str) -> subprocess.Popen[str]:
     )
 
 
-def user_messages(db: Path, agent: str = "sam") -> list[str | None]:
-    with Store(db) as store:
+def user_messages(db: str, agent: str = "sam") -> list[str | None]:
+    with open_db(db) as store:
         state = store.get_agent(agent)
         return [m.content for m in store.messages_from(state.id, 0) if m.role == "user"]
 
 
-def test_a_waiting_send_says_so_and_stores_nothing_until_its_turn(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_waiting_send_says_so_and_stores_nothing_until_its_turn(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     holder = Agent.load("sam", db=db)
@@ -191,8 +190,8 @@ def test_a_waiting_send_says_so_and_stores_nothing_until_its_turn(fake_llm, tmp_
     assert user_messages(db) == ["hello"]
 
 
-def test_ctrl_c_while_waiting_just_stops_waiting(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_ctrl_c_while_waiting_just_stops_waiting(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     holder = Agent.load("sam", db=db)
     with holder.step_lock() as lock:
@@ -207,8 +206,8 @@ def test_ctrl_c_while_waiting_just_stops_waiting(fake_llm, tmp_path):
     assert fake_llm.chat_requests == []
 
 
-def test_other_agents_step_while_one_is_busy(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_other_agents_step_while_one_is_busy(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     Agent.create("bob", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
@@ -233,12 +232,12 @@ HOLDER = textwrap.dedent(
 
 
 @pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
-def test_a_killed_holder_does_not_block_the_next_step(fake_llm, tmp_path, reaped):
-    db = tmp_path / "state.db"
+def test_a_killed_holder_does_not_block_the_next_step(fake_llm, reaped, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, db], stdout=subprocess.PIPE, text=True
     )
     assert process.stdout is not None and process.stdout.readline() == "held\n"
     process.send_signal(signal.SIGKILL)
@@ -254,15 +253,15 @@ def test_a_killed_holder_does_not_block_the_next_step(fake_llm, tmp_path, reaped
     process.wait(timeout=30)
 
 
-def claim_from_elsewhere(db: Path, agent_id: str, lease_seconds: float) -> None:
+def claim_from_elsewhere(db: str, agent_id: str, lease_seconds: float) -> None:
     """The lock row a process on another host leaves, taken whoever held it."""
-    with Store(db) as store:
+    with open_db(db) as store:
         holder = StepLockHolder(token="far", pid=4321, hostname="far-host", host_id="far-host")
         assert store.take_step_lock(agent_id, holder, lease_seconds, lambda _: True) is None
 
 
-def test_a_holder_on_another_host_keeps_the_lock_until_its_lease_runs_out(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_holder_on_another_host_keeps_the_lock_until_its_lease_runs_out(fake_llm, db_location):
+    db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     waits: list[str] = []
@@ -277,8 +276,8 @@ def test_a_holder_on_another_host_keeps_the_lock_until_its_lease_runs_out(fake_l
     ]
 
 
-def test_a_step_that_lost_its_lock_cannot_commit(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_a_step_that_lost_its_lock_cannot_commit(fake_llm, db_location):
+    db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
     with agent.step_lock():
         # Its lease ran out and a process elsewhere took the lock over.
@@ -290,21 +289,20 @@ def test_a_step_that_lost_its_lock_cannot_commit(fake_llm, tmp_path):
     assert agent.store.step_lock_holder(agent.state.id).token == "far"
 
 
-def test_every_commit_renews_the_lease(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_every_commit_renews_the_lease(fake_llm, db_location):
+    db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
     with agent.step_lock():
-        other = sqlite3.connect(db)
-        with other:  # as if the lease had run out
-            other.execute("UPDATE step_locks SET expires_at = ?", [time.time() - 1])
+        # As if the lease had run out.
+        execute_sql(db, "UPDATE step_locks SET expires_at = ?", [time.time() - 1])
+        assert agent.store.step_lock_holder(agent.state.id).expires_at < time.time()
         agent.store.add_messages([Message(agent_id=agent.state.id, role="user", content="x")])
         assert agent.store.step_lock_holder(agent.state.id).expires_at > time.time()
-        other.close()
     assert agent.store.step_lock_holder(agent.state.id) is None
 
 
-def test_history_edits_and_summaries_wait_for_a_step(fake_llm, tmp_path):
-    db = tmp_path / "state.db"
+def test_history_edits_and_summaries_wait_for_a_step(fake_llm, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = lambda body: reply("a summary")
     waits: list[str] = []
