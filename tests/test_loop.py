@@ -1,9 +1,12 @@
 """The agent loop against the validating fake server: every tool call gets
-exactly one result, whatever fails, and the next request is still accepted."""
+exactly one result, whatever fails, and the next request is still accepted.
+The tests that store and reload state (memory edits, searches, a reload, a
+failed step's rollback) run against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +15,11 @@ from memgpt_lite.testing import FakeOpenAIServer, call, call_raw, reply, say
 
 
 def make_agent(fake_llm: FakeOpenAIServer, tmp_path, **kwargs) -> Agent:
-    return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "agents.db", **kwargs)
+    return make_agent_in(tmp_path / "agents.db", **kwargs)
+
+
+def make_agent_in(db: str | Path, **kwargs) -> Agent:
+    return Agent.create("sam", "gpt-4o-mini", db=db, **kwargs)
 
 
 def answered_ids(request: dict) -> list[str]:
@@ -51,8 +58,8 @@ def test_send_message_ends_the_step(fake_llm, tmp_path):
     }
 
 
-def test_heartbeat_chains_and_memory_edit_reaches_next_system_message(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path)
+def test_heartbeat_chains_and_memory_edit_reaches_next_system_message(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     fake_llm.enqueue(
         reply(
             tool_calls=[
@@ -151,8 +158,8 @@ def test_exception_in_a_custom_tool_is_reported_not_raised(fake_llm, tmp_path):
     assert fake_llm.rejections == []
 
 
-def test_parallel_calls_all_answered_in_order(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path)
+def test_parallel_calls_all_answered_in_order(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     calls = [
         call("archival_memory_insert", content="one", request_heartbeat=False),
         call_raw("archival_memory_insert", "{broken"),
@@ -191,8 +198,8 @@ def test_an_empty_send_message_is_refused_and_the_model_tries_again(fake_llm, tm
     assert "message is empty" in result.tool_results[0].content
 
 
-def test_step_limit_answers_every_call_and_the_next_step_works(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path, settings=AgentSettings(max_chained_steps=3))
+def test_step_limit_answers_every_call_and_the_next_step_works(fake_llm, db_location):
+    agent = make_agent_in(db_location, settings=AgentSettings(max_chained_steps=3))
     looping = [
         reply(
             tool_calls=[
@@ -343,12 +350,12 @@ class TestCoreMemoryRules:
         assert not result.ok and "persona, human" in result.content
 
 
-def test_system_message_shows_blocks_and_metadata(fake_llm, tmp_path):
+def test_system_message_shows_blocks_and_metadata(fake_llm, db_location):
     blocks = [
         Block(label="persona", value="I am Sam.", description="who I am"),
         Block(label="human", value="", limit=100),
     ]
-    agent = make_agent(fake_llm, tmp_path, blocks=blocks)
+    agent = make_agent_in(db_location, blocks=blocks)
     fake_llm.enqueue(
         reply(
             tool_calls=[call("archival_memory_insert", content="fact one", request_heartbeat=True)]
@@ -367,8 +374,8 @@ def test_system_message_shows_blocks_and_metadata(fake_llm, tmp_path):
     assert "Memory last modified: never" not in second
 
 
-def test_conversation_search_leaves_out_the_current_step(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path)
+def test_conversation_search_leaves_out_the_current_step(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     fake_llm.enqueue(say("I like zebras too"))
     agent.step("I love zebras")
     fake_llm.enqueue(
@@ -399,31 +406,29 @@ def test_tool_arguments_reach_the_function_typed(fake_llm, tmp_path):
     assert json.loads(result.tool_results[0].content) == {"ok": True}
 
 
-def test_custom_tool_not_given_on_load_is_hidden_and_answered(fake_llm, tmp_path, caplog):
+def test_custom_tool_not_given_on_load_is_hidden_and_answered(fake_llm, db_location, caplog):
     @tool
     def weather(city: str) -> str:
         """Tell the weather."""
         return "sunny"
 
-    make_agent(fake_llm, tmp_path, tools=[weather])
-    agent = Agent.load("sam", db=tmp_path / "agents.db")
+    make_agent_in(db_location, tools=[weather])
+    agent = Agent.load("sam", db=db_location)
     assert "tools weather were not given" in caplog.text
     fake_llm.enqueue(reply(tool_calls=[call("weather", city="Oslo")]), say("no idea"))
     result = agent.step("weather?")
     assert "weather" not in {t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]}
     assert "no tool named 'weather'" in result.tool_results[0].content
-    assert Agent.load("sam", db=tmp_path / "agents.db", tools=[weather]).state.tool_names == [
-        "weather"
-    ]
+    assert Agent.load("sam", db=db_location, tools=[weather]).state.tool_names == ["weather"]
 
 
-def test_saved_state_changes_reach_the_next_request(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path)
+def test_saved_state_changes_reach_the_next_request(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     agent.state.llm.model = "gpt-4.1-mini"
     agent.state.llm.temperature = 0.2
     agent.save()
     fake_llm.enqueue(say("ok"))
-    Agent.load("sam", db=tmp_path / "agents.db").step("hi")
+    Agent.load("sam", db=db_location).step("hi")
     assert fake_llm.chat_requests[0]["model"] == "gpt-4.1-mini"
     assert fake_llm.chat_requests[0]["temperature"] == 0.2
 
@@ -444,8 +449,8 @@ def test_an_empty_reply_is_asked_again_with_a_reminder_and_never_stored(fake_llm
     assert all(m["role"] != "system" for m in fake_llm.chat_requests[-1]["messages"][1:])
 
 
-def test_two_empty_replies_fail_cleanly_and_the_agent_stays_valid(fake_llm, tmp_path):
-    agent = make_agent(fake_llm, tmp_path)
+def test_two_empty_replies_fail_cleanly_and_the_agent_stays_valid(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     fake_llm.enqueue(reply(content="   "), reply())
     with pytest.raises(LLMError, match="empty message"):
         agent.step("hello?")
