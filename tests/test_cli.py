@@ -1,5 +1,6 @@
 """The CLI: clear one-line errors on bad input, never a traceback, and nothing
-stored is lost."""
+stored is lost. The commands' round trips through the database (create, send,
+list, retry, pop) run against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import time
 
 import pytest
+from backends import open_db
 from click.testing import CliRunner
 
 from memgpt_lite.cli.main import cli
@@ -22,8 +24,8 @@ def run(*args: str, db=None, input: str | None = None):
     return CliRunner().invoke(cli, [*prefix, *args], input=input, catch_exceptions=False)
 
 
-def test_create_send_and_list(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_create_send_and_list(fake_llm, db_location):
+    db = db_location
     created = run("create", "sam", "--model", "gpt-4o-mini", "--persona", "I am Sam.", db=db)
     assert created.exit_code == 0 and "Created agent 'sam'" in created.output
     fake_llm.enqueue(
@@ -42,6 +44,8 @@ def test_create_send_and_list(fake_llm, tmp_path):
     assert listed.output.split("\t")[:4] == ["sam", "gpt-4o-mini", "3", "0"]
     memory = run("memory", "sam", db=db)
     assert "[persona] 9/5000 chars\nI am Sam.\n" in memory.output
+    with open_db(db) as store:  # the database named, not a file named like it
+        assert [(a.name, stats.message_count) for a, stats in store.list_agents()] == [("sam", 3)]
 
 
 def test_unknown_agent(fake_llm, tmp_path):
@@ -50,13 +54,14 @@ def test_unknown_agent(fake_llm, tmp_path):
     assert result.stderr == "Error: no agent named 'ghost'\n"
 
 
-def test_duplicate_name_keeps_the_first_agent(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_duplicate_name_keeps_the_first_agent(fake_llm, db_location):
+    db = db_location
     run("create", "sam", "--model", "gpt-4o-mini", "--persona", "first", db=db)
     result = run("create", "sam", "--model", "gpt-4o", "--persona", "second", db=db)
     assert result.exit_code == 1
     assert result.stderr == "Error: an agent named 'sam' already exists\n"
-    agents = Store(db).list_agents()
+    with open_db(db) as store:
+        agents = store.list_agents()
     assert [(a.name, a.llm.model) for a, _ in agents] == [("sam", "gpt-4o-mini")]
 
 
@@ -66,12 +71,12 @@ def test_bad_agent_name(tmp_path):
     assert result.stderr.startswith("Error: cannot create agent 'no spaces please': ")
 
 
-def test_empty_message_stores_nothing(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_empty_message_stores_nothing(fake_llm, db_location):
+    db = db_location
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
     result = run("send", "sam", "   ", db=db)
     assert result.exit_code == 2 and result.stderr == "Error: the message is empty\n"
-    with Store(db) as store:
+    with open_db(db) as store:
         assert [stats.message_count for _, stats in store.list_agents()] == [0]
     assert fake_llm.requests == []
 
@@ -128,8 +133,8 @@ def test_default_database_lives_under_memgpt_lite_home(fake_llm, tmp_path, monke
     assert (home / "memgpt_lite.db").exists()
 
 
-def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, db_location):
+    db = db_location
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
     fake_llm.enqueue(error(400, "the model is loading"))
     failed = run("send", "sam", "Hi there", db=db)
@@ -147,7 +152,8 @@ def test_a_failed_send_says_how_to_resend_or_drop_it(fake_llm, tmp_path):
     run("send", "sam", "And again", db=db)
     popped = run("pop", "sam", db=db)
     assert popped.stdout == "Removed 1 exchange(s): 1 messages.\n"
-    user = [m.content for m in Store(db).last_messages(Store(db).get_agent("sam").id, 10)]
+    with open_db(db) as store:
+        user = [m.content for m in store.last_messages(store.get_agent("sam").id, 10)]
     assert "And again" not in user and user.count("Hi there") == 1
     assert fake_llm.rejections == []
 
