@@ -1,14 +1,18 @@
 """Archival memory: chunking, dedupe, filters, paging, hybrid search and
-embedders, through the real store and the fake server's /v1/embeddings."""
+embedders, through the real store and the fake server's /v1/embeddings. The
+tests of what the store does (dedupe, filters, paging, ranking, vectors, all
+or nothing) run against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
 import json
 import re
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
+from backends import open_db
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
@@ -41,7 +45,11 @@ class SynonymEmbedder:
 
 
 def make_agent(tmp_path, **kwargs) -> Agent:
-    return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", **kwargs)
+    return make_agent_in(tmp_path / "a.db", **kwargs)
+
+
+def make_agent_in(db: str | Path, **kwargs) -> Agent:
+    return Agent.create("sam", "gpt-4o-mini", db=db, **kwargs)
 
 
 def test_chunking_keeps_every_word_and_respects_the_size():
@@ -57,8 +65,8 @@ def test_chunking_keeps_every_word_and_respects_the_size():
     assert "".join(chunk_text(counter, unbroken, max_tokens=50)) == unbroken
 
 
-def test_insert_dedupes_and_reports(tmp_path):
-    agent = make_agent(tmp_path)
+def test_insert_dedupes_and_reports(db_location):
+    agent = make_agent_in(db_location)
     first = agent.archival.insert("Alice's sister is called Beth.", tags=["family"])
     again = agent.archival.insert("  Alice's sister is called Beth.  ")
     assert len(first.stored) == 1 and again.stored == []
@@ -68,8 +76,8 @@ def test_insert_dedupes_and_reports(tmp_path):
         agent.archival.insert("   ")
 
 
-def test_list_get_delete_and_filters(tmp_path):
-    agent = make_agent(tmp_path)
+def test_list_get_delete_and_filters(db_location):
+    agent = make_agent_in(db_location)
     days = [datetime(2026, 1, d, 12, tzinfo=UTC) for d in (1, 2, 3)]
     ids = [
         agent.archival.insert(f"note {i} about the garden", tags=tags, created_at=day).stored[0].id
@@ -95,8 +103,8 @@ def test_list_get_delete_and_filters(tmp_path):
     assert agent.archival.count() == 2
 
 
-def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     fake_llm.enqueue(
         reply(
             tool_calls=[
@@ -159,8 +167,8 @@ def test_combine_normalises_and_weighs_both_sides():
     assert combine({6: 3.0}, {}) == [6]
 
 
-def test_context_is_searched_but_not_shown(tmp_path):
-    agent = make_agent(tmp_path)
+def test_context_is_searched_but_not_shown(db_location):
+    agent = make_agent_in(db_location)
     agent.archival.insert_many(
         [
             Passage(
@@ -186,48 +194,48 @@ def test_later_chunks_carry_the_end_of_the_previous_one(tmp_path):
     assert all(p.context and p.context in stored[i].text for i, p in enumerate(stored[1:]))
 
 
-def test_hybrid_search_finds_what_words_alone_miss(tmp_path):
+def test_hybrid_search_finds_what_words_alone_miss(db_location, another_db_location):
     embedder = SynonymEmbedder()
-    agent = make_agent(tmp_path, embedder=embedder)
+    agent = make_agent_in(db_location, embedder=embedder)
     agent.archival.insert("My car is red and fast.")
     agent.archival.insert("The weather report promised sun.")
     assert agent.state.embedding_model == "test:synonyms" and agent.state.embedding_dimension == 8
     found, _ = agent.archival.search("automobile")
     assert [p.text for p in found][:1] == ["My car is red and fast."]
-    plain = make_agent(tmp_path / "plain")
+    plain = make_agent_in(another_db_location)
     plain.archival.insert("My car is red and fast.")
     assert plain.archival.search("automobile") == ([], 0)
 
 
-def test_passages_stored_before_an_embedder_are_backfilled(tmp_path):
-    agent = make_agent(tmp_path)
+def test_passages_stored_before_an_embedder_are_backfilled(db_location):
+    agent = make_agent_in(db_location)
     agent.archival.insert("A kitten slept on the sofa.")
     embedder = SynonymEmbedder()
     agent.set_embedder(embedder)
     found, _ = agent.archival.search("feline")
     assert [p.text for p in found] == ["A kitten slept on the sofa."]
     # Reopened in another "process": the stored vectors are used, not recomputed.
-    again = Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder())
+    again = Agent.load("sam", db=db_location, embedder=SynonymEmbedder())
     assert again.archival.search("feline")[0][0].text == "A kitten slept on the sofa."
     assert again.embedder.calls == 1  # only the query was embedded
 
 
-def test_embedder_mismatch_is_refused_until_reembedded(tmp_path):
-    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+def test_embedder_mismatch_is_refused_until_reembedded(db_location):
+    agent = make_agent_in(db_location, embedder=SynonymEmbedder())
     agent.archival.insert("storm warning tonight")
     with pytest.raises(EmbeddingMismatchError, match="has vectors from test:synonyms"):
-        Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder("test:other"))
+        Agent.load("sam", db=db_location, embedder=SynonymEmbedder("test:other"))
     with pytest.raises(EmbeddingMismatchError, match="8 dimensions"):
-        Agent.load("sam", db=tmp_path / "a.db", embedder=SynonymEmbedder(dimension=16))
-    agent = Agent.load("sam", db=tmp_path / "a.db")
+        Agent.load("sam", db=db_location, embedder=SynonymEmbedder(dimension=16))
+    agent = Agent.load("sam", db=db_location)
     assert agent.archival.reembed(SynonymEmbedder("test:other", dimension=16)) == 1
     assert (agent.state.embedding_model, agent.state.embedding_dimension) == ("test:other", 16)
     assert agent.archival.search("rain")[0][0].text == "storm warning tonight"
 
 
 @pytest.mark.parametrize("query", ['"', "NEAR(", "AND OR", "*", "-x", "a:b", "日本語", "", "  "])
-def test_hostile_queries_with_an_embedder(tmp_path, query):
-    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+def test_hostile_queries_with_an_embedder(db_location, query):
+    agent = make_agent_in(db_location, embedder=SynonymEmbedder())
     agent.archival.insert("NEAR the car park")
     found, total = agent.archival.search(query)
     assert total >= len(found)
@@ -252,15 +260,15 @@ def test_endpoint_embedder_error_is_the_endpoints_own_message(fake_llm):
     assert str(caught.value).endswith("answered 400: model not loaded")
 
 
-def test_endpoint_embedder_end_to_end_and_outage(fake_llm, tmp_path):
-    agent = make_agent(
-        tmp_path, embedder="endpoint:text-embedding-3-small", llm_options={"max_retries": 0}
+def test_endpoint_embedder_end_to_end_and_outage(fake_llm, db_location):
+    agent = make_agent_in(
+        db_location, embedder="endpoint:text-embedding-3-small", llm_options={"max_retries": 0}
     )
     assert agent.state.settings.embedder == "endpoint:text-embedding-3-small"
     agent.archival.insert("The walking trail by the river.")
     assert agent.state.embedding_model == "endpoint:text-embedding-3-small"
     # The endpoint goes down: the passage is still stored, and searched by words.
-    agent = Agent.load("sam", db=tmp_path / "a.db")
+    agent = Agent.load("sam", db=db_location)
     agent.embedder.max_retries = 0
     fake_llm.enqueue_embeddings(drop(), drop())
     agent.archival.insert("Walked to the river twice.")
@@ -273,8 +281,8 @@ def test_endpoint_embedder_end_to_end_and_outage(fake_llm, tmp_path):
     assert fake_llm.embedding_inputs_seen == stats_before + 2  # the backfill and the query
 
 
-def test_conversation_search_is_hybrid_with_an_embedder(fake_llm, tmp_path):
-    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+def test_conversation_search_is_hybrid_with_an_embedder(fake_llm, db_location):
+    agent = make_agent_in(db_location, embedder=SynonymEmbedder())
     fake_llm.enqueue(say("Lovely, a new kitten!"))
     agent.step("We adopted a cat yesterday")
     fake_llm.enqueue(
@@ -291,12 +299,11 @@ def test_unknown_embedder_spec():
         make_embedder("word2vec")
 
 
-def test_cli_archival_commands(tmp_path, fake_llm):
-    db = tmp_path / "a.db"
+def test_cli_archival_commands(tmp_path, fake_llm, db_location):
     runner = CliRunner()
 
     def run(*args, input=None):
-        result = runner.invoke(cli, ["--db", str(db), *args], input=input)
+        result = runner.invoke(cli, ["--db", db_location, *args], input=input)
         assert result.exit_code == 0, result.output
         return result.output
 
@@ -322,20 +329,22 @@ def test_cli_archival_commands(tmp_path, fake_llm):
     passage_id = re.search(r"(passage-\w+)", listed).group(1)
     assert passage_id in run("archival", "sam", "get", passage_id)
     kept = runner.invoke(
-        cli, ["--db", str(db), "archival", "sam", "delete", passage_id], input="n\n"
+        cli, ["--db", db_location, "archival", "sam", "delete", passage_id], input="n\n"
     )
     assert kept.exit_code == 1 and "Nothing was deleted." in kept.output
     assert passage_id in run("archival", "sam", "get", passage_id)
     assert "deleted" in run("archival", "sam", "delete", passage_id, "--yes")
-    missing = runner.invoke(cli, ["--db", str(db), "archival", "sam", "get", passage_id])
+    missing = runner.invoke(cli, ["--db", db_location, "archival", "sam", "get", passage_id])
     assert missing.exit_code == 1 and "no passage" in missing.output
-    no_embedder = runner.invoke(cli, ["--db", str(db), "archival", "sam", "reembed"])
+    no_embedder = runner.invoke(cli, ["--db", db_location, "archival", "sam", "reembed"])
     assert no_embedder.exit_code == 1 and "no embedder" in no_embedder.output
     out = run("archival", "sam", "reembed", "--embedder", "endpoint:text-embedding-3-small")
     assert "re-embedded 1 passages with endpoint:text-embedding-3-small" in out
     assert json.loads(json.dumps(fake_llm.embedding_requests[0]))["model"] == (
         "text-embedding-3-small"
     )
+    with open_db(db_location) as store:  # the database named, not a file named like it
+        assert [stats.passage_count for _, stats in store.list_agents()] == [1]
 
 
 def long_text(parts: int) -> str:
@@ -378,17 +387,19 @@ class LateDimensionEmbedder(SynonymEmbedder):
         return vectors
 
 
-def test_an_insert_whose_embedding_is_refused_stores_nothing(tmp_path):
-    make_agent(tmp_path, embedder=SynonymEmbedder("test:late")).archival.insert("rain at noon")
+def test_an_insert_whose_embedding_is_refused_stores_nothing(db_location):
+    make_agent_in(db_location, embedder=SynonymEmbedder("test:late")).archival.insert(
+        "rain at noon"
+    )
     # The same embedder's name, another dimension: found out only after embedding.
-    agent = Agent.load("sam", db=tmp_path / "a.db", embedder=LateDimensionEmbedder("test:late", 16))
+    agent = Agent.load("sam", db=db_location, embedder=LateDimensionEmbedder("test:late", 16))
     with pytest.raises(EmbeddingMismatchError, match="8 dimensions"):
         agent.archival.insert(long_text(3))
     assert agent.archival.count() == 1
 
 
-def test_a_load_is_all_or_nothing(tmp_path):
-    agent = make_agent(tmp_path, embedder=SynonymEmbedder())
+def test_a_load_is_all_or_nothing(tmp_path, db_location):
+    agent = make_agent_in(db_location, embedder=SynonymEmbedder())
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "a.txt").write_text("The car is in the garage.")
@@ -398,10 +409,8 @@ def test_a_load_is_all_or_nothing(tmp_path):
         agent.archival.load_path(folder)
     assert agent.archival.count() == 0
     assert str(caught.value) == f"{folder / 'b.md'} is not UTF-8 text; nothing was loaded"
-    Agent.create("bob", "gpt-4o-mini", db=tmp_path / "a.db")
-    result = CliRunner().invoke(
-        cli, ["--db", str(tmp_path / "a.db"), "archival", "bob", "load", str(folder)]
-    )
+    Agent.create("bob", "gpt-4o-mini", db=db_location)
+    result = CliRunner().invoke(cli, ["--db", db_location, "archival", "bob", "load", str(folder)])
     assert result.exit_code == 1
     assert (
         result.output.strip() == f"Error: {folder / 'b.md'} is not UTF-8 text; nothing was loaded"
