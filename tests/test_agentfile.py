@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from backends import execute_sql, is_postgres, open_db
 from click.testing import CliRunner
 
 from memgpt_lite import AgentSettings, AlreadyExistsError, Block, tool
@@ -24,6 +25,7 @@ from memgpt_lite.agentfile.native import (
     write_agent_file,
 )
 from memgpt_lite.cli.main import cli
+from memgpt_lite.errors import StoreError
 from memgpt_lite.loop.window import compile_context
 from memgpt_lite.memory.search import search_messages
 from memgpt_lite.models import ToolCall
@@ -69,7 +71,7 @@ def run(*args: str, db=None):
 
 def counts(db) -> dict[str, int]:
     """How many agents, blocks, messages, passages and vectors are stored."""
-    with Store(db) as store:
+    with open_db(db) as store:
         agents = store.list_agents()
         blocks = {b.id for state, _ in agents for b in store.get_blocks(state.id)}
         vectors = [store.vector_counters(state.id) for state, _ in agents]
@@ -82,12 +84,12 @@ def counts(db) -> dict[str, int]:
         }
 
 
-def make_rich_agent(tmp_path, fake_llm) -> Agent:
+def make_rich_agent(db: str, fake_llm: FakeOpenAIServer) -> Agent:
     """An agent with something in every part an export must carry."""
     agent = Agent.create(
         "sam",
         "gpt-4o-mini",
-        db=tmp_path / "a.db",
+        db=db,
         system="You are Sam, a test agent.",
         blocks=[
             Block(label="persona", value="I am Sam.", description="Who you are.", limit=900),
@@ -135,7 +137,7 @@ def make_rich_agent(tmp_path, fake_llm) -> Agent:
     )
     agent.archival.insert(" ".join(f"Long note sentence {i}." for i in range(200)))
     search_messages(agent, "tea", 5)  # embeds the messages too
-    return Agent.load("sam", db=tmp_path / "a.db", tools=[check_order_status])
+    return Agent.load("sam", db=db, tools=[check_order_status])
 
 
 def vectors_by_text(agent: Agent, owner: str) -> dict[str, np.ndarray]:
@@ -169,16 +171,17 @@ def block_fields(agent: Agent) -> list[dict]:
     return [b.model_dump(exclude={"id"}) for b in agent.blocks]
 
 
-def test_round_trip_into_another_database(fake_llm, tmp_path):
-    agent = make_rich_agent(tmp_path, fake_llm)
+def test_round_trip_into_another_database(fake_llm, tmp_path, db_location, another_db_location):
+    agent = make_rich_agent(db_location, fake_llm)
     window_before = compile_context(agent).request_messages[1:]
     assert 0 < len(window_before) < len(message_fields(agent))  # compacted: a real window
     path = tmp_path / "sam.json"
     write_agent_file(agent.store, "sam", path)
     embeddings_before = fake_llm.embedding_inputs_seen
 
-    other_db = tmp_path / "other.db"
-    report = import_agent(Store(other_db), path)
+    other_db = another_db_location
+    with open_db(other_db) as other:
+        report = import_agent(other, path)
     assert report.source == "memgpt_lite" and report.notes == []
     assert fake_llm.embedding_inputs_seen == embeddings_before  # the file's vectors were used
     copy = Agent.load("sam", db=other_db, tools=[check_order_status])
@@ -232,8 +235,8 @@ def test_the_api_key_is_never_written(tmp_path, monkeypatch):
     assert json.loads(text)["llm"]["base_url"] == base_url
 
 
-def test_import_twice_gives_independent_agents(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_import_twice_gives_independent_agents(fake_llm, db_location):
+    db = db_location
     sam = Agent.create("sam", "gpt-4o-mini", db=db)
     shared = Block(label="team", value="We ship on Fridays.")
     sam.attach_block(shared)
@@ -265,14 +268,14 @@ def test_import_twice_gives_independent_agents(fake_llm, tmp_path):
     assert len(sam.context_messages()) == 3 and fake_llm.rejections == []
 
 
-def test_import_under_an_existing_name_stores_nothing(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_import_under_an_existing_name_stores_nothing(fake_llm, tmp_path, db_location):
+    db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     path = tmp_path / "sam.json"
     assert run("export", "sam", "-o", str(path), db=db).exit_code == 0
     before = counts(db)
     with pytest.raises(AlreadyExistsError, match="--name"):
-        import_agent(Store(db), path)
+        import_agent(open_db(db), path)
     result = run("import", str(path), db=db)
     assert result.exit_code == 1
     assert result.stderr == (
@@ -350,8 +353,35 @@ def test_binary_and_missing_files(tmp_path):
     assert counts(db)["agents"] == 0
 
 
-def test_a_failure_inside_the_transaction_rolls_everything_back(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def refuse_passage(db: str, text: str) -> tuple[type[Exception], ...]:
+    """Make the database itself refuse to store a passage of `text` (one
+    without quotes), failing with 'simulated failure'; the errors that may
+    come of it: the driver's own, or the store's StoreError wrapping it."""
+    if is_postgres(db):
+        import psycopg
+
+        execute_sql(
+            db,
+            "CREATE FUNCTION fail_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"IF NEW.text = '{text}' THEN RAISE EXCEPTION 'simulated failure'; END IF; "
+            "RETURN NEW; END $$",
+        )
+        execute_sql(
+            db,
+            "CREATE TRIGGER fail_poison BEFORE INSERT ON passages "
+            "FOR EACH ROW EXECUTE FUNCTION fail_poison()",
+        )
+        return (psycopg.Error, StoreError)
+    execute_sql(
+        db,
+        f"CREATE TRIGGER fail_poison BEFORE INSERT ON passages WHEN NEW.text = '{text}' "
+        "BEGIN SELECT RAISE(ABORT, 'simulated failure'); END",
+    )
+    return (sqlite3.DatabaseError,)
+
+
+def test_a_failure_inside_the_transaction_rolls_everything_back(fake_llm, db_location):
+    db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.enqueue(say("Hi!"))
     agent.step("hello")
@@ -360,19 +390,16 @@ def test_a_failure_inside_the_transaction_rolls_everything_back(fake_llm, tmp_pa
     data = export_agent(agent.store, "sam")
     # The database itself fails half-way through the import (after the agent,
     # its blocks and messages are written), as a full disk would.
-    agent.store.db.execute(
-        "CREATE TRIGGER fail_poison BEFORE INSERT ON passages WHEN NEW.text = 'poison passage' "
-        "BEGIN SELECT RAISE(ABORT, 'simulated failure'); END"
-    )
+    failure = refuse_passage(db, "poison passage")
     before = counts(db)
-    with pytest.raises(sqlite3.DatabaseError, match="simulated failure"):
+    with pytest.raises(failure, match="simulated failure"):
         store_agent_file(agent.store, data, name="copy")
     assert counts(db) == before
     assert [s.name for s, _ in agent.store.list_agents()] == ["sam"]
 
 
-def test_reembed_on_import_with_another_embedder(fake_llm, tmp_path):
-    db = tmp_path / "a.db"
+def test_reembed_on_import_with_another_embedder(fake_llm, tmp_path, db_location):
+    db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db, embedder=EMBEDDER)
     agent.archival.insert("My car is red.")
     agent.archival.insert("Tea in the garden.")
