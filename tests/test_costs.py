@@ -1,5 +1,6 @@
 """Token costs: each model answer's usage stored with its step, per-agent
-totals from the store, the price table, and `memgpt-lite show`."""
+totals from the store, the price table, and `memgpt-lite show`. What is stored
+and summed runs against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from backends import open_db
 from click.testing import CliRunner
 
 from memgpt_lite import Agent
@@ -21,15 +23,14 @@ from memgpt_lite.llm.prices import (
     turn_cost_text,
 )
 from memgpt_lite.models import ModelUsage, Usage
-from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, error, raw, reply, say
 
 
-def make_agent(db: Path, model: str = "gpt-4o-mini") -> Agent:
+def make_agent(db: str | Path, model: str = "gpt-4o-mini") -> Agent:
     return Agent.create("sam", model, db=db)
 
 
-def show(db: Path, name: str = "sam") -> str:
+def show(db: str | Path, name: str = "sam") -> str:
     result = CliRunner().invoke(cli, ["--db", str(db), "show", name], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.stdout
@@ -68,8 +69,8 @@ def without_usage(message: str) -> str:
 # stored usage
 
 
-def test_each_answer_s_usage_is_stored_with_its_step(fake_llm: FakeOpenAIServer, tmp_path):
-    agent = make_agent(tmp_path / "a.db")
+def test_each_answer_s_usage_is_stored_with_its_step(fake_llm: FakeOpenAIServer, db_location):
+    agent = make_agent(db_location)
     fake_llm.enqueue(
         reply(
             "Note it.",
@@ -79,7 +80,7 @@ def test_each_answer_s_usage_is_stored_with_its_step(fake_llm: FakeOpenAIServer,
     )
     result = agent.step("I am Alice")
     step_id = result.messages[0].step_id
-    with Store(tmp_path / "a.db") as other:  # another connection: it was committed
+    with open_db(db_location) as other:  # another connection: it was committed
         records = other.step_usage(agent.state.id, step_id)
         totals = other.usage_by_model(agent.state.id)
     assert len(records) == 2 and not any(r.estimated for r in records)
@@ -97,8 +98,8 @@ def test_each_answer_s_usage_is_stored_with_its_step(fake_llm: FakeOpenAIServer,
     ]
 
 
-def test_totals_add_up_over_turns(fake_llm: FakeOpenAIServer, tmp_path):
-    agent = make_agent(tmp_path / "a.db")
+def test_totals_add_up_over_turns(fake_llm: FakeOpenAIServer, db_location):
+    agent = make_agent(db_location)
     spent = Usage()
     for turn in range(3):
         fake_llm.enqueue(say(f"reply {turn}"))
@@ -108,9 +109,9 @@ def test_totals_add_up_over_turns(fake_llm: FakeOpenAIServer, tmp_path):
 
 
 def test_without_reported_usage_our_count_is_stored_and_marked(
-    fake_llm: FakeOpenAIServer, tmp_path
+    fake_llm: FakeOpenAIServer, db_location
 ):
-    agent = make_agent(tmp_path / "a.db")
+    agent = make_agent(db_location)
     fake_llm.enqueue(raw(without_usage("Hello there, Alice.")))
     result = agent.step("hi")
     assert result.replies == ["Hello there, Alice."] and result.usage.total_tokens == 0
@@ -119,11 +120,11 @@ def test_without_reported_usage_our_count_is_stored_and_marked(
     assert record.prompt_tokens == result.prompt_tokens_estimate > 0
     assert 0 < record.completion_tokens < 40
     assert record.total_tokens == record.prompt_tokens + record.completion_tokens
-    assert "1 request counted by us" in show(tmp_path / "a.db")
+    assert "1 request counted by us" in show(db_location)
 
 
-def test_a_failed_call_stores_no_usage_and_loses_nothing(fake_llm: FakeOpenAIServer, tmp_path):
-    agent = make_agent(tmp_path / "a.db")
+def test_a_failed_call_stores_no_usage_and_loses_nothing(fake_llm: FakeOpenAIServer, db_location):
+    agent = make_agent(db_location)
     fake_llm.enqueue(say("first"))
     agent.step("one")
     before = agent.store.usage_by_model(agent.state.id)
@@ -185,8 +186,8 @@ def test_totals_say_what_the_cost_leaves_out():
 # memgpt-lite show
 
 
-def test_show_gives_token_totals_and_their_cost(fake_llm: FakeOpenAIServer, tmp_path):
-    db = tmp_path / "a.db"
+def test_show_gives_token_totals_and_their_cost(fake_llm: FakeOpenAIServer, db_location):
+    db = db_location
     agent = make_agent(db)
     assert "tokens: none yet\n" in show(db)
     fake_llm.enqueue(say("Hello!"))
@@ -205,8 +206,8 @@ def test_show_gives_tokens_only_for_a_model_without_a_price(fake_llm: FakeOpenAI
     assert line.startswith(f"tokens: {usage.total_tokens:,} tokens") and "$" not in line
 
 
-def test_show_splits_totals_by_model_after_a_switch(fake_llm: FakeOpenAIServer, tmp_path):
-    db = tmp_path / "a.db"
+def test_show_splits_totals_by_model_after_a_switch(fake_llm: FakeOpenAIServer, db_location):
+    db = db_location
     agent = make_agent(db, model="llama3.2")
     fake_llm.enqueue(say("one"), say("two"))
     agent.step("hi")
@@ -225,13 +226,13 @@ def without_usage_text(content: str) -> str:
     return json.dumps({"id": "c", "object": "chat.completion", "choices": [choice]})
 
 
-def test_the_summarizer_s_tokens_are_stored_too(fake_llm: FakeOpenAIServer, tmp_path):
+def test_the_summarizer_s_tokens_are_stored_too(fake_llm: FakeOpenAIServer, db_location):
     """A compaction's summary requests cost tokens: they count in the totals,
     as the endpoint reported them, or by our count (marked) if it did not."""
     fake_llm.responder = lambda body: (
         say("Noted.") if "tools" in body else reply("They talked about the garden.")
     )
-    agent = make_agent(tmp_path / "a.db")
+    agent = make_agent(db_location)
     for turn in range(4):
         agent.step(f"Turn {turn}: the garden has roses")
     before = agent.store.usage_by_model(agent.state.id)[0]
