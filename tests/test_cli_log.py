@@ -1,5 +1,6 @@
 """`memgpt-lite log`: an agent's messages like `git log`, paged, searched,
-from a date, as JSON lines; run as the real command."""
+from a date, as JSON lines; run as the real command, against SQLite and
+PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -8,31 +9,32 @@ import pty
 import subprocess
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
+from backends import open_db
 from click.testing import CliRunner, Result
 
 from memgpt_lite.cli.main import cli
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, call_raw, reply, say
 
 
-def run(*args: str, db: Path) -> Result:
-    return CliRunner().invoke(cli, ["--db", str(db), *args], catch_exceptions=False)
+def run(*args: str, db: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", db, *args], catch_exceptions=False)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "a.db"
-    assert run("create", "sam", "--model", "gpt-4o-mini", db=path).exit_code == 0
-    return path
+def db(db_location: str) -> str:
+    """A database, of each backend in turn, holding the agent sam."""
+    assert run("create", "sam", "--model", "gpt-4o-mini", db=db_location).exit_code == 0
+    with open_db(db_location) as store:  # the database named, not a file named like it
+        store.get_agent("sam")
+    return db_location
 
 
-def add(db: Path, *messages: tuple[str, str, str]) -> None:
+def add(db: str, *messages: tuple[str, str, str]) -> None:
     """Store (role, text, UTC time) messages for sam, as a past conversation."""
-    with Store(db) as store:
+    with open_db(db) as store:
         agent_id = store.get_agent("sam").id
         store.add_messages(
             [
@@ -154,7 +156,7 @@ def test_on_a_terminal_it_goes_through_the_pager_with_a_footer(db, tmp_path):
     parent, child = pty.openpty()
     env = {**os.environ, "PAGER": "cat", "MEMGPT_LITE_HOME": str(tmp_path / "home")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "memgpt_lite", "--db", str(db), "log", "sam", "-n", "2"],
+        [sys.executable, "-m", "memgpt_lite", "--db", db, "log", "sam", "-n", "2"],
         stdin=subprocess.DEVNULL,
         stdout=child,
         stderr=subprocess.PIPE,

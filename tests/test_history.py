@@ -1,9 +1,12 @@
 """History edits (pop, retry, rethink, rewrite) through the public API: after
-each edit the next request must still be accepted by the validating server."""
+each edit the next request must still be accepted by the validating server.
+The edits that delete, update or re-embed stored messages run against SQLite
+and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +16,12 @@ from memgpt_lite.memory.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 
-def make_agent(tmp_path) -> Agent:
-    return Agent.create("sam", "gpt-4o-mini", db=tmp_path / "agents.db")
+def make_agent(tmp_path: Path) -> Agent:
+    return make_agent_in(tmp_path / "agents.db")
+
+
+def make_agent_in(db: str | Path) -> Agent:
+    return Agent.create("sam", "gpt-4o-mini", db=db)
 
 
 def chat(fake_llm: FakeOpenAIServer, agent: Agent, text: str, answer: str) -> None:
@@ -48,8 +55,8 @@ def next_call_is_accepted(fake_llm: FakeOpenAIServer, agent: Agent) -> dict:
     return fake_llm.chat_requests[-1]
 
 
-def test_pop_removes_whole_exchanges_and_search_forgets_them(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_pop_removes_whole_exchanges_and_search_forgets_them(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "I like apples")
     chat(fake_llm, agent, "bananas", "I like bananas")
     chat(fake_llm, agent, "cherries", "I like cherries")
@@ -69,8 +76,8 @@ def test_pop_removes_whole_exchanges_and_search_forgets_them(fake_llm, tmp_path)
     assert sent == ["apples", "next"]
 
 
-def test_pop_refuses_exchanges_folded_into_the_summary(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_pop_refuses_exchanges_folded_into_the_summary(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     for fruit in ("apples", "bananas", "cherries"):
         chat(fake_llm, agent, fruit, f"I like {fruit}")
     fake_llm.enqueue(reply("Talked about fruit."))  # the summarizer's answer
@@ -115,8 +122,8 @@ def test_pop_after_a_step_the_model_never_answered(fake_llm, tmp_path):
     next_call_is_accepted(fake_llm, agent)
 
 
-def test_retry_resends_the_last_user_message(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_retry_resends_the_last_user_message(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "Wrongful")
     fake_llm.enqueue(say("Better answer"))
     result = agent.retry()
@@ -143,8 +150,8 @@ def test_rethink_replaces_the_last_thought(fake_llm, tmp_path):
     assert "I should talk about pears" in contents
 
 
-def test_rewrite_replaces_the_sent_message(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_rewrite_replaces_the_sent_message(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "I like apples")
     agent.rewrite("I love pears")
     last = agent.context_messages()[-2]
@@ -194,16 +201,16 @@ def test_edits_reach_the_token_count(fake_llm, tmp_path):
     assert after > before + 100
 
 
-def test_update_of_a_missing_message_is_refused(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_update_of_a_missing_message_is_refused(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     ghost = Message(agent_id=agent.state.id, role="user", content="never stored")
     with pytest.raises(NotFoundError, match="no message with id"):
         agent.store.update_message(ghost)
 
 
-def test_an_edited_message_is_embedded_again(fake_llm, tmp_path):
+def test_an_edited_message_is_embedded_again(fake_llm, db_location):
     agent = Agent.create(
-        "sam", "gpt-4o-mini", db=tmp_path / "agents.db", embedder="endpoint:text-embedding-3-small"
+        "sam", "gpt-4o-mini", db=db_location, embedder="endpoint:text-embedding-3-small"
     )
     chat(fake_llm, agent, "apples", "I like apples")
     search_messages(agent, "apples", 5)  # embeds the stored messages
@@ -224,10 +231,10 @@ def test_an_edited_message_is_embedded_again(fake_llm, tmp_path):
     assert fake_llm.rejections == []
 
 
-def test_set_model_persists(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_set_model_persists(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     agent.set_model("gpt-4o")
-    assert Agent.load("sam", db=tmp_path / "agents.db").state.llm.model == "gpt-4o"
+    assert Agent.load("sam", db=db_location).state.llm.model == "gpt-4o"
     next_call_is_accepted(fake_llm, agent)
     assert fake_llm.chat_requests[-1]["model"] == "gpt-4o"
     with pytest.raises(ConfigError, match="empty"):
@@ -238,8 +245,8 @@ def user_texts(request: dict) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "user"]
 
 
-def test_failed_sends_are_kept_unanswered_and_left_out_of_later_requests(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_failed_sends_are_kept_unanswered_and_left_out_of_later_requests(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "I like apples")
     for text in ("first lost", "second lost"):
         fake_llm.enqueue(error(400, "the model is loading"))
@@ -255,8 +262,8 @@ def test_failed_sends_are_kept_unanswered_and_left_out_of_later_requests(fake_ll
     assert search_messages(agent, "lost", 5)[1] == 2
 
 
-def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, tmp_path):
-    agent = make_agent(tmp_path)
+def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, db_location):
+    agent = make_agent_in(db_location)
     fake_llm.enqueue(error(400, "the model is loading"))
     with pytest.raises(LLMError):
         agent.step("are you there?")
