@@ -456,37 +456,48 @@ def blocks(
 @click.option("--base-url", help="Show the settings as if given this flag.")
 @click.option("--embedder", help="Show the settings as if given this flag.")
 @click.option("--context-window", type=int, help="Show the settings as if given this flag.")
+@click.pass_context
 def show_config(
-    model: str | None, base_url: str | None, embedder: str | None, context_window: int | None
+    ctx: click.Context,
+    model: str | None,
+    base_url: str | None,
+    embedder: str | None,
+    context_window: int | None,
 ) -> None:
     """Show the settings new agents get, and where each comes from.
 
     A flag wins over the environment ($MEMGPT_LITE_MODEL, $OPENAI_BASE_URL,
-    $MEMGPT_LITE_EMBEDDER, $MEMGPT_LITE_CONTEXT_WINDOW), which wins over
-    config.toml in $MEMGPT_LITE_HOME (default ~/.memgpt_lite), for example:
+    $MEMGPT_LITE_EMBEDDER, $MEMGPT_LITE_CONTEXT_WINDOW, $MEMGPT_LITE_DB),
+    which wins over config.toml in $MEMGPT_LITE_HOME (default ~/.memgpt_lite),
+    for example:
 
     \b
         model = "llama3.2"
         base_url = "http://localhost:11434/v1"
         embedder = "local"
         context_window = 8192
+        db = "postgresql://sam@localhost:5432/agents"
 
-    API keys never go in the file; set OPENAI_API_KEY.
+    db is where every command stores agents (--db before the command wins);
+    a password in its URL is shown as ***. API keys never go in the file;
+    set OPENAI_API_KEY.
     """
     from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+    from memgpt_lite.storage.location import redacted
 
     flags = {
         "model": model,
         "base_url": base_url,
         "embedder": embedder,
         "context_window": context_window,
+        "db": ctx.find_root().params.get("db"),
     }
     config = effective_config(flags)
     unset = {**UNSET_MEANING, "base_url": f"({OPENAI_DEFAULT_BASE_URL})"}
     rows = []
     for key, setting in config.settings().items():
         value = unset[key] if setting.value is None else str(setting.value)
-        rows.append([key, value, setting.source])
+        rows.append([key, redacted(value) if key == "db" else value, setting.source])
     _print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
     state = "" if config.path.exists() else " (not created yet)"
     click.echo(f"Config file: {config.path}{state}", err=True)

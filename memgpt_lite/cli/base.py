@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
+from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, resolve_db
 from memgpt_lite.errors import MemGPTError, validation_messages
 
 if TYPE_CHECKING:
@@ -152,13 +152,15 @@ def confirm_or_stop(question: str) -> None:
 
 
 def store_for(ctx: click.Context) -> Storage:
-    """The store named by `--db` (or the default), opened once per command."""
+    """The store named by `--db`, else $MEMGPT_LITE_DB, else `db` in
+    config.toml, else the default file; opened once per command."""
     from memgpt_lite.storage.open import open_storage
 
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
-        root.obj["store"] = open_storage(root.obj.get("db") or default_db_path())
+        location = str(resolve_db(root.obj.get("db")).value)
+        root.obj["store"] = open_storage(location)
         root.call_on_close(root.obj["store"].close)
     return root.obj["store"]
 
