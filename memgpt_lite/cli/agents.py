@@ -8,7 +8,6 @@ What the commands run is imported inside them, so that `--help` stays fast
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, store_for
+from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, print_rows, store_for
 from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
 from memgpt_lite.errors import ConfigError, validation_messages
 
@@ -31,7 +30,6 @@ UNSET_MEANING = {
     "embedder": "(none: word search only)",
     "context_window": "(from the model's name)",
 }
-Column = tuple[str, str]  # header, justify
 
 
 def read_text_arg(value: str) -> str:
@@ -50,24 +48,6 @@ def read_text_arg(value: str) -> str:
         raise ConfigError(f"cannot read {value}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {value}: not UTF-8 text") from None
-
-
-def _print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
-    """A table on a terminal; tab-separated lines, without a header, when piped."""
-    if not sys.stdout.isatty():
-        for row in rows:
-            click.echo("\t".join(row))
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(show_edge=False)
-    for header, justify in columns:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
-    Console(highlight=False).print(table)
 
 
 def _when(value: datetime) -> str:
@@ -269,7 +249,7 @@ def list_agents(ctx: click.Context) -> None:
         ]
         for state, stats in rows
     ]
-    _print_rows(columns, cells)
+    print_rows(columns, cells)
 
 
 @click.command()
@@ -439,7 +419,7 @@ def blocks(
             [b.label, str(len(b.value)), str(b.limit), _block_notes(store, agent.state, b)]
             for b in agent.blocks
         ]
-        _print_rows(columns, rows)
+        print_rows(columns, rows)
         return
     if new_text is None and not edit:
         click.echo(agent.block(label).value)
@@ -498,7 +478,7 @@ def show_config(
     for key, setting in config.settings().items():
         value = unset[key] if setting.value is None else str(setting.value)
         rows.append([key, redacted(value) if key == "db" else value, setting.source])
-    _print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
+    print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
     state = "" if config.path.exists() else " (not created yet)"
     click.echo(f"Config file: {config.path}{state}", err=True)
 

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
+
+Column = tuple[str, str]  # header, justify
 
 
 def loaded_error(module: str, name: str) -> tuple[type[BaseException], ...]:
@@ -149,6 +152,24 @@ def confirm_or_stop(question: str) -> None:
     if not click.confirm(question, default=False):
         click.echo("Nothing was deleted.", err=True)
         click.get_current_context().exit(1)
+
+
+def print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    """A table on a terminal; tab-separated lines, without a header, when piped."""
+    if not sys.stdout.isatty():
+        for row in rows:
+            click.echo("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    Console(highlight=False).print(table)
 
 
 def store_for(ctx: click.Context) -> Storage:

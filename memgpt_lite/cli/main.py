@@ -16,6 +16,7 @@ from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.copydb import copy_db
 from memgpt_lite.cli.doctor import doctor, models
 from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.log import configure_logging, show_details
@@ -203,6 +204,7 @@ def summarize(ctx: click.Context, name: str) -> None:
 # Command families kept in their own modules.
 cli.add_command(archival)
 cli.add_command(chat)
+cli.add_command(copy_db)
 cli.add_command(doctor)
 cli.add_command(models)
 cli.add_command(export_command)

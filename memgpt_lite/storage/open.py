@@ -52,6 +52,13 @@ def _open_postgres(url: str, busy_timeout_seconds: float) -> Storage:
     # rather than an ImportError from inside the backend.
     if any(importlib.util.find_spec(name) is None for name in POSTGRES_DRIVER):
         raise ConfigError(MISSING_DRIVER)
-    from memgpt_lite.storage.postgres.store import PostgresStore  # type: ignore[import-not-found]
-
+    try:
+        from memgpt_lite.storage.postgres.store import (  # type: ignore[import-not-found]
+            PostgresStore,
+        )
+    except ModuleNotFoundError as exc:
+        # A build without the backend package (not its driver: checked above).
+        if not (exc.name or "").startswith("memgpt_lite.storage.postgres"):
+            raise
+        raise ConfigError("this memgpt_lite has no PostgreSQL backend; upgrade it") from None
     return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds)
