@@ -200,3 +200,10 @@ def test_a_bad_db_in_config_toml_is_an_error_naming_the_file():
     assert result.exit_code == 1
     assert str(path) in result.output and "db" in result.output
     assert "Traceback" not in result.output
+
+
+def test_show_names_the_database(tmp_path, monkeypatch):
+    location = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("MEMGPT_LITE_DB", location)
+    assert run("create", "ada", "--model", "m").exit_code == 0
+    assert f"database: {location}\n" in run("show", "ada").stdout

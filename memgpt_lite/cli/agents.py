@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, print_rows, store_for
+from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, db_location, print_rows, store_for
 from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
 from memgpt_lite.errors import ConfigError, validation_messages
 
@@ -355,6 +355,7 @@ def show(ctx: click.Context, name: str) -> None:
     """Show agent NAME: model, endpoint, settings, blocks, counts, tools, and
     the tokens it has used, with their cost in dollars for models whose
     prices are known."""
+    from memgpt_lite.storage.location import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
     store = store_for(ctx)
@@ -362,6 +363,7 @@ def show(ctx: click.Context, name: str) -> None:
     stats = store.agent_stats(state.id)
     url, why = _endpoint(state)
     lines = [("name", state.name), ("model", state.llm.model), ("endpoint", f"{url} ({why})")]
+    lines.append(("database", redacted(db_location(ctx))))  # a URL's password as ***
     lines += _settings_text(state)
     lines += [
         ("messages", f"{stats.message_count}"),

@@ -172,16 +172,24 @@ def print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None
     Console(highlight=False).print(table)
 
 
+def db_location(ctx: click.Context) -> str:
+    """Where the command's agents are: `--db`, else $MEMGPT_LITE_DB, else `db`
+    in config.toml, else the default file. Show it with `redacted()`."""
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    if "location" not in root.obj:
+        root.obj["location"] = str(resolve_db(root.obj.get("db")).value)
+    return root.obj["location"]
+
+
 def store_for(ctx: click.Context) -> Storage:
-    """The store named by `--db`, else $MEMGPT_LITE_DB, else `db` in
-    config.toml, else the default file; opened once per command."""
+    """The store at `db_location`, opened once per command."""
     from memgpt_lite.storage.open import open_storage
 
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
-        location = str(resolve_db(root.obj.get("db")).value)
-        root.obj["store"] = open_storage(location)
+        root.obj["store"] = open_storage(db_location(ctx))
         root.call_on_close(root.obj["store"].close)
     return root.obj["store"]
 
