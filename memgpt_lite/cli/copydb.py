@@ -51,8 +51,9 @@ def copy_db(src: str, dst: str) -> None:
     and token usage record. DST gets everything in one transaction, checked
     by counts read back from it before it commits: on any error, or if DST
     already has an agent with the same id or name, DST is left as it was.
-    SRC is only read. A table shows what was copied. The global --db option
-    is not used here.
+    SRC is only read (an older SQLite file is upgraded first, as by every
+    command). A table shows what was copied. The global --db option is not
+    used here.
 
     Example: memgpt-lite copy-db agents.db postgresql://sam@localhost/agents
     """
