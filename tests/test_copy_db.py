@@ -158,7 +158,7 @@ def test_a_destination_with_the_agent_is_refused_and_unchanged(locations, fake_l
     result = CliRunner().invoke(cli, ["copy-db", src, dst])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        "Error: the destination already has agents with the names or ids of sam; nothing was copied"
+        "Error: the destination already has these agents (same name or id): sam; nothing was copied"
     ]
     assert agent_names(dst) == ["sam"]
 
@@ -170,7 +170,7 @@ def test_copying_twice_is_refused(locations, fake_llm):
     with open_storage(dst) as store:
         store.rename_agent(store.get_agent("sam").id, "sam2")  # same id, another name
     again = CliRunner().invoke(cli, ["copy-db", src, dst])
-    assert again.exit_code == 1 and "names or ids of ada, sam2" in again.output
+    assert again.exit_code == 1 and "(same name or id): ada, sam2;" in again.output
     assert agent_names(dst) == ["ada", "sam2"]
 
 
@@ -236,6 +236,6 @@ def test_a_taken_block_is_refused(locations, fake_llm):
     with open_storage(src) as store:
         team = store.get_blocks(store.get_agent("ada").id)[1]
     Agent.create("zoe", "m", db=dst, blocks=[team]).store.close()
-    with pytest.raises(AlreadyExistsError, match=r"blocks team \(block-\w+\) of ada"):
+    with pytest.raises(AlreadyExistsError, match=r"these blocks: team \(block-\w+\) of ada;"):
         copy_database(src, dst)
     assert agent_names(dst) == ["zoe"]

@@ -110,20 +110,21 @@ def _refuse_taken(src: Storage, dst: Storage, agents: Sequence[AgentState]) -> N
                 continue
     if taken:
         raise AlreadyExistsError(
-            f"the destination already has agents with the names or ids of {', '.join(taken)}; "
+            f"the destination already has these agents (same name or id): {', '.join(taken)}; "
             "nothing was copied"
         )
-    blocks = []
+    blocks: dict[str, str] = {}  # by id: a shared block is named once
     for state in agents:
         for block in src.get_blocks(state.id):
             try:
                 dst.get_block(block.id)
             except NotFoundError:
                 continue
-            blocks.append(f"{block.label} ({block.id}) of {state.name}")
+            blocks.setdefault(block.id, f"{block.label} ({block.id}) of {state.name}")
     if blocks:
         raise AlreadyExistsError(
-            f"the destination already has the blocks {', '.join(blocks)}; nothing was copied"
+            f"the destination already has these blocks: {', '.join(blocks.values())}; "
+            "nothing was copied"
         )
 
 
