@@ -53,9 +53,7 @@ def _open_postgres(url: str, busy_timeout_seconds: float) -> Storage:
     if any(importlib.util.find_spec(name) is None for name in POSTGRES_DRIVER):
         raise ConfigError(MISSING_DRIVER)
     try:
-        from memgpt_lite.storage.postgres.store import (  # type: ignore[import-not-found]
-            PostgresStore,
-        )
+        from memgpt_lite.storage.postgres.store import PostgresStore
     except ModuleNotFoundError as exc:
         # A build without the backend package (not its driver: checked above).
         if not (exc.name or "").startswith("memgpt_lite.storage.postgres"):
