@@ -1,5 +1,7 @@
 """Managing agents from the shell: create from files, list, show, rename,
-delete, and the blocks command with its editor flow."""
+delete, and the blocks command with its editor flow. The commands that read and
+change what is stored (agents, delete, rename, show, blocks) run against SQLite
+and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from backends import open_db
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, Block, Message
@@ -22,7 +25,7 @@ from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 
 
-def run(*args: str, db: Path, input: str | None = None):
+def run(*args: str, db: str | Path, input: str | None = None):
     return CliRunner().invoke(cli, ["--db", str(db), *args], input=input, catch_exceptions=False)
 
 
@@ -31,13 +34,13 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "agents.db"
 
 
-def create_sam(db: Path, *extra: str) -> None:
+def create_sam(db: str | Path, *extra: str) -> None:
     result = run("create", "sam", "--model", "gpt-4o-mini", *extra, db=db)
     assert result.exit_code == 0, result.output
 
 
-def blocks_of(db: Path, name: str) -> dict[str, Block]:
-    with Store(db) as store:
+def blocks_of(db: str | Path, name: str) -> dict[str, Block]:
+    with open_db(db) as store:
         return {b.label: b for b in store.get_blocks(store.get_agent(name).id)}
 
 
@@ -107,11 +110,12 @@ def test_bad_create_input_is_one_line_and_stores_nothing(db, tmp_path, monkeypat
 # agents
 
 
-def test_agents_lists_counts_and_last_active(db):
+def test_agents_lists_counts_and_last_active(db_location):
+    db = db_location
     assert run("agents", db=db).stdout.startswith("No agents yet.")
     create_sam(db)
     run("create", "bob", "--model", "llama3.2", db=db)
-    store = Store(db)
+    store = open_db(db)
     bob, sam = (state for state, _ in store.list_agents())
     talked_at = datetime(2024, 1, 2, 3, 4, tzinfo=UTC)
     store.add_messages([Message(agent_id=sam.id, role="user", content="hi", created_at=talked_at)])
@@ -153,18 +157,22 @@ def test_agents_is_a_table_on_a_terminal(db):
 # delete
 
 
-def test_delete_asks_first_and_keeps_the_agent_on_no(db):
+def test_delete_asks_first_and_keeps_the_agent_on_no(db_location):
+    db = db_location
     create_sam(db)
     refused = run("delete", "sam", db=db, input="n\n")
     assert refused.exit_code == 1 and refused.stderr == "Nothing was deleted.\n"
     assert "Delete agent 'sam', its 0 messages and 0 passages?" in refused.stdout
-    assert [s.name for s, _ in Store(db).list_agents()] == ["sam"]
+    with open_db(db) as store:
+        assert [s.name for s, _ in store.list_agents()] == ["sam"]
     accepted = run("delete", "sam", db=db, input="y\n")
     assert accepted.exit_code == 0 and "Deleted agent 'sam'." in accepted.stdout
-    assert Store(db).list_agents() == []
+    with open_db(db) as store:
+        assert store.list_agents() == []
 
 
-def test_delete_yes_keeps_blocks_shared_with_other_agents(db):
+def test_delete_yes_keeps_blocks_shared_with_other_agents(db_location):
+    db = db_location
     team = Block(label="team", value="Lead: Carol")
     Agent.create("sam", "gpt-4o-mini", blocks=[team], db=db).store.close()
     Agent.create("bob", "gpt-4o-mini", blocks=[team], db=db).store.close()
@@ -177,7 +185,8 @@ def test_delete_yes_keeps_blocks_shared_with_other_agents(db):
 # rename
 
 
-def test_rename_keeps_memory_and_history(fake_llm, db):
+def test_rename_keeps_memory_and_history(fake_llm, db_location):
+    db = db_location
     create_sam(db, "--human", "Name: Alice")
     fake_llm.enqueue(say("Hello!"))
     assert run("send", "sam", "hi", db=db).exit_code == 0
@@ -216,7 +225,8 @@ def test_rename_of_a_missing_agent(db):
 # show
 
 
-def test_show_summarises_the_agent(db):
+def test_show_summarises_the_agent(db_location):
+    db = db_location
     team = Block(label="team", value="Lead: Carol", limit=100, read_only=True)
     Agent.create(
         "sam",
@@ -226,7 +236,7 @@ def test_show_summarises_the_agent(db):
         db=db,
     ).store.close()
     Agent.create("bob", "llama3.2", blocks=[team], db=db).store.close()
-    with Store(db) as store:
+    with open_db(db) as store:
         state = store.get_agent("sam")
         state.tool_names = ["convert_currency"]
         store.save_agent(state)
@@ -250,7 +260,8 @@ def test_show_summarises_the_agent(db):
 # blocks
 
 
-def test_blocks_lists_prints_and_sets(db, tmp_path):
+def test_blocks_lists_prints_and_sets(db_location, tmp_path):
+    db = db_location
     create_sam(db, "--persona", "I am Sam.", "--human", "", "--block-limit", "human=40")
     assert run("blocks", "sam", db=db).stdout == "persona\t9\t5000\t\nhuman\t0\t40\t\n"
     assert run("blocks", "sam", "persona", db=db).stdout == "I am Sam.\n"
