@@ -1,5 +1,6 @@
 """Context window management against a fake server that enforces a small window
-the way a real endpoint does."""
+the way a real endpoint does. Compaction, and searching what it evicted, run
+against SQLite and PostgreSQL (`db_location`)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,14 @@ def server(fake_llm: FakeOpenAIServer) -> FakeOpenAIServer:
     return fake_llm
 
 
-def make_agent(tmp_path, window: int = WINDOW, tools=(), blocks=None, **settings) -> Agent:
+def make_agent(
+    tmp_path, window: int = WINDOW, tools=(), blocks=None, db: str | None = None, **settings
+) -> Agent:
+    """Sam, in `db` if given, else in a SQLite file in `tmp_path`."""
     return Agent.create(
         "sam",
         "gpt-4o-mini",
-        db=tmp_path / "a.db",
+        db=db or tmp_path / "a.db",
         system="You are a test agent.",
         blocks=blocks or [Block(label="persona", value="I am Sam."), Block(label="human")],
         settings=AgentSettings(context_window=window, **settings),
@@ -102,9 +106,9 @@ def test_memory_pressure_warning_once_then_rearmed(server, tmp_path):
     assert server.rejections == []
 
 
-def test_proactive_compaction_keeps_every_request_in_the_window(server, tmp_path):
+def test_proactive_compaction_keeps_every_request_in_the_window(server, tmp_path, db_location):
     server.responder = model
-    agent = make_agent(tmp_path)
+    agent = make_agent(tmp_path, db=db_location)
     results = chat(agent, range(40))
     budget = budget_for(agent)
     assert sum(r.compactions for r in results) >= 2
@@ -235,9 +239,9 @@ def test_empty_summary_also_falls_back(server, tmp_path):
     assert agent.state.summary == ""
 
 
-def test_search_finds_evicted_messages(server, tmp_path):
+def test_search_finds_evicted_messages(server, tmp_path, db_location):
     server.responder = model
-    agent = make_agent(tmp_path)
+    agent = make_agent(tmp_path, db=db_location)
     chat(agent, range(30))
     in_window = " ".join(m.content or "" for m in agent.context_messages())
     assert "FACT1 " not in in_window
@@ -254,8 +258,8 @@ def test_search_finds_evicted_messages(server, tmp_path):
 @pytest.mark.parametrize(
     "query", ['"unbalanced', "NEAR(a b)", "x AND", "*", "col:val", "-not", "((", "日本", "   "]
 )
-def test_hostile_queries_through_the_tool(server, tmp_path, query):
-    agent = make_agent(tmp_path)
+def test_hostile_queries_through_the_tool(server, tmp_path, query, db_location):
+    agent = make_agent(tmp_path, db=db_location)
     server.enqueue(
         reply(tool_calls=[call("conversation_search", query=query, request_heartbeat=False)])
     )
@@ -335,7 +339,7 @@ def test_choose_cut_never_starts_at_a_tool_result():
     assert choose_cut(messages, tokens, 1000) == 0
 
 
-def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_path):
+def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_path, db_location):
     @tool
     def research(topic: str) -> str:
         """Research a topic at length."""
@@ -354,7 +358,7 @@ def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_
         return say("done")
 
     server.responder = researching_model
-    agent = make_agent(tmp_path, tools=[research])
+    agent = make_agent(tmp_path, db=db_location, tools=[research])
     results = [agent.step(f"QUESTION{i} {FILLER}") for i in range(12)]
     assert sum(r.compactions for r in results) >= 1
     # Both requests of every step show the question being answered, even when

@@ -18,7 +18,7 @@ from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
 
 
-def make_agent(path: Path, **settings) -> Agent:
+def make_agent(path: str | Path, **settings) -> Agent:
     return Agent.create(
         "sam", "gpt-4o-mini", db=path, settings=AgentSettings(**settings), system="Be brief."
     )
@@ -127,7 +127,7 @@ def test_a_history_edit_is_in_the_next_request(fake_llm, tmp_path, edit):
     assert fake_llm.rejections == []
 
 
-def test_after_a_compaction_the_request_is_what_a_fresh_agent_sends(fake_llm, tmp_path):
+def test_after_a_compaction_the_request_is_what_a_fresh_agent_sends(fake_llm, db_location):
     def answer(body: dict):
         if "tools" not in body:  # the summary request
             return reply(content="A summary of what was said.")
@@ -135,7 +135,7 @@ def test_after_a_compaction_the_request_is_what_a_fresh_agent_sends(fake_llm, tm
         return say(f"re: {text}")
 
     fake_llm.responder = answer
-    path = tmp_path / "a.db"
+    path = db_location
     agent = make_agent(path)
     for text in ("one", "two", "three", "four"):
         agent.step(text)
