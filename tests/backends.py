@@ -4,6 +4,7 @@ fixture in conftest.py): a location is a SQLite file path or a PostgreSQL URL.""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,3 +40,19 @@ def execute_sql(location: str | Path, sql: str, params: Sequence[Any] = ()) -> N
             conn.execute(sql, list(params))
     finally:
         conn.close()
+
+
+# What a process prints once per PostgreSQL database without pgvector (the
+# tests' server turns pgvector off where its HNSW index cannot run): a notice
+# about the machine, not part of any command's output.
+_NO_PGVECTOR = re.compile(r"\bhas no pgvector: vectors are searched in this process\b")
+
+
+def is_notice(line: str) -> bool:
+    """True for a line of stderr that tells of the database, not of the command."""
+    return _NO_PGVECTOR.search(line) is not None
+
+
+def without_notices(stderr: str) -> str:
+    """`stderr` without the lines `is_notice` names."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not is_notice(line))
