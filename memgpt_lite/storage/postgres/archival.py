@@ -57,19 +57,20 @@ def text_hash(text: str) -> str:
 
 def passage_filters(
     tags: Sequence[str] | None, start: date | None, end: date | None
-) -> tuple[str, list[Any]]:
-    """SQL conditions on `p` for tag (any of them) and date filters."""
-    where, params = "", []
+) -> tuple[str, dict[str, Any]]:
+    """SQL conditions on `p` for tag (any of them) and date filters, with
+    their named parameters."""
+    where, params = "", {}
     if tags:
-        where += " AND p.tags && %s::text[]"
-        params.append(list(tags))
+        where += " AND p.tags && %(tags)s::text[]"
+        params["tags"] = list(tags)
     low, high = day_bounds(start, end)
     if low:
-        where += " AND p.created_at >= %s"
-        params.append(low)
+        where += " AND p.created_at >= %(low)s"
+        params["low"] = low
     if high:
-        where += " AND p.created_at < %s"
-        params.append(high)
+        where += " AND p.created_at < %(high)s"
+        params["high"] = high
     return where, params
 
 
@@ -175,14 +176,14 @@ class ArchivalStore(TextSearch):
         """Passages newest first, with the total that pass the filters."""
         where, params = passage_filters(tags, start, end)
         with self.snapshot():  # the page and the count from the same moment
+            args = {**params, "agent": agent_id, "limit": limit, "offset": offset}
             total = self.conn.execute(
-                f"SELECT COUNT(*) FROM passages p WHERE p.agent_id = %s{where}",
-                [agent_id, *params],
+                f"SELECT COUNT(*) FROM passages p WHERE p.agent_id = %(agent)s{where}", args
             ).fetchone()[0]
             rows = self.conn.execute(
-                f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %s{where} "
-                "ORDER BY p.seq DESC LIMIT %s OFFSET %s",
-                [agent_id, *params, limit, offset],
+                f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %(agent)s{where} "
+                "ORDER BY p.seq DESC LIMIT %(limit)s OFFSET %(offset)s",
+                args,
             ).fetchall()
         return [passage_from_row(r) for r in rows], total
 
@@ -201,9 +202,9 @@ class ArchivalStore(TextSearch):
             return {}
         where, params = passage_filters(tags, start, end)
         rows = self.conn.execute(
-            f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %s "
-            f"AND p.seq = ANY(%s){where}",
-            [agent_id, seqs, *params],
+            f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %(agent)s "
+            f"AND p.seq = ANY(%(seqs)s){where}",
+            {**params, "agent": agent_id, "seqs": seqs},
         ).fetchall()
         return {r[0]: passage_from_row(r) for r in rows}
 

@@ -34,7 +34,7 @@ from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
 
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
-_NOT_IN_STEP = " AND (%s::text IS NULL OR m.step_id IS DISTINCT FROM %s)"
+_NOT_IN_STEP = " AND (%(step)s::text IS NULL OR m.step_id IS DISTINCT FROM %(step)s)"
 
 _INSERT = sql.SQL(
     "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
@@ -225,7 +225,7 @@ class MessageStore(TextSearch):
         """The best `limit` user and assistant messages holding any word of
         `query`, with their BM25 scores, and how many match (budgeted: see
         fulltext.py)."""
-        filters = (_NOT_IN_STEP, [exclude_step_id, exclude_step_id])
+        filters = (_NOT_IN_STEP, {"step": exclude_step_id})
         found = self.ranked_rows(
             "messages", agent_id, query, MESSAGE_COLUMNS, filters, limit, limit, budget
         )
@@ -239,9 +239,9 @@ class MessageStore(TextSearch):
         if not seqs:
             return {}
         rows = self.conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = %s "
-            f"AND m.seq = ANY(%s){_NOT_IN_STEP}",
-            [agent_id, list(seqs), exclude_step_id, exclude_step_id],
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = %(agent)s "
+            f"AND m.seq = ANY(%(seqs)s){_NOT_IN_STEP}",
+            {"agent": agent_id, "seqs": list(seqs), "step": exclude_step_id},
         ).fetchall()
         return {r[0]: message_from_row(r) for r in rows}
 
@@ -259,17 +259,24 @@ class MessageStore(TextSearch):
         inclusive (UTC days), oldest first: one page, and the total."""
         low, high = day_bounds(start, end)
         where = (
-            "m.agent_id = %s AND m.created_at >= %s AND m.created_at < %s "
+            "m.agent_id = %(agent)s AND m.created_at >= %(low)s AND m.created_at < %(high)s "
             "AND m.search_text IS NOT NULL" + _NOT_IN_STEP
         )
-        params: list[Any] = [agent_id, low, high, exclude_step_id, exclude_step_id]
+        args = {
+            "agent": agent_id,
+            "low": low,
+            "high": high,
+            "step": exclude_step_id,
+            "limit": limit,
+            "offset": offset,
+        }
         with self.snapshot():
             total = self.conn.execute(
-                f"SELECT COUNT(*) FROM messages m WHERE {where}", params
+                f"SELECT COUNT(*) FROM messages m WHERE {where}", args
             ).fetchone()[0]
             rows = self.conn.execute(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {where} "
-                "ORDER BY m.seq LIMIT %s OFFSET %s",
-                [*params, limit, offset],
+                "ORDER BY m.seq LIMIT %(limit)s OFFSET %(offset)s",
+                args,
             ).fetchall()
         return [message_from_row(r) for r in rows], total
