@@ -197,7 +197,7 @@ class ArchivalStore(TextSearch):
         end: date | None = None,
     ) -> dict[int, Passage]:
         """The agent's passages among `seqs` that pass the filters."""
-        seqs = [int(s) for s in seqs]
+        seqs = [int(s) for s in seqs]  # numpy integers from a vector index: psycopg refuses them
         if not seqs:
             return {}
         where, params = passage_filters(tags, start, end)

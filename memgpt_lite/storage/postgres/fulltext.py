@@ -100,6 +100,8 @@ def _tf(table: Indexed, query: str) -> str:
 def plain_text(text: str) -> str:
     """`text` with accents removed (NFKD, combining marks dropped), as FTS5's
     remove_diacritics does, so "cafe" finds "café"."""
+    if text.isascii():  # most text: nothing to remove, and a bulk load stays fast
+        return text
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 

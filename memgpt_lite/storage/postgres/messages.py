@@ -241,7 +241,8 @@ class MessageStore(TextSearch):
         rows = self.conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = %(agent)s "
             f"AND m.seq = ANY(%(seqs)s){_NOT_IN_STEP}",
-            {"agent": agent_id, "seqs": list(seqs), "step": exclude_step_id},
+            # int(): seqs from a vector index are numpy integers, which psycopg refuses
+            {"agent": agent_id, "seqs": [int(s) for s in seqs], "step": exclude_step_id},
         ).fetchall()
         return {r[0]: message_from_row(r) for r in rows}
 
