@@ -22,9 +22,14 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.ranking import RANK_BUDGET
 from memgpt_lite.models import Passage
-from memgpt_lite.storage.postgres.fulltext import TextSearch, plain_text, to_tsvector, word_count
+from memgpt_lite.storage.postgres.fulltext import (
+    PG_RANK_BUDGET,
+    TextSearch,
+    plain_text,
+    to_tsvector,
+    word_count,
+)
 from memgpt_lite.storage.postgres.rows import (
     PASSAGE_COLUMNS,
     day_bounds,
@@ -240,7 +245,7 @@ class ArchivalStore(TextSearch):
         end: date | None = None,
         *,
         exact: int | None = None,
-        budget: int = RANK_BUDGET,
+        budget: int = PG_RANK_BUDGET,
     ) -> Ranking[Passage]:
         """The best `limit` passages matching any word of `query`, with their
         BM25 scores (a passage's context counting half its text), and how many

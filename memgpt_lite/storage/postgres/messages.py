@@ -19,9 +19,14 @@ import psycopg
 from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.ranking import RANK_BUDGET
 from memgpt_lite.models import Message
-from memgpt_lite.storage.postgres.fulltext import TextSearch, plain_text, to_tsvector, word_count
+from memgpt_lite.storage.postgres.fulltext import (
+    PG_RANK_BUDGET,
+    TextSearch,
+    plain_text,
+    to_tsvector,
+    word_count,
+)
 from memgpt_lite.storage.postgres.rows import (
     MESSAGE_COLUMNS,
     day_bounds,
@@ -220,7 +225,7 @@ class MessageStore(TextSearch):
         limit: int,
         exclude_step_id: str | None = None,
         *,
-        budget: int = RANK_BUDGET,
+        budget: int = PG_RANK_BUDGET,
     ) -> Ranking[Message]:
         """The best `limit` user and assistant messages holding any word of
         `query`, with their BM25 scores, and how many match (budgeted: see
