@@ -187,6 +187,7 @@ def test_a_broad_query_over_the_budget_is_not_proven(pg: PostgresStore):
     exact = pg.rank_passages(state.id, "common rare", 5, budget=10, exact=1)
     assert exact.proven and exact.scored[0][0].text == "common rare"
     assert pg.rank_passages(state.id, "common", 5).proven  # within the default budget
+    assert not pg.rank_passages(state.id, "common", 5, budget=10).proven  # counted past 10
 
 
 def test_scores_are_the_agents_own(pg: PostgresStore):

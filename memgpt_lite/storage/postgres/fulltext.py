@@ -203,12 +203,14 @@ class TextSearch:
         they were (their count, words and last seq: passages are never edited);
         messages can be edited in place, so theirs are counted each time."""
         keep = table == "passages"
-        caches: dict[tuple[str, str], tuple[tuple[int, ...], dict[str, int]]]
+        caches: dict[tuple[str, str], tuple[tuple[int, ...], dict[str, tuple[int, int]]]]
         caches = self.__dict__.setdefault("_word_hits", {})
-        state, known = caches.get((table, agent_id), ((), {}))
+        state, kept = caches.get((table, agent_id), ((), {}))
+        # A count kept is good for this cap if it was exact, or counted as far.
+        known = {w: min(n, cap) for w, (n, c) in kept.items() if n < c or c >= cap}
         rows = self._count_words(table, agent_id, words, [w for w in words if w not in known], cap)
         if rows and tuple(rows[0][3:]) != state:
-            state, known = tuple(rows[0][3:]), {}
+            kept, known = {}, {}
             if any(r[2] is None for r in rows):  # the counts kept were stale
                 rows = self._count_words(table, agent_id, words, words, cap)
         found = [r for r in rows if r[1]]
@@ -216,9 +218,10 @@ class TextSearch:
             return None
         hits = {r[0]: r[2] if r[2] is not None else known[r[0]] for r in found}
         if keep:
-            if len(caches) > 64 or len(known) > 10_000:  # a bound on what a store keeps
+            if len(caches) > 64 or len(kept) > 10_000:  # a bound on what a store keeps
                 caches.clear()
-            caches[(table, agent_id)] = (tuple(rows[0][3:]), {**known, **hits})
+            counted = {r[0]: (r[2], cap) for r in found if r[2] is not None}
+            caches[(table, agent_id)] = (tuple(rows[0][3:]), {**kept, **counted})
         return Query(
             [r[0] for r in found], [list(r[1]) for r in found], hits, found[0][3], found[0][4]
         )
