@@ -23,13 +23,14 @@ from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
 from memgpt_lite.storage.postgres.transactions import Transactions, guarded
 from memgpt_lite.storage.postgres.usage import UsageStore
+from memgpt_lite.storage.postgres.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 _noticed: set[str] = set()  # databases whose missing pgvector was told, once a process
 
 
 class PostgresStore(
-    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore
+    Transactions, AgentStore, MessageStore, ArchivalStore, VectorStore, StepLockStore, UsageStore
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts
