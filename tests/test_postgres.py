@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import psycopg
 import pytest
-from postgres_server import TestServer, with_database
+from postgres_server import with_database
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
 from memgpt_lite.models import AgentState, Block, LLMConfig
@@ -39,7 +39,7 @@ def unit_vectors(count: int, dimension: int = DIMENSION, seed: int = 0) -> np.nd
 
 
 @pytest.fixture
-def empty_url(pg_server: TestServer) -> Iterator[str]:
+def empty_url(pg_server) -> Iterator[str]:
     """A new database with no schema at all (not copied from the template)."""
     name = f"memgpt_empty_{pg_server._run}_{next(_names)}"
     with psycopg.connect(pg_server.url, autocommit=True) as admin:
