@@ -448,6 +448,11 @@ class Storage(Protocol):
         """The usage records of one step of the agent, in the order stored."""
         ...
 
+    def agent_usage(self, agent_id: str) -> list[UsageRecord]:
+        """Every usage record of the agent, in the order stored ([] for an
+        agent with none, or unknown): what copying an agent to another
+        database carries over."""
+        ...
 
 @runtime_checkable
 class VectorSearch(Protocol):
