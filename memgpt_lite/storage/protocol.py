@@ -454,6 +454,7 @@ class Storage(Protocol):
         database carries over."""
         ...
 
+
 @runtime_checkable
 class VectorSearch(Protocol):
     """An optional capability of a `Storage`: the nearest vectors found by
