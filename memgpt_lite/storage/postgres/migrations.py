@@ -30,6 +30,10 @@ MIGRATION_LOCK = 0x6D656D677074
 # The text search configuration new databases use for stemming and stop words;
 # a database keeps the one it was created with (see `search_language`).
 LANGUAGE_ENV = "MEMGPT_LITE_PG_LANGUAGE"
+# "off": a new database stores vectors as float32 bytes, searched in each
+# process as with SQLite, even where the server has pgvector (for tests, and
+# for servers whose pgvector should not be used). A database keeps its choice.
+VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"
 
 
 def migration(function: Migration) -> Migration:
@@ -158,7 +162,7 @@ def m002_vectors(conn: psycopg.Connection) -> None:
         "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
     ).fetchone()
     kind = "bytea"
-    if available:
+    if available and os.environ.get(VECTORS_ENV, "").strip().lower() != "off":
         try:
             with conn.transaction():  # a savepoint: a role that may not create it goes on
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
