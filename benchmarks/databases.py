@@ -79,6 +79,7 @@ class Databases:
         self._server_url: dict[str, str] = {}  # by backend
         self._created: list[tuple[str, str]] = []  # (server URL, database) to drop
         self._numbers = itertools.count(1)
+        self._made_on: dict[str, str] = {}  # the server URL of each database made
 
     def __enter__(self) -> Databases:
         return self
@@ -107,7 +108,20 @@ class Databases:
         _autocommit(server, f'CREATE DATABASE "{database}"')
         if backend != "postgres" or os.environ.get(ENV_SERVER):
             self._created.append((server, database))  # not ours to stop: drop it
-        return with_database(server, database)
+        location = with_database(server, database)
+        self._made_on[location] = server
+        return location
+
+    def discard(self, location: str) -> None:
+        """Remove a database `new` made, once the benchmark is done with it
+        (a big one would take room until the block ends otherwise)."""
+        if location in self._made_on:
+            database = urlsplit(location).path.lstrip("/")
+            _autocommit(self._made_on.pop(location), f'DROP DATABASE "{database}" WITH (FORCE)')
+            self._created = [c for c in self._created if c[1] != database]
+        elif self._files is not None and Path(location).parent == self._files:
+            for path in (location, f"{location}-wal", f"{location}-shm"):
+                Path(path).unlink(missing_ok=True)
 
     def _file_dir(self) -> Path:
         if self._files is None:
