@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from postgres_server import TEST_PG_ENV, TestServer
 
 from memgpt_lite.testing import FakeOpenAIServer
 
@@ -44,6 +45,22 @@ def _is_local(family: int, address: Any) -> bool:
     return ip.is_loopback
 
 
+def _test_pg_addresses() -> set[tuple[str, int]]:
+    """The addresses of the PostgreSQL server $MEMGPT_LITE_TEST_PG names, if
+    any: the one remote host the tests may reach."""
+    url = os.environ.get(TEST_PG_ENV)
+    if not url:
+        return set()
+    import psycopg.conninfo
+
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    host, port = str(info.get("host") or ""), int(info.get("port") or 5432)
+    if not host or host.startswith("/"):
+        return set()
+    found = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    return {(str(a[4][0]), int(a[4][1])) for a in found}
+
+
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Block real model requests and non-loopback connections; isolate state."""
@@ -55,8 +72,10 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
 
+    allowed = _test_pg_addresses()
+
     def check(sock: socket.socket, address: Any) -> None:
-        if not _is_local(sock.family, address):
+        if not _is_local(sock.family, address) and address[:2] not in allowed:
             raise RuntimeError(f"network access blocked in tests: {address!r}")
 
     def connect(self: socket.socket, address: Any) -> None:
@@ -90,3 +109,28 @@ def chat_env(fake_llm: FakeOpenAIServer) -> dict[str, str]:
     env.update(PYTHONPATH=repo, TERM="xterm", COLUMNS="200", LINES="50")
     env.pop("NO_COLOR", None)
     return env
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[TestServer]:
+    """A PostgreSQL server for the session (see postgres_server.py)."""
+    server = TestServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: TestServer) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database of this test's own."""
+    url = pg_server.new_database()
+    yield url
+    pg_server.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's database is, once per backend: a SQLite file, or a
+    fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memgpt_lite.db")
+    return request.getfixturevalue("pg_url")

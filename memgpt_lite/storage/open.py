@@ -1,9 +1,8 @@
 """Opening storage by where it is: a file path means SQLite, the default.
 
-A URL chooses another backend by its scheme. None is built in yet; a
-PostgreSQL backend would be a package `storage/postgres/` implementing
-`Storage`, opened here for `postgresql://` URLs. The backend is imported only
-when it is opened, so naming one costs nothing at start-up.
+A URL chooses another backend by its scheme: `postgresql://` (or
+`postgres://`) opens `storage/postgres/`. The backend is imported only when it
+is opened, so naming one costs nothing at start-up.
 """
 
 from __future__ import annotations
@@ -32,6 +31,10 @@ def open_storage(location: str | os.PathLike[str], busy_timeout_seconds: float =
     scheme = _SCHEME.match(text)
     if scheme is None:
         path = Path(text)
+    elif scheme.group(1).lower() in ("postgresql", "postgres"):
+        from memgpt_lite.storage.postgres.store import PostgresStore  # psycopg: only when opened
+
+        return PostgresStore(text, busy_timeout_seconds=busy_timeout_seconds)
     elif scheme.group(1).lower() == "sqlite":
         path = Path(text[len("sqlite:///") :]) if text.startswith("sqlite:///") else Path("")
         if not path.parts:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,32 +35,13 @@ from sqlite_utils import Database
 
 from memgpt_lite.errors import ReadOnlyError
 from memgpt_lite.storage.sqlite.connect import file_errors, file_problem, read_only_reason
+from memgpt_lite.storage.tasks import check_task, current_task
 
 
 class _Guardable(Protocol):
     lock: threading.RLock
     path: Path
     task_with_transaction: object | None
-
-
-def current_task() -> object | None:
-    """The asyncio task running on this thread, if any (asyncio not even
-    imported: none)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    loop = asyncio.events._get_running_loop()
-    return None if loop is None else asyncio.current_task(loop)
-
-
-def check_task(opener: object) -> None:
-    """Refuse a call from another asyncio task than the one whose transaction
-    is open on this thread: it would join that transaction."""
-    if current_task() is not opener:
-        raise RuntimeError(
-            "a store transaction is open in another asyncio task on this thread (held "
-            "across an await); a transaction must end before its task awaits"
-        )
 
 
 P = ParamSpec("P")

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend: `PostgresStore` (store.py) implements `storage.protocol.Storage`."""

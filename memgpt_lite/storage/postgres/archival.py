@@ -1,0 +1,5 @@
+"""The store's SQL for passages and vectors: a part of `PostgresStore`. (being written)"""
+
+
+class ArchivalStore:
+    pass

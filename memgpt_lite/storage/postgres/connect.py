@@ -1,0 +1,123 @@
+"""Connections: one pool per process and database, and what PostgreSQL's
+errors about the server mean for people.
+
+psycopg raises OperationalError alike for a server that is down, a wrong
+password, a missing database and a connection lost mid-way, and an
+InterfaceError for a closed connection: `server_problem` words them in one line
+naming the host and database (never the password). Errors in our SQL keep
+their tracebacks.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import psycopg_pool
+
+from memgpt_lite.errors import BusyError, ReadOnlyError, StoreError
+from memgpt_lite.storage.location import describe, redacted
+
+CONNECT_TIMEOUT_SECONDS = 10
+POOL_MAX_SIZE = 10  # connections one process keeps to one database
+_pools: dict[str, psycopg_pool.ConnectionPool] = {}
+_pools_lock = threading.Lock()
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    # Times come back in UTC, as the store wrote them.
+    conn.execute("SET TIME ZONE 'UTC'")
+
+
+def connect(url: str) -> psycopg.Connection:
+    """A new connection in autocommit mode (the store begins its own
+    transactions), or a one-line StoreError."""
+    with server_errors(url):
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    _configure(conn)
+    return conn
+
+
+def pool(url: str) -> psycopg_pool.ConnectionPool:
+    """This process's pool for `url`, opened on first use. Connections are
+    checked when taken, so one the server dropped is replaced, not handed out."""
+    with _pools_lock:
+        found = _pools.get(url)
+        if found is None or found.closed:
+            found = psycopg_pool.ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_MAX_SIZE,
+                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+                configure=_configure,
+                check=psycopg_pool.ConnectionPool.check_connection,
+                name="memgpt-lite",
+                open=True,
+            )
+            _pools[url] = found
+        return found
+
+
+_NOTHING_CHANGED = "nothing was changed"
+
+
+def server_problem(url: str, exc: BaseException) -> StoreError | None:
+    """A one-line StoreError for an error about the server or the connection
+    (unreachable, refused login, missing database, read-only, lock timeout,
+    connection lost); None for any other (an SQL bug keeps its traceback)."""
+    where = describe(url)
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return BusyError(f"{where}: no free connection in time; {_NOTHING_CHANGED}, try again")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return ReadOnlyError(f"{where} is read-only; {_NOTHING_CHANGED}")
+    if isinstance(exc, psycopg.errors.LockNotAvailable | psycopg.errors.QueryCanceled):
+        return BusyError(
+            f"{where} is busy: another connection held a lock too long; "
+            f"{_NOTHING_CHANGED}, try again"
+        )
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StoreError(f"the disk of the server holding {where} is full; {_NOTHING_CHANGED}")
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return StoreError(f"cannot use PostgreSQL {where}: {_reason(url, exc)}")
+    return None
+
+
+def _reason(url: str, exc: BaseException) -> str:
+    """The server's words, on one line, without the password or the URL."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+    if password:
+        text = text.replace(str(password), "***")
+    if url in text:
+        text = text.replace(url, redacted(url))
+    return text
+
+
+@contextmanager
+def server_errors(url: str) -> Iterator[None]:
+    """Raise psycopg's errors about the server as `server_problem` words them."""
+    try:
+        yield
+    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        problem = server_problem(url, exc)
+        if problem is None:
+            raise
+        raise problem from None
+
+
+def close_pool(url: str) -> None:
+    """Close this process's pool for `url` (its connections end)."""
+    with _pools_lock:
+        found = _pools.pop(url, None)
+    if found is not None:
+        found.close()
+
+
+@atexit.register
+def close_pools() -> None:
+    """Close every pool, so the server sees the connections end at once."""
+    for url in list(_pools):
+        close_pool(url)

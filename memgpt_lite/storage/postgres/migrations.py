@@ -1,0 +1,225 @@
+"""The PostgreSQL schema, as an ordered list of named migrations.
+
+Each migration is a function run inside the transaction that applies it, and
+recorded by name in `memgpt_lite_migrations`. A migration that has shipped is
+never edited: change the schema by adding a function at the end. They are
+PostgreSQL's own history (SQLite's are in storage/sqlite/migrations.py): the
+first one creates the schema SQLite reached in ten steps.
+
+Every opening checks the list; the first process to find migrations pending
+applies them under an advisory lock, so ten processes opening a new database
+at once migrate it once and the other nine wait, then find nothing to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from memgpt_lite.errors import ConfigError, StoreError
+
+Migration = Callable[[psycopg.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+# pg_advisory_xact_lock's key for applying migrations: any constant no other
+# application on the server is likely to use ("memgpt" in ASCII).
+MIGRATION_LOCK = 0x6D656D677074
+# The text search configuration new databases use for stemming and stop words;
+# a database keeps the one it was created with (see `search_language`).
+LANGUAGE_ENV = "MEMGPT_LITE_PG_LANGUAGE"
+
+
+def migration(function: Migration) -> Migration:
+    MIGRATIONS.append((function.__name__, function))
+    return function
+
+
+@migration
+def m001_initial(conn: psycopg.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            llm TEXT NOT NULL,
+            system TEXT NOT NULL,
+            tool_names TEXT NOT NULL DEFAULT '[]',
+            context_start BIGINT NOT NULL DEFAULT 0,
+            summary TEXT NOT NULL DEFAULT '',
+            settings TEXT NOT NULL DEFAULT '{}',
+            pressure_warned BOOLEAN NOT NULL DEFAULT FALSE,
+            embedding_model TEXT,
+            embedding_dimension INTEGER,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            -- Kept by the store's writes (which lock this row first, so one
+            -- agent's items are numbered and committed in the same order).
+            message_count BIGINT NOT NULL DEFAULT 0,
+            passage_count BIGINT NOT NULL DEFAULT 0,
+            vector_inserts BIGINT NOT NULL DEFAULT 0,
+            vector_deletes BIGINT NOT NULL DEFAULT 0,
+            last_active TIMESTAMPTZ,
+            memory_updated_at TIMESTAMPTZ
+        );
+        CREATE TABLE blocks (
+            id TEXT PRIMARY KEY,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL DEFAULT '',
+            char_limit BIGINT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            read_only BOOLEAN NOT NULL DEFAULT FALSE,
+            updated_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE agent_blocks (
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, block_id)
+        );
+        CREATE INDEX agent_blocks_block ON agent_blocks(block_id);
+        CREATE TABLE messages (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            step_id TEXT,
+            created_at TIMESTAMPTZ NOT NULL,
+            search_text TEXT,
+            -- Written by the store from `search_text`, accents removed.
+            search_vector TSVECTOR
+        );
+        CREATE INDEX messages_agent_seq ON messages(agent_id, seq);
+        CREATE INDEX messages_agent_created ON messages(agent_id, created_at);
+        CREATE INDEX messages_search ON messages USING GIN (search_vector);
+        CREATE TABLE passages (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,
+            context TEXT NOT NULL DEFAULT '',
+            tags TEXT[] NOT NULL DEFAULT '{}',
+            text_hash TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            -- The text weighted A, its context D (see fulltext.py).
+            search_vector TSVECTOR NOT NULL,
+            UNIQUE (agent_id, text_hash)
+        );
+        CREATE INDEX passages_agent_seq ON passages(agent_id, seq);
+        CREATE INDEX passages_agent_created ON passages(agent_id, created_at);
+        CREATE INDEX passages_search ON passages USING GIN (search_vector);
+        CREATE TABLE step_locks (
+            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            holder TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            host_id TEXT NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
+            acquired_at DOUBLE PRECISION NOT NULL,
+            renewed_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE TABLE token_usage (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            step_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens BIGINT NOT NULL,
+            completion_tokens BIGINT NOT NULL,
+            total_tokens BIGINT NOT NULL,
+            requests BIGINT NOT NULL,
+            estimated BOOLEAN NOT NULL DEFAULT FALSE,
+            created_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE INDEX token_usage_agent ON token_usage(agent_id, model);
+        CREATE INDEX token_usage_step ON token_usage(agent_id, step_id);
+        """
+    )
+    language = os.environ.get(LANGUAGE_ENV, "english")
+    if not conn.execute("SELECT 1 FROM pg_ts_config WHERE cfgname = %s", [language]).fetchone():
+        raise ConfigError(f"${LANGUAGE_ENV}: PostgreSQL has no text search language {language!r}")
+    conn.execute("INSERT INTO settings VALUES ('search_language', %s)", [language])
+
+
+@migration
+def m002_vectors(conn: psycopg.Connection) -> None:
+    """One vector per passage or searchable message: pgvector's `vector` when
+    the server has the extension (searched there, by an HNSW index per
+    dimension, made when the first vectors of that dimension arrive), else
+    float32 bytes read into the same in-process index as SQLite's."""
+    available = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    kind = "bytea"
+    if available:
+        try:
+            with conn.transaction():  # a savepoint: a role that may not create it goes on
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            kind = "vector"
+        except psycopg.errors.InsufficientPrivilege:
+            pass
+    conn.execute(
+        sql.SQL(
+            """
+            CREATE TABLE vectors (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+                owner TEXT NOT NULL CHECK (owner IN ('passage', 'message')),
+                item_seq BIGINT NOT NULL,
+                dimension INTEGER NOT NULL,
+                vector {} NOT NULL,
+                UNIQUE (owner, item_seq)
+            );
+            CREATE INDEX vectors_agent ON vectors(agent_id, owner, id);
+            """
+        ).format(sql.SQL(kind))
+    )
+
+
+def applied(conn: psycopg.Connection) -> list[str]:
+    """The names of the migrations applied to the database ([] when new)."""
+    exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()
+    if exists is None or exists[0] is None:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM memgpt_lite_migrations ORDER BY id")]
+
+
+def schema_number(names: list[str]) -> int:
+    return max((int(n[1:4]) for n in names if n[1:4].isdigit()), default=0)
+
+
+def check_schema(names: list[str], where: str) -> list[tuple[str, Migration]]:
+    """The migrations pending, given those applied. Refuses a database
+    written by a newer memgpt_lite (it has migrations we do not know)."""
+    known = [name for name, _ in MIGRATIONS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{where} was written by a newer memgpt_lite: schema {schema_number(names)}, "
+            f"this version knows {schema_number(known)}; upgrade memgpt_lite"
+        )
+    return [(name, function) for name, function in MIGRATIONS if name not in names]
+
+
+def migrate(conn: psycopg.Connection, where: str) -> None:
+    """Apply the pending migrations in one transaction, under the advisory
+    lock, checking again once it is held (another process may have applied
+    them while this one waited). `conn` is in autocommit mode."""
+    if not check_schema(applied(conn), where):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memgpt_lite_migrations ("
+            "id INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for name, function in check_schema(applied(conn), where):
+            function(conn)
+            conn.execute("INSERT INTO memgpt_lite_migrations (name) VALUES (%s)", [name])

@@ -1,0 +1,93 @@
+"""The PostgreSQL backend's `PostgresStore`: one implementation of `storage.protocol.Storage`.
+
+psycopg 3 with a connection pool per process and database (connect.py). All
+SQL lives in this package, one module per part of the store, as in the SQLite
+backend: agents and blocks (agents.py), messages (messages.py), passages and
+vectors (archival.py), full-text ranking (fulltext.py), step locks (locks.py),
+token usage (usage.py), and transactions (transactions.py). The schema is an
+ordered list of named migrations (migrations.py), applied on open.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+
+from memgpt_lite.storage.location import describe
+from memgpt_lite.storage.postgres.agents import AgentStore
+from memgpt_lite.storage.postgres.archival import ArchivalStore
+from memgpt_lite.storage.postgres.connect import connect, server_errors
+from memgpt_lite.storage.postgres.locks import StepLockStore
+from memgpt_lite.storage.postgres.messages import MessageStore
+from memgpt_lite.storage.postgres.migrations import migrate
+from memgpt_lite.storage.postgres.transactions import Transactions, guarded
+from memgpt_lite.storage.postgres.usage import UsageStore
+
+log = logging.getLogger(__name__)
+_noticed: set[str] = set()  # databases whose missing pgvector was told, once a process
+
+
+class PostgresStore(
+    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore
+):
+    """Agents, blocks, messages and passages in a PostgreSQL database. Safe
+    to share between threads (see transactions.py); many processes and hosts
+    may open the same database."""
+
+    def __init__(self, url: str, busy_timeout_seconds: float = 30.0) -> None:
+        self.url = url
+        self.busy_timeout_seconds = busy_timeout_seconds
+        self._init_transactions()
+        conn = connect(url)
+        try:
+            with server_errors(url):
+                self._prepare(conn)
+        finally:
+            conn.close()
+
+    def _prepare(self, conn: psycopg.Connection) -> None:
+        """Read-only check and migrations, on a connection of its own (a bad
+        server fails here, at once, in one line)."""
+        where = describe(self.url)
+        self.read_only = conn.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+        if self.read_only:
+            from memgpt_lite.storage.postgres.migrations import applied, check_schema
+
+            if check_schema(applied(conn), where):
+                from memgpt_lite.errors import ReadOnlyError
+
+                raise ReadOnlyError(
+                    f"{where} is read-only and needs upgrading; open it once where it can be "
+                    "written"
+                )
+        else:
+            migrate(conn, where)
+        self.search_language = conn.execute(
+            "SELECT value FROM settings WHERE key = 'search_language'"
+        ).fetchone()[0]
+        vector_type = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'vectors'::regclass AND attname = 'vector'"
+        ).fetchone()[0]
+        self.server_vectors = vector_type != "bytea"
+        if not self.server_vectors and self.url not in _noticed:
+            _noticed.add(self.url)
+            log.warning(
+                "%s has no pgvector: vectors are searched in this process, as with SQLite",
+                where,
+            )
+
+    def transaction_ended(self, committed: bool) -> None:
+        """After each commit or rollback (archival.py may keep marks to settle)."""
+
+    @guarded
+    def close(self) -> None:
+        """Give back the connection, if a call left one (the pool stays open
+        for the process's other stores)."""
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

