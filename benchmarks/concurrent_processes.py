@@ -123,6 +123,7 @@ def worker(process: int, args: argparse.Namespace, base_url: str, api_key: str) 
             driven.waits += 1
 
         agent.on_wait = waited
+        agent.context_overview()  # loads the tokenizer, outside the timing; writes nothing
         agents.append(agent)
     print("ready", flush=True)
     sys.stdin.readline()  # "go", once every worker is ready
