@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memgpt_lite.config import check_timeout, default_db_path
+from memgpt_lite.config import check_timeout, resolve_db
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
 from memgpt_lite.llm.endpoint import check_base_url
@@ -87,9 +87,12 @@ def default_blocks(
 
 
 def _open_store(store: Storage | None, db: str | Path | None) -> Storage:
+    """`store`, else the database at `db` (a SQLite file or a postgresql://
+    URL), else the one the command line would use: $MEMGPT_LITE_DB, then `db`
+    in config.toml, then the default file."""
     if store is not None:
         return store
-    return open_storage(db if db is not None else default_db_path())
+    return open_storage(str(resolve_db(db).value))
 
 
 def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
@@ -237,6 +240,8 @@ class Agent:
         are never stored; `llm_options={"timeout_seconds": ...}` stores one.
         `llm` is the model to call instead of the endpoint's (any `Model`, such
         as the in-process fakes of memgpt_lite.testing.model); not stored.
+        `db`: a SQLite file or a postgresql:// URL (default: as the command
+        line chooses, see `config.resolve_db`); `store`: an open `Storage`.
 
         An agent of that name already stored is an `AlreadyExistsError`, or with
         `exist_ok=True` it is opened as `Agent.load` would, nothing stored

@@ -7,6 +7,7 @@
     embedder = "local"
     context_window = 8192
     timeout = 600
+    db = "postgresql://sam@db.example.com:5432/agents"
 
 Each setting comes from a command-line flag, else its environment variable,
 else `config.toml`, else the built-in default. API keys never go in the file:
@@ -15,6 +16,11 @@ they stay in the environment (`OPENAI_API_KEY`).
 `timeout` is the limit, in seconds, on one model request as a whole (retries,
 backoff and a slowly dripping answer included). It is read each time an agent
 runs, unless the agent was created with its own (`llm.timeout_seconds`).
+
+`db` is where agents are stored: a SQLite file (`~` expanded; in config.toml
+a relative path is relative to the file's folder) or a `postgresql://` URL.
+Default: `$MEMGPT_LITE_HOME/memgpt_lite.db`. Show it with `redacted()`
+(storage/location.py): a URL may hold a password.
 
 Data derived from installed packages (the token vocabularies) is cached in
 `$MEMGPT_LITE_HOME/cache` when `$MEMGPT_LITE_HOME` is set, else in
@@ -48,6 +54,7 @@ ENV_VARS = {
     "embedder": "MEMGPT_LITE_EMBEDDER",
     "context_window": "MEMGPT_LITE_CONTEXT_WINDOW",
     "timeout": "MEMGPT_LITE_TIMEOUT",
+    "db": "MEMGPT_LITE_DB",
 }
 DEFAULT_SOURCE = "default"
 # One model request as a whole may take this long: local models on a CPU and
@@ -110,6 +117,35 @@ def default_db_path() -> Path:
 
 def config_path() -> Path:
     return home_dir() / CONFIG_FILENAME
+
+
+def _default(key: str) -> SettingValue:
+    # The database's default follows $MEMGPT_LITE_HOME, read at each call.
+    return str(default_db_path()) if key == "db" else DEFAULTS.get(key)
+
+
+def _db_location(setting: ConfigValue, path: Path) -> ConfigValue:
+    """The `db` setting as `open_storage` takes it: a URL as written, a path
+    with `~` expanded and, when it comes from config.toml, relative to it."""
+    from memgpt_lite.storage.location import is_url
+
+    text = str(setting.value)
+    if is_url(text):
+        return setting
+    location = Path(text).expanduser()
+    if setting.source == str(path) and not location.is_absolute():
+        location = path.parent / location
+    return setting.model_copy(update={"value": str(location)})
+
+
+def resolve_db(flag: str | os.PathLike[str] | None = None, path: Path | None = None) -> ConfigValue:
+    """Where agents are stored, with its source: `flag` (--db or `db=`), else
+    $MEMGPT_LITE_DB, else `db` in config.toml (read only if needed), else the
+    default file. A path or a URL; show it with `redacted()`."""
+    path = path or config_path()
+    given = None if flag is None else os.fspath(flag)
+    setting = _setting("db", given, path, lambda: load_file_config(path))
+    return _db_location(setting, path)
 
 
 def _describe(error: Any) -> str:
@@ -208,7 +244,7 @@ def _setting(
         return ConfigValue(value=from_env, source=f"${ENV_VARS[key]}")
     if (in_file := getattr(from_file(), key)) is not None:
         return ConfigValue(value=in_file, source=str(path))
-    return ConfigValue(value=DEFAULTS.get(key), source=DEFAULT_SOURCE)
+    return ConfigValue(value=_default(key), source=DEFAULT_SOURCE)
 
 
 def effective_config(
@@ -222,4 +258,5 @@ def effective_config(
     path = path or config_path()
     from_file = load_file_config(path)
     resolved = {key: _setting(key, flags.get(key), path, lambda: from_file) for key in ENV_VARS}
+    resolved["db"] = _db_location(resolved["db"], path)
     return EffectiveConfig(path=path, **resolved)

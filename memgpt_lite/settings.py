@@ -26,6 +26,7 @@ class FileConfig(BaseModel):
     embedder: str | None = Field(default=None, min_length=1)
     context_window: int | None = Field(default=None, gt=0)
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    db: str | None = Field(default=None, min_length=1)  # a SQLite file or a postgresql:// URL
 
 
 class ConfigValue(BaseModel):
@@ -46,6 +47,7 @@ class EffectiveConfig(BaseModel):
     embedder: ConfigValue
     context_window: ConfigValue
     timeout: ConfigValue
+    db: ConfigValue  # may hold a password: shown with storage.location.redacted
 
     def settings(self) -> dict[str, ConfigValue]:
         # In the order `memgpt-lite config` shows them: the order of the fields.

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import config_path, effective_config, load_file_config
+from memgpt_lite.config import config_path, default_db_path, effective_config, load_file_config
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 
@@ -38,6 +38,7 @@ def test_missing_file_means_defaults():
         "embedder": (None, "default"),
         "context_window": (None, "default"),
         "timeout": (300.0, "default"),
+        "db": (str(default_db_path()), "default"),
     }
 
 
@@ -134,6 +135,7 @@ def test_config_command_shows_values_and_sources(monkeypatch):
         "embedder\tlocal\t$MEMGPT_LITE_EMBEDDER",
         "context_window\t4096\t--context-window",
         "timeout\t300.0\tdefault",
+        f"db\t{default_db_path()}\tdefault",
     ]
     assert f"Config file: {path}" in result.stderr
 
@@ -258,7 +260,7 @@ def test_timeout_from_the_file_then_the_env_then_a_flag(monkeypatch):
     timeout = effective_config({"timeout": 10.0}).timeout
     assert (timeout.value, timeout.source) == (10.0, "--timeout")
     shown = run("config").stdout.splitlines()
-    assert shown[-1] == "timeout\t45.5\t$MEMGPT_LITE_TIMEOUT"
+    assert "timeout\t45.5\t$MEMGPT_LITE_TIMEOUT" in shown
 
 
 @pytest.mark.parametrize("raw", ["soon", "0", "-5", "nan", "inf", "1e999"])

@@ -87,9 +87,10 @@ def test_open_storage_opens_sqlite_for_a_path_and_refuses_unknown_urls(tmp_path)
     with open_storage(f"sqlite:///{path}", busy_timeout_seconds=2.0) as store:
         assert store.get_agent("sam").name == "sam" and store.busy_timeout_seconds == 2.0
     with pytest.raises(ConfigError) as caught:
-        open_storage("postgresql://sam:secret@db.example/agents")
+        open_storage("mysql://sam:secret@db.example/agents")
     assert str(caught.value) == (
-        "no storage backend serves postgresql:// URLs; give the path of a SQLite database file"
+        "no storage backend serves mysql:// URLs; give the path of a SQLite database file "
+        "or a postgresql:// URL"
     )
     with pytest.raises(ConfigError, match="sqlite:///path"):
         open_storage("sqlite://a.db")

@@ -8,7 +8,6 @@ What the commands run is imported inside them, so that `--help` stays fast
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, store_for
+from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, db_location, print_rows, store_for
 from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
 from memgpt_lite.errors import ConfigError, validation_messages
 
@@ -31,7 +30,6 @@ UNSET_MEANING = {
     "embedder": "(none: word search only)",
     "context_window": "(from the model's name)",
 }
-Column = tuple[str, str]  # header, justify
 
 
 def read_text_arg(value: str) -> str:
@@ -50,24 +48,6 @@ def read_text_arg(value: str) -> str:
         raise ConfigError(f"cannot read {value}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {value}: not UTF-8 text") from None
-
-
-def _print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
-    """A table on a terminal; tab-separated lines, without a header, when piped."""
-    if not sys.stdout.isatty():
-        for row in rows:
-            click.echo("\t".join(row))
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(show_edge=False)
-    for header, justify in columns:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
-    Console(highlight=False).print(table)
 
 
 def _when(value: datetime) -> str:
@@ -269,7 +249,7 @@ def list_agents(ctx: click.Context) -> None:
         ]
         for state, stats in rows
     ]
-    _print_rows(columns, cells)
+    print_rows(columns, cells)
 
 
 @click.command()
@@ -375,6 +355,7 @@ def show(ctx: click.Context, name: str) -> None:
     """Show agent NAME: model, endpoint, settings, blocks, counts, tools, and
     the tokens it has used, with their cost in dollars for models whose
     prices are known."""
+    from memgpt_lite.storage.location import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
     store = store_for(ctx)
@@ -382,6 +363,7 @@ def show(ctx: click.Context, name: str) -> None:
     stats = store.agent_stats(state.id)
     url, why = _endpoint(state)
     lines = [("name", state.name), ("model", state.llm.model), ("endpoint", f"{url} ({why})")]
+    lines.append(("database", redacted(db_location(ctx))))  # a URL's password as ***
     lines += _settings_text(state)
     lines += [
         ("messages", f"{stats.message_count}"),
@@ -439,7 +421,7 @@ def blocks(
             [b.label, str(len(b.value)), str(b.limit), _block_notes(store, agent.state, b)]
             for b in agent.blocks
         ]
-        _print_rows(columns, rows)
+        print_rows(columns, rows)
         return
     if new_text is None and not edit:
         click.echo(agent.block(label).value)
@@ -456,38 +438,49 @@ def blocks(
 @click.option("--base-url", help="Show the settings as if given this flag.")
 @click.option("--embedder", help="Show the settings as if given this flag.")
 @click.option("--context-window", type=int, help="Show the settings as if given this flag.")
+@click.pass_context
 def show_config(
-    model: str | None, base_url: str | None, embedder: str | None, context_window: int | None
+    ctx: click.Context,
+    model: str | None,
+    base_url: str | None,
+    embedder: str | None,
+    context_window: int | None,
 ) -> None:
     """Show the settings new agents get, and where each comes from.
 
     A flag wins over the environment ($MEMGPT_LITE_MODEL, $OPENAI_BASE_URL,
-    $MEMGPT_LITE_EMBEDDER, $MEMGPT_LITE_CONTEXT_WINDOW), which wins over
-    config.toml in $MEMGPT_LITE_HOME (default ~/.memgpt_lite), for example:
+    $MEMGPT_LITE_EMBEDDER, $MEMGPT_LITE_CONTEXT_WINDOW, $MEMGPT_LITE_DB),
+    which wins over config.toml in $MEMGPT_LITE_HOME (default ~/.memgpt_lite),
+    for example:
 
     \b
         model = "llama3.2"
         base_url = "http://localhost:11434/v1"
         embedder = "local"
         context_window = 8192
+        db = "postgresql://sam@localhost:5432/agents"
 
-    API keys never go in the file; set OPENAI_API_KEY.
+    db is where every command stores agents (--db before the command wins);
+    a password in its URL is shown as ***. API keys never go in the file;
+    set OPENAI_API_KEY.
     """
     from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+    from memgpt_lite.storage.location import redacted
 
     flags = {
         "model": model,
         "base_url": base_url,
         "embedder": embedder,
         "context_window": context_window,
+        "db": ctx.find_root().params.get("db"),
     }
     config = effective_config(flags)
     unset = {**UNSET_MEANING, "base_url": f"({OPENAI_DEFAULT_BASE_URL})"}
     rows = []
     for key, setting in config.settings().items():
         value = unset[key] if setting.value is None else str(setting.value)
-        rows.append([key, value, setting.source])
-    _print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
+        rows.append([key, redacted(value) if key == "db" else value, setting.source])
+    print_rows([("setting", "left"), ("value", "left"), ("from", "left")], rows)
     state = "" if config.path.exists() else " (not created yet)"
     click.echo(f"Config file: {config.path}{state}", err=True)
 

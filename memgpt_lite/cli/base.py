@@ -17,11 +17,12 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, default_db_path
+from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, resolve_db
 from memgpt_lite.errors import MemGPTError, validation_messages
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
+
+Column = tuple[str, str]  # header, justify
 
 
 def loaded_error(module: str, name: str) -> tuple[type[BaseException], ...]:
@@ -151,14 +154,42 @@ def confirm_or_stop(question: str) -> None:
         click.get_current_context().exit(1)
 
 
+def print_rows(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    """A table on a terminal; tab-separated lines, without a header, when piped."""
+    if not sys.stdout.isatty():
+        for row in rows:
+            click.echo("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    Console(highlight=False).print(table)
+
+
+def db_location(ctx: click.Context) -> str:
+    """Where the command's agents are: `--db`, else $MEMGPT_LITE_DB, else `db`
+    in config.toml, else the default file. Show it with `redacted()`."""
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    if "location" not in root.obj:
+        root.obj["location"] = str(resolve_db(root.obj.get("db")).value)
+    return root.obj["location"]
+
+
 def store_for(ctx: click.Context) -> Storage:
-    """The store named by `--db` (or the default), opened once per command."""
+    """The store at `db_location`, opened once per command."""
     from memgpt_lite.storage.open import open_storage
 
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
-        root.obj["store"] = open_storage(root.obj.get("db") or default_db_path())
+        root.obj["store"] = open_storage(db_location(ctx))
         root.call_on_close(root.obj["store"].close)
     return root.obj["store"]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -17,6 +16,7 @@ from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.copydb import copy_db
 from memgpt_lite.cli.doctor import doctor, models
 from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.log import configure_logging, show_details
@@ -38,13 +38,18 @@ if TYPE_CHECKING:
 @click.version_option(package_name="memgpt-lite")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="MEMGPT_LITE_DB",
-    help="Database file (default: $MEMGPT_LITE_HOME/memgpt_lite.db or ~/.memgpt_lite/).",
+    # A str, not a pathlib.Path: a postgresql:// URL is a location too. Still
+    # click.Path, which keeps a file name's bytes (plain text would be
+    # cleaned, see CleanText). config.resolve_db falls back to
+    # $MEMGPT_LITE_DB, then config.toml, and expands `~`.
+    type=click.Path(dir_okay=False),
+    metavar="FILE|URL",
+    help="Database: a SQLite file or a postgresql://user@host:5432/db URL (default: "
+    "$MEMGPT_LITE_DB, then db in config.toml, then $MEMGPT_LITE_HOME/memgpt_lite.db).",
 )
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None) -> None:
-    """memgpt-lite: agents that remember, with state in SQLite."""
+def cli(ctx: click.Context, db: str | None) -> None:
+    """memgpt-lite: agents that remember, with state in SQLite or PostgreSQL."""
     configure_logging()
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
@@ -199,6 +204,7 @@ def summarize(ctx: click.Context, name: str) -> None:
 # Command families kept in their own modules.
 cli.add_command(archival)
 cli.add_command(chat)
+cli.add_command(copy_db)
 cli.add_command(doctor)
 cli.add_command(models)
 cli.add_command(export_command)

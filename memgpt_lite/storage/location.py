@@ -1,44 +1,130 @@
-"""Where a database is, as people may be shown it: never with its password."""
+"""Where a database is, as users write it: a file path (SQLite) or a URL
+(`postgresql://user:secret@host:5432/db`, `sqlite:///path`).
+
+Pure string work, no backend imported: `open_storage` dispatches on it, and
+everything that shows a location (the CLI, error messages, logs) shows
+`redacted(location)`, so a password in a URL never reaches the screen, a log
+or a file. `describe` names a server database for one-line errors.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qsl, urlsplit
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_PASSWORD_IN_QUERY = re.compile(r"(?i)(password=)[^&]*")
+# A URL's scheme: letters first, then letters, digits, "+", "-" or ".", then
+# "://". A Windows path ("C:\\x") has no "//" after its colon.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+SQLITE_PREFIX = "sqlite:///"
+MASK = "***"
+# Query parameters libpq reads a secret from (`?password=...`).
+_SECRET_PARAMS = {"password", "sslpassword"}
 
 
-def is_url(location: str | os.PathLike[str]) -> bool:
-    return bool(_URL.match(os.fspath(location)))
+def scheme(location: str | os.PathLike[str]) -> str | None:
+    """The URL scheme of `location`, lower-cased; None for a path."""
+    match = _SCHEME.match(os.fspath(location))
+    return None if match is None else match.group(1).lower()
+
+
+def is_url(text: str | os.PathLike[str]) -> bool:
+    """Whether `text` is a URL (`scheme://...`) rather than a file path."""
+    return scheme(text) is not None
+
+
+def is_postgres(location: str | os.PathLike[str]) -> bool:
+    return scheme(location) in POSTGRES_SCHEMES
+
+
+def sqlite_path(location: str | os.PathLike[str]) -> Path | None:
+    """The SQLite file `location` names (a path, `~` expanded, or a
+    `sqlite:///path` URL); None for any other URL or a bare `sqlite://`."""
+    text = os.fspath(location)
+    kind = scheme(text)
+    if kind is None:
+        return Path(text).expanduser()
+    if kind == "sqlite" and text.lower().startswith(SQLITE_PREFIX):
+        path = Path(text[len(SQLITE_PREFIX) :]).expanduser()
+        return path if path.parts else None
+    return None
+
+
+def _redact_query(query: str) -> str:
+    parts = []
+    for part in query.split("&"):
+        key, sep, _ = part.partition("=")
+        secret = unquote(key).strip().lower() in _SECRET_PARAMS
+        parts.append(f"{key}{sep}{MASK}" if secret and sep else part)
+    return "&".join(parts)
 
 
 def redacted(location: str | os.PathLike[str]) -> str:
-    """`location` with any password replaced by ***; a path unchanged."""
+    """`location` safe to show: a URL with its password (in the user part or
+    as `password=` in the query) replaced by `***`; a path unchanged."""
     text = os.fspath(location)
-    if not is_url(text):
+    kind = scheme(text)
+    if kind is None:
         return text
-    parts = urlsplit(text)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = _PASSWORD_IN_QUERY.sub(r"\1***", parts.query)
-    return parts._replace(netloc=netloc, query=query).geturl()
+    rest = text[len(kind) + 3 :]
+    # The authority ends at the first "/", "?" or "#" after the last "@" (a
+    # password may hold an unescaped "/" or "@", so look for "@" first).
+    head, at, tail = rest.rpartition("@")
+    if at:
+        end = re.search(r"[/?#]", tail)
+        host, after = (tail[: end.start()], tail[end.start() :]) if end else (tail, "")
+        user, colon, _ = head.partition(":")
+        password = f":{MASK}" if colon else ""
+        rest = f"{user}{password}@{host}{after}"
+    path_and_query, hash_sign, fragment = rest.partition("#")
+    before, question, query = path_and_query.partition("?")
+    if question:
+        path_and_query = f"{before}?{_redact_query(query)}"
+    return f"{text[: len(kind) + 3]}{path_and_query}{hash_sign}{fragment}"
+
+
+def _query_value(query: str, name: str) -> str | None:
+    for part in query.split("&"):
+        key, sep, value = part.partition("=")
+        if sep and unquote(key).strip().lower() == name:
+            return unquote(value)
+    return None
 
 
 def describe(location: str | os.PathLike[str]) -> str:
-    """How an error names the database: `database "mem" on host h:5432`, or the path."""
+    """`location` for an error message: `database "mem" on host
+    db.example.com:5432` for a server URL, the path for a file. Never holds
+    a password."""
     text = os.fspath(location)
-    if not is_url(text):
-        return text
-    parts = urlsplit(text)
-    query = dict(parse_qsl(parts.query))
-    database = parts.path.lstrip("/") or query.get("dbname") or "(default)"
-    host = query.get("host") or parts.hostname or "localhost"
-    port = query.get("port") or parts.port
-    where = f"{host}:{port}" if port else host
-    return f'database "{database}" on host {where}'
+    path = sqlite_path(text)
+    if path is not None or not is_url(text):
+        return os.fspath(path if path is not None else text)
+    try:
+        parts = urlsplit(redacted(text))
+    except ValueError:  # a malformed URL (a bad IPv6 address): show it masked
+        return redacted(text)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    user = unquote(userinfo.partition(":")[0]) if at else ""
+    database = unquote(parts.path.lstrip("/")) or _query_value(parts.query, "dbname") or ""
+    host = unquote(hostport) or _query_value(parts.query, "host") or ""
+    # libpq's defaults: the database named like the user, the local socket.
+    database = database or user
+    named = f'database "{database}"' if database else "the default database"
+    if not host:
+        where = "on the local socket"
+    elif host.startswith("/"):  # a folder: the server's Unix socket is in it
+        where = f"on the socket in {host}"
+    else:
+        where = f"on host {host}"
+    return f"{named} {where}"
+
+
+def same_database(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:
+    """Whether two locations surely name one database: the same SQLite file
+    (however the path is written), or the same URL text."""
+    first_path, second_path = sqlite_path(first), sqlite_path(second)
+    if first_path is not None and second_path is not None:
+        return first_path.resolve() == second_path.resolve()
+    return os.fspath(first).rstrip("/") == os.fspath(second).rstrip("/")

@@ -438,3 +438,9 @@ class Storage(Protocol):
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
         """The usage records of one step of the agent, in the order stored."""
         ...
+
+    def agent_usage(self, agent_id: str) -> list[UsageRecord]:
+        """Every usage record of the agent, in the order stored ([] for an
+        agent with none, or unknown): what copying an agent to another
+        database carries over."""
+        ...

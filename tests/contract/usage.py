@@ -63,6 +63,20 @@ class UsageContract(ContractBase):
         assert store.step_usage(sam.id, "step-1") == [first, second]
         assert store.step_usage(sam.id, "step-9") == []
 
+    def test_every_record_of_an_agent_comes_back_in_order(self, store):
+        sam, ada = new_agent(store, "sam"), new_agent(store, "ada")
+        records = [
+            spent(sam, "step-1", "m", 10, 1),
+            spent(sam, "compaction-1", "other", 20, 2, estimated=True, requests=2),
+            spent(sam, "step-2", "m", 30, 3),
+        ]
+        store.add_usage(records[0])
+        store.add_usage(spent(ada, "step-1", "m", 5, 5))
+        for record in records[1:]:
+            store.add_usage(record)
+        assert store.agent_usage(sam.id) == records
+        assert store.agent_usage("agent-unknown") == []
+
     def test_usage_of_an_unknown_agent_is_refused(self, store):
         ghost = AgentState(name="ghost", llm={"model": "m"}, system="s")
         with pytest.raises(NotFoundError):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,6 +43,25 @@ def connect(url: str) -> psycopg.Connection:
     return conn
 
 
+# When each pooled connection was last given back (time.monotonic()).
+_returned: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
+CHECK_AFTER_IDLE_SECONDS = 5.0
+
+
+def _check_if_idle(conn: psycopg.Connection) -> None:
+    """Check a connection idle for a while before handing it out (the server
+    may have restarted, or a firewall dropped it): one round trip, paid only
+    by the first call after a pause, not by every call of a busy process."""
+    if time.monotonic() - _returned.get(conn, 0.0) > CHECK_AFTER_IDLE_SECONDS:
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
+def give_back(url: str, conn: psycopg.Connection) -> None:
+    """Return a connection taken with `pool(url).getconn()`."""
+    _returned[conn] = time.monotonic()
+    pool(url).putconn(conn)
+
+
 def pool(url: str) -> psycopg_pool.ConnectionPool:
     """This process's pool for `url`, opened on first use. Connections are
     checked when taken, so one the server dropped is replaced, not handed out."""
@@ -53,7 +74,7 @@ def pool(url: str) -> psycopg_pool.ConnectionPool:
                 max_size=POOL_MAX_SIZE,
                 kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
                 configure=_configure,
-                check=psycopg_pool.ConnectionPool.check_connection,
+                check=_check_if_idle,
                 name="memgpt-lite",
                 open=True,
             )

@@ -11,6 +11,7 @@ ordered list of named migrations (migrations.py), applied on open.
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import psycopg
 
@@ -25,7 +26,19 @@ from memgpt_lite.storage.postgres.transactions import Transactions, guarded
 from memgpt_lite.storage.postgres.usage import UsageStore
 
 log = logging.getLogger(__name__)
-_noticed: set[str] = set()  # databases whose missing pgvector was told, once a process
+
+
+class _Prepared(NamedTuple):
+    """What opening a database found, kept for the process's next stores
+    of it: an agent per store must not cost a connection and a migration
+    check each."""
+
+    read_only: bool
+    search_language: str
+    server_vectors: bool
+
+
+_prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
@@ -39,19 +52,22 @@ class PostgresStore(
         self.url = url
         self.busy_timeout_seconds = busy_timeout_seconds
         self._init_transactions()
-        conn = connect(url)
-        try:
-            with server_errors(url):
-                self._prepare(conn)
-        finally:
-            conn.close()
+        prepared = _prepared.get(url)
+        if prepared is None:
+            conn = connect(url)
+            try:
+                with server_errors(url):
+                    prepared = _prepared[url] = self._prepare(conn)
+            finally:
+                conn.close()
+        self.read_only, self.search_language, self.server_vectors = prepared
 
-    def _prepare(self, conn: psycopg.Connection) -> None:
+    def _prepare(self, conn: psycopg.Connection) -> _Prepared:
         """Read-only check and migrations, on a connection of its own (a bad
         server fails here, at once, in one line)."""
         where = describe(self.url)
-        self.read_only = conn.execute("SHOW transaction_read_only").fetchone()[0] == "on"
-        if self.read_only:
+        read_only = conn.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+        if read_only:
             from memgpt_lite.storage.postgres.migrations import applied, check_schema
 
             if check_schema(applied(conn), where):
@@ -63,20 +79,19 @@ class PostgresStore(
                 )
         else:
             migrate(conn, where)
-        self.search_language = conn.execute(
+        language = conn.execute(
             "SELECT value FROM settings WHERE key = 'search_language'"
         ).fetchone()[0]
         vector_type = conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
             "WHERE attrelid = 'vectors'::regclass AND attname = 'vector'"
         ).fetchone()[0]
-        self.server_vectors = vector_type != "bytea"
-        if not self.server_vectors and self.url not in _noticed:
-            _noticed.add(self.url)
+        if vector_type == "bytea":  # told once a process: this runs once per database
             log.warning(
                 "%s has no pgvector: vectors are searched in this process, as with SQLite",
                 where,
             )
+        return _Prepared(read_only, language, vector_type != "bytea")
 
     def transaction_ended(self, committed: bool) -> None:
         """After each commit or rollback (archival.py may keep marks to settle)."""

@@ -32,7 +32,12 @@ from psycopg.pq import TransactionStatus
 
 from memgpt_lite.errors import ReadOnlyError
 from memgpt_lite.storage.location import describe
-from memgpt_lite.storage.postgres.connect import pool, server_errors, server_problem
+from memgpt_lite.storage.postgres.connect import (
+    give_back,
+    pool,
+    server_errors,
+    server_problem,
+)
 from memgpt_lite.storage.tasks import check_task, current_task
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -130,7 +135,7 @@ class Transactions:
             return
         if not conn.closed and conn.info.transaction_status in _IN_TRANSACTION:
             conn.rollback()  # never hand a half-done transaction to another store
-        pool(self.url).putconn(conn)
+        give_back(self.url, conn)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -68,13 +68,17 @@ class UsageStore:
 
     @guarded
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        return self._records("agent_id = %s AND step_id = %s", [agent_id, step_id])
+
+    @guarded
+    def agent_usage(self, agent_id: str) -> list[UsageRecord]:
+        return self._records("agent_id = %s", [agent_id])
+
+    def _records(self, where: str, params: list[str]) -> list[UsageRecord]:
         rows = self.conn.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM token_usage WHERE agent_id = %s AND step_id = %s "
+            f"SELECT agent_id, step_id, {_RECORD_COLUMNS} FROM token_usage WHERE {where} "
             "ORDER BY seq",
-            [agent_id, step_id],
+            params,
         ).fetchall()
-        keys = _RECORD_COLUMNS.split(", ")
-        return [
-            UsageRecord(agent_id=agent_id, step_id=step_id, **dict(zip(keys, row, strict=True)))
-            for row in rows
-        ]
+        keys = ["agent_id", "step_id", *_RECORD_COLUMNS.split(", ")]
+        return [UsageRecord(**dict(zip(keys, row, strict=True))) for row in rows]

@@ -67,20 +67,26 @@ class UsageStore:
 
     @guarded
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        return self._records("agent_id = ? AND step_id = ?", [agent_id, step_id])
+
+    @guarded
+    def agent_usage(self, agent_id: str) -> list[UsageRecord]:
+        return self._records("agent_id = ?", [agent_id])
+
+    def _records(self, where: str, params: list[str]) -> list[UsageRecord]:
         rows = self.db.execute(
-            "SELECT model, prompt_tokens, completion_tokens, total_tokens, requests, "
-            "estimated, created_at FROM token_usage WHERE agent_id = ? AND step_id = ? "
-            "ORDER BY seq",
-            [agent_id, step_id],
+            "SELECT agent_id, step_id, model, prompt_tokens, completion_tokens, total_tokens, "
+            f"requests, estimated, created_at FROM token_usage WHERE {where} ORDER BY seq",
+            params,
         ).fetchall()
-        keys = ("model", "prompt_tokens", "completion_tokens", "total_tokens", "requests")
+        keys = ("agent_id", "step_id", "model", "prompt_tokens", "completion_tokens")
         return [
             UsageRecord(
-                agent_id=agent_id,
-                step_id=step_id,
                 **dict(zip(keys, row[:5], strict=True)),
-                estimated=bool(row[5]),
-                created_at=row[6],
+                total_tokens=row[5],
+                requests=row[6],
+                estimated=bool(row[7]),
+                created_at=row[8],
             )
             for row in rows
         ]

@@ -1,0 +1,249 @@
+"""Copying every agent from one database to another (`memgpt-lite copy-db`).
+
+Written against the `Storage` protocol alone, so it moves agents between any
+two backends: SQLite to PostgreSQL, back, or SQLite to SQLite. Each agent
+keeps its id, name, state, blocks (in order; a block shared by several
+agents is created once and linked to each), every message (same ids, in
+order), every passage (same ids, tags, dates), every vector and every token
+usage record. Step locks are not copied: they belong to running processes.
+
+The destination assigns its own `seq` numbers, so whatever holds a message
+or passage seq is remapped: the window start (`AgentState.context_start`)
+and the vectors. The source is read in one snapshot, in pages of `batch`
+messages and passages (vectors are read one kind of one agent at a time:
+the protocol has no paging for them). The destination is written in one
+transaction and each agent's counts are read back from it inside that
+transaction, so a mismatch, an error or Ctrl-C leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, fields
+
+from memgpt_lite.errors import AlreadyExistsError, ConfigError, NotFoundError, StoreError
+from memgpt_lite.models import AgentState
+from memgpt_lite.storage.location import redacted, same_database, sqlite_path
+from memgpt_lite.storage.protocol import Owner, Storage, StoredVectors
+
+BATCH = 1000  # messages or passages read and written at a time
+
+
+@dataclass
+class AgentCopy:
+    """What was copied of one agent (or what its source holds)."""
+
+    name: str
+    blocks: int = 0
+    messages: int = 0
+    passages: int = 0
+    message_vectors: int = 0
+    passage_vectors: int = 0
+    usage_records: int = 0
+
+    def differences(self, other: AgentCopy) -> list[str]:
+        """'messages 10 != 9' for each count that differs from `other`'s."""
+        mine, theirs = asdict(self), asdict(other)
+        return [
+            f"{f.name.replace('_', ' ')} {mine[f.name]} != {theirs[f.name]}"
+            for f in fields(self)
+            if f.name != "name" and mine[f.name] != theirs[f.name]
+        ]
+
+
+OnCopied = Callable[[AgentCopy], None]
+
+
+def copy_database(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    batch: int = BATCH,
+    on_copied: OnCopied | None = None,
+) -> list[AgentCopy]:
+    """Copy every agent of the database at `src` into the one at `dst`
+    (paths or URLs); see `copy_agents`. Refuses one database twice, and a
+    missing SQLite source (opening it would create an empty one)."""
+    from memgpt_lite.storage.open import open_storage
+
+    if same_database(src, dst):
+        raise ConfigError(f"the source and the destination are one database: {redacted(src)}")
+    path = sqlite_path(src)
+    if path is not None and not path.is_file():
+        raise NotFoundError(f"no database file at {redacted(src)}")
+    with open_storage(src) as source, open_storage(dst) as destination:
+        return copy_agents(source, destination, batch=batch, on_copied=on_copied)
+
+
+def copy_agents(
+    src: Storage, dst: Storage, *, batch: int = BATCH, on_copied: OnCopied | None = None
+) -> list[AgentCopy]:
+    """Copy every agent of `src` into `dst`, all in one transaction of
+    `dst`, and return what was copied, verified by counts read back from
+    `dst`. `on_copied` is called after each agent, inside the transaction (an
+    error it raises undoes the whole copy). AlreadyExistsError, changing
+    nothing, if `dst` holds an agent with the id or name of one to copy, or
+    one of their blocks; StoreError if the counts do not match."""
+    with src.snapshot():
+        agents = [state for state, _ in src.list_agents()]
+        with dst.transaction():
+            _refuse_taken(src, dst, agents)
+            copied = []
+            for state in agents:
+                expected = _copy_agent(src, dst, state, batch)
+                _verify(dst, state, expected)
+                copied.append(expected)
+                if on_copied is not None:
+                    on_copied(expected)
+    return copied
+
+
+def _refuse_taken(src: Storage, dst: Storage, agents: Sequence[AgentState]) -> None:
+    taken = []
+    for state in agents:
+        for key in (state.id, state.name):
+            try:
+                taken.append(dst.get_agent(key).name)
+                break
+            except NotFoundError:
+                continue
+    if taken:
+        raise AlreadyExistsError(
+            f"the destination already has these agents (same name or id): {', '.join(taken)}; "
+            "nothing was copied"
+        )
+    blocks: dict[str, str] = {}  # by id: a shared block is named once
+    for state in agents:
+        for block in src.get_blocks(state.id):
+            try:
+                dst.get_block(block.id)
+            except NotFoundError:
+                continue
+            blocks.setdefault(block.id, f"{block.label} ({block.id}) of {state.name}")
+    if blocks:
+        raise AlreadyExistsError(
+            f"the destination already has these blocks: {', '.join(blocks.values())}; "
+            "nothing was copied"
+        )
+
+
+def _vectors(store: Storage, state: AgentState, owner: Owner) -> StoredVectors | None:
+    """The agent's stored vectors of one kind (None before it has any space)."""
+    if not state.embedding_dimension:
+        return None
+    return store.load_vectors(state.id, owner, 0, state.embedding_dimension)
+
+
+def _vector_count(store: Storage, state: AgentState, owner: Owner) -> int:
+    stored = _vectors(store, state, owner)
+    return 0 if stored is None else len(stored.seqs)
+
+
+def _verify(dst: Storage, state: AgentState, expected: AgentCopy) -> None:
+    """Compare the agent's counts in `dst` with its source's. Read inside the
+    transaction: a mismatch raises before anything commits."""
+    stats = dst.agent_stats(state.id)
+    copied = AgentCopy(
+        name=state.name,
+        blocks=len(dst.get_blocks(state.id)),
+        messages=stats.message_count,
+        passages=stats.passage_count,
+        message_vectors=_vector_count(dst, state, "message"),
+        passage_vectors=_vector_count(dst, state, "passage"),
+        usage_records=len(dst.agent_usage(state.id)),
+    )
+    problems = copied.differences(expected)
+    if problems:
+        raise StoreError(
+            f"the copy of agent {state.name!r} does not match its source "
+            f"(copied != source: {'; '.join(problems)}); nothing was copied"
+        )
+
+
+def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> AgentCopy:
+    """Copy one agent; returns what its source holds, to check the copy against."""
+    blocks = [b.model_copy(deep=True) for b in src.get_blocks(state.id)]
+    stats = src.agent_stats(state.id)
+    dst.create_agent(state.model_copy(deep=True), blocks)  # a block stored already is linked
+    message_seqs = _copy_messages(src, dst, state.id, stats.message_count, batch)
+    passage_seqs = _copy_passages(src, dst, state.id, stats.passage_count, batch)
+    usage = src.agent_usage(state.id)
+    for record in usage:
+        dst.add_usage(record.model_copy())
+    start = _new_start(message_seqs, state.context_start)
+    dst.update_agent(state.id, lambda stored: setattr(stored, "context_start", start))
+    return AgentCopy(
+        name=state.name,
+        blocks=len(blocks),
+        messages=stats.message_count,
+        passages=stats.passage_count,
+        message_vectors=_copy_vectors(src, dst, state, "message", message_seqs, batch),
+        passage_vectors=_copy_vectors(src, dst, state, "passage", passage_seqs, batch),
+        usage_records=len(usage),
+    )
+
+
+def _pages(total: int, batch: int) -> Iterator[tuple[int, int]]:
+    """(limit, offset counted from the newest) of each page, oldest page first."""
+    for done in range(0, total, batch):
+        limit = min(batch, total - done)
+        yield limit, total - done - limit
+
+
+def _copy_messages(
+    src: Storage, dst: Storage, agent_id: str, total: int, batch: int
+) -> dict[int, int]:
+    """Copy the agent's `total` messages, oldest first; returns their seqs, old to new."""
+    seqs: dict[int, int] = {}
+    for limit, offset in _pages(total, batch):
+        page, _ = src.recent_messages(agent_id, limit, offset)
+        # Copies: the source may hand out these objects again (its cache), and
+        # add_messages sets `seq` on what it is given.
+        copies = [m.model_copy(update={"seq": None}, deep=True) for m in page]
+        dst.add_messages(copies)
+        seqs.update((m.seq or 0, c.seq or 0) for m, c in zip(page, copies, strict=True))
+    return seqs
+
+
+def _copy_passages(
+    src: Storage, dst: Storage, agent_id: str, total: int, batch: int
+) -> dict[int, int]:
+    """Copy the agent's `total` passages, oldest first; returns their seqs, old to new."""
+    seqs: dict[int, int] = {}
+    for limit, offset in _pages(total, batch):
+        page = src.list_passages(agent_id, limit, offset)[0][::-1]  # newest first: reversed
+        copies = [p.model_copy(update={"seq": None}, deep=True) for p in page]
+        stored = dst.add_passages(copies)
+        # A passage skipped as a repeat has no seq: the counts then disagree.
+        seqs.update(
+            (p.seq or 0, c.seq or 0) for p, c, ok in zip(page, copies, stored, strict=True) if ok
+        )
+    return seqs
+
+
+def _copy_vectors(
+    src: Storage, dst: Storage, state: AgentState, owner: Owner, seqs: dict[int, int], batch: int
+) -> int:
+    """Copy the agent's vectors of one kind, their seqs remapped; returns how
+    many the source holds."""
+    stored = _vectors(src, state, owner)
+    if stored is None:
+        return 0
+    # A vector whose item was not copied is left out; the counts then disagree.
+    rows = [(i, seqs[int(seq)]) for i, seq in enumerate(stored.seqs) if int(seq) in seqs]
+    for done in range(0, len(rows), batch):
+        chunk = rows[done : done + batch]
+        matrix = stored.matrix[[i for i, _ in chunk]]
+        dst.add_vectors(state.id, owner, [new for _, new in chunk], matrix)
+    return len(stored.seqs)
+
+
+def _new_start(seqs: dict[int, int], old_start: int) -> int:
+    """The window start in the destination: the new seq of the first message
+    in the window; past the last message if the window holds none."""
+    in_window = [new for old, new in seqs.items() if old >= old_start]
+    if in_window:
+        return min(in_window)
+    # Later messages of this agent get greater seqs, so they join the window.
+    return max(seqs.values()) + 1 if seqs else 0

@@ -1,0 +1,241 @@
+"""`memgpt-lite copy-db SRC DST`: every agent, whole, from one database to
+another, through the Storage protocol only.
+
+Each test takes `src` and `dst` locations from the `locations` fixture, so a
+backend joins by adding its factory to LOCATIONS and its pairs to PAIRS
+(PostgreSQL: a URL of a fresh database). Agents are made with the real agent
+against the fake OpenAI server: steps (with usage), a compaction (a window
+that starts after the first message), archival passages with tags and dates,
+and vectors of both kinds from the fake endpoint embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memgpt_lite import Agent, Block
+from memgpt_lite.cli.main import cli
+from memgpt_lite.errors import AlreadyExistsError, NotFoundError
+from memgpt_lite.loop.window import compile_context
+from memgpt_lite.memory.search import search_messages
+from memgpt_lite.storage.copy import AgentCopy, copy_database
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Owner, Storage
+from memgpt_lite.testing import FakeOpenAIServer, reply, say
+
+EMBEDDER = "endpoint:text-embedding-3-small"
+Location = Callable[[Path, str], str]
+
+LOCATIONS: dict[str, Location] = {
+    "sqlite": lambda folder, name: str(folder / f"{name}.db"),
+}
+PAIRS = [("sqlite", "sqlite")]
+
+
+@pytest.fixture(params=PAIRS, ids=lambda pair: "-to-".join(pair))
+def locations(request, tmp_path) -> tuple[str, str]:
+    src_kind, dst_kind = request.param
+    return LOCATIONS[src_kind](tmp_path, "src"), LOCATIONS[dst_kind](tmp_path, "dst")
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def make_agents(src: str, fake_llm: FakeOpenAIServer) -> None:
+    """sam and ada in `src`, sharing the block "team", with something in
+    every part a copy must carry."""
+    team = Block(label="team", value="We build memgpt_lite.", description="Shared.")
+    sam = Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=src,
+        blocks=[Block(label="persona", value="I am Sam."), Block(label="human"), team],
+        embedder=EMBEDDER,
+    )
+    for text in ("Hi, I'm Alice and I love tea", "My sister Beth gardens", "Bye for now"):
+        fake_llm.enqueue(say(f"Noted: {text}"))
+        sam.step(text)
+    fake_llm.enqueue(reply(content="Alice loves tea; her sister Beth gardens."))
+    assert sam.summarize().evicted > 0  # the window now starts after the first message
+    sam.archival.insert("Alice's sister Beth gardens.", tags=["family"])
+    sam.archival.insert(
+        "Tea: Alice likes oolong.",
+        tags=["food", "tea"],
+        created_at=datetime(2025, 3, 1, 9, 30, tzinfo=UTC),
+    )
+    search_messages(sam, "tea", 5)  # embeds the messages too
+    ada = Agent.create("ada", "gpt-4o", db=src, blocks=[Block(label="persona"), team])
+    fake_llm.enqueue(say("Hello."))
+    ada.step("Hello Ada")
+    ada.archival.insert("Ada keeps notes.")
+    sam.store.close()
+    ada.store.close()
+
+
+def vectors_by_item(store: Storage, agent_id: str, owner: Owner) -> dict[str, list[float]]:
+    """The agent's vectors of one kind by the id of their message or passage."""
+    state = store.get_agent(agent_id)
+    if not state.embedding_dimension:
+        return {}
+    stored = store.load_vectors(agent_id, owner, 0, state.embedding_dimension)
+    seqs = [int(seq) for seq in stored.seqs]
+    if owner == "message":
+        items = store.messages_by_seq(agent_id, seqs)
+    else:
+        items = store.passages_by_seq(agent_id, seqs)
+    return {items[s].id: row.tolist() for s, row in zip(seqs, stored.matrix, strict=True)}
+
+
+def everything(store: Storage, name: str) -> dict[str, object]:
+    """All of agent `name` that does not depend on the database's seqs."""
+    state = store.get_agent(name)
+    passages, _ = store.list_passages(state.id, 100)
+    return {
+        "state": state.model_dump(exclude={"context_start", "updated_at"}),
+        "blocks": [b.model_dump() for b in store.get_blocks(state.id)],
+        "messages": [m.model_dump(exclude={"seq"}) for m in store.messages_from(state.id, 0)],
+        "window": [m.id for m in store.messages_from(state.id, state.context_start)],
+        "passages": [p.model_dump(exclude={"seq"}) for p in passages],
+        "message vectors": vectors_by_item(store, state.id, "message"),
+        "passage vectors": vectors_by_item(store, state.id, "passage"),
+        "usage": store.agent_usage(state.id),
+        "totals": store.usage_by_model(state.id),
+    }
+
+
+def agent_names(location: str) -> list[str]:
+    with open_storage(location) as store:
+        return [state.name for state, _ in store.list_agents()]
+
+
+def test_copy_db_copies_every_agent_whole(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    result = run("copy-db", src, dst)
+    assert result.exit_code == 0, result.output
+    # Piped: one tab-separated row per agent, by name.
+    assert result.stdout.splitlines() == ["ada\t2\t3\t1\t0\t0\t1", "sam\t3\t9\t2\t6\t2\t4"]
+    assert "Copied 2 agent(s)" in result.stderr
+    with open_storage(src) as before, open_storage(dst) as after:
+        for name in ("sam", "ada"):
+            original, copy = everything(before, name), everything(after, name)
+            for part in original:
+                assert copy[part] == original[part], (name, part)
+            assert original["message vectors"] or name == "ada"
+        team = after.get_agent("sam").block_ids[2]
+        assert after.block_owners(team) == ["ada", "sam"]  # created once, linked to both
+        assert after.get_agent("sam").context_start > 0
+    # The copy carries on: the same request as from the source, accepted.
+    expected = compile_context(Agent.load("sam", db=src)).request_messages
+    copied = Agent.load("sam", db=dst)
+    assert compile_context(copied).request_messages == expected
+    assert copied.archival.search("oolong")[0][0].text == "Tea: Alice likes oolong."
+    fake_llm.enqueue(say("Still here."))
+    assert copied.step("Are you there?").replies == ["Still here."]
+    assert fake_llm.rejections == []
+
+
+def test_small_batches_keep_the_order(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    copied = copy_database(src, dst, batch=2)
+    assert [c.name for c in copied] == ["ada", "sam"]
+    assert copied[1] == AgentCopy("sam", 3, 9, 2, 6, 2, 4)
+    with open_storage(src) as before, open_storage(dst) as after:
+        assert everything(after, "sam") == everything(before, "sam")
+
+
+def test_a_destination_with_the_agent_is_refused_and_unchanged(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    Agent.create("sam", "other-model", db=dst).store.close()  # same name, another id
+    result = CliRunner().invoke(cli, ["copy-db", src, dst])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: the destination already has these agents (same name or id): sam; nothing was copied"
+    ]
+    assert agent_names(dst) == ["sam"]
+
+
+def test_copying_twice_is_refused(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    assert run("copy-db", src, dst).exit_code == 0
+    with open_storage(dst) as store:
+        store.rename_agent(store.get_agent("sam").id, "sam2")  # same id, another name
+    again = CliRunner().invoke(cli, ["copy-db", src, dst])
+    assert again.exit_code == 1 and "(same name or id): ada, sam2;" in again.output
+    assert agent_names(dst) == ["ada", "sam2"]
+
+
+def test_a_missing_source_file_is_an_error_not_an_empty_database(tmp_path):
+    missing, dst = tmp_path / "missing.db", tmp_path / "dst.db"
+    result = CliRunner().invoke(cli, ["copy-db", str(missing), str(dst)])
+    assert result.exit_code == 1
+    assert result.output == f"Error: no database file at {missing}\n"
+    assert not missing.exists() and not dst.exists()
+
+
+def test_one_database_twice_is_refused(tmp_path, monkeypatch, fake_llm):
+    monkeypatch.chdir(tmp_path)
+    make_agents("a.db", fake_llm)
+    for dst in ("a.db", str(tmp_path / "a.db"), "./a.db"):
+        result = CliRunner().invoke(cli, ["copy-db", "a.db", dst])
+        assert result.exit_code == 1
+        assert "the source and the destination are one database" in result.output
+    assert agent_names("a.db") == ["ada", "sam"]
+
+
+def test_a_password_never_appears_in_the_output():
+    url = "postgresql://sam:s3cret@db.example.com:5432/mem"
+    result = CliRunner().invoke(cli, ["copy-db", url, url])
+    assert result.exit_code == 1
+    assert "postgresql://sam:***@db.example.com:5432/mem" in result.output
+    assert "s3cret" not in result.output
+
+
+def test_a_failure_mid_way_leaves_the_destination_as_it_was(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    Agent.create("zoe", "m", db=dst).store.close()
+
+    def fail_after_the_first(copied: AgentCopy) -> None:
+        if copied.name == "ada":
+            raise KeyboardInterrupt  # Ctrl-C after one agent was written
+
+    with pytest.raises(KeyboardInterrupt):
+        copy_database(src, dst, on_copied=fail_after_the_first)
+    assert agent_names(dst) == ["zoe"]
+    with open_storage(dst) as store:
+        zoe = store.get_agent("zoe").id
+        assert store.vector_counters(zoe) == (0, 0)
+        with pytest.raises(NotFoundError):
+            store.get_block(Agent.load("ada", db=src).state.block_ids[1])
+    # Nothing was left behind to trip over: the next copy goes through.
+    assert [c.name for c in copy_database(src, dst)] == ["ada", "sam"]
+    assert agent_names(dst) == ["ada", "sam", "zoe"]
+
+
+def test_an_empty_source_copies_nothing(tmp_path):
+    src = tmp_path / "empty.db"
+    open_storage(src).close()
+    result = run("copy-db", str(src), str(tmp_path / "dst.db"))
+    assert result.exit_code == 0
+    assert result.output == f"{src} holds no agents; nothing was copied.\n"
+
+
+def test_a_taken_block_is_refused(locations, fake_llm):
+    src, dst = locations
+    make_agents(src, fake_llm)
+    with open_storage(src) as store:
+        team = store.get_blocks(store.get_agent("ada").id)[1]
+    Agent.create("zoe", "m", db=dst, blocks=[team]).store.close()
+    with pytest.raises(AlreadyExistsError, match=r"these blocks: team \(block-\w+\) of ada;"):
+        copy_database(src, dst)
+    assert agent_names(dst) == ["zoe"]
