@@ -1,9 +1,9 @@
 """`memgpt-lite copy-db SRC DST`: every agent, whole, from one database to
 another, through the Storage protocol only.
 
-Each test takes `src` and `dst` locations from the `locations` fixture, so a
-backend joins by adding its factory to LOCATIONS and its pairs to PAIRS
-(PostgreSQL: a URL of a fresh database). Agents are made with the real agent
+Each test takes `src` and `dst` locations from the `locations` fixture, once
+per pair in PAIRS: SQLite to SQLite, and SQLite to and from PostgreSQL (a
+fresh database on the test server). Agents are made with the real agent
 against the fake OpenAI server: steps (with usage), a compaction (a window
 that starts after the first message), archival passages with tags and dates,
 and vectors of both kinds from the fake endpoint embedder.
@@ -11,9 +11,7 @@ and vectors of both kinds from the fake endpoint embedder.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -29,18 +27,24 @@ from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 
 EMBEDDER = "endpoint:text-embedding-3-small"
-Location = Callable[[Path, str], str]
 
-LOCATIONS: dict[str, Location] = {
-    "sqlite": lambda folder, name: str(folder / f"{name}.db"),
-}
-PAIRS = [("sqlite", "sqlite")]
+PAIRS = [("sqlite", "sqlite"), ("sqlite", "postgres"), ("postgres", "sqlite")]
 
 
 @pytest.fixture(params=PAIRS, ids=lambda pair: "-to-".join(pair))
 def locations(request, tmp_path) -> tuple[str, str]:
+    """A source and a destination: SQLite files, or fresh PostgreSQL databases."""
+
+    def location(kind: str, name: str) -> str:
+        if kind == "sqlite":
+            return str(tmp_path / f"{name}.db")
+        server = request.getfixturevalue("pg_server")
+        url = server.new_database()
+        request.addfinalizer(lambda: server.drop(url))
+        return url
+
     src_kind, dst_kind = request.param
-    return LOCATIONS[src_kind](tmp_path, "src"), LOCATIONS[dst_kind](tmp_path, "dst")
+    return location(src_kind, "src"), location(dst_kind, "dst")
 
 
 def run(*args: str):
