@@ -176,7 +176,10 @@ def worker(stored: int, steps: int, base_url: str, api_key: str, stream: bool, d
 def run_worker(args: argparse.Namespace, endpoint, stored: int, stream: str, db: str) -> dict:
     command = [sys.executable, __file__, "--steps", str(args.steps), "--worker-db", db]
     command += ["--worker", str(stored), stream, endpoint.base_url, endpoint.api_key]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ.copy())
+    out = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
+    if out.returncode:
+        sys.stderr.write(out.stderr)
+        raise SystemExit(f"the worker for {stored} stored messages failed (exit {out.returncode})")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
