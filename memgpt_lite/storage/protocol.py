@@ -82,6 +82,15 @@ class StoredVectors:
 
 
 @dataclass
+class VectorMatches:
+    """What `VectorSearch.nearest_vectors` found: cosine similarities (the
+    dot product of unit vectors: 1 is the same direction), not normalised."""
+
+    ranked: list[int]  # the nearest items' seqs, best first
+    similarity: dict[int, float]  # of each ranked item, and of each `also` item with a vector
+
+
+@dataclass
 class StepLockHolder:
     """Who holds (or claims) an agent's step lock. Times are Unix seconds."""
 
@@ -443,4 +452,28 @@ class Storage(Protocol):
         """Every usage record of the agent, in the order stored ([] for an
         agent with none, or unknown): what copying an agent to another
         database carries over."""
+        ...
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """An optional capability of a `Storage`: the nearest vectors found by
+    the database itself (PostgreSQL with pgvector), so search need not load
+    an agent's vectors into the process. Search uses it when the store has it
+    and `server_vectors` is True; otherwise it keeps its in-process index
+    (memory/search.py), built from `load_vectors`."""
+
+    # Whether `nearest_vectors` can be used on this database (fixed when it opens).
+    server_vectors: bool
+
+    def nearest_vectors(
+        self, agent_id: str, owner: Owner, query: np.ndarray, k: int, also: Sequence[int] = ()
+    ) -> VectorMatches:
+        """The agent's (up to) `k` items of kind `owner` whose vectors are most
+        similar to `query` (of the agent's dimension) by cosine, best first;
+        nearly so for large indexes (approximate search may miss a few). Also
+        returns the exact similarities of those items and of the `also` seqs
+        (items found otherwise, such as by words) that have a vector; others,
+        and seqs that are not the agent's, are left out. Read-only: allowed on
+        a read-only store."""
         ...

@@ -24,6 +24,7 @@ from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
 from memgpt_lite.storage.postgres.transactions import Transactions, guarded
 from memgpt_lite.storage.postgres.usage import UsageStore
+from memgpt_lite.storage.postgres.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ _prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
-    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore
+    Transactions, AgentStore, MessageStore, ArchivalStore, VectorStore, StepLockStore, UsageStore
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts
