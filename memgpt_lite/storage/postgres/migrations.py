@@ -14,6 +14,7 @@ at once migrate it once and the other nine wait, then find nothing to do.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 import psycopg
@@ -183,6 +184,58 @@ def m002_vectors(conn: psycopg.Connection) -> None:
             CREATE INDEX vectors_agent ON vectors(agent_id, owner, id);
             """
         ).format(sql.SQL(kind))
+    )
+
+
+@migration
+def m003_text_search(conn: psycopg.Connection) -> None:
+    """What BM25 needs that a tsvector lacks, and stop words kept.
+
+    FTS5 indexes every word; PostgreSQL's language configurations drop stop
+    words, so a query made only of them ("the is") found nothing. The
+    configuration `memgpt_lite_search` copies the database's search language
+    with its Snowball stemmer made again without a stop-word list. BM25 also
+    needs each row's length in words and the agent's total, which PostgreSQL
+    does not keep: `search_length` and the agents' `*_tokens` counters, kept by
+    the store's writes (see fulltext.py)."""
+    language = conn.execute("SELECT value FROM settings WHERE key = 'search_language'").fetchone()[
+        0
+    ]
+    conn.execute(
+        sql.SQL("CREATE TEXT SEARCH CONFIGURATION memgpt_lite_search (COPY = {})").format(
+            sql.Identifier(language)
+        )
+    )
+    stemmers = conn.execute(
+        "SELECT DISTINCT d.dictname, d.dictinitoption FROM pg_ts_config_map m "
+        "JOIN pg_ts_config c ON c.oid = m.mapcfg JOIN pg_ts_dict d ON d.oid = m.mapdict "
+        "JOIN pg_ts_template t ON t.oid = d.dicttemplate "
+        "WHERE c.cfgname = %s AND t.tmplname = 'snowball'",
+        [language],
+    ).fetchall()
+    for number, (name, options) in enumerate(stemmers):
+        found = re.search(r"language\s*=\s*'?([a-z_]+)", options or "")
+        if not found:
+            continue
+        stemmer = sql.Identifier(f"memgpt_lite_stem_{number}")
+        conn.execute(
+            sql.SQL("CREATE TEXT SEARCH DICTIONARY {} (TEMPLATE = snowball, LANGUAGE = {})").format(
+                stemmer, sql.Identifier(found.group(1))
+            )
+        )
+        conn.execute(
+            sql.SQL(
+                "ALTER TEXT SEARCH CONFIGURATION memgpt_lite_search "
+                "ALTER MAPPING REPLACE {} WITH {}"
+            ).format(sql.Identifier(name), stemmer)
+        )
+    conn.execute(
+        """
+        ALTER TABLE messages ADD COLUMN search_length INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE passages ADD COLUMN search_length INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE agents ADD COLUMN message_tokens BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE agents ADD COLUMN passage_tokens BIGINT NOT NULL DEFAULT 0;
+        """
     )
 
 
