@@ -1,6 +1,7 @@
 """Archival memory at 10k, 100k and 1M passages: insert rate, search latency, size, RSS.
 
     python benchmarks/archival_scale.py [--sizes 10000,100000,1000000] [--queries 200]
+        [--db sqlite|postgres|both|URL] [--hybrid-max N]
 
 Each size runs in a fresh process (so peak RSS is that size's own) on a fresh
 temporary database. The passages are synthetic English-like text: 20 to 60
@@ -38,7 +39,13 @@ Measured, for each size:
   exhaustive scan. The stub's random vectors are the hardest case for the
   binary codes used above 200,000 vectors (every neighbour is nearly as far
   as any other); real sentence embeddings cluster by topic.
-- database size on disk (the file, -wal and -shm) and the process's peak RSS.
+- database size on disk (the file, -wal and -shm; PostgreSQL's
+  pg_database_size) and the process's peak RSS.
+
+Each size's database is fresh, of the backend `--db` names (databases.py):
+`both` prints SQLite's and PostgreSQL's rows one above the other. Sizes above
+`--hybrid-max` skip the vectors and hybrid search (shown as nan), for a
+backend whose vector index takes too long to build at the largest size.
 
 Targets: search p95 under 50 ms at 1M passages; insert at least 5,000
 passages per second without embeddings.
@@ -49,18 +56,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
+from databases import Databases, add_db_option, backends, size_mb
+from databases import label as db_label
 
 INSERT_BATCH = 5_000
 VECTOR_BATCH = 10_000
@@ -261,98 +269,125 @@ def nearest_recall(index, embedder: StubEmbedder, queries: list[str]) -> float:
     return float(np.mean(recalls))
 
 
-def worker(size: int, query_count: int, tmpdir: str | None) -> dict:
-    from memgpt_lite import Agent
-    from memgpt_lite.memory.search import backfill, store_vectors
-
-    corpus = Corpus(size)
-    query_rng = np.random.default_rng(SEED + 1)
-    warmup = corpus.queries(query_rng, WARMUP_QUERIES)
-    queries = corpus.queries(query_rng, query_count)
-    with tempfile.TemporaryDirectory(dir=tmpdir) as tmp:
-        path = Path(tmp) / "bench.db"
-        agent = Agent.create("bench", "gpt-4o-mini", db=path)
-        agent_id = agent.state.id
-
-        # Insert, no embedder.
-        insert_seconds, stored, duplicates, batch_rates = 0.0, 0, 0, []
-        wall = time.perf_counter()
-        for batch in batches(corpus, agent_id, size):
-            started = time.perf_counter()
-            report = agent.archival.insert_many(batch)
-            elapsed = time.perf_counter() - started
-            insert_seconds += elapsed
-            stored += len(report.stored)
-            duplicates += len(report.duplicates)
-            batch_rates.append(len(batch) / elapsed)
-            if len(batch_rates) % 20 == 0:
-                log(f"{size}: inserted {stored:,} ({len(batch) / elapsed:,.0f}/s this batch)")
-        load_wall = time.perf_counter() - wall
-        log(f"{size}: inserted {stored:,} in {insert_seconds:.1f}s")
-
-        # Lexical search (the agent has no embedder).
-        assert agent.embedder is None
-        timed_searches(agent, warmup, None)
-        lexical = timed_searches(agent, queries, None)
-        log(f"{size}: lexical p95 {percentile([r['ms'] for r in lexical], 95):.1f} ms")
-        rss_lexical = peak_rss_mb()
-        lexical_quality = lexical_agreement(agent, queries)
-
-        # Vectors for every passage, with the stub embedder.
-        embedder = StubEmbedder()
-        agent.set_embedder(embedder)
-        # By seq ranges (not `unembedded_passages`, which would warm up the
-        # pending check measured below).
-        vector_seconds, last_seq, embedded = 0.0, 0, 0
-        while embedded < stored:
-            seqs = range(last_seq + 1, last_seq + 1 + VECTOR_BATCH)
-            rows = sorted(agent.store.passages_by_seq(agent_id, seqs).items())
-            last_seq += VECTOR_BATCH
-            embedded += len(rows)
-            started = time.perf_counter()
-            store_vectors(agent, "passage", [s for s, _ in rows], [p.text for _, p in rows])
-            vector_seconds += time.perf_counter() - started
-        stub_seconds = embedder.seconds
-        log(f"{size}: vectors stored in {vector_seconds:.1f}s (stub embed {stub_seconds:.1f}s)")
-
-        # Index load, then hybrid search.
+def insert_all(agent, corpus: Corpus, size: int) -> dict:
+    """`archival.insert_many` of every passage, in batches, no embedder."""
+    insert_seconds, stored, duplicates, batch_rates = 0.0, 0, 0, []
+    wall = time.perf_counter()
+    for batch in batches(corpus, agent.state.id, size):
         started = time.perf_counter()
-        index = agent.vector_index("passage")
-        index.refresh()
-        index_load = time.perf_counter() - started
-        assert index.size == stored, (index.size, stored)
-        # The first hybrid search in a process also checks for passages without
-        # a vector (to embed them); later searches look only past what it saw.
-        started = time.perf_counter()
-        assert backfill(agent, "passage") == 0
-        pending_check = time.perf_counter() - started
-        timed_searches(agent, warmup, embedder)
-        hybrid = timed_searches(agent, queries, embedder)
-        log(f"{size}: hybrid p95 {percentile([r['ms'] for r in hybrid], 95):.1f} ms")
-        vector_recall = nearest_recall(index, embedder, queries[:QUALITY_QUERIES])
-
-        db_bytes = sum(
-            p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
-        )
-        agent.store.close()
+        report = agent.archival.insert_many(batch)
+        elapsed = time.perf_counter() - started
+        insert_seconds += elapsed
+        stored += len(report.stored)
+        duplicates += len(report.duplicates)
+        batch_rates.append(len(batch) / elapsed)
+        if len(batch_rates) % 20 == 0:
+            log(f"{size}: inserted {stored:,} ({len(batch) / elapsed:,.0f}/s this batch)")
+    log(f"{size}: inserted {stored:,} in {insert_seconds:.1f}s")
     return {
-        "size": size,
         "stored": stored,
         "duplicates": duplicates,
         "insert_seconds": insert_seconds,
         "insert_rate": stored / insert_seconds,
         "insert_rate_first_batch": batch_rates[0],
         "insert_rate_last_batch": batch_rates[-1],
-        "load_wall_seconds": load_wall,
-        "vector_seconds": vector_seconds,
-        "stub_embed_seconds": stub_seconds,
+        "load_wall_seconds": time.perf_counter() - wall,
+    }
+
+
+def store_all_vectors(agent, embedder: StubEmbedder, stored: int) -> dict:
+    """A vector for every passage, by seq ranges (not `unembedded_passages`,
+    which would warm up the pending check measured later)."""
+    from memgpt_lite.memory.search import store_vectors
+
+    agent.set_embedder(embedder)
+    vector_seconds, last_seq, embedded = 0.0, 0, 0
+    while embedded < stored:
+        seqs = range(last_seq + 1, last_seq + 1 + VECTOR_BATCH)
+        rows = sorted(agent.store.passages_by_seq(agent.state.id, seqs).items())
+        last_seq += VECTOR_BATCH
+        embedded += len(rows)
+        started = time.perf_counter()
+        store_vectors(agent, "passage", [s for s, _ in rows], [p.text for _, p in rows])
+        vector_seconds += time.perf_counter() - started
+    log(f"{stored}: vectors stored in {vector_seconds:.1f}s (stub embed {embedder.seconds:.1f}s)")
+    return {"vector_seconds": vector_seconds, "stub_embed_seconds": embedder.seconds}
+
+
+def hybrid_phase(agent, embedder: StubEmbedder, warmup: list[str], queries: list[str]) -> dict:
+    """The index's first load, the first check for unembedded passages, then
+    the hybrid searches and the index's recall."""
+    from memgpt_lite.memory.search import backfill
+
+    started = time.perf_counter()
+    index = agent.vector_index("passage")
+    index.refresh()
+    index_load = time.perf_counter() - started
+    # The first hybrid search in a process also checks for passages without
+    # a vector (to embed them); later searches look only past what it saw.
+    started = time.perf_counter()
+    assert backfill(agent, "passage") == 0
+    pending_check = time.perf_counter() - started
+    timed_searches(agent, warmup, embedder)
+    hybrid = timed_searches(agent, queries, embedder)
+    log(f"hybrid p95 {percentile([r['ms'] for r in hybrid], 95):.1f} ms")
+    return {
+        "index_size": index.size,
         "index_load_seconds": index_load,
         "pending_check_seconds": pending_check,
-        "lexical": lexical,
         "hybrid": hybrid,
+        "vector_recall": nearest_recall(index, embedder, queries[:QUALITY_QUERIES]),
+    }
+
+
+def not_measured(lexical: list[dict]) -> dict:
+    """The vector and hybrid figures of a size above --hybrid-max: NaN."""
+    nan = float("nan")
+    return {
+        "vector_seconds": nan,
+        "stub_embed_seconds": nan,
+        "index_load_seconds": nan,
+        "pending_check_seconds": nan,
+        "hybrid": [{"ms": nan, "embed_ms": nan, "matched": r["matched"]} for r in lexical],
+        "vector_recall": nan,
+    }
+
+
+def worker(size: int, query_count: int, db: str, hybrid_max: int | None = None) -> dict:
+    from memgpt_lite import Agent
+
+    corpus = Corpus(size)
+    query_rng = np.random.default_rng(SEED + 1)
+    warmup = corpus.queries(query_rng, WARMUP_QUERIES)
+    queries = corpus.queries(query_rng, query_count)
+    agent = Agent.create("bench", "gpt-4o-mini", db=db)
+    inserted = insert_all(agent, corpus, size)
+
+    # Lexical search (the agent has no embedder).
+    assert agent.embedder is None
+    timed_searches(agent, warmup, None)
+    lexical = timed_searches(agent, queries, None)
+    log(f"{size}: lexical p95 {percentile([r['ms'] for r in lexical], 95):.1f} ms")
+    rss_lexical = peak_rss_mb()
+    lexical_quality = lexical_agreement(agent, queries)
+
+    if hybrid_max is not None and size > hybrid_max:
+        vectors, hybrid = {}, not_measured(lexical)
+    else:
+        embedder = StubEmbedder()
+        vectors = store_all_vectors(agent, embedder, inserted["stored"])
+        hybrid = hybrid_phase(agent, embedder, warmup, queries)
+        assert hybrid["index_size"] == inserted["stored"], (hybrid["index_size"], inserted)
+    db_mb = size_mb(db)
+    agent.store.close()
+    return {
+        "size": size,
+        **inserted,
+        **vectors,
+        **hybrid,
+        "lexical": lexical,
         **lexical_quality,
-        "vector_recall": vector_recall,
-        "db_mb": db_bytes / 1e6,
+        "db_mb": db_mb,
         "peak_rss_lexical_mb": rss_lexical,
         "peak_rss_mb": peak_rss_mb(),
     }
@@ -388,36 +423,39 @@ def breakdown(row: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--tmpdir", default=None, help="where the temporary databases go")
-    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(args.worker, args.queries, args.tmpdir)))
-        return
+def collect(args: argparse.Namespace) -> list[dict]:
+    """Each size on each backend in a fresh process and database."""
     rows = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        command = [sys.executable, __file__, "--worker", str(size), "--queries", str(args.queries)]
-        if args.tmpdir:
-            command += ["--tmpdir", args.tmpdir]
-        out = subprocess.run(
-            command, stdout=subprocess.PIPE, text=True, check=True, env=os.environ.copy()
-        )
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    with Databases(tmpdir=args.tmpdir) as databases:
+        for size in (int(s) for s in args.sizes.split(",")):
+            for backend in backends(args.db):
+                db = databases.new(backend, f"archival-{size}")
+                command = [sys.executable, __file__, "--worker", str(size)]
+                command += ["--queries", str(args.queries), "--worker-db", db]
+                if args.hybrid_max is not None:
+                    command += ["--hybrid-max", str(args.hybrid_max)]
+                out = subprocess.run(
+                    command, stdout=subprocess.PIPE, text=True, check=True, env=os.environ.copy()
+                )
+                databases.discard(db)
+                rows.append(
+                    json.loads(out.stdout.strip().splitlines()[-1]) | {"db": db_label(backend)}
+                )
+    return rows
 
+
+def print_main(rows: list[dict], db: str) -> None:
     print()
     print(
-        f"{'passages':>9} {'insert/s':>9} {'vectors s':>10} {'index s':>8} "
-        f"{'lex p50':>8} {'lex p95':>8} {'hyb p50':>8} {'hyb p95':>8} "
+        f"{db and 'db':>{len(db)}}{'passages':>9} {'insert/s':>9} {'vectors s':>10} "
+        f"{'index s':>8} {'lex p50':>8} {'lex p95':>8} {'hyb p50':>8} {'hyb p95':>8} "
         f"{'DB MB':>8} {'RSS MB':>8}"
     )
     for row in rows:
         lex = [r["ms"] for r in row["lexical"]]
         hyb = [r["ms"] for r in row["hybrid"]]
         print(
+            f"{db and row['db']:>{len(db)}}"
             f"{row['size']:>9,} {row['insert_rate']:>9,.0f} {row['vector_seconds']:>10.1f} "
             f"{row['index_load_seconds']:>8.2f} "
             f"{percentile(lex, 50):>8.1f} {percentile(lex, 95):>8.1f} "
@@ -429,21 +467,26 @@ def main() -> None:
         "'vectors s' includes the stub embedder's own time (below)"
     )
 
+
+def print_breakdown(rows: list[dict], db: str) -> None:
     print(
-        f"\n{'passages':>9} {'matched':>9} {'queries':>8} {'lex p50':>8} {'lex p95':>8} "
-        f"{'hyb p50':>8} {'hyb p95':>8}"
+        f"\n{db and 'db':>{len(db)}}{'passages':>9} {'matched':>9} {'queries':>8} "
+        f"{'lex p50':>8} {'lex p95':>8} {'hyb p50':>8} {'hyb p95':>8}"
     )
     for row in rows:
-        print(f"{row['size']:>9,}")
+        print(f"{db and row['db']:>{len(db)}}{row['size']:>9,}")
         for line in breakdown(row):
-            print(line)
+            print(" " * len(db) + line)
     print("('matched': share of all passages the query matched)")
 
+
+def print_details(rows: list[dict], db: str) -> None:
     print()
     for row in rows:
         matched = [r["matched"] / row["size"] for r in row["lexical"]]
         embed_ms = [r["embed_ms"] for r in row["hybrid"]]
         print(
+            f"{db and row['db'] + ' ':>{len(db)}}"
             f"{row['size']:>9,}: stored {row['stored']:,} ({row['duplicates']} duplicates); "
             f"insert {row['insert_seconds']:.1f}s (first batch "
             f"{row['insert_rate_first_batch']:,.0f}/s, last "
@@ -457,9 +500,15 @@ def main() -> None:
             f"{row['peak_rss_lexical_mb']:.0f} MB"
         )
 
-    print(f"\n{'passages':>9} {'proven':>8} {'top-5 agree':>12} {'vector R@10':>12}")
+
+def print_quality(rows: list[dict], db: str) -> None:
+    print(
+        f"\n{db and 'db':>{len(db)}}{'passages':>9} {'proven':>8} {'top-5 agree':>12} "
+        f"{'vector R@10':>12}"
+    )
     for row in rows:
         print(
+            f"{db and row['db']:>{len(db)}}"
             f"{row['size']:>9,} {row['proven_share']:>8.0%} {row['top5_agreement']:>12.1%} "
             f"{row['vector_recall']:>12.1%}"
         )
@@ -469,14 +518,45 @@ def main() -> None:
         "neighbours found, against an exhaustive scan, on the stub's random vectors)"
     )
 
-    largest = rows[-1]
-    p95 = max(percentile([r["ms"] for r in largest[k]], 95) for k in ("lexical", "hybrid"))
-    print(
-        f"\ntargets at {largest['size']:,} passages: search p95 < 50 ms: "
-        f"{'met' if p95 < 50 else 'MISSED'} ({p95:.1f} ms, worse of lexical and hybrid); "
-        f"insert >= 5,000/s: {'met' if largest['insert_rate'] >= 5000 else 'MISSED'} "
-        f"({largest['insert_rate']:,.0f}/s)"
+
+def print_targets(rows: list[dict], db: str) -> None:
+    print()
+    for name in dict.fromkeys(row["db"] for row in rows):
+        largest = [row for row in rows if row["db"] == name][-1]
+        p95s = [percentile([r["ms"] for r in largest[k]], 95) for k in ("lexical", "hybrid")]
+        p95 = max(p for p in p95s if not math.isnan(p))
+        print(
+            f"targets at {largest['size']:,} passages: search p95 < 50 ms: "
+            f"{'met' if p95 < 50 else 'MISSED'} ({p95:.1f} ms, worse of lexical and hybrid); "
+            f"insert >= 5,000/s: {'met' if largest['insert_rate'] >= 5000 else 'MISSED'} "
+            f"({largest['insert_rate']:,.0f}/s)" + (f" [{name}]" if db else "")
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--tmpdir", default=None, help="where the temporary databases go")
+    add_db_option(parser)
+    parser.add_argument(
+        "--hybrid-max",
+        type=int,
+        help="sizes above this measure insert and lexical search only (vectors: nan)",
     )
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-db", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.queries, args.worker_db, args.hybrid_max)))
+        return
+    rows = collect(args)
+    db = "" if args.db == "sqlite" else " " * 9  # a db column, unless SQLite's alone
+    print_main(rows, db)
+    print_breakdown(rows, db)
+    print_details(rows, db)
+    print_quality(rows, db)
+    print_targets(rows, db)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,15 @@ def respond(body: dict):
     return say("Noted, thank you.", content="Replying briefly.")
 
 
+def respond_echo(body: dict):
+    """`respond`, but the reply repeats the last user message's text."""
+    if "tools" not in body:
+        return respond(body)
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    text = users[-1].get("content") if users else None
+    return say(f"You said: {text}", content="Echoing.")
+
+
 @dataclass
 class Endpoint:
     base_url: str
@@ -34,10 +43,15 @@ class Endpoint:
 
 
 @contextmanager
-def fake_endpoint(context_window: int | None = None, latency_ms: float = 0.0) -> Iterator[Endpoint]:
+def fake_endpoint(
+    context_window: int | None = None, latency_ms: float = 0.0, echo: bool = False
+) -> Iterator[Endpoint]:
     """Start the endpoint in a subprocess for the duration of the block. Each
-    answer waits `latency_ms` first (requests are served concurrently)."""
+    answer waits `latency_ms` first (requests are served concurrently). With
+    `echo`, each reply repeats the user's last message ("You said: ...")."""
     args = [sys.executable, str(Path(__file__).resolve())]
+    if echo:
+        args.append("--echo")
     if context_window:
         args += ["--context-window", str(context_window)]
     if latency_ms:
@@ -57,17 +71,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--context-window", type=int)
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--echo", action="store_true")
     args = parser.parse_args()
     server = FakeOpenAIServer(context_window=args.context_window)
+    answer = respond_echo if args.echo else respond
     if args.latency_ms:
 
         def slow(body: dict):
             time.sleep(args.latency_ms / 1000)  # in the request's own thread
-            return respond(body)
+            return answer(body)
 
         server.responder = slow
     else:
-        server.responder = respond
+        server.responder = answer
     server.start()
     print(server.base_url, server.api_key, flush=True)
     sys.stdin.read()  # until the benchmark closes our stdin

@@ -3,6 +3,7 @@ each question?
 
     python benchmarks/locomo_retrieval.py --data ../shared/bench/locomo/locomo_dev.json
     python benchmarks/locomo_retrieval.py --data PATH --embedders none,local
+    python benchmarks/locomo_retrieval.py --data PATH --db both
 
 For each conversation, every turn goes into a fresh agent's archival memory as
 one passage (speaker, text, the caption of a shared image) dated with its
@@ -20,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import tempfile
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
+
+from databases import Databases, add_db_option, backends, label
 
 from memgpt_lite import Agent, ConfigError, Passage
 from memgpt_lite.embeddings.embedder import make_embedder
@@ -60,7 +62,7 @@ def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
     return list(dict.fromkeys(i for i in ids if i in known))
 
 
-def load_agent(db: Path, turns, embedder_spec: str | None) -> tuple[Agent, dict[str, set[str]]]:
+def load_agent(db: str, turns, embedder_spec: str | None) -> tuple[Agent, dict[str, set[str]]]:
     agent = Agent.create("locomo", "gpt-4o-mini", db=db)
     if embedder_spec:
         agent.set_embedder(make_embedder(embedder_spec))
@@ -83,27 +85,33 @@ def load_agent(db: Path, turns, embedder_spec: str | None) -> tuple[Agent, dict[
     return agent, dia_of
 
 
-def evaluate(data: list[dict], embedder_spec: str | None) -> dict:
+def evaluate(
+    data: list[dict], embedder_spec: str | None, databases: Databases, backend: str = "sqlite"
+) -> dict:
+    """Recall per category and k, each conversation in a fresh database of
+    `backend` (a --db value, see databases.py)."""
     scores: dict[int, dict[int, list[float]]] = {k: defaultdict(list) for k in KS}
     search_seconds = load_seconds = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        for n, sample in enumerate(data):
-            turns = turns_of(sample["conversation"])
+    for n, sample in enumerate(data):
+        turns = turns_of(sample["conversation"])
+        db = databases.new(backend, f"locomo-{n}")
+        started = time.perf_counter()
+        agent, dia_of = load_agent(db, turns, embedder_spec)
+        load_seconds += time.perf_counter() - started
+        known = {t[0] for t in turns}
+        for qa in sample["qa"]:
+            evidence = evidence_ids(qa.get("evidence", []), known)
+            if not evidence:
+                continue
             started = time.perf_counter()
-            agent, dia_of = load_agent(Path(tmp) / f"{n}.db", turns, embedder_spec)
-            load_seconds += time.perf_counter() - started
-            known = {t[0] for t in turns}
-            for qa in sample["qa"]:
-                evidence = evidence_ids(qa.get("evidence", []), known)
-                if not evidence:
-                    continue
-                started = time.perf_counter()
-                found, _ = agent.archival.search(qa["question"], limit=max(KS))
-                search_seconds += time.perf_counter() - started
-                for k in KS:
-                    top = set().union(*(dia_of[p.id] for p in found[:k])) if found else set()
-                    hit = len(set(evidence) & top) / len(evidence)
-                    scores[k][qa["category"]].append(hit)
+            found, _ = agent.archival.search(qa["question"], limit=max(KS))
+            search_seconds += time.perf_counter() - started
+            for k in KS:
+                top = set().union(*(dia_of[p.id] for p in found[:k])) if found else set()
+                hit = len(set(evidence) & top) / len(evidence)
+                scores[k][qa["category"]].append(hit)
+        agent.store.close()
+        databases.discard(db)
     return {"scores": scores, "search_seconds": search_seconds, "load_seconds": load_seconds}
 
 
@@ -130,6 +138,10 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def overall(result: dict, k: int) -> float:
+    return 100 * _mean([s for v in result["scores"][k].values() for s in v])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="a file in LoCoMo's format")
@@ -138,16 +150,26 @@ def main() -> None:
         default="none,local",
         help='comma-separated: "none" (lexical only), "local", "endpoint:MODEL"',
     )
+    add_db_option(parser)
     args = parser.parse_args()
     data = json.loads(args.data.read_text())
-    for spec in args.embedders.split(","):
-        spec = spec.strip()
-        try:
-            result = evaluate(data, None if spec == "none" else spec)
-        except ConfigError as exc:
-            print(f"\n== {spec}: not available here ({exc})")
-            continue
-        report("lexical (no embedder)" if spec == "none" else f"hybrid, embedder {spec}", result)
+    with Databases() as databases:
+        for spec in args.embedders.split(","):
+            spec = spec.strip()
+            name = "lexical (no embedder)" if spec == "none" else f"hybrid, embedder {spec}"
+            results = {}
+            for backend in backends(args.db):
+                try:
+                    result = evaluate(data, None if spec == "none" else spec, databases, backend)
+                except ConfigError as exc:
+                    print(f"\n== {spec}: not available here ({exc})")
+                    break
+                results[label(backend)] = result
+                report(name if args.db == "sqlite" else f"{name} [{label(backend)}]", result)
+            if len(results) > 1:
+                print(f"\n{name}, overall side by side:")
+                for db, result in results.items():
+                    print(f"  {db:<9}" + "".join(f"R@{k} {overall(result, k):5.1f}  " for k in KS))
 
 
 if __name__ == "__main__":

@@ -161,34 +161,35 @@ def explain(store: PostgresStore, agents: dict, dimension: int) -> None:
 
 
 def time_unembedded(store: PostgresStore, count: int) -> None:
-    """An agent of `count` passages (written by SQL), all but the last 100
-    with a vector (of 8 dimensions: only their presence matters here)."""
-    state = AgentState(name="archivist", llm=LLMConfig(model="m"), system="s")
+    """An agent of `count` searchable messages (written by SQL), all but the
+    last 100 with a vector (of 8 dimensions: only their presence matters).
+    Messages, not passages: the other agents' made-up passage seqs are taken."""
+    state = AgentState(name=f"archivist{time.time_ns()}", llm=LLMConfig(model="m"), system="s")
     store.create_agent(state, [Block(label="persona")])
     with psycopg.connect(store.url, autocommit=True) as conn:
         seqs = [
             row[0]
             for row in conn.execute(
-                "INSERT INTO passages (id, agent_id, text, text_hash, created_at, search_vector) "
-                "SELECT 'p' || i, %s, 'text ' || i, md5(i::text), now(), to_tsvector('text') "
+                "INSERT INTO messages (id, agent_id, role, content, created_at, search_text) "
+                "SELECT 'm' || i || %s, %s, 'user', 'said ' || i, now(), 'said ' || i "
                 "FROM generate_series(1, %s) i RETURNING seq",
-                [state.id, count],
+                [state.id, state.id, count],
             )
         ]
     embedded = sorted(seqs)[:-100]
     vectors = unit(np.random.default_rng(2), len(embedded), 8)
     for start in range(0, len(embedded), 10_000):
         end = start + 10_000
-        store.add_vectors(state.id, "passage", embedded[start:end], vectors[start:end])
+        store.add_vectors(state.id, "message", embedded[start:end], vectors[start:end])
     with psycopg.connect(store.url, autocommit=True) as conn:
         conn.execute("ANALYZE")
     times = []
     for _ in range(20):
         started = time.perf_counter()
-        pending = store.unembedded_passages(state.id, 512)
+        pending = store.unembedded_messages(state.id, 512)
         times.append(time.perf_counter() - started)
     print(
-        f"unembedded_passages, {count:,} passages, {len(pending)} without a vector: "
+        f"unembedded_messages, {count:,} messages, {len(pending)} without a vector: "
         f"p50 {statistics.median(times) * 1000:.1f} ms"
     )
 
@@ -216,8 +217,7 @@ def main() -> None:
             time_loads(store, biggest, args.dimension)
             explain(store, agents, args.dimension)
             time_nearest(store, agents, args.dimension, args.queries)
-            if not args.database:
-                time_unembedded(store, 100_000)
+            time_unembedded(store, 100_000)
         if server is not None:
             server.cleanup()
 

@@ -57,3 +57,13 @@ def test_stores_share_the_process_pool_and_hold_no_connection_between_calls(pg_u
         assert len(stores[1].list_agents()) == 4 * POOL_MAX_SIZE  # another connection
     assert pool(pg_url).get_stats()["pool_size"] <= POOL_MAX_SIZE
     assert all(store._conn is None for store in stores)
+
+
+def test_commits_skip_the_disk_flush_unless_the_url_asks_for_it(pg_url):
+    from memgpt_lite.storage.postgres.connect import pool
+
+    strict = pg_url + ("&" if "?" in pg_url else "?") + "options=-c%20synchronous_commit%3Don"
+    for url, expected in ((pg_url, "off"), (strict, "on")):
+        PostgresStore(url).close()
+        with pool(url).connection() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone()[0] == expected

@@ -1,6 +1,7 @@
-"""The storage seam holds: outside `memgpt_lite/storage/sqlite/`, no module
-imports sqlite3 or sqlite_utils, writes SQL, or reaches into a store's
-connection. Everything else talks to `Storage`."""
+"""The storage seam holds: outside the backends (`memgpt_lite/storage/sqlite/`
+and `storage/postgres/`), no module imports a database driver, writes SQL, or
+reaches into a store's connection, and neither backend uses the other's.
+Everything else talks to `Storage`."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from memgpt_lite.storage.sqlite.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memgpt_lite"
 SQLITE_BACKEND = PACKAGE / "storage" / "sqlite"
-DATABASE_MODULES = ("sqlite3", "sqlite_utils")
+POSTGRES_BACKEND = PACKAGE / "storage" / "postgres"
+SQLITE_MODULES = ("sqlite3", "sqlite_utils")
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
+DATABASE_MODULES = SQLITE_MODULES + POSTGRES_MODULES
 # Statements as our SQL writes them: upper-case keywords.
 SQL = re.compile(
     r"\bSELECT\b.*\bFROM\b|\bINSERT\s+(OR\s+[A-Z]+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b"
@@ -58,10 +62,33 @@ def problems_in(path: Path) -> list[str]:
     return found
 
 
-def test_nothing_outside_the_sqlite_backend_uses_sqlite():
-    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if SQLITE_BACKEND not in p.parents]
-    assert len(outside) > 40  # the whole package but the backend was scanned
+def test_nothing_outside_the_backends_uses_a_database():
+    backends = (SQLITE_BACKEND, POSTGRES_BACKEND)
+    outside = [
+        p for p in sorted(PACKAGE.rglob("*.py")) if not any(b in p.parents for b in backends)
+    ]
+    assert len(outside) > 40  # the whole package but the backends was scanned
     assert [problem for path in outside for problem in problems_in(path)] == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "foreign"),
+    [
+        (SQLITE_BACKEND, (*POSTGRES_MODULES, "memgpt_lite.storage.postgres")),
+        (POSTGRES_BACKEND, (*SQLITE_MODULES, "memgpt_lite.storage.sqlite")),
+    ],
+    ids=["sqlite", "postgres"],
+)
+def test_a_backend_imports_nothing_of_the_other(backend: Path, foreign: tuple[str, ...]):
+    imported = []
+    for path in sorted(backend.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imported.append(node.module or "")
+    assert any(name.startswith(("sqlite3", "psycopg")) for name in imported)  # it was read
+    assert [name for name in imported if name.startswith(foreign)] == []
 
 
 def test_the_scan_finds_what_the_backend_does():

@@ -247,7 +247,11 @@ class ServerHits:
         agent's vectors, which a server-side search cannot give without
         reading them all; the least similar of these items is higher, which
         spreads the fused candidates' similarities over [0, 1] a little more.
-        On LoCoMo the two rank alike (see the commit that added this)."""
+        On LoCoMo (the first two conversations, 302 questions, MiniLM) on
+        PostgreSQL, recall@5/@10 was 67.8/78.3 through pgvector this way and
+        68.3/79.0 through the in-process index (MEMGPT_LITE_PG_VECTORS=off).
+        (The exact low is within reach too, as the nearest neighbour of the
+        negated query, at the cost of a second index search.)"""
         values = matches.similarity.values()
         return cls(
             matches.ranked, matches.similarity, min(values, default=0.0), max(values, default=0.0)

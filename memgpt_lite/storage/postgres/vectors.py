@@ -49,10 +49,11 @@ _PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.con
 class _RawVector(Loader):
     """pgvector's binary `vector` as its bytes: 2 bytes of dimension, 2 unused,
     then big-endian float32s. `load_vectors` joins a batch of them and reads
-    the floats with one numpy call: 60,000 vectors of 384 dimensions in 2.1 s
-    on a busy two-core machine, against 2.7 s with pgvector.psycopg's loader
-    (a numpy array per row) and 9.0 s through a `vector::real[]` cast
-    (benchmarks/postgres_vectors.py)."""
+    the floats with one numpy call. 100,000 vectors of 384 dimensions, on a
+    busy two-core machine: 5.4 s, as fast as pgvector.psycopg's loader (5.3 s,
+    which needs the `pgvector` package and a numpy array per row), and four
+    times faster than a `vector::real[]` cast (20.3 s); see
+    benchmarks/postgres_vectors.py."""
 
     def load(self, data: Buffer) -> bytes:
         return bytes(data)
