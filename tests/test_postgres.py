@@ -266,12 +266,17 @@ def test_unembedded_items_are_those_without_a_vector(store):
     ]
 
 
-def test_without_pgvector_vectors_are_bytes_and_the_notice_is_given_once(
+def test_without_pgvector_vectors_are_bytes_and_the_notice_is_given_once_when_made(
     empty_url, monkeypatch, caplog
 ):
     monkeypatch.setenv(VECTORS_ENV, "off")
     with caplog.at_level(logging.WARNING, logger="memgpt_lite.storage.postgres.store"):
         first, second = PostgresStore(empty_url), PostgresStore(empty_url)
+    from memgpt_lite.storage.postgres import store as store_module
+
+    monkeypatch.setattr(store_module, "_prepared", {})  # as another process opens it
+    with caplog.at_level(logging.WARNING, logger="memgpt_lite.storage.postgres.store"):
+        PostgresStore(empty_url).close()
     notices = [r.getMessage() for r in caplog.records if "pgvector" in r.getMessage()]
     assert len(notices) == 1 and "searched in this process" in notices[0]
     assert not first.server_vectors and not second.server_vectors

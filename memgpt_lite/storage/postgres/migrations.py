@@ -264,12 +264,14 @@ def check_schema(names: list[str], where: str) -> list[tuple[str, Migration]]:
     return [(name, function) for name, function in MIGRATIONS if name not in names]
 
 
-def migrate(conn: psycopg.Connection, where: str) -> None:
+def migrate(conn: psycopg.Connection, where: str) -> list[str]:
     """Apply the pending migrations in one transaction, under the advisory
     lock, checking again once it is held (another process may have applied
-    them while this one waited). `conn` is in autocommit mode."""
+    them while this one waited); returns the names this call applied.
+    `conn` is in autocommit mode."""
+    done: list[str] = []
     if not check_schema(applied(conn), where):
-        return
+        return done
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
         conn.execute(
@@ -280,3 +282,5 @@ def migrate(conn: psycopg.Connection, where: str) -> None:
         for name, function in check_schema(applied(conn), where):
             function(conn)
             conn.execute("INSERT INTO memgpt_lite_migrations (name) VALUES (%s)", [name])
+            done.append(name)
+    return done

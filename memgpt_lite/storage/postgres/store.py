@@ -78,8 +78,9 @@ class PostgresStore(
                     f"{where} is read-only and needs upgrading; open it once where it can be "
                     "written"
                 )
-        else:
-            migrate(conn, where)
+        created = False
+        if not read_only:
+            created = "m002_vectors" in migrate(conn, where)
         language = conn.execute(
             "SELECT value FROM settings WHERE key = 'search_language'"
         ).fetchone()[0]
@@ -87,8 +88,10 @@ class PostgresStore(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
             "WHERE attrelid = 'vectors'::regclass AND attname = 'vector'"
         ).fetchone()[0]
-        if vector_type == "bytea":  # told once a process: this runs once per database
-            log.warning(
+        if vector_type == "bytea":
+            # Told once, by the process that makes the vectors table: not by
+            # every command that opens the database after.
+            (log.warning if created else log.debug)(
                 "%s has no pgvector: vectors are searched in this process, as with SQLite",
                 where,
             )
