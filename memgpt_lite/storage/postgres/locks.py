@@ -18,23 +18,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 
 import psycopg
 
 from memgpt_lite.errors import ConflictError, NotFoundError
+from memgpt_lite.storage.leases import (
+    HOLDER_COLUMNS,
+    TAKEN_OVER,
+    HeldLease,
+    held_by_another,
+    holder_from_row,
+)
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import StepLockHolder
-
-
-@dataclass
-class HeldLease:
-    token: str
-    lease_seconds: float
-    renewed_at: float  # time.monotonic()
-
-
-_COLUMNS = "holder, pid, hostname, host_id, process_start, acquired_at, expires_at"
 
 
 class StepLockStore:
@@ -50,20 +46,11 @@ class StepLockStore:
     @guarded
     def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
         row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM step_locks WHERE agent_id = %s", [agent_id]
+            f"SELECT {HOLDER_COLUMNS} FROM step_locks WHERE agent_id = %s", [agent_id]
         ).fetchone()
         if row is None:
             return None
-        token, pid, hostname, host_id, process_start, acquired_at, expires_at = row
-        return StepLockHolder(
-            token=token,
-            pid=pid,
-            hostname=hostname,
-            host_id=host_id,
-            process_start=process_start,
-            acquired_at=acquired_at,
-            expires_at=expires_at,
-        )
+        return holder_from_row(row)
 
     @guarded
     def take_step_lock(
@@ -79,12 +66,7 @@ class StepLockStore:
                 raise NotFoundError(f"no agent with id {agent_id!r}")
             now = time.time()
             current = self.step_lock_holder(agent_id)
-            if (
-                current is not None
-                and current.token != claim.token
-                and current.expires_at > now
-                and not is_dead(current)
-            ):
+            if held_by_another(current, claim, now, is_dead):
                 return current
             self.conn.execute(
                 "INSERT INTO step_locks (agent_id, holder, pid, hostname, host_id, "
@@ -121,11 +103,7 @@ class StepLockStore:
                 [now, now + lease.lease_seconds, agent_id, lease.token],
             )
             if cursor.rowcount == 0:
-                raise ConflictError(
-                    "this step's lock on the agent was taken over by another process (its "
-                    "lease ran out) or the agent was deleted; the step stopped and its last "
-                    "change was not stored"
-                )
+                raise ConflictError(TAKEN_OVER)
             lease.renewed_at = time.monotonic()
 
     @guarded

@@ -3,8 +3,7 @@ what its writes share: agent locks, day bounds, removed vectors.
 
 Rows are turned into models without validating them again (they were
 validated on the way in, and revalidating a long window on every turn cost
-more than reading it), as SQLite's rows.py does; copied, not imported, so
-that this package never imports the SQLite one.
+more than reading it), with storage/trusted.py, as SQLite's store does.
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-from pydantic import BaseModel
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, Passage, ToolCall
+from memgpt_lite.storage.trusted import trusted
 
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
@@ -26,21 +25,6 @@ MESSAGE_COLUMNS = (
 )
 PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
 _CALL_KEYS = {"id", "name", "arguments"}
-
-M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
-
-
-def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of `cls` holding `values` (every field, already of its
-    type), without validation (see SQLite's rows.py: a test there checks it
-    equals the validated model)."""
-    instance = cls.__new__(cls)
-    _set(instance, "__dict__", values)
-    _set(instance, "__pydantic_fields_set__", set(values))
-    _set(instance, "__pydantic_extra__", None)
-    _set(instance, "__pydantic_private__", None)
-    return instance
 
 
 def tool_calls_json(message: Message) -> str | None:

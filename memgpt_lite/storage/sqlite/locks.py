@@ -12,25 +12,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from threading import RLock
 
 from sqlite_utils import Database
 
 from memgpt_lite.errors import ConflictError, NotFoundError
+from memgpt_lite.storage.leases import (
+    HOLDER_COLUMNS,
+    TAKEN_OVER,
+    HeldLease,
+    held_by_another,
+    holder_from_row,
+)
 from memgpt_lite.storage.protocol import StepLockHolder
 from memgpt_lite.storage.sqlite.transactions import guarded
-
-
-@dataclass
-class HeldLease:
-    token: str
-    lease_seconds: float
-    renewed_at: float  # time.monotonic()
-
-
-_COLUMNS = "holder, pid, hostname, host_id, process_start, acquired_at, expires_at"
 
 
 class StepLockStore:
@@ -49,20 +45,11 @@ class StepLockStore:
     @guarded
     def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
         row = self.db.execute(
-            f"SELECT {_COLUMNS} FROM step_locks WHERE agent_id = ?", [agent_id]
+            f"SELECT {HOLDER_COLUMNS} FROM step_locks WHERE agent_id = ?", [agent_id]
         ).fetchone()
         if row is None:
             return None
-        token, pid, hostname, host_id, process_start, acquired_at, expires_at = row
-        return StepLockHolder(
-            token=token,
-            pid=pid,
-            hostname=hostname,
-            host_id=host_id,
-            process_start=process_start,
-            acquired_at=acquired_at,
-            expires_at=expires_at,
-        )
+        return holder_from_row(row)
 
     @guarded
     def take_step_lock(
@@ -80,12 +67,7 @@ class StepLockStore:
                 raise NotFoundError(f"no agent with id {agent_id!r}")
             now = time.time()
             current = self.step_lock_holder(agent_id)
-            if (
-                current is not None
-                and current.token != claim.token
-                and current.expires_at > now
-                and not is_dead(current)
-            ):
+            if held_by_another(current, claim, now, is_dead):
                 return current
             self.db.execute(
                 "INSERT OR REPLACE INTO step_locks (agent_id, holder, pid, hostname, host_id, "
@@ -117,11 +99,7 @@ class StepLockStore:
                 [now, now + lease.lease_seconds, agent_id, lease.token],
             )
             if cursor.rowcount == 0:
-                raise ConflictError(
-                    "this step's lock on the agent was taken over by another process (its "
-                    "lease ran out) or the agent was deleted; the step stopped and its last "
-                    "change was not stored"
-                )
+                raise ConflictError(TAKEN_OVER)
             lease.renewed_at = time.monotonic()
 
     @guarded

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
@@ -38,26 +36,6 @@ def seq_chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
 
 def stored_datetime(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
-
-
-M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
-
-
-def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of `cls` holding `values` (every field, already of its
-    type), without validation: for rows the store validated on the way in,
-    where validating them again on every read (CleanStr, the arguments
-    regex, parsing times) was most of the cost of loading a long window.
-    What `model_construct` does for a model with no aliases, defaults to
-    fill, extras or private attributes, at a fifth of its cost; a test
-    checks the result equals the validated model."""
-    instance = cls.__new__(cls)
-    _set(instance, "__dict__", values)
-    _set(instance, "__pydantic_fields_set__", set(values))
-    _set(instance, "__pydantic_extra__", None)
-    _set(instance, "__pydantic_private__", None)
-    return instance
 
 
 def require_agents(db: Database, agent_ids: Iterable[str]) -> None:
