@@ -190,6 +190,28 @@ def test_a_broad_query_over_the_budget_is_not_proven(pg: PostgresStore):
     assert not pg.rank_passages(state.id, "common", 5, budget=10).proven  # counted past 10
 
 
+def test_a_word_counted_to_the_budget_weighs_as_its_statistics_say(pg: PostgresStore):
+    """Counting stops at the budget, but the IDF must be the word's: once the
+    table is analyzed, a word in every passage scores as with no budget
+    (next to nothing), not as a word in budget + 1 passages."""
+    state = new_agent(pg)
+    texts = [f"common filler n{i}" for i in range(200)]
+    texts += ["common common common common plain", "rare common"]
+    pg.add_passages([Passage(agent_id=state.id, text=t) for t in texts])
+    query = "rare common"
+
+    def scores(budget: int) -> list[tuple[str, float]]:
+        ranked = pg.rank_passages(state.id, query, 3, budget=budget)
+        return [(p.text, round(score, 9)) for p, score in ranked.scored]
+
+    best = scores(10_000)[0]  # "rare" alone chooses the candidates under a budget
+    assert best[0] == "rare common"
+    assert scores(10)[0] != best  # before ANALYZE: "common" taken as in 11 passages
+    with pg.transaction():
+        pg.conn.execute("ANALYZE passages")
+    assert scores(10)[0] == best
+
+
 def test_scores_are_the_agents_own(pg: PostgresStore):
     """IDF and lengths are the agent's: another agent's passages change nothing."""
     sam = new_agent(pg, "sam")

@@ -183,6 +183,7 @@ class TextSearch:
         found = self._query(table, agent_id, list(dict.fromkeys(words)), budget + 1)
         if found is None:
             return Scored([], 0, True)
+        found = self._estimate_capped(table, found, budget + 1)
         rare, common, over_budget = split_by_rarity(found.words, found.hits, budget)
         rows = self._score(
             table, agent_id, found, rare, budget if over_budget else 0, columns, filters, limit
@@ -225,6 +226,37 @@ class TextSearch:
         return Query(
             [r[0] for r in found], [list(r[1]) for r in found], hits, found[0][3], found[0][4]
         )
+
+    def _estimate_capped(self, table: Indexed, found: Query, cap: int) -> Query:
+        """The words counted only up to `cap` (a common word: counting all its
+        matches would read them all), with their share of the table's rows
+        from its statistics (ANALYZE's most common lexemes) times the agent's
+        rows. BM25's IDF needs the true count: a word in half of an archive,
+        taken as in `cap` rows, weighed as if rare. A word the statistics do
+        not list keeps `cap`."""
+        capped = [
+            i
+            for i, w in enumerate(found.words)
+            if found.hits[w] >= cap and len(found.lexemes[i]) == 1
+        ]
+        if not capped:
+            return found
+        stats = self.conn.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+            "WHERE schemaname = current_schema() AND tablename = %s "
+            "AND attname = 'search_vector'",
+            [table],
+        ).fetchone()
+        if stats is None or stats[0] is None:
+            return found
+        share = dict(zip(stats[0], stats[1], strict=False))  # the freqs end with 3 summary values
+        hits = dict(found.hits)
+        for i in capped:
+            frequency = share.get(found.lexemes[i][0])
+            if frequency is not None:
+                word = found.words[i]
+                hits[word] = max(cap, min(found.rows, round(frequency * found.rows)))
+        return found._replace(hits=hits)
 
     def _count_words(
         self, table: Indexed, agent_id: str, words: list[str], count: list[str], cap: int
