@@ -11,7 +11,6 @@ of thousands of passages is one round trip.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import date
@@ -39,6 +38,7 @@ from memgpt_lite.storage.postgres.rows import (
 )
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.storage.records import text_hash
 
 _INSERT = sql.SQL(
     "INSERT INTO passages (id, agent_id, text, context, tags, text_hash, created_at, "
@@ -52,12 +52,6 @@ _INSERT = sql.SQL(
     "search_length, plain_text, plain_context, n) ORDER BY r.n "
     "ON CONFLICT (agent_id, text_hash) DO NOTHING RETURNING seq, id, search_length"
 ).format(text=to_tsvector("r.plain_text"), context=to_tsvector("r.plain_context"))
-
-
-def text_hash(text: str) -> str:
-    """The key for skipping exact duplicates, as SQLite's: sha256 of the
-    text with surrounding space trimmed."""
-    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
 
 
 def passage_filters(

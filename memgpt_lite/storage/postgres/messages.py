@@ -33,10 +33,10 @@ from memgpt_lite.storage.postgres.rows import (
     delete_vectors_of,
     lock_agents,
     message_from_row,
-    tool_calls_json,
 )
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.storage.records import tool_calls_json
 
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (%(step)s::text IS NULL OR m.step_id IS DISTINCT FROM %(step)s)"

@@ -3,7 +3,7 @@ what its writes share: agent locks, day bounds, removed vectors.
 
 Rows are turned into models without validating them again (they were
 validated on the way in, and revalidating a long window on every turn cost
-more than reading it), with storage/trusted.py, as SQLite's store does.
+more than reading it), with storage/records.py, as SQLite's store does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import psycopg
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, Passage, ToolCall
-from memgpt_lite.storage.trusted import trusted
+from memgpt_lite.storage.records import trusted
 
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
@@ -25,11 +25,6 @@ MESSAGE_COLUMNS = (
 )
 PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
 _CALL_KEYS = {"id", "name", "arguments"}
-
-
-def tool_calls_json(message: Message) -> str | None:
-    """Tool calls as SQLite stores them: JSON text, or NULL for none."""
-    return json.dumps([c.model_dump() for c in message.tool_calls]) if message.tool_calls else None
 
 
 def _tool_calls(text: str | None) -> list[ToolCall]:

@@ -10,10 +10,7 @@ import psycopg
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ModelUsage, UsageRecord
 from memgpt_lite.storage.postgres.transactions import guarded
-
-_RECORD_COLUMNS = (
-    "model, prompt_tokens, completion_tokens, total_tokens, requests, estimated, created_at"
-)
+from memgpt_lite.storage.records import USAGE_RECORD_KEYS, model_usages, usage_records
 
 
 class UsageStore:
@@ -26,7 +23,7 @@ class UsageStore:
     def add_usage(self, record: UsageRecord) -> None:
         with self.transaction():
             inserted = self.conn.execute(
-                f"INSERT INTO token_usage (agent_id, step_id, {_RECORD_COLUMNS}) "
+                f"INSERT INTO token_usage ({', '.join(USAGE_RECORD_KEYS)}) "
                 "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS "
                 "(SELECT 1 FROM agents WHERE id = %s)",
                 [
@@ -53,18 +50,7 @@ class UsageStore:
             "ELSE 0 END) FROM token_usage WHERE agent_id = %s GROUP BY model ORDER BY model",
             [agent_id],
         ).fetchall()
-        return [
-            ModelUsage(
-                model=model,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                total_tokens=total,
-                requests=requests,
-                steps=steps,
-                estimated_requests=estimated,
-            )
-            for model, prompt, completion, total, requests, steps, estimated in rows
-        ]
+        return model_usages(rows)
 
     @guarded
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
@@ -75,10 +61,9 @@ class UsageStore:
         return self._records("agent_id = %s", [agent_id])
 
     def _records(self, where: str, params: list[str]) -> list[UsageRecord]:
-        rows = self.conn.execute(
-            f"SELECT agent_id, step_id, {_RECORD_COLUMNS} FROM token_usage WHERE {where} "
-            "ORDER BY seq",
-            params,
-        ).fetchall()
-        keys = ["agent_id", "step_id", *_RECORD_COLUMNS.split(", ")]
-        return [UsageRecord(**dict(zip(keys, row, strict=True))) for row in rows]
+        columns = ", ".join(USAGE_RECORD_KEYS)
+        return usage_records(
+            self.conn.execute(
+                f"SELECT {columns} FROM token_usage WHERE {where} ORDER BY seq", params
+            ).fetchall()
+        )

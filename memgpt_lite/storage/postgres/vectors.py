@@ -27,6 +27,7 @@ from psycopg.adapt import Buffer, Loader
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.postgres.rows import PASSAGE_COLUMNS, passage_from_row
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Owner, StoredVectors, VectorCounters, VectorMatches
 
@@ -42,8 +43,6 @@ EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 _FETCH_ROWS = 8192  # rows read at a time by load_vectors
 _indexed: set[tuple[str, int]] = set()  # (url, dimension) known to have its index, per process
 _indexed_lock = threading.Lock()
-
-_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
 
 
 class _RawVector(Loader):
@@ -226,12 +225,12 @@ class VectorStore:
         # remembered "embedded marks" (see benchmarks/postgres_vectors.py for
         # its time at 100k passages that all have a vector).
         rows = self.conn.execute(
-            f"SELECT {_PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %s AND NOT EXISTS "
+            f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %s AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.owner = 'passage' AND v.item_seq = p.seq) "
             "ORDER BY p.seq LIMIT %s",
             [agent_id, limit],
         ).fetchall()
-        return [_passage(row) for row in rows]
+        return [passage_from_row(row) for row in rows]
 
     @guarded
     def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
@@ -298,16 +297,3 @@ class VectorStore:
             version = tuple(int(part) for part in row[0].split(".")[:2]) if row else (0, 0)
             known = self.__dict__["_has_iterative_scans"] = version >= (0, 8)
         return known
-
-
-def _passage(row: Sequence[Any]) -> Passage:
-    seq, id_, agent_id, text, tags, created_at, context = row
-    return Passage(
-        seq=seq,
-        id=id_,
-        agent_id=agent_id,
-        text=text,
-        tags=list(tags),
-        created_at=created_at,
-        context=context,
-    )

@@ -21,8 +21,8 @@ from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
+from memgpt_lite.storage.records import text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
-from memgpt_lite.storage.sqlite.migrations import text_hash
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 

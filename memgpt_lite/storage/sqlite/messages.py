@@ -7,7 +7,6 @@ insert, update and delete, and drop a deleted message's vector (migrations.py);
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime
@@ -19,6 +18,7 @@ from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
 from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.storage.records import tool_calls_json
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
@@ -30,10 +30,6 @@ from memgpt_lite.storage.sqlite.window_cache import (
 
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (? IS NULL OR m.step_id IS NOT ?)"
-
-
-def _tool_calls_json(message: Message) -> str | None:
-    return json.dumps([c.model_dump() for c in message.tool_calls]) if message.tool_calls else None
 
 
 class MessageStore(BudgetedSearch):
@@ -59,7 +55,7 @@ class MessageStore(BudgetedSearch):
                         message.agent_id,
                         message.role,
                         message.content,
-                        _tool_calls_json(message),
+                        tool_calls_json(message),
                         message.tool_call_id,
                         message.name,
                         message.step_id,
@@ -80,7 +76,7 @@ class MessageStore(BudgetedSearch):
                 "WHERE id = ? AND agent_id = ?",
                 [
                     message.content,
-                    _tool_calls_json(message),
+                    tool_calls_json(message),
                     message.search_text(),
                     message.id,
                     message.agent_id,

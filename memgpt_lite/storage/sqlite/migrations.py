@@ -5,10 +5,11 @@ that has shipped is never edited: change the schema by adding a new function
 at the end.
 """
 
-import hashlib
 import json
 
 from sqlite_utils import Database, Migrations
+
+from memgpt_lite.storage.records import text_hash
 
 migrations = Migrations("memgpt_lite")
 
@@ -155,11 +156,6 @@ def m005_archival_search(db: Database) -> None:
     for seq, text in db.execute("SELECT seq, text FROM passages").fetchall():
         db.execute("UPDATE passages SET text_hash = ? WHERE seq = ?", [text_hash(text), seq])
     db.execute("CREATE UNIQUE INDEX passages_agent_hash ON passages(agent_id, text_hash)")
-
-
-def text_hash(text: str) -> str:
-    """The key for skipping exact duplicates: the text with surrounding space trimmed."""
-    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
 
 
 @migrations()

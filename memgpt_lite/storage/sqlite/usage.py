@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from sqlite_utils import Database
 
 from memgpt_lite.models import ModelUsage, UsageRecord
+from memgpt_lite.storage.records import USAGE_RECORD_KEYS, model_usages, usage_records
 from memgpt_lite.storage.sqlite.rows import require_agents, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 
@@ -52,18 +53,7 @@ class UsageStore:
             "ELSE 0 END) FROM token_usage WHERE agent_id = ? GROUP BY model ORDER BY model",
             [agent_id],
         ).fetchall()
-        return [
-            ModelUsage(
-                model=model,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                total_tokens=total,
-                requests=requests,
-                steps=steps,
-                estimated_requests=estimated,
-            )
-            for model, prompt, completion, total, requests, steps, estimated in rows
-        ]
+        return model_usages(rows)
 
     @guarded
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
@@ -74,19 +64,9 @@ class UsageStore:
         return self._records("agent_id = ?", [agent_id])
 
     def _records(self, where: str, params: list[str]) -> list[UsageRecord]:
-        rows = self.db.execute(
-            "SELECT agent_id, step_id, model, prompt_tokens, completion_tokens, total_tokens, "
-            f"requests, estimated, created_at FROM token_usage WHERE {where} ORDER BY seq",
-            params,
-        ).fetchall()
-        keys = ("agent_id", "step_id", "model", "prompt_tokens", "completion_tokens")
-        return [
-            UsageRecord(
-                **dict(zip(keys, row[:5], strict=True)),
-                total_tokens=row[5],
-                requests=row[6],
-                estimated=bool(row[7]),
-                created_at=row[8],
-            )
-            for row in rows
-        ]
+        columns = ", ".join(USAGE_RECORD_KEYS)
+        return usage_records(
+            self.db.execute(
+                f"SELECT {columns} FROM token_usage WHERE {where} ORDER BY seq", params
+            ).fetchall()
+        )
