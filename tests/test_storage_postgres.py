@@ -57,6 +57,10 @@ def test_stores_share_the_process_pool_and_hold_no_connection_between_calls(pg_u
         assert len(stores[1].list_agents()) == 4 * POOL_MAX_SIZE  # another connection
     assert pool(pg_url).get_stats()["pool_size"] <= POOL_MAX_SIZE
     assert all(store._conn is None for store in stores)
+    taken = pool(pg_url).get_stats()["requests_num"]
+    for store in stores:
+        store.close()  # nothing to give back: takes no connection to do nothing
+    assert pool(pg_url).get_stats()["requests_num"] == taken
 
 
 def test_commits_skip_the_disk_flush_unless_the_url_asks_for_it(pg_url):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
 
 import psycopg
@@ -48,7 +48,7 @@ class _Guardable(Protocol):
     url: str
     task_with_transaction: object | None
 
-    def connection(self) -> contextmanager[psycopg.Connection]: ...
+    def connection(self) -> AbstractContextManager[None]: ...
 
 
 P = ParamSpec("P")
@@ -110,20 +110,31 @@ class Transactions:
 
     @property
     def conn(self) -> psycopg.Connection:
-        """The connection of the call or transaction running now."""
-        assert self._conn is not None, "store SQL outside a guarded call"
+        """The connection of the call or transaction running now, taken from
+        the pool when the call first uses it (a call that needs none, such as
+        `close`, takes none)."""
+        assert self._uses or self._levels, "store SQL outside a guarded call"
+        if self._conn is None:
+            with server_errors(self.url):
+                self._take()
+        assert self._conn is not None
+        return self._conn
+
+    def _take(self) -> psycopg.Connection:
+        """The store's connection, taken from the pool if it has none (the
+        caller holds the lock)."""
+        if self._conn is None:
+            self._conn = pool(self.url).getconn(timeout=self.busy_timeout_seconds)
         return self._conn
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        """The store's connection for a call, taken from the pool if it has none
-        (the caller holds the lock)."""
-        if self._conn is None:
-            with server_errors(self.url):
-                self._conn = pool(self.url).getconn(timeout=self.busy_timeout_seconds)
+    def connection(self) -> Iterator[None]:
+        """A call using the store: the connection it takes (see `conn`) is
+        given back when the last call or level using it ends (the caller
+        holds the lock)."""
         self._uses += 1
         try:
-            yield self._conn
+            yield
         finally:
             self._uses -= 1
             if self._uses == 0 and self._levels == 0:
@@ -193,9 +204,7 @@ class Transactions:
         return level
 
     def _begin(self, write: bool) -> _Level:
-        if self._conn is None:
-            self._conn = pool(self.url).getconn(timeout=self.busy_timeout_seconds)
-        conn = self._conn
+        conn = self._take()
         outermost = self._levels == 0
         savepoint = None
         if outermost:
