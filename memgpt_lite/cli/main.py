@@ -28,6 +28,7 @@ from memgpt_lite.cli.scripting import (
     read_message,
     run_step,
 )
+from memgpt_lite.cli.serve import serve
 from memgpt_lite.cli.transfer import export_command, import_command
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ cli.add_command(models)
 cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(log_command)
+cli.add_command(serve)
 for command in AGENT_COMMANDS:
     cli.add_command(command)
 

@@ -1,0 +1,92 @@
+"""`memgpt-lite serve`: the HTTP server (memgpt_lite/server/), on uvicorn."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+import click
+
+from memgpt_lite.cli.base import db_location, store_for
+
+SERVER_EXTRA = 'the server needs its extra: pip install "memgpt-lite[server]"'
+# What tells a worker process started by uvicorn not to ask for keys.
+NO_AUTH_VARIABLE = "MEMGPT_LITE_SERVE_NO_AUTH"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8283, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    metavar="FILE|URL",
+    help="Database (as the global --db): a SQLite file or a postgresql:// URL.",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes; more than one needs PostgreSQL.",
+)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Serve without API keys, every request as user `local` (loopback addresses only).",
+)
+@click.pass_context
+def serve(
+    ctx: click.Context, host: str, port: int, db: str | None, workers: int, no_auth: bool
+) -> None:
+    """Serve agents over HTTP: our API under /api, the routes of Letta's REST
+    API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
+    (model: an agent's name or id). Every route but /health needs
+    `Authorization: Bearer KEY`, a key from `memgpt-lite keys create --user NAME`.
+    The API's documentation is served at /docs.
+
+    The model endpoint and its key come from the server's environment
+    (OPENAI_BASE_URL, OPENAI_API_KEY), or an agent's own base URL.
+
+    Example: memgpt-lite serve --port 8283 --db postgresql://localhost/agents --workers 4
+    """
+    if db is not None:
+        ctx.find_root().obj["db"] = db
+    if no_auth and not is_loopback(host):
+        raise click.UsageError(
+            f"--no-auth serves anyone who can reach {host}: allowed on a loopback address only "
+            "(127.0.0.1, ::1, localhost)"
+        )
+    try:
+        import uvicorn
+    except ImportError:
+        raise click.ClickException(SERVER_EXTRA) from None
+    from memgpt_lite.storage.location import is_postgres, redacted
+
+    location = db_location(ctx)
+    if workers > 1 and not is_postgres(location):
+        raise click.UsageError(
+            "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
+        )
+    store_for(ctx)  # the database opens (and is upgraded) here, or the command fails in one line
+    os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
+    os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
+    click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)
+    uvicorn.run(
+        "memgpt_lite.server.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        timeout_graceful_shutdown=30,
+    )

@@ -1,0 +1,188 @@
+"""Our API for agents: create, list, get, modify, delete; send a message
+(the step's result as JSON, or its events as server-sent events, the same
+events as `memgpt-lite send --json`); and message history.
+
+Routes that only touch the database are plain functions, which FastAPI runs
+in its thread pool; the step runs in steps.py's workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ValidationError
+
+from memgpt_lite.agent import Agent
+from memgpt_lite.errors import ConfigError, MemGPTError, validation_messages
+from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepResult
+from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
+from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.sse import frame, sse_response
+from memgpt_lite.storage.protocol import Storage
+
+router = APIRouter(prefix="/api/agents", tags=["agents"])
+
+
+def agent_view(store: Storage, state: AgentState) -> AgentView:
+    return AgentView(
+        **state.model_dump(include={"id", "name", "llm", "system", "settings", "summary"}),
+        blocks=store.get_blocks(state.id),
+        stats=store.agent_stats(state.id),
+        created_at=state.created_at,
+        updated_at=state.updated_at,
+    )
+
+
+def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
+    """Create the user's agent as `Agent.create` would, from a checked body."""
+    try:
+        blocks = None if body.blocks is None else [Block(**b.model_dump()) for b in body.blocks]
+        settings = None if body.settings is None else AgentSettings(**body.settings)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"cannot create agent {body.name!r}: {validation_messages(exc)}"
+        ) from None
+    return Agent.create(
+        body.name,
+        body.model,
+        blocks=blocks,
+        system=body.system,
+        base_url=body.base_url,
+        settings=settings,
+        llm_options=body.llm_options,
+        embedder=body.embedder,
+        store=ctx.store,
+        owner=user,
+    )
+
+
+@router.post("", status_code=201)
+def create(body: AgentCreate, ctx: Context, user: User) -> AgentView:
+    """Create an agent from blocks, a model, an endpoint and settings."""
+    return agent_view(ctx.store, create_agent(ctx, user, body).state)
+
+
+@router.get("")
+def list_agents(ctx: Context, user: User) -> list[AgentView]:
+    """The user's agents, with their blocks and counts."""
+    return [agent_view(ctx.store, state) for state, _ in ctx.store.list_agents(owner=user)]
+
+
+@router.get("/{agent}")
+def get_agent(agent: str, ctx: Context, user: User) -> AgentView:
+    """One agent, by name or id."""
+    return agent_view(ctx.store, ctx.agent_state(user, agent))
+
+
+def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> AgentState:
+    """Apply the fields of `body` that were given; all or nothing."""
+    state = ctx.agent_state(user, ref)
+
+    def change(stored: AgentState) -> None:
+        if body.model is not None:
+            if not body.model.strip():
+                raise ConfigError("the model name is empty")
+            stored.llm.model = body.model.strip()
+        if body.system is not None:
+            stored.system = body.system
+        for key, value in (body.llm_options or {}).items():
+            _assign(stored.llm, key, value, "llm_options")
+        for key, value in (body.settings or {}).items():
+            _assign(stored.settings, key, value, "settings")
+
+    with ctx.store.transaction():
+        if body.name is not None and body.name != state.name:
+            agent = Agent(state, ctx.store)
+            agent.rename(body.name)
+        return ctx.store.update_agent(state.id, change)
+
+
+def _assign(target: BaseModel, key: str, value: Any, where: str) -> None:
+    if key not in type(target).model_fields or key in ("model", "base_url"):
+        raise ConfigError(f"{where}.{key}: no such option")
+    try:
+        setattr(target, key, value)  # validated on assignment
+    except ValidationError as exc:
+        raise ConfigError(f"{where}.{key}: {validation_messages(exc)}") from None
+
+
+@router.patch("/{agent}")
+def modify(agent: str, body: AgentUpdate, ctx: Context, user: User) -> AgentView:
+    """Rename an agent, or change its model, system prompt, llm options or settings."""
+    return agent_view(ctx.store, update_agent(ctx, user, agent, body))
+
+
+@router.delete("/{agent}", status_code=204)
+def delete(agent: str, ctx: Context, user: User) -> Response:
+    """Delete an agent with its messages and passages (blocks it shares stay)."""
+    ctx.store.delete_agent(ctx.agent_state(user, agent).id)
+    return Response(status_code=204)
+
+
+# Sending
+
+
+async def step_events(
+    ctx: ServerContext, user: str, ref: str, message: str
+) -> AsyncIterator[StepEvent]:
+    """The events of one step of the user's agent, run in a worker thread."""
+    state = await run_in_threadpool(ctx.agent_state, user, ref)
+    async for event in ctx.steps.events(state.id, lambda: ctx.agent(user, state.id), message):
+        yield event
+
+
+def finished(last: StepEvent | None) -> StepResult:
+    """A finished step's result, or its error raised (answered by its status)."""
+    if isinstance(last, StepFinished):
+        return last.result
+    if isinstance(last, StepFailed):
+        raise last.error or MemGPTError(last.message)
+    raise RuntimeError(f"a step ended with {last!r}")  # run_step ends with one of the two
+
+
+async def run_to_end(events: AsyncIterator[StepEvent]) -> StepResult:
+    last = None
+    async for event in events:
+        last = event
+    return finished(last)
+
+
+@router.post("/{agent}/messages", response_model=None)
+async def send(agent: str, body: SendBody, ctx: Context, user: User) -> Any:
+    """Send a message and run one step. Without `stream`, the step's result
+    as JSON (a failing model endpoint is a 502 with the reason); with it, the
+    step's events as server-sent events, as `memgpt-lite send --json` prints
+    them, ending with `step_finished` or `step_failed`."""
+    events = step_events(ctx, user, agent, body.message)
+    if body.stream:
+        return await sse_response(frame(e.model_dump_json(), e.type) async for e in events)
+    return await run_to_end(events)
+
+
+class MessagePage(BaseModel):
+    messages: list[Message]
+    total: int
+
+
+@router.get("/{agent}/messages")
+def history(
+    agent: str,
+    ctx: Context,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    query: str | None = None,
+) -> MessagePage:
+    """Message history, oldest first within the page: the newest `limit`
+    after skipping `offset` newer ones; with `query`, the messages that match
+    it, best first."""
+    state = ctx.agent_state(user, agent)
+    if query:
+        found, total = ctx.store.search_messages(state.id, query, limit, offset)
+    else:
+        found, total = ctx.store.recent_messages(state.id, limit, offset)
+    return MessagePage(messages=found, total=total)

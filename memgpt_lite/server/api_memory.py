@@ -1,0 +1,131 @@
+"""Our API for an agent's memory: core memory blocks (limits and read-only
+enforced as for the agent's own edits), archival passages, the context
+window's overview, and agent files out and in."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Response
+from pydantic import BaseModel
+
+from memgpt_lite.agentfile.native import (
+    ImportReport,
+    export_agent,
+    parse_agent_file,
+    store_agent_file,
+)
+from memgpt_lite.loop.window import ContextOverview
+from memgpt_lite.models import Block, Passage
+from memgpt_lite.server.bodies import BlockSet, PassageIn
+from memgpt_lite.server.context import Context, User
+
+router = APIRouter(prefix="/api/agents", tags=["memory"])
+
+
+@router.get("/{agent}/blocks")
+def list_blocks(agent: str, ctx: Context, user: User) -> list[Block]:
+    """The agent's core memory blocks, in the order the system message shows them."""
+    return ctx.store.get_blocks(ctx.agent_state(user, agent).id)
+
+
+@router.get("/{agent}/blocks/{label}")
+def get_block(agent: str, label: str, ctx: Context, user: User) -> Block:
+    return ctx.agent(user, agent).block(label)
+
+
+@router.put("/{agent}/blocks/{label}")
+def set_block(agent: str, label: str, body: BlockSet, ctx: Context, user: User) -> Block:
+    """Replace a block's value: refused (422) over its limit, if it is
+    read-only, or, with `expected`, if the block no longer holds that text."""
+    return ctx.agent(user, agent).set_block(label, body.value, expected=body.expected)
+
+
+class PassagePage(BaseModel):
+    passages: list[Passage]
+    total: int
+
+
+class Inserted(BaseModel):
+    passages: list[Passage]
+    duplicates: list[str]  # ids of passages that already held a chunk's text
+
+
+@router.post("/{agent}/passages", status_code=201)
+def insert_passage(agent: str, body: PassageIn, ctx: Context, user: User) -> Inserted:
+    """Store text in archival memory (chunked if long), with tags and a time."""
+    report = ctx.agent(user, agent).archival.insert(body.text, body.tags, body.created_at)
+    return Inserted(passages=report.stored, duplicates=report.duplicates)
+
+
+@router.get("/{agent}/passages")
+def list_passages(
+    agent: str,
+    ctx: Context,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    tags: Annotated[list[str] | None, Query()] = None,
+) -> PassagePage:
+    """Passages, newest first; with `tags`, those with any of them."""
+    found, total = ctx.agent(user, agent).archival.list(limit, offset, tags)
+    return PassagePage(passages=found, total=total)
+
+
+@router.get("/{agent}/passages/search")
+def search_passages(
+    agent: str,
+    query: str,
+    ctx: Context,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=100)] = 5,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    tags: Annotated[list[str] | None, Query()] = None,
+    start: date | None = None,
+    end: date | None = None,
+) -> PassagePage:
+    """Passages for a plain-text query, best first (hybrid when the agent
+    has an embedder); `tags`, `start` and `end` (dates, inclusive) filter."""
+    archival = ctx.agent(user, agent).archival
+    found, total = archival.search(query, limit, offset, tags, start, end)
+    return PassagePage(passages=found, total=total)
+
+
+@router.delete("/{agent}/passages/{passage_id}", status_code=204)
+def delete_passage(agent: str, passage_id: str, ctx: Context, user: User) -> Response:
+    ctx.agent(user, agent).archival.delete(passage_id)
+    return Response(status_code=204)
+
+
+@router.get("/{agent}/context")
+def context_overview(agent: str, ctx: Context, user: User) -> ContextOverview:
+    """The context window: its size and the tokens each part of the next request takes."""
+    return ctx.agent(user, agent).context_overview()
+
+
+@router.get("/{agent}/export")
+def export(agent: str, ctx: Context, user: User) -> dict[str, Any]:
+    """The agent as an agent file (what `memgpt-lite export` writes)."""
+    state = ctx.agent_state(user, agent)
+    return export_agent(ctx.store, state.id).model_dump(mode="json")
+
+
+@router.post("/import", status_code=201)
+def import_file(
+    ctx: Context,
+    user: User,
+    file: Annotated[dict[str, Any], Body(description="An agent file: ours, or Letta's .af")],
+    name: Annotated[str | None, Query(description="Store it under this name")] = None,
+    letta_agent: Annotated[str | None, Query(description="Which agent of a Letta file")] = None,
+) -> ImportReport:
+    """Import an agent file as a new agent of the user's."""
+    loaded = parse_agent_file(file, "the request body", letta_agent)
+    return store_agent_file(
+        ctx.store,
+        loaded.agent,
+        name=name,
+        source=loaded.source,
+        notes=loaded.notes,
+        owner=user,
+    )

@@ -1,0 +1,174 @@
+"""The application: `create_app(db)` opens the store and mounts every route.
+
+Errors are answered in one place, each as `{"detail": "one line"}` with the
+status that says what went wrong: our errors by class (`STATUS_BY_ERROR`), a
+body that is not JSON or a field that is wrong 422 naming the field, a body
+over the size limit 413, a missing or bad key 401.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memgpt_lite.config import resolve_db
+from memgpt_lite.errors import (
+    AlreadyExistsError,
+    BusyError,
+    ConfigError,
+    ConflictError,
+    ContextBudgetError,
+    LLMError,
+    MemGPTError,
+    NotFoundError,
+    StoreError,
+)
+from memgpt_lite.server.context import ServerContext, Unauthorized
+from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
+from memgpt_lite.storage.open import open_storage
+
+# Request bodies larger than this are refused with 413 (agent files are the largest).
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+# The most specific class first.
+STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
+    (NotFoundError, 404),
+    (AlreadyExistsError, 409),
+    (ConflictError, 409),
+    (ConfigError, 422),
+    (ContextBudgetError, 422),
+    (LLMError, 502),
+    (BusyError, 503),
+    (StoreError, 503),
+]
+
+
+def status_for(error: MemGPTError) -> int:
+    for cls, status in STATUS_BY_ERROR:
+        if isinstance(error, cls):
+            return status
+    return 500
+
+
+def _field(location: tuple[Any, ...] | list[Any]) -> str:
+    """A validation error's location as a field path: ("body", "blocks", 0,
+    "label") is "blocks.0.label"."""
+    parts = [str(p) for p in location]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def validation_detail(exc: RequestValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        if error.get("type") == "json_invalid":
+            problems.append(f"the body is not valid JSON: {error.get('ctx', {}).get('error')}")
+        else:
+            problems.append(f"{_field(error['loc'])}: {error['msg']}")
+    return "; ".join(problems) or "the request is not valid"
+
+
+class BodyLimit:
+    """Refuse a request body over `limit` bytes with 413, whether it says its
+    length up front or streams it."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = f"the request body is over the limit of {self.limit} bytes"
+        await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
+
+
+class _TooLarge(BaseException):  # noqa: N818 - a signal inside BodyLimit, never raised out of it
+    """A BaseException, so that FastAPI's body parsing (which turns any
+    Exception into a 400) lets it through to BodyLimit."""
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MemGPTError)
+    async def memgpt_error(request: Request, exc: MemGPTError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_detail(exc)}, status_code=422)
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"}
+        return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+
+
+def create_app(
+    db: str,
+    *,
+    auth: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    step_threads: int = DEFAULT_STEP_THREADS,
+) -> FastAPI:
+    """The server's application on the database at `db` (a SQLite file or a
+    postgresql:// URL), opened when the app starts. `auth=False` serves every
+    request as user `local` (the CLI refuses it off loopback)."""
+    from memgpt_lite.server import api_agents, api_memory, health, letta, openai_compat
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = open_storage(db)
+        steps = StepRunner(step_threads)
+        app.state.context = ServerContext(store=store, steps=steps, auth=auth)
+        try:
+            yield
+        finally:
+            steps.close()
+            store.close()
+
+    app = FastAPI(
+        title="memgpt-lite",
+        summary="Agents that remember, over HTTP.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    _install_error_handlers(app)
+    for module in (health, api_agents, api_memory, letta, openai_compat):
+        app.include_router(module.router)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app `memgpt-lite serve` starts in each worker: the database from
+    $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set."""
+    return create_app(
+        str(resolve_db(None).value), auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH")
+    )

@@ -1,0 +1,100 @@
+"""Running agents' steps for the server, off its event loop.
+
+A step does blocking work (the database, the model's HTTP), so each runs in a
+worker thread through the synchronous `agent.stream()`, and its events cross
+to the event loop through a queue. Two rules hold here, in one place:
+
+- Sends to one agent run one at a time, in the order they arrived: an
+  `asyncio.Lock` per agent (FIFO) is taken before the step goes to a thread.
+  The step lock in the database still orders them against other processes.
+- A step, once started, runs to its end even if the client goes away: the
+  events are dropped, but the agent's lock is released only when the thread
+  is done, so what the step stored is complete and the next send waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from memgpt_lite.agent import Agent
+from memgpt_lite.loop.events import StepEvent
+
+# Workers that run steps; more steps than this queue for a thread.
+DEFAULT_STEP_THREADS = 32
+
+
+class _End:
+    """Put on the queue after a step's last event."""
+
+
+_END = _End()
+
+
+@dataclass
+class StepRunner:
+    """Runs steps in worker threads, one at a time per agent (see the module's doc)."""
+
+    threads: int = DEFAULT_STEP_THREADS
+    _pool: ThreadPoolExecutor = field(init=False)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _users: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memgpt-step")
+
+    def close(self) -> None:
+        """Wait for the steps in progress to end (they store their messages)."""
+        self._pool.shutdown(wait=True)
+
+    async def _acquire(self, agent_id: str) -> asyncio.Lock:
+        lock = self._locks.setdefault(agent_id, asyncio.Lock())
+        self._users[agent_id] = self._users.get(agent_id, 0) + 1
+        try:
+            await lock.acquire()
+        except BaseException:
+            self._release(agent_id, lock, held=False)
+            raise
+        return lock
+
+    def _release(self, agent_id: str, lock: asyncio.Lock, *, held: bool = True) -> None:
+        if held:
+            lock.release()
+        self._users[agent_id] -= 1
+        if not self._users[agent_id]:  # nobody waits: forget the lock
+            del self._users[agent_id], self._locks[agent_id]
+
+    async def events(
+        self, agent_id: str, load: Callable[[], Agent], message: str
+    ) -> AsyncIterator[StepEvent]:
+        """The events of one step of the agent `load()` opens (in the worker
+        thread), as they happen. An error raised before the step starts (an
+        empty message, no API key) is raised here."""
+        lock = await self._acquire(agent_id)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[StepEvent | BaseException | _End] = asyncio.Queue()
+
+        def put(item: StepEvent | BaseException | _End) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def produce() -> None:
+            try:
+                for event in load().stream(message):
+                    put(event)
+            except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
+                put(exc)
+            finally:
+                put(_END)
+
+        try:
+            future = loop.run_in_executor(self._pool, produce)
+        except BaseException:
+            self._release(agent_id, lock)
+            raise
+        future.add_done_callback(lambda _: self._release(agent_id, lock))
+        while not isinstance(item := await queue.get(), _End):
+            if isinstance(item, BaseException):
+                raise item
+            yield item
