@@ -86,6 +86,30 @@ def make_key(db: str, user: str) -> str:
         return create_key(store, user)[1]
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) of process `pid` and its living
+    children so far, from /proc (nan where there is none)."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0.0
+    try:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            if stat.parent.name == str(pid) or fields[1] == str(pid):  # itself or a child
+                total += (int(fields[11]) + int(fields[12])) / ticks
+    except OSError:
+        return float("nan")
+    return total if Path(f"/proc/{pid}").exists() else float("nan")
+
+
+@dataclass
+class Server:
+    url: str
+    pid: int
+
+
 @contextmanager
 def serve_process(
     db: str,
@@ -94,7 +118,7 @@ def serve_process(
     workers: int = 1,
     sample_stacks: str | None = None,
     startup_seconds: float = 60.0,
-) -> Iterator[str]:
+) -> Iterator[Server]:
     """`memgpt-lite serve` on `db` in a subprocess on a free port of
     127.0.0.1, with the environment `env`; yields its base URL once /health
     answers, stops it with SIGINT at the end."""
@@ -119,7 +143,7 @@ def serve_process(
             if time.monotonic() > deadline:
                 raise SystemExit(f"memgpt-lite serve did not answer in {startup_seconds:g} s")
             time.sleep(0.05)
-        yield base_url
+        yield Server(base_url, process.pid)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -159,6 +183,7 @@ class Send:
 class Load:
     sends: list[Send] = field(default_factory=list)
     seconds: float = 0.0
+    server_cpu_seconds: float = float("nan")  # the server's processes, during the load
 
 
 def token_for(client: int, agent: int, send: int) -> str:
@@ -234,10 +259,11 @@ async def send_one(
 
 
 async def run_load(
-    base_url: str, key: str, agents: Sequence[str], clients: int, sends: int, stream: bool
+    server: Server, key: str, agents: Sequence[str], clients: int, sends: int, stream: bool
 ) -> Load:
     """`clients` clients sending `sends` messages each, client i to agent i
     modulo len(agents), all at once."""
+    base_url = server.url
     load = Load()
     headers = {"Authorization": f"Bearer {key}"}
     timeout = httpx.Timeout(120.0)
@@ -256,10 +282,12 @@ async def run_load(
 
     tasks = [asyncio.create_task(client(i)) for i in range(clients)]
     await asyncio.sleep(0.1)  # the clients are waiting on `start`
+    cpu = cpu_seconds(server.pid)
     began = time.perf_counter()
     start.set()
     await asyncio.gather(*tasks)
     load.seconds = time.perf_counter() - began
+    load.server_cpu_seconds = cpu_seconds(server.pid) - cpu
     return load
 
 
@@ -322,6 +350,7 @@ class Figures:
     queued_ms: tuple[float, float]
     unqueued_added_ms: tuple[float, float]
     first_event_ms: tuple[float, float] | None
+    server_cpu_ms: float  # per send
     sends: int
     errors: int
     crossed: int
@@ -346,6 +375,7 @@ def figures(load: Load) -> Figures:
         queued_ms=quantiles(queued),
         unqueued_added_ms=quantiles(unqueued),
         first_event_ms=quantiles(firsts) if firsts else None,
+        server_cpu_ms=load.server_cpu_seconds * 1000 / max(1, len(load.sends)),
         sends=len(load.sends),
         errors=len(errors),
         crossed=sum(s.crossed for _, s in ok),
@@ -383,7 +413,7 @@ def pair(values: tuple[float, float]) -> str:
 HEADER = (
     "| db | workers | mode | req/s | client ms p50 / p95 | endpoint ms p50 / p95 "
     "| added ms p50 / p95 | of which queued p50 / p95 | added without queueing p50 / p95 "
-    "| first event ms p50 / p95 | errors | crossed |"
+    "| first event ms p50 / p95 | server CPU ms per send | errors | crossed |"
 )
 
 
@@ -392,7 +422,8 @@ def row(db: str, workers: int, mode: str, f: Figures, stored_crossed: int) -> st
     return (
         f"| {db} | {workers} | {mode} | {f.requests_per_second:.1f} | {pair(f.client_ms)} "
         f"| {pair(f.endpoint_ms)} | {pair(f.added_ms)} | {pair(f.queued_ms)} "
-        f"| {pair(f.unqueued_added_ms)} | {first} | {f.errors} | {f.crossed + stored_crossed} |"
+        f"| {pair(f.unqueued_added_ms)} | {first} | {f.server_cpu_ms:.0f} | {f.errors} "
+        f"| {f.crossed + stored_crossed} |"
     )
 
 
@@ -427,15 +458,15 @@ def measure(
     key = make_key(db, USER)
     env = server_env(endpoint_url, endpoint_key, home)
     measured = []
-    with serve_process(db, env, workers=workers, sample_stacks=args.sample_stacks) as url:
+    with serve_process(db, env, workers=workers, sample_stacks=args.sample_stacks) as server:
         modes = [False, True] if args.stream else [False]
         for stream in modes:
-            agents = create_agents(url, key, args.agents, stream)
-            load = asyncio.run(run_load(url, key, agents, args.clients, args.sends, stream))
+            agents = create_agents(server.url, key, args.agents, stream)
+            load = asyncio.run(run_load(server, key, agents, args.clients, args.sends, stream))
             stored = stored_crossings(db, load)
             mode = "sse" if stream else "json"
             measured.append(Measured(label(backend), workers, mode, figures(load), stored))
-            delete_agents(url, key, agents)
+            delete_agents(server.url, key, agents)
     return measured
 
 
@@ -467,23 +498,44 @@ def report(measured: Sequence[Measured]) -> None:
 # The stack sampler (--sampled-serve, run in the server's process)
 
 
+IDLE_LEAVES = {"threading.py wait", "queue.py get", "thread.py _worker", "selectors.py select"}
+
+
 def sampled_serve(out: str, serve_args: list[str], interval: float = 0.005) -> None:
     """Run `memgpt-lite serve_args` while a thread samples every thread's
-    stack; at exit, write the most frequent stacks (and innermost frames of
-    our code) to `out`."""
+    stack (wall clock: running, waiting for the GIL, a lock, a socket or the
+    database alike); at exit, write to `out` the samples of busy threads by
+    our innermost function, then by our innermost function and the leaf, then
+    the most frequent whole stacks. A thread is idle when its leaf is a wait
+    for work (a pool's queue, the event loop's select) with none of our
+    frames below it."""
+    ours: Counter[str] = Counter()
+    pairs: Counter[tuple[str, str]] = Counter()
     stacks: Counter[tuple[str, ...]] = Counter()
+    idle = 0
     stop = threading.Event()
 
     def sample() -> None:
+        nonlocal idle
         own = threading.get_ident()
         while not stop.wait(interval):
-            names = {t.ident: t.name for t in threading.enumerate()}
             for ident, frame in sys._current_frames().items():
                 if ident == own:
                     continue
                 summary = traceback.extract_stack(frame)
-                where = tuple(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in summary)
-                stacks[(names.get(ident, "?").split("_")[0], *where[-12:])] += 1
+                where = [f"{Path(f.filename).name} {f.name}" for f in summary]
+                mine = [
+                    f"{Path(f.filename).parent.name}/{Path(f.filename).name}:{f.name}"
+                    for f in summary
+                    if "memgpt_lite" in f.filename
+                ]
+                if not mine and where[-1] in IDLE_LEAVES:
+                    idle += 1
+                    continue
+                inner = mine[-1] if mine else "(not ours)"
+                ours[inner] += 1
+                pairs[inner, where[-1]] += 1
+                stacks[tuple(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in summary)] += 1
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -495,12 +547,19 @@ def sampled_serve(out: str, serve_args: list[str], interval: float = 0.005) -> N
     finally:
         stop.set()
         sampler.join()
+        busy = sum(ours.values())
         with open(out, "w") as file:
-            total = sum(stacks.values())
-            file.write(f"{total} samples every {interval * 1000:g} ms\n")
-            for stack, count in stacks.most_common(60):
-                file.write(f"\n{count} ({count / total:.1%}) thread {stack[0]}\n")
-                file.writelines(f"    {line}\n" for line in stack[1:])
+            file.write(f"every {interval * 1000:g} ms: {busy} busy thread samples, {idle} idle\n")
+            file.write("\nBy our innermost function:\n")
+            for name, count in ours.most_common(40):
+                file.write(f"{count:7d} {count / busy:6.1%}  {name}\n")
+            file.write("\nBy our innermost function and the leaf:\n")
+            for (name, leaf), count in pairs.most_common(60):
+                file.write(f"{count:7d} {count / busy:6.1%}  {name}  ->  {leaf}\n")
+            file.write("\nWhole stacks:\n")
+            for stack, count in stacks.most_common(40):
+                file.write(f"\n{count} ({count / busy:.1%})\n")
+                file.writelines(f"    {line}\n" for line in stack[-25:])
 
 
 def main() -> None:

@@ -40,13 +40,13 @@ def test_the_load_against_the_serve_process_counts_crossed_replies_and_errors(
     with FakeOpenAIServer() as model:
         model.responder = crossing_echo
         env = server_load.server_env(model.base_url, model.api_key, str(tmp_path / "home"))
-        with server_load.serve_process(db, env) as url:
-            agents = server_load.create_agents(url, key, 1, stream=False)
-            plain = asyncio.run(server_load.run_load(url, key, agents, 2, 2, stream=False))
+        with server_load.serve_process(db, env) as server:
+            agents = server_load.create_agents(server.url, key, 1, stream=False)
+            plain = asyncio.run(server_load.run_load(server, key, agents, 2, 2, stream=False))
             stored = server_load.stored_crossings(db, plain)
-            server_load.delete_agents(url, key, agents)
-            agents = server_load.create_agents(url, key, 1, stream=True)
-            streamed = asyncio.run(server_load.run_load(url, key, agents, 2, 2, stream=True))
+            server_load.delete_agents(server.url, key, agents)
+            agents = server_load.create_agents(server.url, key, 1, stream=True)
+            streamed = asyncio.run(server_load.run_load(server, key, agents, 2, 2, stream=True))
     for load in (plain, streamed):
         found = server_load.figures(load)
         assert found.sends == 4
@@ -54,6 +54,7 @@ def test_the_load_against_the_serve_process_counts_crossed_replies_and_errors(
         assert found.crossed == 1
         assert found.requests_per_second > 0
         assert found.endpoint_ms[0] > 0
+        assert found.server_cpu_ms > 0
     failed = [s for s in plain.sends if not s.ok]
     assert [s.token for s in failed] == [FAILED]
     assert failed[0].error.startswith("502")
