@@ -8,6 +8,7 @@ import os
 import click
 
 from memgpt_lite.cli.base import db_location, store_for
+from memgpt_lite.cli.scripting import BadInput
 
 SERVER_EXTRA = 'the server needs its extra: pip install "memgpt-lite[server]"'
 # What tells a worker process started by uvicorn not to ask for keys.
@@ -62,7 +63,7 @@ def serve(
     if db is not None:
         ctx.find_root().obj["db"] = db
     if no_auth and not is_loopback(host):
-        raise click.UsageError(
+        raise BadInput(
             f"--no-auth serves anyone who can reach {host}: allowed on a loopback address only "
             "(127.0.0.1, ::1, localhost)"
         )
@@ -74,7 +75,7 @@ def serve(
 
     location = db_location(ctx)
     if workers > 1 and not is_postgres(location):
-        raise click.UsageError(
+        raise BadInput(
             "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
         )
     store_for(ctx)  # the database opens (and is upgraded) here, or the command fails in one line
