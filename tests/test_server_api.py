@@ -172,7 +172,8 @@ def test_send_returns_the_steps_result(client: TestClient, fake_llm: FakeOpenAIS
     roles = [m["role"] for m in history["messages"]]
     assert roles[-3:] == ["user", "assistant", "tool"] and history["total"] == len(roles)
     found = client.get("/api/agents/sam/messages", params={"query": "alice"}).json()
-    assert found["messages"][0]["content"] == "Hi, I am Alice"
+    assert {m["role"] for m in found["messages"]} == {"user", "assistant"}
+    assert "Hi, I am Alice" in [m["content"] for m in found["messages"]]
 
 
 def test_send_streams_the_events_of_send_json(
