@@ -208,10 +208,14 @@ class ReplyText:
     only what they did not. A plain-text answer streams as `ThoughtDelta`s,
     which are a thought until it turns out no tool call follows: it is sent
     whole when delivered. A `send_message` text is held back while it is only
-    white space (an empty message is refused and never delivered). The deltas
-    do not say where one `send_message` ends and the next of the same answer
-    begins: for such an answer the stream may lack the blank line between
-    the two (the text is never sent twice)."""
+    white space (an empty message is refused and never delivered).
+
+    Two cases cannot be exact, since a piece sent cannot be taken back; what
+    follows then is only what was not sent, so nothing is sent twice. The
+    deltas do not say where one `send_message` ends and the next of the same
+    answer begins (the blank line between them is missing), and a call the
+    agent refuses for its arguments was streamed already (a retry with the
+    same text, the usual one, comes out exact)."""
 
     def __init__(self) -> None:
         self.content = ""  # the replies delivered, joined
