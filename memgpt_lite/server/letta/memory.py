@@ -107,10 +107,11 @@ def create_passage(
 
 
 def _all_passages(agent: Agent) -> list[Passage]:
-    """Every passage, oldest first."""
+    """Every passage, oldest first (by the time it was written: a passage
+    can be given an earlier time than ones stored before it)."""
     found, _ = agent.archival.list(max(agent.archival.count(), 1))
     found.reverse()
-    return found
+    return sorted(found, key=lambda p: p.created_at)
 
 
 @router.get("/{agent_id}/archival-memory")
