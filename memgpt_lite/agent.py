@@ -43,7 +43,15 @@ from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.core import load_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
-from memgpt_lite.models import AgentSettings, AgentState, Block, LLMConfig, Message, StepResult
+from memgpt_lite.models import (
+    DEFAULT_USER,
+    AgentSettings,
+    AgentState,
+    Block,
+    LLMConfig,
+    Message,
+    StepResult,
+)
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
@@ -111,11 +119,13 @@ def _new_state(
     system: str | None,
     tool_names: list[str],
     settings: AgentSettings,
+    owner: str,
 ) -> AgentState:
     """The state of a new agent, or a ConfigError saying what is wrong with it."""
     try:
         return AgentState(
             name=name,
+            owner=owner,
             llm=LLMConfig(**llm_config),
             system=system if system is not None else load_prompt("system"),
             tool_names=tool_names,
@@ -157,8 +167,13 @@ def _difference(stored: AgentState, stored_labels: Sequence[str], wanted: _Wante
 
 
 def _stored_as_wanted(store: Storage, wanted: _Wanted) -> AgentState:
-    """The stored agent named like `wanted`, or a ConfigError naming how it differs."""
+    """The stored agent named like `wanted`, or a ConfigError naming how it
+    differs; an AlreadyExistsError if it is another user's (never opened)."""
     stored = store.get_agent(wanted.state.name)
+    if stored.owner != wanted.state.owner:
+        raise AlreadyExistsError(
+            f"an agent named {stored.name!r} already exists and belongs to another user"
+        )
     difference = _difference(stored, [b.label for b in store.get_blocks(stored.id)], wanted)
     if difference:
         raise ConfigError(
@@ -230,6 +245,7 @@ class Agent:
         store: Storage | None = None,
         llm: Model | None = None,
         exist_ok: bool = False,
+        owner: str = DEFAULT_USER,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
@@ -242,13 +258,17 @@ class Agent:
         as the in-process fakes of memgpt_lite.testing.model); not stored.
         `db`: a SQLite file or a postgresql:// URL (default: as the command
         line chooses, see `config.resolve_db`); `store`: an open `Storage`.
+        `owner`: the user the agent belongs to (the HTTP server's users; the
+        command line's and the library's agents belong to "local").
 
         An agent of that name already stored is an `AlreadyExistsError`, or with
         `exist_ok=True` it is opened as `Agent.load` would, nothing stored
         changed: the given blocks' texts only start a new agent (a stored one
         keeps what it learned), but a model, block label, system prompt,
         base_url, llm option, setting or embedder given that the stored agent
-        does not have is a ConfigError naming the first difference."""
+        does not have is a ConfigError naming the first difference. An agent
+        of that name that belongs to another owner is an AlreadyExistsError,
+        with `exist_ok` too: it is not opened."""
         if timeout is not None:
             check_timeout(timeout, "timeout")  # before anything is stored
         if base_url is not None:
@@ -266,7 +286,7 @@ class Agent:
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")
         llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
-        state = _new_state(name, llm_config, system, list(custom), settings)
+        state = _new_state(name, llm_config, system, list(custom), settings, owner)
         store = _open_store(store, db)
         try:
             store.create_agent(state, blocks)

@@ -17,6 +17,10 @@ DEFAULT_BLOCK_LIMIT = 5000
 MAX_STORED_INT = 2**63 - 1
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# The owner of agents made by the command line and the library, and the user
+# of a server run without authentication (`memgpt-lite serve --no-auth`).
+DEFAULT_USER = "local"
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 def new_id(prefix: str) -> str:
@@ -25,6 +29,18 @@ def new_id(prefix: str) -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _valid_user(user: str) -> str:
+    """A user name follows the rule of agent names (it names things in URLs)."""
+    if not AGENT_NAME_PATTERN.match(user):
+        raise ValueError(
+            "a user name is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return user
+
+
+UserName = Annotated[str, AfterValidator(_valid_user)]
 
 
 class Block(BaseModel):
@@ -210,6 +226,9 @@ class AgentState(BaseModel):
 
     id: str = Field(default_factory=lambda: new_id("agent"))
     name: str
+    # The user the agent belongs to; set when it is created, never changed by
+    # `save_agent` or `update_agent`.
+    owner: UserName = DEFAULT_USER
     llm: LLMConfig
     system: CleanStr
     block_ids: list[str] = Field(default_factory=list)
@@ -232,6 +251,25 @@ class AgentState(BaseModel):
                 "letter or digit"
             )
         return name
+
+
+class ApiKey(BaseModel):
+    """A user's key to the HTTP server, as stored: only the SHA-256 of its
+    secret (see keys.py), never the secret itself. A revoked key is kept, with
+    the time it was revoked, so that listing keys shows its history."""
+
+    id: str = Field(default_factory=lambda: new_id("key"))
+    user: UserName
+    key_hash: str
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+    @field_validator("key_hash")
+    @classmethod
+    def _hash_is_sha256_hex(cls, key_hash: str) -> str:
+        if not _SHA256_HEX.match(key_hash):
+            raise ValueError("a key hash is the 64 lowercase hex digits of a SHA-256")
+        return key_hash
 
 
 class AgentStats(BaseModel):

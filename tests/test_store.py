@@ -108,8 +108,17 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m008_step_locks",
         "m009_message_edits",
         "m010_token_usage",
+        "m011_users_and_api_keys",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
+    assert list(store.db["api_keys"].columns_dict) == [
+        "id",
+        "user",
+        "key_hash",
+        "created_at",
+        "revoked_at",
+    ]
+    assert store.db["agents"].columns_dict["owner"] is str
     assert store.db["agents"].columns_dict["pressure_warned"] is int
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
@@ -470,6 +479,10 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm009_message_edits'")
         conn.execute("DROP TABLE token_usage")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm010_token_usage'")
+        conn.execute("DROP TABLE api_keys")
+        conn.execute("DROP INDEX agents_owner")
+        conn.execute("ALTER TABLE agents DROP COLUMN owner")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm011_users_and_api_keys'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -478,7 +491,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 10"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 11"
     )
 
 

@@ -48,7 +48,7 @@ from memgpt_lite.agentfile.schema import (
 )
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.models import AgentState, Block, Message, Passage, ToolCall
+from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
 
@@ -311,10 +311,11 @@ def pair_tool_calls(
 # Import
 
 
-def _new_state(data: AgentFile, name: str | None) -> AgentState:
+def _new_state(data: AgentFile, name: str | None, owner: str) -> AgentState:
     try:
         return AgentState(
             name=name or data.name,
+            owner=owner,
             llm=data.llm.model_copy(),
             system=data.system,
             tool_names=data.tool_names,
@@ -428,12 +429,14 @@ def store_agent_file(
     embedder: Embedder | str | None = None,
     source: Literal["memgpt_lite", "letta"] = "memgpt_lite",
     notes: Sequence[str] = (),
+    owner: str = DEFAULT_USER,
 ) -> ImportReport:
     """Store `data` as a new agent (named `name`, or as in the file), with
-    fresh ids, in one transaction. `embedder` ("local", "endpoint:MODEL" or an
-    `Embedder`) re-embeds the passages unless the file's vectors come from it."""
+    fresh ids, in one transaction, belonging to user `owner` (files carry no
+    owner). `embedder` ("local", "endpoint:MODEL" or an `Embedder`) re-embeds
+    the passages unless the file's vectors come from it."""
     messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
-    state = _new_state(data, name)
+    state = _new_state(data, name, owner)
     blocks = _new_blocks(data.blocks)
     if isinstance(embedder, str):
         embedder = make_embedder(embedder, base_url=data.llm.base_url)
@@ -477,10 +480,17 @@ def import_agent(
     name: str | None = None,
     embedder: Embedder | str | None = None,
     letta_agent: str | None = None,
+    owner: str = DEFAULT_USER,
 ) -> ImportReport:
     """Import an agent file (ours or Letta's `.af`, told apart automatically)
-    as a new agent. On any error nothing is stored."""
+    as a new agent of user `owner`. On any error nothing is stored."""
     loaded = read_agent_file(path, letta_agent)
     return store_agent_file(
-        store, loaded.agent, name=name, embedder=embedder, source=loaded.source, notes=loaded.notes
+        store,
+        loaded.agent,
+        name=name,
+        embedder=embedder,
+        source=loaded.source,
+        notes=loaded.notes,
+        owner=owner,
     )

@@ -48,9 +48,11 @@ def copy_db(src: str, dst: str) -> None:
 
     Each agent keeps its id and name, its state, its blocks (a block shared
     by several agents stays shared), every message, archival passage, vector
-    and token usage record. DST gets everything in one transaction, checked
+    and token usage record, and the user it belongs to; every API key comes
+    along too (revoked ones included). DST gets everything in one transaction, checked
     by counts read back from it before it commits: on any error, or if DST
-    already has an agent with the same id or name, DST is left as it was.
+    already has an agent with the same id or name (or one of the keys), DST
+    is left as it was.
     SRC is only read (an older SQLite file is upgraded first, as by every
     command). A table shows what was copied. The global --db option is not
     used here.
@@ -60,13 +62,15 @@ def copy_db(src: str, dst: str) -> None:
     from memgpt_lite.storage.copy import copy_database
     from memgpt_lite.storage.location import redacted
 
-    copied = copy_database(src, dst)
-    if not copied:
+    keys: list[int] = []
+    copied = copy_database(src, dst, on_keys=keys.append)
+    if not copied and not keys[0]:
         click.echo(f"{redacted(src)} holds no agents; nothing was copied.")
         return
-    print_rows(_COLUMNS, [_row(agent) for agent in copied])
+    if copied:
+        print_rows(_COLUMNS, [_row(agent) for agent in copied])
     click.echo(
-        f"Copied {len(copied)} agent(s) from {redacted(src)} to {redacted(dst)}; "
-        "the counts in the destination match the source.",
+        f"Copied {len(copied)} agent(s) and {keys[0]} API key(s) from {redacted(src)} to "
+        f"{redacted(dst)}; the counts in the destination match the source.",
         err=True,
     )

@@ -5,7 +5,9 @@ two backends: SQLite to PostgreSQL, back, or SQLite to SQLite. Each agent
 keeps its id, name, state, blocks (in order; a block shared by several
 agents is created once and linked to each), every message (same ids, in
 order), every passage (same ids, tags, dates), every vector and every token
-usage record. Step locks are not copied: they belong to running processes.
+usage record, and its owner; every API key (revoked ones too) comes along,
+with its id, user and times. Step locks are not copied: they belong to
+running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`)
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, NotFoundError, StoreError
-from memgpt_lite.models import AgentState
+from memgpt_lite.models import AgentState, ApiKey
 from memgpt_lite.storage.location import redacted, same_database, sqlite_path
 from memgpt_lite.storage.protocol import Owner, Storage, StoredVectors
 
@@ -53,6 +55,7 @@ class AgentCopy:
 
 
 OnCopied = Callable[[AgentCopy], None]
+OnKeys = Callable[[int], None]
 
 
 def copy_database(
@@ -61,10 +64,11 @@ def copy_database(
     *,
     batch: int = BATCH,
     on_copied: OnCopied | None = None,
+    on_keys: OnKeys | None = None,
 ) -> list[AgentCopy]:
-    """Copy every agent of the database at `src` into the one at `dst`
-    (paths or URLs); see `copy_agents`. Refuses one database twice, and a
-    missing SQLite source (opening it would create an empty one)."""
+    """Copy every agent and API key of the database at `src` into the one
+    at `dst` (paths or URLs); see `copy_agents`. Refuses one database twice,
+    and a missing SQLite source (opening it would create an empty one)."""
     from memgpt_lite.storage.open import open_storage
 
     if same_database(src, dst):
@@ -73,22 +77,33 @@ def copy_database(
     if path is not None and not path.is_file():
         raise NotFoundError(f"no database file at {redacted(src)}")
     with open_storage(src) as source, open_storage(dst) as destination:
-        return copy_agents(source, destination, batch=batch, on_copied=on_copied)
+        return copy_agents(source, destination, batch=batch, on_copied=on_copied, on_keys=on_keys)
 
 
 def copy_agents(
-    src: Storage, dst: Storage, *, batch: int = BATCH, on_copied: OnCopied | None = None
+    src: Storage,
+    dst: Storage,
+    *,
+    batch: int = BATCH,
+    on_copied: OnCopied | None = None,
+    on_keys: OnKeys | None = None,
 ) -> list[AgentCopy]:
-    """Copy every agent of `src` into `dst`, all in one transaction of
-    `dst`, and return what was copied, verified by counts read back from
-    `dst`. `on_copied` is called after each agent, inside the transaction (an
-    error it raises undoes the whole copy). AlreadyExistsError, changing
-    nothing, if `dst` holds an agent with the id or name of one to copy, or
-    one of their blocks; StoreError if the counts do not match."""
+    """Copy every agent and API key of `src` into `dst`, all in one
+    transaction of `dst`, and return the agents copied, verified by counts
+    read back from `dst`. `on_copied` is called after each agent, and
+    `on_keys` with the number of keys copied, inside the transaction (an
+    error either raises undoes the whole copy). AlreadyExistsError, changing
+    nothing, if `dst` holds an agent with the id or name of one to copy, one
+    of their blocks, or an API key of `src` (same id or secret); StoreError
+    if the counts do not match."""
     with src.snapshot():
         agents = [state for state, _ in src.list_agents()]
+        keys = src.list_api_keys()
         with dst.transaction():
             _refuse_taken(src, dst, agents)
+            _copy_keys(dst, keys)
+            if on_keys is not None:
+                on_keys(len(keys))
             copied = []
             for state in agents:
                 expected = _copy_agent(src, dst, state, batch)
@@ -126,6 +141,19 @@ def _refuse_taken(src: Storage, dst: Storage, agents: Sequence[AgentState]) -> N
             f"the destination already has these blocks: {', '.join(blocks.values())}; "
             "nothing was copied"
         )
+
+
+def _copy_keys(dst: Storage, keys: Sequence[ApiKey]) -> None:
+    """Store `keys` in `dst` as they are, or AlreadyExistsError naming those
+    it holds already (by id or hash: the same key), before any is stored."""
+    held = {key.id for key in dst.list_api_keys()}
+    taken = [k.id for k in keys if k.id in held or dst.api_key_by_hash(k.key_hash) is not None]
+    if taken:
+        raise AlreadyExistsError(
+            f"the destination already has these API keys: {', '.join(taken)}; nothing was copied"
+        )
+    for key in keys:
+        dst.add_api_key(key.model_copy())
 
 
 def _vectors(store: Storage, state: AgentState, owner: Owner) -> StoredVectors | None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from memgpt_lite.models import (
         AgentState,
         AgentStats,
+        ApiKey,
         Block,
         Message,
         ModelUsage,
@@ -105,7 +106,8 @@ class StepLockHolder:
 
 @runtime_checkable
 class Storage(Protocol):
-    """Agents, blocks, messages, passages, vectors, token usage and step locks."""
+    """Agents, blocks, messages, passages, vectors, token usage, step locks
+    and the users' API keys."""
 
     # Whether this process may only read the database: every write raises ReadOnlyError.
     read_only: bool
@@ -158,15 +160,17 @@ class Storage(Protocol):
     def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
         """Store a new agent with its blocks, in this order: a block not stored
         yet is created, a stored one (shared with another agent) is linked.
-        Sets `state.block_ids`. AlreadyExistsError if the name is taken."""
+        Sets `state.block_ids`. AlreadyExistsError if the name is taken (by
+        any user's agent: names are unique in the database). `state.owner` is
+        stored here, once: later writes of the agent keep it."""
         ...
 
     def get_agent(self, name_or_id: str) -> AgentState:
         """The agent with this name or id. NotFoundError if there is none."""
         ...
 
-    def list_agents(self) -> list[tuple[AgentState, AgentStats]]:
-        """Every agent with its stats, by name."""
+    def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
+        """Every agent with its stats, by name; with `owner`, only that user's."""
         ...
 
     def agent_stats(self, agent_id: str) -> AgentStats:
@@ -176,15 +180,17 @@ class Storage(Protocol):
 
     def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
         """Apply `change` to the agent as stored now (read inside the write, so
-        nothing changes it in between) and store the result; returns it.
-        NotFoundError for an unknown agent; nothing is stored if `change` raises."""
+        nothing changes it in between) and store the result; returns it. The
+        owner stays as created. NotFoundError for an unknown agent; nothing
+        is stored if `change` raises."""
         ...
 
     def save_agent(self, state: AgentState) -> None:
         """Store `state` whole, if the stored agent is still as `state` was
-        read (its `updated_at` is the version, moved forward by every write).
-        ConflictError, storing nothing, if anything changed it since;
-        NotFoundError if it was deleted. `update_agent` changes one field."""
+        read (its `updated_at` is the version, moved forward by every write),
+        except its `owner`, which stays as created. ConflictError, storing
+        nothing, if anything changed it since; NotFoundError if it was
+        deleted. `update_agent` changes one field."""
         ...
 
     def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
@@ -452,6 +458,27 @@ class Storage(Protocol):
         """Every usage record of the agent, in the order stored ([] for an
         agent with none, or unknown): what copying an agent to another
         database carries over."""
+        ...
+
+    # API keys of the HTTP server's users (their secrets are never stored:
+    # see memgpt_lite/keys.py)
+
+    def add_api_key(self, key: ApiKey) -> None:
+        """Store a new key. AlreadyExistsError if its id or hash is stored already."""
+        ...
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        """The key with this hash, revoked or not (the caller checks
+        `revoked_at`), or None."""
+        ...
+
+    def list_api_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, oldest first."""
+        ...
+
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        """Mark the key revoked now and return it; a key revoked already keeps
+        its first `revoked_at`. NotFoundError if there is no key with this id."""
         ...
 
 

@@ -14,6 +14,7 @@ is another connection to the same database, as another process would have.
 from contract.agents import AgentContract, BlockContract
 from contract.archival import PassageContract, VectorContract
 from contract.base import OpenStore
+from contract.keys import KeyContract, OwnerContract
 from contract.messages import MessageContract
 from contract.transactions import StepLockContract, ThreadContract, TransactionContract
 from contract.usage import UsageContract
@@ -31,6 +32,8 @@ class StorageContract(
     ThreadContract,
     UsageContract,
     WindowContract,
+    OwnerContract,
+    KeyContract,
 ):
     """Every test of the contract; see the module's docstring."""
 

@@ -23,7 +23,7 @@ from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.text import clean_text
 
 _AGENT_COLUMNS = (
-    "id, name, llm, system, tool_names, context_start, summary, pressure_warned, "
+    "id, name, owner, llm, system, tool_names, context_start, summary, pressure_warned, "
     "embedding_model, embedding_dimension, settings, created_at, updated_at"
 )
 # An agent's block ids ride along with its row: one round trip, not two.
@@ -39,6 +39,7 @@ def _agent_values(state: AgentState) -> dict[str, Any]:
     return {
         "id": state.id,
         "name": state.name,
+        "owner": state.owner,
         "llm": state.llm.model_dump_json(),
         "system": state.system,
         "tool_names": json.dumps(state.tool_names),
@@ -130,7 +131,7 @@ class AgentStore:
         """Write the whole row from `state`, moving its version strictly forward."""
         state.updated_at = max(utcnow(), state.updated_at + timedelta(microseconds=1))
         values = _agent_values(state)
-        del values["created_at"]
+        del values["created_at"], values["owner"]  # as created
         assignments = ", ".join(f"{key} = %({key})s" for key in values if key != "id")
         self.conn.execute(f"UPDATE agents SET {assignments} WHERE id = %(id)s", values)
 
@@ -192,6 +193,7 @@ class AgentStore:
         return AgentState(
             id=values["id"],
             name=values["name"],
+            owner=values["owner"],
             llm=LLMConfig.model_validate_json(values["llm"]),
             system=values["system"],
             block_ids=block_ids,
@@ -207,10 +209,12 @@ class AgentStore:
         )
 
     @guarded
-    def list_agents(self) -> list[tuple[AgentState, AgentStats]]:
+    def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
+        where, params = ("", []) if owner is None else ("WHERE owner = %s ", [clean_text(owner)])
         with self.snapshot():
             rows = self.conn.execute(
-                f"SELECT {_WITH_BLOCKS}, {_STATS_COLUMNS} FROM agents ORDER BY name"
+                f"SELECT {_WITH_BLOCKS}, {_STATS_COLUMNS} FROM agents {where}ORDER BY name",
+                params,
             ).fetchall()
             width = len(_AGENT_COLUMNS.split(",")) + 1
             return [(self._agent_from_row(r[:width]), _stats(r[width:])) for r in rows]

@@ -239,6 +239,29 @@ def m003_text_search(conn: psycopg.Connection) -> None:
     )
 
 
+@migration
+def m004_users_and_api_keys(conn: psycopg.Connection) -> None:
+    """Users, for the HTTP server: each agent belongs to one (`owner`; the
+    agents that exist already belong to the default user 'local'), and
+    `api_keys` holds the SHA-256 of each key's secret (see keys.py), kept
+    when revoked. Agent names stay unique across users. ("user" is quoted:
+    it is a reserved word in PostgreSQL.)"""
+    conn.execute(
+        """
+        ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';
+        CREATE INDEX agents_owner ON agents(owner, name);
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            created_at TIMESTAMPTZ NOT NULL,
+            revoked_at TIMESTAMPTZ
+        );
+        CREATE INDEX api_keys_created ON api_keys(created_at);
+        """
+    )
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

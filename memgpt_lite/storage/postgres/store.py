@@ -4,8 +4,9 @@ psycopg 3 with a connection pool per process and database (connect.py). All
 SQL lives in this package, one module per part of the store, as in the SQLite
 backend: agents and blocks (agents.py), messages (messages.py), passages and
 vectors (archival.py), full-text ranking (fulltext.py), step locks (locks.py),
-token usage (usage.py), and transactions (transactions.py). The schema is an
-ordered list of named migrations (migrations.py), applied on open.
+token usage (usage.py), the users' API keys (keys.py), and transactions
+(transactions.py). The schema is an ordered list of named migrations
+(migrations.py), applied on open.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
+from memgpt_lite.storage.postgres.keys import KeyStore
 from memgpt_lite.storage.postgres.locks import StepLockStore
 from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
@@ -43,7 +45,14 @@ _prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
-    Transactions, AgentStore, MessageStore, ArchivalStore, VectorStore, StepLockStore, UsageStore
+    Transactions,
+    AgentStore,
+    MessageStore,
+    ArchivalStore,
+    VectorStore,
+    StepLockStore,
+    UsageStore,
+    KeyStore,
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts

@@ -38,7 +38,8 @@ class AgentStore:
         with self.transaction():
             if self.db.execute("SELECT 1 FROM agents WHERE name = ?", [state.name]).fetchone():
                 raise AlreadyExistsError(f"an agent named {state.name!r} already exists")
-            created = {"created_at": stored_time(state.created_at)}
+            # The owner is written here only: later writes of the row keep it.
+            created = {"created_at": stored_time(state.created_at), "owner": state.owner}
             self.db["agents"].insert(self._agent_row(state) | created)
             for position, block in enumerate(blocks):
                 if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block.id]).fetchone():
@@ -138,6 +139,7 @@ class AgentStore:
         return AgentState(
             id=row["id"],
             name=row["name"],
+            owner=row["owner"],
             llm=LLMConfig.model_validate_json(row["llm"]),
             system=row["system"],
             block_ids=block_ids,
@@ -153,8 +155,15 @@ class AgentStore:
         )
 
     @guarded
-    def list_agents(self) -> list[tuple[AgentState, AgentStats]]:
-        rows = list(self.db.query("SELECT * FROM agents ORDER BY name"))
+    def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
+        if owner is None:
+            rows = list(self.db.query("SELECT * FROM agents ORDER BY name"))
+        else:
+            rows = list(
+                self.db.query(
+                    "SELECT * FROM agents WHERE owner = ? ORDER BY name", [clean_text(owner)]
+                )
+            )
         return [(self._agent_from_row(r), self._stats_from_row(r)) for r in rows]
 
     @guarded

@@ -282,3 +282,26 @@ def m010_token_usage(db: Database) -> None:
             db.execute(
                 "UPDATE agents SET settings = ? WHERE id = ?", [json.dumps(values), agent_id]
             )
+
+
+@migrations()
+def m011_users_and_api_keys(db: Database) -> None:
+    """Users, for the HTTP server: each agent belongs to one (`owner`; the
+    agents that exist already, made by the command line or the library,
+    belong to the default user 'local'), and `api_keys` holds the SHA-256 of
+    each key's secret (see keys.py), kept when revoked. Agent names stay
+    unique across users."""
+    db.executescript(
+        """
+        ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';
+        CREATE INDEX agents_owner ON agents(owner, name);
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE INDEX api_keys_created ON api_keys(created_at);
+        """
+    )

@@ -4,7 +4,7 @@ SQLite through sqlite-utils, in WAL mode so readers never block the writer.
 All SQL lives in this package, one module per part of the store: agents and
 blocks (agents.py), messages (messages.py), passages and vectors
 (archival.py), full-text ranking (fulltext.py), step locks (locks.py), token
-usage (usage.py), and
+usage (usage.py), the users' API keys (keys.py), and
 transactions with the lock that lets threads share a store (transactions.py).
 """
 
@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from memgpt_lite.storage.sqlite.agents import AgentStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
+from memgpt_lite.storage.sqlite.keys import KeyStore
 from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
@@ -25,7 +26,9 @@ from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 
-class Store(Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore):
+class Store(
+    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore, KeyStore
+):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 

@@ -1,0 +1,79 @@
+"""`memgpt-lite keys ...`: the API keys of the HTTP server's users.
+
+A key's secret is printed once, when it is made, and never stored: the
+database keeps its SHA-256 (see memgpt_lite/keys.py). The store and rich are
+imported by the commands that use them, so that `--help` stays fast (see
+`base.py`).
+"""
+
+from __future__ import annotations
+
+import click
+
+from memgpt_lite.cli.base import print_rows, store_for
+
+
+@click.group()
+def keys() -> None:
+    """Create, list and revoke the API keys of `memgpt-lite serve`'s users.
+
+    Example: KEY=$(memgpt-lite keys create --user alice)
+    """
+
+
+@keys.command(name="create")
+@click.option("--user", required=True, help="The user the key belongs to.")
+@click.pass_context
+def keys_create(ctx: click.Context, user: str) -> None:
+    """Make a new key for USER and print its secret, alone on stdout.
+
+    The secret is shown this once: only its hash is stored. stderr says
+    which key id it has (for `keys revoke`).
+    """
+    from memgpt_lite.keys import create_key
+
+    key, secret = create_key(store_for(ctx), user)
+    click.echo(secret)
+    click.echo(
+        f"Created key {key.id} for user {key.user!r}; its secret is shown only this once.",
+        err=True,
+    )
+
+
+@keys.command(name="list")
+@click.pass_context
+def keys_list(ctx: click.Context) -> None:
+    """List the keys, oldest first: id, user, created, revoked.
+
+    Secrets and hashes are never shown. When the output is piped, each key is
+    one tab-separated line.
+    """
+    stored = store_for(ctx).list_api_keys()
+    if not stored:
+        click.echo("No API keys yet. Create one with: memgpt-lite keys create --user NAME")
+        return
+    columns = [("id", "left"), ("user", "left"), ("created", "left"), ("revoked", "left")]
+    when = "%Y-%m-%d %H:%M"
+    rows = [
+        [
+            key.id,
+            key.user,
+            key.created_at.astimezone().strftime(when),
+            key.revoked_at.astimezone().strftime(when) if key.revoked_at else "-",
+        ]
+        for key in stored
+    ]
+    print_rows(columns, rows)
+
+
+@keys.command(name="revoke")
+@click.argument("key_id")
+@click.pass_context
+def keys_revoke(ctx: click.Context, key_id: str) -> None:
+    """Revoke key KEY_ID: it stops working at once, and stays listed.
+
+    Revoking a key revoked already changes nothing.
+    """
+    key = store_for(ctx).revoke_api_key(key_id)
+    when = key.revoked_at.astimezone().strftime(" at %Y-%m-%d %H:%M") if key.revoked_at else ""
+    click.echo(f"Revoked key {key.id} of user {key.user!r}{when}.")
