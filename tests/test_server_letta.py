@@ -252,6 +252,11 @@ def test_blocks_by_label(client: Letta) -> None:
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Alice keeps wasps."
     grown = client.agents.blocks.update("human", agent_id=agent.id, limit=500, value="y" * 300)
     assert (grown.limit, len(grown.value)) == (500, 300)
+    shrunk = client.agents.blocks.update("human", agent_id=agent.id, limit=20, value="Alice.")
+    assert (shrunk.limit, shrunk.value) == (20, "Alice.")
+    with pytest.raises(UnprocessableEntityError):
+        client.agents.blocks.update("human", agent_id=agent.id, limit=3)
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).limit == 20
     with pytest.raises(NotFoundError):
         client.agents.blocks.retrieve("nope", agent_id=agent.id)
     assert {b.label for b in client.agents.blocks.list(agent.id)} == {"human", "persona"}

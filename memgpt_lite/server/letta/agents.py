@@ -129,8 +129,6 @@ OrderBy = Literal["created_at", "updated_at", "last_run_completion"]
 
 
 def _sort_key(order_by: OrderBy) -> Any:
-    oldest = datetime.min.replace(tzinfo=None)
-
     def key(pair: tuple[AgentState, AgentStats]) -> tuple[datetime, str]:
         state, stats = pair
         if order_by == "updated_at":
@@ -139,7 +137,7 @@ def _sort_key(order_by: OrderBy) -> Any:
             when = stats.last_active or state.created_at
         else:
             when = state.created_at
-        return (when.replace(tzinfo=None) if when else oldest, state.id)
+        return (when, state.id)
 
     return key
 

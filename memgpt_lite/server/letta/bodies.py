@@ -8,7 +8,7 @@ for Letta keeps working. The fields we honour are checked.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -115,7 +115,3 @@ class CreatePassage(LettaBody):
     text: str = Field(min_length=1)
     tags: list[str] | None = None
     created_at: datetime | None = None
-
-
-def dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(exclude_none=True)

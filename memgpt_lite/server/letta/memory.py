@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import Block, Passage
-from memgpt_lite.server.context import Context, User
+from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreatePassage
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.views import block_view, passage_view
@@ -66,6 +66,17 @@ def _refuse_changes(block: Block, body: BlockUpdate) -> None:
             raise ConfigError(f"{field}: memgpt-lite does not change a block's {field}")
 
 
+def _set_limit_and_description(ctx: ServerContext, block: Block, body: BlockUpdate) -> None:
+    changes = {
+        k: v for k, v in (("limit", body.limit), ("description", body.description)) if v is not None
+    }
+    try:
+        changed = Block.model_validate(block.model_dump() | changes)
+    except ValidationError as exc:
+        raise ConfigError(f"block {block.label!r}: {validation_messages(exc)}") from None
+    ctx.store.save_block(changed)
+
+
 @router.patch("/{agent_id}/core-memory/blocks/{block_label}")
 def update_block(
     agent_id: str, block_label: str, body: BlockUpdate, ctx: Context, user: User
@@ -76,19 +87,14 @@ def update_block(
     with ctx.store.transaction():
         block = _block(agent, block_label)
         _refuse_changes(block, body)
+        # A smaller limit is checked against the new value, so that goes first.
+        value_first = body.limit is not None and body.limit < block.limit
+        if body.value is not None and value_first:
+            agent.set_block(block_label, body.value)
         if body.limit is not None or body.description is not None:
-            try:
-                changed = block.model_copy()
-                if body.description is not None:
-                    changed.description = body.description
-                if body.limit is not None:
-                    changed.limit = body.limit
-                changed = Block.model_validate(changed.model_dump())
-            except ValidationError as exc:
-                raise ConfigError(f"block {block_label!r}: {validation_messages(exc)}") from None
-            ctx.store.save_block(changed)
-        if body.value is not None:
-            block = agent.set_block(block_label, body.value)
+            _set_limit_and_description(ctx, _block(agent, block_label), body)
+        if body.value is not None and not value_first:
+            agent.set_block(block_label, body.value)
     return block_view(_block(agent, block_label))
 
 
