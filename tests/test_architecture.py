@@ -23,7 +23,17 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 MAX_LINES = 650
 # Subpackages whose __init__ must stay empty of package imports, so that
 # importing one of their modules never drags the whole subpackage in.
-EMPTY_INITS = ("loop", "memory", "tools", "llm", "embeddings", "storage", "agentfile", "cli")
+EMPTY_INITS = (
+    "loop",
+    "memory",
+    "tools",
+    "llm",
+    "embeddings",
+    "storage",
+    "agentfile",
+    "cli",
+    "server",
+)
 
 Graph = dict[str, set[str]]
 

@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ValidationError
 
 from memgpt_lite.agent import Agent
-from memgpt_lite.errors import ConfigError, MemGPTError, validation_messages
+from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepResult
 from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
@@ -37,15 +37,33 @@ def agent_view(store: Storage, state: AgentState) -> AgentView:
     )
 
 
+def field_problems(exc: ValidationError, where: str) -> str:
+    """A pydantic error of a part of the body, each problem named by its field."""
+    return "; ".join(
+        f"{'.'.join([where, *map(str, e['loc'])])}: {validation_message(e)}"
+        for e in exc.errors(include_url=False)
+    )
+
+
+def _checked_blocks(body: AgentCreate) -> list[Block] | None:
+    if body.blocks is None:
+        return None
+    blocks = []
+    for i, block in enumerate(body.blocks):
+        try:
+            blocks.append(Block(**block.model_dump()))
+        except ValidationError as exc:
+            raise ConfigError(field_problems(exc, f"blocks.{i}")) from None
+    return blocks
+
+
 def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
     """Create the user's agent as `Agent.create` would, from a checked body."""
+    blocks = _checked_blocks(body)
     try:
-        blocks = None if body.blocks is None else [Block(**b.model_dump()) for b in body.blocks]
         settings = None if body.settings is None else AgentSettings(**body.settings)
     except ValidationError as exc:
-        raise ConfigError(
-            f"cannot create agent {body.name!r}: {validation_messages(exc)}"
-        ) from None
+        raise ConfigError(field_problems(exc, "settings")) from None
     return Agent.create(
         body.name,
         body.model,

@@ -163,6 +163,7 @@ def create_app(
     _install_error_handlers(app)
     for module in (health, api_agents, api_memory, letta, openai_compat):
         app.include_router(module.router)
+    app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     return app
 
 

@@ -7,7 +7,9 @@ never through globals, so one process can serve two apps (the tests do).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -16,7 +18,8 @@ from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.keys import user_for_key
 from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY, resolve_endpoint
+from memgpt_lite.llm.model import Model
+from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY, OpenAIChatModel, resolve_endpoint
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.storage.protocol import Storage
@@ -26,11 +29,21 @@ class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401
     """No key, or a key that is unknown or revoked."""
 
 
+# Models kept for reuse (their pooled connections with them), at most this many.
+MODEL_CACHE_SIZE = 1024
+
+
 @dataclass
 class ServerContext:
     store: Storage
     steps: StepRunner
     auth: bool = True
+    # Each agent's model client, kept across requests so that its pooled
+    # connections to the endpoint are reused (a TLS handshake per step
+    # otherwise); rebuilt when the agent's endpoint settings change. Per
+    # agent, not per endpoint: a step measures its model time on it.
+    _models: OrderedDict[str, tuple[tuple[object, ...], Model]] = field(default_factory=OrderedDict)
+    _models_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def user_for(self, authorization: str | None) -> str:
         """The user a request's `Authorization` header names."""
@@ -56,7 +69,22 @@ class ServerContext:
     def agent(self, user: str, ref: str) -> Agent:
         """The user's agent, opened on the server's store."""
         state = self.agent_state(user, ref)
-        return Agent(state, self.store, api_key=endpoint_key(state))
+        key = endpoint_key(state)
+        return Agent(state, self.store, api_key=key, llm=self._model(state, key))
+
+    def _model(self, state: AgentState, key: str | None) -> Model:
+        wanted = (state.llm.base_url, state.llm.timeout_seconds, key)
+        with self._models_lock:
+            kept = self._models.get(state.id)
+            if kept is not None and kept[0] == wanted:
+                self._models.move_to_end(state.id)
+                return kept[1]
+        model = OpenAIChatModel(state.llm, api_key=key)  # outside the lock: may read config
+        with self._models_lock:
+            self._models[state.id] = (wanted, model)
+            if len(self._models) > MODEL_CACHE_SIZE:
+                self._models.popitem(last=False)
+        return model
 
 
 def endpoint_key(state: AgentState) -> str | None:

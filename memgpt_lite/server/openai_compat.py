@@ -1,5 +1,377 @@
-"""`POST /v1/chat/completions`: any OpenAI client talks to an agent."""
+"""OpenAI's chat completions API in front of our agents, so any OpenAI client
+or chat UI talks to an agent that remembers.
 
-from fastapi import APIRouter
+- `POST /v1/chat/completions`: `model` names one of the user's agents (name
+  or id). The last user message of `messages` runs one step of it; the earlier
+  messages are ignored, since the agent keeps its own memory. The answer's
+  content is what the agent sent with `send_message` (several replies joined
+  by a blank line), or its plain-text answer. The other fields OpenAI accepts
+  (temperature, tools, ...) are accepted and ignored.
+- `GET /v1/models`: the user's agents, as models named by the agent's name.
 
-router = APIRouter()
+Errors on these routes are in OpenAI's shape, `{"error": {"message", "type",
+"param", "code"}}`, which OpenAI's clients read (the rest of the server
+answers `{"detail": ...}`): `OpenAIRoute` converts them for this router.
+
+With `stream`, the reply's text goes out as `chat.completion.chunk`s while the
+model writes it (see `ReplyText` for how the pieces are kept equal to the
+content without streaming). The response starts with the reply's first text,
+so an error before it (an unknown agent, a failing model endpoint) is an
+HTTP error with its status, as without `stream`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field
+
+from memgpt_lite.errors import MemGPTError, NotFoundError
+from memgpt_lite.loop.events import (
+    MessageDelta,
+    ReplyDelivered,
+    RequestSent,
+    StepEvent,
+    StepFailed,
+    StepStarted,
+)
+from memgpt_lite.models import StepResult, Usage
+from memgpt_lite.server.api_agents import finished, step_events
+from memgpt_lite.server.context import Context, Unauthorized, User
+from memgpt_lite.server.sse import frame, sse_response
+
+# Between two replies of one step, in the content as in the stream.
+REPLY_SEPARATOR = "\n\n"
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "invalid_request_error",
+    409: "invalid_request_error",
+    422: "invalid_request_error",
+}
+
+
+class OpenAIError(Exception):
+    """An error answered in OpenAI's shape with this status."""
+
+    def __init__(
+        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+    def response(self) -> JSONResponse:
+        error_type = _ERROR_TYPES.get(self.status, "server_error")
+        body = {"message": self.message, "type": error_type, "param": self.param}
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
+        return JSONResponse(
+            {"error": {**body, "code": self.code}}, status_code=self.status, headers=headers
+        )
+
+
+def _field(location: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in location]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _param_and_code(exc: Exception) -> tuple[str | None, str | None]:
+    """OpenAI's `param` and `code` of an error, where one applies."""
+    if isinstance(exc, Unauthorized):
+        return None, "invalid_api_key"
+    if isinstance(exc, NotFoundError):
+        return "model", "model_not_found"
+    if isinstance(exc, RequestValidationError):
+        errors = exc.errors()
+        if errors and errors[0].get("type") != "json_invalid":
+            return _field(errors[0]["loc"]), None
+    return None, None
+
+
+async def app_error(request: Request, exc: Exception) -> OpenAIError:
+    """An error as the app answers it on its other routes (the status and
+    one-line detail of its handler for the error's class), in OpenAI's
+    shape. A body that does not validate is a 400, as OpenAI answers it."""
+    handlers = request.app.exception_handlers
+    handler = next(handlers[cls] for cls in type(exc).__mro__ if cls in handlers)
+    answer = await handler(request, exc)
+    detail = str(json.loads(answer.body)["detail"])
+    status = 400 if isinstance(exc, RequestValidationError) else answer.status_code
+    param, code = _param_and_code(exc)
+    return OpenAIError(status, detail, param=param, code=code)
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose errors (our errors, a bad body, a missing key) are
+    answered in OpenAI's shape instead of the app's `{"detail": ...}`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except OpenAIError as exc:
+                return exc.response()
+            except (Unauthorized, RequestValidationError, MemGPTError) as exc:
+                return (await app_error(request, exc)).response()
+
+        return handle
+
+
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
+
+
+# The request
+
+
+class ContentPart(BaseModel):
+    """A part of a message's content; only text parts are read."""
+
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    role: str
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "\n".join(p.text for p in self.content if p.type == "text" and p.text)
+        return self.content or ""
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's request; the fields not named here (temperature, tools, ...)
+    are accepted and ignored: the agent's own settings decide."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+    def user_text(self) -> str:
+        """The last user message's text: the one the step answers."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                text = message.text()
+                if not text.strip():
+                    raise OpenAIError(400, "the last user message has no text", param="messages")
+                return text
+        raise OpenAIError(400, "messages has no user message", param="messages")
+
+
+# The answer
+
+
+def completion_id(step_id: str) -> str:
+    return "chatcmpl-" + step_id.removeprefix("step-")
+
+
+def usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def content_of(result: StepResult) -> str:
+    """What the user sees of a step: its replies, joined by a blank line."""
+    return REPLY_SEPARATOR.join(result.replies)
+
+
+class ReplyText:
+    """The reply's text as it streams, from a step's events: `feed` returns
+    the next piece to send, so that the pieces joined are `content_of` the
+    step's result.
+
+    A `send_message` text streams as `MessageDelta`s and is then delivered
+    whole (`ReplyDelivered`), so the deltas are sent and the delivery sends
+    only what they did not. A plain-text answer streams as `ThoughtDelta`s,
+    which are a thought until it turns out no tool call follows: it is sent
+    whole when delivered. A `send_message` text is held back while it is only
+    white space (an empty message is refused and never delivered).
+
+    Two cases cannot be exact, since a piece sent cannot be taken back; what
+    follows then is only what was not sent, so nothing is sent twice. The
+    deltas do not say where one `send_message` ends and the next of the same
+    answer begins (the blank line between them is missing), and a call the
+    agent refuses for its arguments was streamed already (a retry with the
+    same text, the usual one, comes out exact)."""
+
+    def __init__(self) -> None:
+        self.content = ""  # the replies delivered, joined
+        self.sent = ""  # what went to the client
+        self.live = ""  # the current answer's send_message text not yet delivered
+
+    def _send_up_to(self, target: str) -> str:
+        if not target.startswith(self.sent):
+            return ""  # the stream went another way than the content: never repeat
+        piece, self.sent = target[len(self.sent) :], target
+        return piece
+
+    def _joined(self, text: str) -> str:
+        return self.content + REPLY_SEPARATOR + text if self.content else text
+
+    def feed(self, event: StepEvent) -> str:
+        if isinstance(event, RequestSent):
+            self.live = ""
+        elif isinstance(event, MessageDelta):
+            self.live += event.text
+            if self.live.strip():
+                return self._send_up_to(self._joined(self.live))
+        elif isinstance(event, ReplyDelivered):
+            self.content = self._joined(event.text)
+            self.live = self.live[len(event.text) :] if self.live.startswith(event.text) else ""
+            return self._send_up_to(self.content)
+        return ""
+
+
+class _Chunks:
+    """OpenAI's `chat.completion.chunk` frames of one completion. With
+    `include_usage`, every chunk has `"usage": null` but the last, which has
+    no choices and the usage."""
+
+    def __init__(self, step_id: str, model: str, include_usage: bool) -> None:
+        self.include_usage = include_usage
+        self.base = {
+            "id": completion_id(step_id),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": None,
+        }
+
+    def _frame(self, choices: list[dict[str, Any]], usage: Usage | None = None) -> str:
+        data: dict[str, Any] = {**self.base, "choices": choices}
+        if self.include_usage:
+            data["usage"] = None if usage is None else usage_json(usage)
+        return frame(data)
+
+    def delta(self, delta: dict[str, str], finish_reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return self._frame([choice])
+
+    def role(self) -> str:
+        return self.delta({"role": "assistant", "content": ""})
+
+    def end(self, usage: Usage) -> str:
+        """The chunk that says why the completion stopped, the usage, and [DONE]."""
+        frames = self.delta({}, "stop")
+        if self.include_usage:
+            frames += self._frame([], usage)
+        return frames + frame("[DONE]")
+
+
+def _error_frame(message: str) -> str:
+    """An error after the stream started, as OpenAI sends one (its clients raise it)."""
+    return frame(
+        {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
+    )
+
+
+async def stream_frames(
+    events: AsyncIterator[StepEvent], model: str, include_usage: bool
+) -> AsyncIterator[str]:
+    """The chunks of a streamed completion. Nothing is yielded before the
+    reply's first text (or the step's end), so an error before it is raised
+    here, and answered with its status."""
+    reply = ReplyText()
+    chunks: _Chunks | None = None
+    started = False
+    last: StepEvent | None = None
+    async for event in events:
+        last = event
+        if isinstance(event, StepStarted):
+            chunks = _Chunks(event.step_id, model, include_usage)
+        piece = reply.feed(event)
+        if piece and chunks is not None:
+            first = "" if started else chunks.role()
+            started = True
+            yield first + chunks.delta({"content": piece})
+    if chunks is None or not started:
+        result = finished(last)  # a step that failed before any text raises here
+        if chunks is not None:
+            yield chunks.role() + chunks.end(result.usage)
+        return
+    if isinstance(last, StepFailed):
+        yield _error_frame(last.message)
+        return
+    yield chunks.end(finished(last).usage)
+
+
+async def complete(events: AsyncIterator[StepEvent], model: str) -> dict[str, Any]:
+    """The whole completion, once the step ended."""
+    step_id, last = "", None
+    async for event in events:
+        last = event
+        if isinstance(event, StepStarted):
+            step_id = event.step_id
+    result = finished(last)
+    return {
+        "id": completion_id(step_id),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content_of(result), "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": usage_json(result.usage),
+    }
+
+
+@router.post("/chat/completions", response_model=None)
+async def chat_completions(body: ChatCompletionRequest, ctx: Context, user: User) -> Any:
+    """One step of the agent `model` names, on the last user message."""
+    events = step_events(ctx, user, body.model, body.user_text())
+    if not body.stream:
+        return await complete(events, body.model)
+    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    return await sse_response(stream_frames(events, body.model, include_usage))
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+@router.get("/models")
+async def models(ctx: Context, user: User) -> ModelList:
+    """The user's agents, each as a model named by the agent's name."""
+    agents = await run_in_threadpool(ctx.store.list_agents, owner=user)
+    cards = [
+        ModelCard(id=state.name, created=int(state.created_at.timestamp()), owned_by=user)
+        for state, _ in agents
+    ]
+    return ModelList(data=cards)

@@ -1,5 +1,14 @@
-"""The routes of Letta's REST API that Letta's clients use (see README)."""
+"""The routes of Letta's REST API that Letta's clients use (see README,
+"Letta's clients"): `router` serves them; `fallback_router`, included after
+every other router, answers the rest of Letta's API with 501."""
 
 from fastapi import APIRouter
 
+from memgpt_lite.server.letta import agents, memory, messages, send
+from memgpt_lite.server.letta.fallback import router as fallback_router
+
 router = APIRouter()
+for module in (agents, messages, send, memory):
+    router.include_router(module.router)
+
+__all__ = ["fallback_router", "router"]

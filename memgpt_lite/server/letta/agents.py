@@ -1,0 +1,196 @@
+"""Letta's agent routes: create, list, retrieve, update, delete.
+
+Letta names are optional and need not be unique; ours are unique, so an
+agent created without a name gets `agent-<8 hex>`, and a name already taken
+is a 409. A model handle `provider/model` whose provider Letta knows loses
+its prefix: the server's endpoint (OPENAI_BASE_URL) serves every model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import ValidationError
+
+from memgpt_lite.errors import ConfigError, validation_messages
+from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentState, AgentStats
+from memgpt_lite.server import bodies as ours
+from memgpt_lite.server.api_agents import create_agent, update_agent
+from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.letta.bodies import CreateAgent, MemoryBlock, UpdateAgent
+from memgpt_lite.server.letta.paging import Order, effective_order, page
+from memgpt_lite.server.letta.views import agent_view
+
+router = APIRouter(prefix="/v1/agents", tags=["letta"])
+
+# Letta's providers, whose handles ("openai/gpt-4o-mini") name a model of ours
+# without the prefix. "letta/..." (Letta's hosted models) is not among them.
+LETTA_PROVIDERS = frozenset(
+    [
+        "openai",
+        "anthropic",
+        "ollama",
+        "lmstudio",
+        "lmstudio_openai",
+        "vllm",
+        "groq",
+        "together",
+        "openrouter",
+        "deepseek",
+        "xai",
+        "mistral",
+        "google_ai",
+        "google_vertex",
+        "azure",
+        "bedrock",
+        "llamacpp",
+        "koboldcpp",
+        "webui",
+        "hugging-face",
+        "sglang",
+    ]
+)
+
+
+def model_name(handle: str) -> str:
+    """Our model name for a Letta model handle."""
+    provider, slash, model = handle.strip().partition("/")
+    if slash and provider.lower() == "letta":
+        raise ConfigError(
+            f"model {handle!r} is one of Letta's hosted models; give a model your "
+            "endpoint serves, e.g. 'openai/gpt-4o-mini'"
+        )
+    if slash and provider.lower() in LETTA_PROVIDERS and model:
+        return model
+    return handle.strip()
+
+
+def embedder_name(handle: str | None) -> str | None:
+    """Our embedder for a Letta embedding handle: `local` as is, a handle of
+    a known provider (or a plain name) embeds at the agent's endpoint.
+    Letta's hosted embeddings ("letta/...") are ignored: search is by words."""
+    if handle is None or not handle.strip():
+        return None
+    handle = handle.strip()
+    if handle == "local" or handle.startswith("endpoint:"):
+        return handle
+    provider, slash, model = handle.partition("/")
+    if slash and provider.lower() == "letta":
+        return None
+    if slash and provider.lower() in LETTA_PROVIDERS and model:
+        return f"endpoint:{model}"
+    return f"endpoint:{handle}"
+
+
+def _block(block: MemoryBlock) -> ours.BlockIn:
+    limit = block.limit or max(DEFAULT_BLOCK_LIMIT, len(block.value))
+    return ours.BlockIn(
+        label=block.label,
+        value=block.value,
+        limit=limit,
+        description=block.description or "",
+        read_only=block.read_only,
+    )
+
+
+def our_create_body(body: CreateAgent) -> ours.AgentCreate:
+    """Letta's CreateAgentRequest as our AgentCreate (the fields we honour)."""
+    handle = body.model or (body.llm_config.model if body.llm_config else None)
+    if not handle or not handle.strip():
+        raise ConfigError("model: give the agent a model, e.g. 'openai/gpt-4o-mini'")
+    window = body.context_window_limit or (
+        body.llm_config.context_window if body.llm_config else None
+    )
+    try:
+        return ours.AgentCreate(
+            name=body.name or f"agent-{uuid.uuid4().hex[:8]}",
+            model=model_name(handle),
+            system=body.system,
+            blocks=None if body.memory_blocks is None else [_block(b) for b in body.memory_blocks],
+            settings=None if window is None else {"context_window": window},
+            embedder=embedder_name(body.embedding),
+        )
+    except ValidationError as exc:
+        raise ConfigError(f"cannot create the agent: {validation_messages(exc)}") from None
+
+
+@router.post("/", include_in_schema=False)
+@router.post("")
+def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's create_agent."""
+    agent = create_agent(ctx, user, our_create_body(body))
+    return agent_view(ctx.store, agent.state)
+
+
+OrderBy = Literal["created_at", "updated_at", "last_run_completion"]
+
+
+def _sort_key(order_by: OrderBy) -> Any:
+    def key(pair: tuple[AgentState, AgentStats]) -> tuple[datetime, str]:
+        state, stats = pair
+        if order_by == "updated_at":
+            when = state.updated_at
+        elif order_by == "last_run_completion":
+            when = stats.last_active or state.created_at
+        else:
+            when = state.created_at
+        return (when, state.id)
+
+    return key
+
+
+def _matches(state: AgentState, name: str | None, query_text: str | None) -> bool:
+    if name is not None and state.name != name:
+        return False
+    return query_text is None or query_text.lower() in state.name.lower()
+
+
+@router.get("/", include_in_schema=False)
+@router.get("")
+def list_agents(
+    ctx: Context,
+    user: User,
+    name: str | None = None,
+    query_text: str | None = None,
+    tags: Annotated[list[str] | None, Query()] = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: Annotated[int | None, Query(ge=0)] = 50,
+    order: Order | None = None,
+    ascending: bool | None = None,
+    order_by: OrderBy = "created_at",
+) -> list[dict[str, Any]]:
+    """Letta's list_agents. Our agents have no tags: a tag filter matches none."""
+    if tags:
+        return []
+    pairs = [p for p in ctx.store.list_agents(owner=user) if _matches(p[0], name, query_text)]
+    pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
+    found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
+    return [agent_view(ctx.store, state) for state, _ in found]
+
+
+@router.get("/{agent_id}")
+def retrieve(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    return agent_view(ctx.store, ctx.agent_state(user, agent_id))
+
+
+def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
+    model = None if body.model is None else model_name(body.model)
+    ours_body = ours.AgentUpdate(name=body.name, system=body.system, model=model)
+    return update_agent(ctx, user, agent_id, ours_body)
+
+
+@router.patch("/{agent_id}")
+def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's modify_agent: the name, system prompt and model are honoured."""
+    return agent_view(ctx.store, _update(ctx, user, agent_id, body))
+
+
+@router.delete("/{agent_id}")
+def delete(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    state = ctx.agent_state(user, agent_id)
+    ctx.store.delete_agent(state.id)
+    return {"message": f"Agent id={state.id} successfully deleted"}

@@ -1,0 +1,155 @@
+"""Our stored messages as Letta's messages, and Letta's list_messages.
+
+One stored message becomes one or more Letta messages sharing its id, as in
+Letta: an assistant message is its inner thought (reasoning_message), then
+each tool call (tool_call_message), a send_message call being the reply
+itself (assistant_message); a tool result is a tool_return_message; a plain
+text answer an assistant_message; the user's message a user_message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from memgpt_lite.models import Message, ToolCall
+from memgpt_lite.server.context import Context, User
+from memgpt_lite.server.letta.paging import Order, window
+
+router = APIRouter(prefix="/v1/agents", tags=["letta"])
+
+LettaMessage = dict[str, Any]
+
+
+def _base(message: Message, kind: str) -> LettaMessage:
+    return {
+        "id": message.id,
+        "date": message.created_at,
+        "message_type": kind,
+        "step_id": message.step_id,
+    }
+
+
+def tool_call(call: ToolCall) -> dict[str, str]:
+    return {"name": call.name, "arguments": call.arguments, "tool_call_id": call.id}
+
+
+def _call(message: Message, call: ToolCall, use_assistant_message: bool) -> LettaMessage:
+    text = call.sent_message()
+    if use_assistant_message and text is not None:
+        return {**_base(message, "assistant_message"), "content": text}
+    return {
+        **_base(message, "tool_call_message"),
+        "tool_call": tool_call(call),
+        "tool_calls": [tool_call(call)],
+    }
+
+
+def tool_status(content: str | None, ok: bool | None = None) -> str:
+    """success or error. A stored result does not keep whether its call
+    failed: a failed call's result is the text starting "Error:" that the
+    model saw (tools/schema.py), so that is what is read back."""
+    if ok is None:
+        ok = not (content or "").startswith("Error:")
+    return "success" if ok else "error"
+
+
+def tool_return(message: Message, ok: bool | None = None) -> LettaMessage:
+    status = tool_status(message.content, ok)
+    text = message.content or ""
+    call_id = message.tool_call_id or ""
+    return {
+        **_base(message, "tool_return_message"),
+        "tool_call_id": call_id,
+        "tool_return": text,
+        "status": status,
+        "name": message.name,
+        "stdout": None,
+        "stderr": None,
+        "tool_returns": [
+            {"tool_call_id": call_id, "status": status, "tool_return": text, "type": "tool"}
+        ],
+    }
+
+
+def to_letta(
+    message: Message,
+    *,
+    use_assistant_message: bool = True,
+    ok_by_call: Mapping[str, bool] | None = None,
+) -> list[LettaMessage]:
+    """One stored message as Letta's messages. `ok_by_call`: whether each
+    tool call succeeded, when known (a step's result says so)."""
+    if message.role == "user":
+        return [{**_base(message, "user_message"), "content": message.content or ""}]
+    if message.role == "system":
+        return [{**_base(message, "system_message"), "content": message.content or ""}]
+    if message.role == "tool":
+        ok = (ok_by_call or {}).get(message.tool_call_id or "")
+        return [tool_return(message, ok)]
+    if not message.tool_calls:
+        return [{**_base(message, "assistant_message"), "content": message.content or ""}]
+    out = []
+    if message.content:
+        out.append(
+            {
+                **_base(message, "reasoning_message"),
+                "reasoning": message.content,
+                "source": "non_reasoner_model",
+            }
+        )
+    out += [_call(message, call, use_assistant_message) for call in message.tool_calls]
+    return out
+
+
+def keep(messages: Iterable[LettaMessage], types: list[str] | None) -> list[LettaMessage]:
+    """Letta's include_return_message_types filter."""
+    return [m for m in messages if types is None or m["message_type"] in types]
+
+
+def _page_groups(groups: list[list[LettaMessage]], limit: int | None) -> list[list[LettaMessage]]:
+    """Whole stored messages, as many as fit in `limit` Letta messages (at
+    least one): a page never splits one, so the next page's cursor (its last
+    id) does not skip the rest of it."""
+    out: list[list[LettaMessage]] = []
+    count = 0
+    for group in groups:
+        if limit is not None and out and count + len(group) > limit:
+            break
+        out.append(group)
+        count += len(group)
+    return out
+
+
+@router.get("/{agent_id}/messages")
+def list_messages(
+    agent_id: str,
+    ctx: Context,
+    user: User,
+    after: str | None = None,
+    before: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = 100,
+    order: Order = "desc",
+    use_assistant_message: bool = True,
+    include_return_message_types: Annotated[list[str] | None, Query()] = None,
+) -> list[LettaMessage]:
+    """Letta's list_messages: the agent's stored messages, newest first by
+    default; `after` and `before` are message ids in that order."""
+    state = ctx.agent_state(user, agent_id)
+    stored = ctx.store.messages_from(state.id, 0)
+    if order == "desc":
+        stored.reverse()
+    stored = window(stored, lambda m: m.id, after, before)
+    backwards = before is not None and after is None
+    if backwards:
+        stored.reverse()  # walk back from the cursor
+    groups = [
+        keep(to_letta(m, use_assistant_message=use_assistant_message), include_return_message_types)
+        for m in stored
+    ]
+    chosen = _page_groups([g for g in groups if g], limit)
+    if backwards:
+        chosen.reverse()
+    return [m for group in chosen for m in group]

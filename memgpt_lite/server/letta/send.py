@@ -1,0 +1,190 @@
+"""Letta's send_message: POST /v1/agents/{id}/messages (a LettaResponse, or
+with `streaming` server-sent events) and /messages/stream (always events).
+
+A stream sends, as Letta does, each message as `data: {json}` once the
+model's answer that holds it is stored (so its id is the stored one, as
+list_messages shows it), then a stop_reason and a usage_statistics message,
+then `data: [DONE]`. With `stream_tokens`, the model's text also comes as it
+is written: reasoning_message and assistant_message pieces that share one id
+per answer (not the stored id: the message is stored once it is whole).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+
+from memgpt_lite.errors import LLMError
+from memgpt_lite.loop.events import (
+    MessageDelta,
+    RequestSent,
+    StepEvent,
+    StepFailed,
+    StepFinished,
+    ThoughtDelta,
+)
+from memgpt_lite.models import Message, StepResult, utcnow
+from memgpt_lite.server.api_agents import run_to_end, step_events
+from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.letta.bodies import SendRequest
+from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
+from memgpt_lite.server.sse import sse_response
+
+router = APIRouter(prefix="/v1/agents", tags=["letta"])
+
+# Our stop reasons as Letta's.
+STOP_REASONS = {
+    "send_message": "end_turn",
+    "no_heartbeat": "end_turn",
+    "text_reply": "end_turn",
+    "step_limit": "max_steps",
+    "context_full": "max_tokens_exceeded",
+}
+
+
+def stop_reason(reason: str) -> dict[str, Any]:
+    return {"message_type": "stop_reason", "stop_reason": reason}
+
+
+def usage_statistics(result: StepResult) -> dict[str, Any]:
+    usage = result.usage
+    return {
+        "message_type": "usage_statistics",
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "step_count": usage.requests,
+        "context_tokens": result.prompt_tokens_estimate or None,
+        "run_ids": None,
+    }
+
+
+def letta_messages(
+    stored: Iterable[Message], result: StepResult, body: SendRequest
+) -> list[LettaMessage]:
+    """A step's stored messages (the user's left out) as Letta's."""
+    ok_by_call = {r.call.id: r.ok for r in result.tool_results}
+    out = []
+    for message in stored:
+        if message.role != "user":
+            out += to_letta(
+                message, use_assistant_message=body.use_assistant_message, ok_by_call=ok_by_call
+            )
+    return keep(out, body.include_return_message_types)
+
+
+def letta_response(result: StepResult, body: SendRequest) -> dict[str, Any]:
+    return {
+        "messages": letta_messages(result.messages, result, body),
+        "stop_reason": stop_reason(STOP_REASONS[result.stop_reason]),
+        "usage": usage_statistics(result),
+    }
+
+
+def data(item: dict[str, Any] | str) -> str:
+    text = item if isinstance(item, str) else json.dumps(item, default=str, ensure_ascii=False)
+    return f"data: {text}\n\n"
+
+
+class LettaStream:
+    """Turns one step's events into Letta's streamed messages."""
+
+    def __init__(self, ctx: ServerContext, agent_id: str, body: SendRequest) -> None:
+        self.ctx, self.agent_id, self.body = ctx, agent_id, body
+        self.sent: set[str] = set()  # stored message ids already sent
+        self.requests = 0
+        self.chunk_id = ""
+        self.streamed: set[str] = set()  # kinds of text streamed in this answer
+
+    async def on(self, event: StepEvent) -> list[dict[str, Any]]:
+        if isinstance(event, RequestSent):
+            out = await self._stored_so_far(event.step_id) if self.requests else []
+            self.requests += 1
+            self.chunk_id, self.streamed = f"msg-{uuid.uuid4().hex}", set()
+            return out
+        if isinstance(event, ThoughtDelta | MessageDelta):
+            return self._piece(event)
+        if isinstance(event, StepFinished):
+            return [
+                *self._new(event.result.messages, event.result),
+                stop_reason(STOP_REASONS[event.result.stop_reason]),
+                usage_statistics(event.result),
+            ]
+        if isinstance(event, StepFailed):
+            return self._failed(event)
+        return []
+
+    def _piece(self, event: ThoughtDelta | MessageDelta) -> list[dict[str, Any]]:
+        if not self.body.stream_tokens or not event.text:
+            return []
+        common = {"id": self.chunk_id, "date": utcnow(), "step_id": event.step_id}
+        if isinstance(event, ThoughtDelta):
+            self.streamed.add("reasoning_message")
+            piece = {"message_type": "reasoning_message", "reasoning": event.text}
+            return keep([{**common, **piece}], self.body.include_return_message_types)
+        if not self.body.use_assistant_message:
+            return []
+        self.streamed.add("assistant_message")
+        piece = {"message_type": "assistant_message", "content": event.text}
+        return keep([{**common, **piece}], self.body.include_return_message_types)
+
+    async def _stored_so_far(self, step_id: str) -> list[dict[str, Any]]:
+        """The step's answers stored since the last look (the one before this
+        request is stored once its tools ran)."""
+        recent = await run_in_threadpool(self.ctx.store.last_messages, self.agent_id, 64)
+        return self._new([m for m in recent if m.step_id == step_id], None)
+
+    def _new(self, stored: list[Message], result: StepResult | None) -> list[dict[str, Any]]:
+        fresh = [m for m in stored if m.id not in self.sent]
+        self.sent.update(m.id for m in fresh)
+        out = letta_messages(fresh, result or StepResult(), self.body)
+        # Text streamed in pieces (this answer's: the step's earlier answers
+        # were sent at the next request) is not sent again whole.
+        return [m for m in out if m["message_type"] not in self.streamed]
+
+    def _failed(self, event: StepFailed) -> list[dict[str, Any]]:
+        reason = "llm_api_error" if isinstance(event.error, LLMError) else "error"
+        error = {
+            "message_type": "error_message",
+            "run_id": event.step_id,  # no runs here: the step is the nearest thing
+            "error_type": event.error_type,
+            "message": event.message,
+            "detail": None,
+        }
+        return [
+            *self._new(event.result.messages, event.result),
+            error,
+            stop_reason(reason),
+            usage_statistics(event.result),
+        ]
+
+
+async def letta_frames(
+    ctx: ServerContext, user: str, agent_id: str, body: SendRequest
+) -> AsyncIterator[str]:
+    state = await run_in_threadpool(ctx.agent_state, user, agent_id)
+    stream = LettaStream(ctx, state.id, body)
+    async for event in step_events(ctx, user, state.id, body.text()):
+        for item in await stream.on(event):
+            yield data(item)
+    yield data("[DONE]")
+
+
+@router.post("/{agent_id}/messages", response_model=None)
+async def send(agent_id: str, body: SendRequest, ctx: Context, user: User) -> Any:
+    """Letta's send_message: a LettaResponse, or events with `streaming`."""
+    if body.streaming:
+        return await sse_response(letta_frames(ctx, user, agent_id, body))
+    result = await run_to_end(step_events(ctx, user, agent_id, body.text()))
+    return letta_response(result, body)
+
+
+@router.post("/{agent_id}/messages/stream", response_model=None)
+async def send_stream(agent_id: str, body: SendRequest, ctx: Context, user: User) -> Any:
+    """Letta's create_agent_message_stream: always server-sent events."""
+    return await sse_response(letta_frames(ctx, user, agent_id, body))

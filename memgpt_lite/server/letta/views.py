@@ -1,0 +1,123 @@
+"""Our objects in Letta's shapes: an agent as Letta's AgentState, a block as
+its BlockResponse, a passage as its Passage, a tool as its Tool.
+
+Each gets the fields letta-client's types mark required, with honest values:
+what we do not have (tags, sources, metadata) is empty, never invented.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from memgpt_lite.loop.window import window_for_model
+from memgpt_lite.models import AgentState, Block, Passage
+from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+
+# The agent type whose loop ours is: tools for everything, send_message to talk.
+AGENT_TYPE = "memgpt_agent"
+
+
+def block_view(block: Block) -> dict[str, Any]:
+    return {
+        "id": block.id,
+        "label": block.label,
+        "value": block.value,
+        "limit": block.limit,
+        "description": block.description,
+        "read_only": block.read_only,
+        "metadata": {},
+        "tags": [],
+        "hidden": False,
+        "is_template": False,
+    }
+
+
+def passage_view(passage: Passage) -> dict[str, Any]:
+    return {
+        "id": passage.id,
+        "text": passage.text,
+        "tags": passage.tags,
+        "created_at": passage.created_at,
+        "updated_at": passage.created_at,
+        "metadata": {},
+        "is_deleted": False,
+        "embedding": None,
+        "embedding_config": None,
+    }
+
+
+@cache
+def tool_views() -> tuple[dict[str, Any], ...]:
+    """Our built-in tools, which every agent has. Letta names tools by id;
+    ours are named by name, so the id is the name with a prefix."""
+    views = []
+    for name, tool in BUILTIN_TOOLS.items():
+        function = tool.schema()["function"]
+        views.append(
+            {
+                "id": f"tool-{name}",
+                "name": name,
+                "description": function.get("description"),
+                "json_schema": function,
+                "tool_type": "letta_core",
+                "tags": [],
+            }
+        )
+    return tuple(views)
+
+
+def llm_config(state: AgentState) -> dict[str, Any]:
+    llm = state.llm
+    return {
+        "model": llm.model,
+        "handle": llm.model,
+        "model_endpoint_type": "openai",
+        "model_endpoint": llm.base_url,
+        "context_window": state.settings.context_window or window_for_model(llm.model),
+        "temperature": llm.temperature,
+        "put_inner_thoughts_in_kwargs": False,
+    }
+
+
+def embedding_config(state: AgentState) -> dict[str, Any] | None:
+    spec = state.settings.embedder
+    if spec is None:
+        return None
+    kind, _, model = spec.partition(":")
+    local = kind == "local"
+    return {
+        "embedding_model": "all-MiniLM-L6-v2" if local else model,
+        "embedding_endpoint_type": "hugging-face" if local else "openai",
+        # 0 until the first passage is embedded and the space is known.
+        "embedding_dim": state.embedding_dimension or 0,
+        "handle": spec,
+    }
+
+
+def agent_view(store: Storage, state: AgentState) -> dict[str, Any]:
+    """An agent as Letta's AgentState."""
+    blocks = [block_view(b) for b in store.get_blocks(state.id)]
+    stats = store.agent_stats(state.id)
+    return {
+        "id": state.id,
+        "name": state.name,
+        "agent_type": AGENT_TYPE,
+        "system": state.system,
+        "model": state.llm.model,
+        "llm_config": llm_config(state),
+        "embedding": state.settings.embedder,
+        "embedding_config": embedding_config(state),
+        "blocks": blocks,
+        "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
+        "tools": list(tool_views()),
+        "sources": [],
+        "tags": [],
+        "identities": [],
+        "metadata": {},
+        "description": None,
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "last_run_completion": stats.last_active,
+    }
