@@ -14,9 +14,10 @@ to the event loop through a queue. Two rules hold here, in one place:
 Each step gets a new `Agent` (its state read anew), but the agent's token
 counter is kept from one step to the next, as a long-lived `Agent` keeps it:
 it remembers the last window's messages and their counts, so a step counts
-only what is new. Counting the whole window again was a third of a step's CPU
-(benchmarks/server_load.py). The per-agent lock means one step uses it at a
-time.
+only what is new (24 -> 16 ms of CPU per step at 100 steps of an agent on
+SQLite). It helps where the store hands out the same message objects again:
+SQLite's store keeps the windows of its 8 most recent agents. The per-agent
+lock means one step uses a counter at a time.
 """
 
 from __future__ import annotations
