@@ -9,8 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memgpt_lite import Agent
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.loop.events import StepEvent, StepFinished
+from memgpt_lite.models import DEFAULT_USER
+from memgpt_lite.server.context import ServerContext
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.testing.model import FunctionModel
@@ -82,3 +87,20 @@ def test_a_step_whose_client_left_finishes_before_the_next(tmp_path: Path) -> No
     assert users == ["first", "second"]
     replies = [c.sent_message() for m in stored for c in m.tool_calls]
     assert replies == ["re: first", "re: second"]
+
+
+def test_an_agents_steps_share_one_agent_until_its_model_changes(tmp_path: Path) -> None:
+    with open_storage(str(tmp_path / "a.db")) as store:
+        Agent.create("sam", "gpt-4o-mini", store=store)
+        Agent.create("bobs", "gpt-4o-mini", store=store, owner="bob")
+        context = ServerContext(store=store, steps=StepRunner(1))
+        first = context.step_agent(DEFAULT_USER, "sam")
+        first.token_counter.count_text("counted once")
+        again = context.step_agent(DEFAULT_USER, "sam")
+        assert again is first  # its model client and token counts with it
+        store.update_agent(first.state.id, lambda state: setattr(state.llm, "model", "gpt-4o"))
+        changed = context.step_agent(DEFAULT_USER, "sam")
+        assert changed is not first and changed.token_counter is not first.token_counter
+        with pytest.raises(NotFoundError):
+            context.step_agent(DEFAULT_USER, "bobs")
+        context.steps.close()

@@ -149,7 +149,7 @@ async def step_events(
 ) -> AsyncIterator[StepEvent]:
     """The events of one step of the user's agent, run in a worker thread."""
     state = await run_in_threadpool(ctx.agent_state, user, ref)
-    async for event in ctx.steps.events(state.id, lambda: ctx.agent(user, state.id), message):
+    async for event in ctx.steps.events(state.id, lambda: ctx.step_agent(user, state.id), message):
         yield event
 
 

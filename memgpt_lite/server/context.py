@@ -18,8 +18,7 @@ from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.keys import user_for_key
 from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.model import Model
-from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY, OpenAIChatModel, resolve_endpoint
+from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY, resolve_endpoint
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.storage.protocol import Storage
@@ -29,8 +28,8 @@ class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401
     """No key, or a key that is unknown or revoked."""
 
 
-# Models kept for reuse (their pooled connections with them), at most this many.
-MODEL_CACHE_SIZE = 1024
+# Agents kept from one step to the next, at most this many (the most recent).
+KEPT_AGENTS = 256
 
 
 @dataclass
@@ -38,12 +37,10 @@ class ServerContext:
     store: Storage
     steps: StepRunner
     auth: bool = True
-    # Each agent's model client, kept across requests so that its pooled
-    # connections to the endpoint are reused (a TLS handshake per step
-    # otherwise); rebuilt when the agent's endpoint settings change. Per
-    # agent, not per endpoint: a step measures its model time on it.
-    _models: OrderedDict[str, tuple[tuple[object, ...], Model]] = field(default_factory=OrderedDict)
-    _models_lock: threading.Lock = field(default_factory=threading.Lock)
+    # The agents of recent steps, by id, with the settings they were built
+    # for (see `step_agent`).
+    _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
+    _kept_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def user_for(self, authorization: str | None) -> str:
         """The user a request's `Authorization` header names."""
@@ -69,22 +66,32 @@ class ServerContext:
     def agent(self, user: str, ref: str) -> Agent:
         """The user's agent, opened on the server's store."""
         state = self.agent_state(user, ref)
-        key = endpoint_key(state)
-        return Agent(state, self.store, api_key=key, llm=self._model(state, key))
+        return Agent(state, self.store, api_key=endpoint_key(state))
 
-    def _model(self, state: AgentState, key: str | None) -> Model:
-        wanted = (state.llm.base_url, state.llm.timeout_seconds, key)
-        with self._models_lock:
-            kept = self._models.get(state.id)
-            if kept is not None and kept[0] == wanted:
-                self._models.move_to_end(state.id)
-                return kept[1]
-        model = OpenAIChatModel(state.llm, api_key=key)  # outside the lock: may read config
-        with self._models_lock:
-            self._models[state.id] = (wanted, model)
-            if len(self._models) > MODEL_CACHE_SIZE:
-                self._models.popitem(last=False)
-        return model
+    def step_agent(self, user: str, ref: str) -> Agent:
+        """The user's agent for a step: the `Agent` of its last step, with
+        its state read anew, as a program that holds an agent steps it. It
+        keeps its model client (whose pooled connections spare a TLS
+        handshake per step) and its token counter (which counts only what
+        is new in the window); rebuilt when the model, endpoint or embedder changed.
+        Only one step of an agent runs at a time (steps.py), so no two
+        threads use one `Agent` at once."""
+        state = self.agent_state(user, ref)
+        key = endpoint_key(state)
+        llm = state.llm
+        built_for = (llm.model, llm.base_url, llm.timeout_seconds, key, state.settings.embedder)
+        with self._kept_lock:
+            kept = self._kept.pop(state.id, None)
+        if kept is not None and kept[0] == built_for:
+            agent = kept[1]
+            agent.state = state
+        else:
+            agent = Agent(state, self.store, api_key=key)
+        with self._kept_lock:
+            self._kept[state.id] = (built_for, agent)
+            while len(self._kept) > KEPT_AGENTS:
+                self._kept.popitem(last=False)
+        return agent
 
 
 def endpoint_key(state: AgentState) -> str | None:

@@ -10,34 +10,20 @@ to the event loop through a queue. Two rules hold here, in one place:
 - A step, once started, runs to its end even if the client goes away: the
   events are dropped, but the agent's lock is released only when the thread
   is done, so what the step stored is complete and the next send waits for it.
-
-Each step gets a new `Agent` (its state read anew), but the agent's token
-counter is kept from one step to the next, as a long-lived `Agent` keeps it:
-it remembers the last window's messages and their counts, so a step counts
-only what is new (24 -> 16 ms of CPU per step at 100 steps of an agent on
-SQLite). It helps where the store hands out the same message objects again:
-SQLite's store keeps the windows of its 8 most recent agents. The per-agent
-lock means one step uses a counter at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from memgpt_lite.agent import Agent
-from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop.events import StepEvent
 
 # Workers that run steps; more steps than this queue for a thread.
 DEFAULT_STEP_THREADS = 32
-# Token counters kept, for the agents stepped most recently (each holds its
-# agent's last window).
-KEPT_COUNTERS = 256
 
 
 class _End:
@@ -55,9 +41,6 @@ class StepRunner:
     _pool: ThreadPoolExecutor = field(init=False)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _users: dict[str, int] = field(default_factory=dict)
-    # By agent id: the model counted for, and the counter (see the module's doc).
-    _counters: OrderedDict[str, tuple[str, TokenCounter]] = field(default_factory=OrderedDict)
-    _counters_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memgpt-step")
@@ -83,18 +66,6 @@ class StepRunner:
         if not self._users[agent_id]:  # nobody waits: forget the lock
             del self._users[agent_id], self._locks[agent_id]
 
-    def _keep_counter(self, agent: Agent) -> None:
-        """Give `agent` the token counter of its previous step here, if it
-        counted for the same model; keep the one it uses for the next."""
-        model = agent.state.llm.model
-        with self._counters_lock:
-            kept = self._counters.pop(agent.state.id, None)
-            if kept is not None and kept[0] == model:
-                agent._counter = kept[1]  # Agent has no setter: it builds its own lazily
-            self._counters[agent.state.id] = (model, agent.token_counter)
-            while len(self._counters) > KEPT_COUNTERS:
-                self._counters.popitem(last=False)
-
     async def events(
         self, agent_id: str, load: Callable[[], Agent], message: str
     ) -> AsyncIterator[StepEvent]:
@@ -110,9 +81,7 @@ class StepRunner:
 
         def produce() -> None:
             try:
-                agent = load()
-                self._keep_counter(agent)
-                for event in agent.stream(message):
+                for event in load().stream(message):
                     put(event)
             except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
                 put(exc)

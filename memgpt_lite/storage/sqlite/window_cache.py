@@ -47,8 +47,12 @@ MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
     " m.step_id, m.created_at"
 )
-# Windows of this many agents are kept per store, the most recently read.
-MAX_AGENTS = 8
+# Windows of this many agents are kept per store, the most recently read. A
+# server steps all its agents through one store: with 8, ten busy agents
+# evicted each other and every step read and counted its window anew (180
+# token encodes per step instead of 12). A window is its working window's
+# messages, a few hundred kB at most, so 128 of them stay well under 100 MB.
+MAX_AGENTS = 128
 
 _STAMP = (
     "SELECT (SELECT stamp FROM message_edits WHERE agent_id = ?),"
