@@ -7,7 +7,17 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
@@ -174,14 +184,22 @@ def _valid_url(url: str | None) -> str | None:
     return url
 
 
+# The serialization context under which `LLMConfig.api_key` is written out:
+# the stores' only. Every other dump (views, agent files, routes) leaves it null.
+STORED = {"stored": True}
+
+
 class LLMConfig(BaseModel):
-    """Where and how to call the model. The API key is never stored: it comes
-    from the environment or an argument at run time."""
+    """Where and how to call the model. The API key comes from the
+    environment or an argument at run time; an agent may have one of its own
+    (`api_key`: a server's agent on another provider), which is stored but
+    write-only: only the store's dump (context `STORED`) holds it."""
 
     model_config = ConfigDict(validate_assignment=True)
 
     model: CleanStr
     base_url: Annotated[str | None, AfterValidator(_valid_url)] = None
+    api_key: SecretStr | None = None
     tool_choice: ToolChoice = "required"
     temperature: float | None = None
     max_retries: int = Field(default=4, ge=0)
@@ -191,6 +209,12 @@ class LLMConfig(BaseModel):
     # Ask for a streamed answer. Set to False, and stored, when the endpoint
     # turns out not to stream (like the tool_choice fallback).
     stream: bool = True
+
+    @field_serializer("api_key")
+    def _key_only_for_the_store(self, key: SecretStr | None, info: SerializationInfo) -> str | None:
+        if key is None or not (info.context or {}).get("stored"):
+            return None
+        return key.get_secret_value()
 
 
 class AgentSettings(BaseModel):

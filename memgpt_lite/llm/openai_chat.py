@@ -108,9 +108,9 @@ def resolve_endpoint(
     config: LLMConfig, base_url: str | None = None, api_key: str | None = None
 ) -> tuple[str, str]:
     """The base URL and API key to use: from arguments, then the agent's
-    config, then OPENAI_BASE_URL / OPENAI_API_KEY, then (the URL only)
-    `base_url` in config.toml. A malformed URL is a ConfigError naming where it
-    came from."""
+    config (its own key, if it has one), then OPENAI_BASE_URL /
+    OPENAI_API_KEY, then (the URL only) `base_url` in config.toml. A malformed
+    URL is a ConfigError naming where it came from."""
     url, source = base_url, "the base_url argument"
     if not url:
         url, source = config.base_url, "the agent's stored base_url"
@@ -119,7 +119,8 @@ def resolve_endpoint(
     if not url:  # the file is read only when needed
         url, source = configured_base_url(), f"base_url in {config_path()}"
     url = check_base_url(url or OPENAI_DEFAULT_BASE_URL, source)
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+    stored = config.api_key.get_secret_value() if config.api_key else None
+    key = api_key or stored or os.environ.get("OPENAI_API_KEY")
     if not key:
         if url.rstrip("/") == OPENAI_DEFAULT_BASE_URL:
             raise ConfigError(

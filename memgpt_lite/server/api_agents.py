@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
@@ -71,7 +71,7 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         system=body.system,
         base_url=body.base_url,
         settings=settings,
-        llm_options=body.llm_options,
+        llm_options={**(body.llm_options or {}), **_key(body.api_key)},
         embedder=body.embedder,
         store=ctx.store,
         owner=user,
@@ -107,6 +107,8 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
             stored.llm.model = body.model.strip()
         if body.system is not None:
             stored.system = body.system
+        if body.api_key is not None:  # "" removes the agent's own key
+            stored.llm.api_key = SecretStr(body.api_key) if body.api_key else None
         for key, value in (body.llm_options or {}).items():
             _assign(stored.llm, key, value, "llm_options")
         for key, value in (body.settings or {}).items():
@@ -117,6 +119,10 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
             agent = Agent(state, ctx.store)
             agent.rename(body.name)
         return ctx.store.update_agent(state.id, change)
+
+
+def _key(api_key: str | None) -> dict[str, str]:
+    return {} if api_key is None else {"api_key": api_key}
 
 
 def _assign(target: BaseModel, key: str, value: Any, where: str) -> None:

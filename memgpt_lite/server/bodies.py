@@ -29,6 +29,9 @@ class AgentCreate(StrictBody):
     name: str
     model: str
     base_url: str | None = None
+    # The endpoint's key for this agent, stored and never shown. Without it,
+    # the server's own key goes to the server's endpoint only.
+    api_key: str | None = None
     system: str | None = None
     # Default: `persona` and `human` from the templates.
     blocks: list[BlockIn] | None = None
@@ -41,6 +44,7 @@ class AgentCreate(StrictBody):
 class AgentUpdate(StrictBody):
     name: str | None = None
     model: str | None = None
+    api_key: str | None = None
     system: str | None = None
     settings: dict[str, Any] | None = None  # only the settings named change
     llm_options: dict[str, Any] | None = None

@@ -79,7 +79,10 @@ class ServerContext:
         state = self.agent_state(user, ref)
         key = endpoint_key(state)
         llm = state.llm
-        built_for = (llm.model, llm.base_url, llm.timeout_seconds, key, state.settings.embedder)
+        built_for = (
+            (llm.model, llm.base_url, llm.api_key, llm.timeout_seconds),
+            (key, state.settings.embedder),
+        )
         with self._kept_lock:
             kept = self._kept.pop(state.id, None)
         if kept is not None and kept[0] == built_for:
@@ -100,7 +103,7 @@ def endpoint_key(state: AgentState) -> str | None:
     base URL a client chose elsewhere gets a placeholder, so no client can
     point an agent at a host of theirs and read the server's key."""
     own = state.llm.base_url
-    if own is None:
+    if own is None or state.llm.api_key is not None:  # the agent's own key, if any, is used
         return None
     try:
         server_url, _ = resolve_endpoint(state.llm.model_copy(update={"base_url": None}))

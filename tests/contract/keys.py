@@ -35,6 +35,17 @@ class OwnerContract(ContractBase):
             "sam": "alice",
         }
 
+    def test_an_agents_own_endpoint_key_is_stored_but_dumped_only_for_the_store(
+        self, store, open_store: OpenStore
+    ):
+        state = owned(store, "sam")
+        store.update_agent(state.id, lambda s: setattr(s.llm, "api_key", "sk-own"))
+        reread = open_store().get_agent("sam")
+        assert reread.llm.api_key is not None
+        assert reread.llm.api_key.get_secret_value() == "sk-own"
+        assert "sk-own" not in reread.model_dump_json() + repr(reread)
+        assert reread.llm.model_dump()["api_key"] is None
+
     def test_list_agents_of_one_owner(self, store):
         for name, owner in (("zed", "alice"), ("bob-agent", "bob"), ("amy", "alice")):
             owned(store, name, owner)

@@ -18,7 +18,15 @@ from typing import Any
 import psycopg
 
 from memgpt_lite.errors import AlreadyExistsError, ConflictError, NotFoundError
-from memgpt_lite.models import AgentSettings, AgentState, AgentStats, Block, LLMConfig, utcnow
+from memgpt_lite.models import (
+    STORED,
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    Block,
+    LLMConfig,
+    utcnow,
+)
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.text import clean_text
 
@@ -40,7 +48,7 @@ def _agent_values(state: AgentState) -> dict[str, Any]:
         "id": state.id,
         "name": state.name,
         "owner": state.owner,
-        "llm": state.llm.model_dump_json(),
+        "llm": state.llm.model_dump_json(context=STORED),
         "system": state.system,
         "tool_names": json.dumps(state.tool_names),
         "context_start": state.context_start,

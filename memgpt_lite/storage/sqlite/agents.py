@@ -19,7 +19,15 @@ from typing import Any
 from sqlite_utils import Database
 
 from memgpt_lite.errors import AlreadyExistsError, ConflictError, NotFoundError
-from memgpt_lite.models import AgentSettings, AgentState, AgentStats, Block, LLMConfig, utcnow
+from memgpt_lite.models import (
+    STORED,
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    Block,
+    LLMConfig,
+    utcnow,
+)
 from memgpt_lite.storage.sqlite.rows import stored_datetime, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 from memgpt_lite.text import clean_text
@@ -53,7 +61,7 @@ class AgentStore:
         return {
             "id": state.id,
             "name": state.name,
-            "llm": state.llm.model_dump_json(),
+            "llm": state.llm.model_dump_json(context=STORED),
             "system": state.system,
             "tool_names": json.dumps(state.tool_names),
             "context_start": state.context_start,
