@@ -118,6 +118,20 @@ def test_a_streamed_chain_and_a_plain_text_answer_equal_the_content(
     assert "".join(stream_text(client, "again")[0]) == "A plain answer, streamed as text."
 
 
+def test_two_replies_in_one_answer_stream_with_the_blank_line_between(
+    client: openai.OpenAI, fake_llm: FakeOpenAIServer
+) -> None:
+    two = [
+        call("send_message", message="One, long enough to come in pieces."),
+        call("send_message", message="Two."),
+    ]
+    fake_llm.enqueue(reply(tool_calls=two))
+    pieces = stream_text(client, "go")[0]
+    assert "".join(pieces) == "One, long enough to come in pieces.\n\nTwo."
+    fake_llm.enqueue(reply(tool_calls=two))
+    assert ask(client, "go") == "One, long enough to come in pieces.\n\nTwo."
+
+
 def test_the_agent_remembers_the_first_exchange_in_the_second(
     client: openai.OpenAI, fake_llm: FakeOpenAIServer
 ) -> None:

@@ -53,6 +53,9 @@ class MessageDelta(_Event):
 
     type: Literal["message_delta"] = "message_delta"
     text: str
+    # Which tool call of the model's answer the text is of: an answer with
+    # two send_message calls streams two texts.
+    index: int = 0
 
 
 class ToolCallStarted(_Event):

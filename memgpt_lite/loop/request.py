@@ -208,7 +208,7 @@ async def _stream_answer(
             parser = sent_messages.get(chunk.index)
             text = parser.feed(chunk.arguments) if parser is not None else ""
             if text:
-                yield MessageDelta(step_id=step_id, text=text)
+                yield MessageDelta(step_id=step_id, text=text, index=chunk.index)
         else:
             yield chunk
 

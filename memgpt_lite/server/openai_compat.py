@@ -210,17 +210,18 @@ class ReplyText:
     whole when delivered. A `send_message` text is held back while it is only
     white space (an empty message is refused and never delivered).
 
-    Two cases cannot be exact, since a piece sent cannot be taken back; what
-    follows then is only what was not sent, so nothing is sent twice. The
-    deltas do not say where one `send_message` ends and the next of the same
-    answer begins (the blank line between them is missing), and a call the
-    agent refuses for its arguments was streamed already (a retry with the
-    same text, the usual one, comes out exact)."""
+    One case cannot be exact, since a piece sent cannot be taken back: a
+    call the agent refuses for its arguments was streamed already (a retry
+    with the same text, the usual one, comes out exact); what follows then is
+    only what was not sent, so nothing is sent twice."""
 
     def __init__(self) -> None:
         self.content = ""  # the replies delivered, joined
         self.sent = ""  # what went to the client
-        self.live = ""  # the current answer's send_message text not yet delivered
+        # The current answer's send_message texts not yet delivered, one per
+        # call, and the index of the call the last delta was of.
+        self.pending: list[str] = []
+        self.index: int | None = None
 
     def _send_up_to(self, target: str) -> str:
         if not target.startswith(self.sent):
@@ -233,14 +234,19 @@ class ReplyText:
 
     def feed(self, event: StepEvent) -> str:
         if isinstance(event, RequestSent):
-            self.live = ""
+            self.pending, self.index = [], None
         elif isinstance(event, MessageDelta):
-            self.live += event.text
-            if self.live.strip():
-                return self._send_up_to(self._joined(self.live))
+            if event.index != self.index or not self.pending:
+                self.pending.append("")
+                self.index = event.index
+            self.pending[-1] += event.text
+            live = REPLY_SEPARATOR.join(text for text in self.pending if text.strip())
+            if live:
+                return self._send_up_to(self._joined(live))
         elif isinstance(event, ReplyDelivered):
             self.content = self._joined(event.text)
-            self.live = self.live[len(event.text) :] if self.live.startswith(event.text) else ""
+            unsaid = [text for text in self.pending if text.strip()]
+            self.pending = unsaid[1:] if unsaid and unsaid[0] == event.text else []
             return self._send_up_to(self.content)
         return ""
 
