@@ -104,3 +104,31 @@ def test_an_agents_steps_share_one_agent_until_its_model_changes(tmp_path: Path)
         with pytest.raises(NotFoundError):
             context.step_agent(DEFAULT_USER, "bobs")
         context.steps.close()
+
+
+def test_a_result_whose_caller_was_cancelled_is_still_stored_before_the_next(
+    tmp_path: Path,
+) -> None:
+    seen: list[str] = []
+    model = slow_echo(seen)
+    with open_storage(str(tmp_path / "a.db")) as store:
+        agent_id = Agent.create("sam", "gpt-4o-mini", store=store, llm=model).state.id
+
+        def load() -> Agent:
+            return Agent.load("sam", store=store, llm=model)
+
+        async def main() -> list[str]:
+            runner = StepRunner(2)
+            try:
+                first = asyncio.ensure_future(runner.result(agent_id, load, "first"))
+                await asyncio.sleep(0.005)  # the step is in its thread
+                first.cancel()
+                second = await runner.result(agent_id, load, "second")
+                return second.replies
+            finally:
+                runner.close()
+
+        assert asyncio.run(main()) == ["re: second"]
+        stored = store.messages_from(agent_id, 0)
+    assert seen == ["first", "second"]
+    assert [m.content for m in stored if m.role == "user"] == ["first", "second"]

@@ -168,11 +168,11 @@ def finished(last: StepEvent | None) -> StepResult:
     raise RuntimeError(f"a step ended with {last!r}")  # run_step ends with one of the two
 
 
-async def run_to_end(events: AsyncIterator[StepEvent]) -> StepResult:
-    last = None
-    async for event in events:
-        last = event
-    return finished(last)
+async def step_result(ctx: ServerContext, user: str, ref: str, message: str) -> StepResult:
+    """The result of one step of the user's agent, run in a worker thread;
+    the step's error raised (answered by its status)."""
+    state = await run_in_threadpool(ctx.agent_state, user, ref)
+    return await ctx.steps.result(state.id, lambda: ctx.step_agent(user, state.id), message)
 
 
 @router.post("/{agent}/messages", response_model=None)
@@ -181,10 +181,13 @@ async def send(agent: str, body: SendBody, ctx: Context, user: User) -> Any:
     as JSON (a failing model endpoint is a 502 with the reason); with it, the
     step's events as server-sent events, as `memgpt-lite send --json` prints
     them, ending with `step_finished` or `step_failed`."""
-    events = step_events(ctx, user, agent, body.message)
     if body.stream:
+        events = step_events(ctx, user, agent, body.message)
         return await sse_response(frame(e.model_dump_json(), e.type) async for e in events)
-    return await run_to_end(events)
+    result = await step_result(ctx, user, agent, body.message)
+    # Serialized by pydantic itself: FastAPI's encoder, for a model returned
+    # without a response_model, took a few ms per step.
+    return Response(result.model_dump_json(), media_type="application/json")
 
 
 class MessagePage(BaseModel):

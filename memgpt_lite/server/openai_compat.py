@@ -44,7 +44,7 @@ from memgpt_lite.loop.events import (
     StepStarted,
 )
 from memgpt_lite.models import StepResult, Usage
-from memgpt_lite.server.api_agents import finished, step_events
+from memgpt_lite.server.api_agents import finished, step_events, step_result
 from memgpt_lite.server.context import Context, Unauthorized, User
 from memgpt_lite.server.sse import frame, sse_response
 
@@ -324,14 +324,9 @@ async def stream_frames(
     yield chunks.end(finished(last).usage)
 
 
-async def complete(events: AsyncIterator[StepEvent], model: str) -> dict[str, Any]:
+def complete(result: StepResult, model: str) -> dict[str, Any]:
     """The whole completion, once the step ended."""
-    step_id, last = "", None
-    async for event in events:
-        last = event
-        if isinstance(event, StepStarted):
-            step_id = event.step_id
-    result = finished(last)
+    step_id = next((m.step_id for m in result.messages if m.step_id), "")
     return {
         "id": completion_id(step_id),
         "object": "chat.completion",
@@ -353,9 +348,9 @@ async def complete(events: AsyncIterator[StepEvent], model: str) -> dict[str, An
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionRequest, ctx: Context, user: User) -> Any:
     """One step of the agent `model` names, on the last user message."""
-    events = step_events(ctx, user, body.model, body.user_text())
     if not body.stream:
-        return await complete(events, body.model)
+        return complete(await step_result(ctx, user, body.model, body.user_text()), body.model)
+    events = step_events(ctx, user, body.model, body.user_text())
     include_usage = body.stream_options is not None and body.stream_options.include_usage
     return await sse_response(stream_frames(events, body.model, include_usage))
 

@@ -29,7 +29,7 @@ from memgpt_lite.loop.events import (
     ThoughtDelta,
 )
 from memgpt_lite.models import Message, StepResult, utcnow
-from memgpt_lite.server.api_agents import run_to_end, step_events
+from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
@@ -180,7 +180,7 @@ async def send(agent_id: str, body: SendRequest, ctx: Context, user: User) -> An
     """Letta's send_message: a LettaResponse, or events with `streaming`."""
     if body.streaming:
         return await sse_response(letta_frames(ctx, user, agent_id, body))
-    result = await run_to_end(step_events(ctx, user, agent_id, body.text()))
+    result = await step_result(ctx, user, agent_id, body.text())
     return letta_response(result, body)
 
 
