@@ -104,11 +104,14 @@ def environment(model: FakeOpenAIServer, home: Path) -> dict[str, str]:
     return env
 
 
-def start_serve(env: dict[str, str], db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(
+    env: dict[str, str], db: Path | str, log: Path, *options: str
+) -> tuple[subprocess.Popen[bytes], str]:
     """`memgpt-lite serve` on `db` and a free port, its output to `log`; its
     process and URL once /health answers."""
     port = free_port()
     command = [sys.executable, "-m", "memgpt_lite", "serve", "--port", str(port), "--db", str(db)]
+    command += options
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -127,7 +130,7 @@ def start_serve(env: dict[str, str], db: Path, log: Path) -> tuple[subprocess.Po
         time.sleep(0.05)
 
 
-def make_key(env: dict[str, str], db: Path, user: str) -> str:
+def make_key(env: dict[str, str], db: Path | str, user: str) -> str:
     done = cli(env, "--db", str(db), "keys", "create", "--user", user)
     assert done.returncode == 0, done.stderr
     key = done.stdout.strip()
@@ -400,3 +403,38 @@ def test_sigterm_lets_the_step_in_flight_finish_and_be_stored(
         stored = store.messages_from(store.get_agent("late").id, 0)
     assert [m.content for m in stored if m.role == "user"] == [f"Reply {SLOW_WORD} <stop-1>"]
     assert any(c.sent_message() for m in stored for c in m.tool_calls)
+
+
+def test_workers_on_postgresql_share_the_agents_and_keep_each_in_order(
+    model: FakeOpenAIServer, pg_url: str, tmp_path: Path
+) -> None:
+    env = environment(model, tmp_path / "home")
+    key = make_key(env, pg_url, "alice")
+    process, url = start_serve(env, pg_url, tmp_path / "serve.log", "--workers", "2")
+    server = Served(process, url, key, tmp_path / "serve.log", model)
+    replies: dict[str, list[str]] = {}
+    try:
+        with server.client() as http:
+            for name in ("pg-a", "pg-b"):
+                create(http, name)
+
+        def client(who: int) -> None:
+            with server.client() as http:  # a connection each: the workers share them out
+                for i in range(3):
+                    text = f"<w{who}-{i}>"
+                    replies[text] = send(http, f"pg-{'ab'[who % 2]}", text)["replies"]
+
+        threads = [threading.Thread(target=client, args=(who,)) for who in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        with server.client() as http:
+            histories = {name: user_and_replies(http, name) for name in ("pg-a", "pg-b")}
+    finally:
+        assert server.stop(signal.SIGINT) in (0, 130, -signal.SIGINT), server.log.read_text()
+    assert replies == {text: [f"You said: {text}"] for text in replies} and len(replies) == 12
+    for history in histories.values():
+        assert len(history) == 12  # six exchanges, none lost, none doubled
+        for user, answered in zip(history[::2], history[1::2], strict=True):
+            assert user[0] == "user" and answered == ("reply", f"You said: {user[1]}")
