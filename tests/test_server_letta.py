@@ -169,6 +169,15 @@ def test_messages_list_pages_by_cursor(client: Letta, fake_llm: FakeOpenAIServer
         agent.id, limit=1, include_return_message_types=["user_message"]
     )
     assert [m.content for m in newest.items] == ["m2"]
+    # The newest page (read from the end of the history) is the full list's start.
+    for limit in (1, 3, 5, 12, 50):
+        page = client.agents.messages.list(agent.id, limit=limit).items
+        expected = everything[::-1][: len(page)]
+        assert [m.id for m in page] == [m.id for m in expected] and page
+    users = client.agents.messages.list(
+        agent.id, limit=2, include_return_message_types=["user_message"]
+    ).items
+    assert [m.content for m in users] == ["m2", "m1"]
 
 
 def stream_items(client: Letta, agent_id: str, **options: Any) -> list[Any]:

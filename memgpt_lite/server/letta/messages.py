@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.server.context import Context, User
+from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.paging import Order, window
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
@@ -123,6 +123,28 @@ def _page_groups(groups: list[list[LettaMessage]], limit: int | None) -> list[li
     return out
 
 
+def _newest(
+    ctx: ServerContext,
+    agent_id: str,
+    limit: int,
+    use_assistant_message: bool,
+    types: list[str] | None,
+) -> list[Message]:
+    """The newest stored messages, newest first: enough of them for `limit`
+    Letta messages, read from the end of the history (the first page, what
+    clients ask for most, without reading a long history whole)."""
+    wanted = limit
+    while True:
+        recent = ctx.store.last_messages(agent_id, wanted)
+        shown = sum(
+            len(keep(to_letta(m, use_assistant_message=use_assistant_message), types))
+            for m in recent
+        )
+        if len(recent) < wanted or shown >= limit:
+            return recent[::-1]
+        wanted *= 4
+
+
 @router.get("/{agent_id}/messages")
 def list_messages(
     agent_id: str,
@@ -138,9 +160,12 @@ def list_messages(
     """Letta's list_messages: the agent's stored messages, newest first by
     default; `after` and `before` are message ids in that order."""
     state = ctx.agent_state(user, agent_id)
-    stored = ctx.store.messages_from(state.id, 0)
-    if order == "desc":
-        stored.reverse()
+    if order == "desc" and after is None and before is None and limit is not None:
+        stored = _newest(ctx, state.id, limit, use_assistant_message, include_return_message_types)
+    else:
+        stored = ctx.store.messages_from(state.id, 0)
+        if order == "desc":
+            stored.reverse()
     stored = window(stored, lambda m: m.id, after, before)
     backwards = before is not None and after is None
     if backwards:
