@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ import pytest
 
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 from memgpt_lite.testing.script import call
+from tests.serving import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "gpt-4o-mini"
@@ -50,12 +50,6 @@ def answer(body: dict[str, Any]) -> Any:
             delay=SLOW_SECONDS,
         )
     return say(f"You said: {text}", content="Echoing.")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
