@@ -14,8 +14,10 @@ from pydantic import (
     Field,
     SecretStr,
     SerializationInfo,
+    SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -211,10 +213,17 @@ class LLMConfig(BaseModel):
     stream: bool = True
 
     @field_serializer("api_key")
-    def _key_only_for_the_store(self, key: SecretStr | None, info: SerializationInfo) -> str | None:
-        if key is None or not (info.context or {}).get("stored"):
-            return None
-        return key.get_secret_value()
+    def _key_as_text(self, key: SecretStr | None) -> str | None:
+        return None if key is None else key.get_secret_value()
+
+    @model_serializer(mode="wrap")
+    def _key_only_for_the_store(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        dumped = handler(self)
+        if not (info.context or {}).get("stored"):
+            dumped.pop("api_key", None)  # not even null: no view or file names it
+        return dumped
 
 
 class AgentSettings(BaseModel):
