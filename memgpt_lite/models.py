@@ -27,7 +27,24 @@ from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text,
 DEFAULT_BLOCK_LIMIT = 5000
 # The largest integer SQLite can store: a file's bigger number is refused, not a crash.
 MAX_STORED_INT = 2**63 - 1
-LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Block labels: Letta's newer agents use path-style ones (`system/human`,
+# `/note_directory`) and some longer than 64 characters.
+MAX_LABEL_LENGTH = 200
+LABEL_PATTERN = re.compile(rf"^[A-Za-z0-9_./-]{{1,{MAX_LABEL_LENGTH}}}$")
+LABEL_RULE = (
+    f"a block label is 1-{MAX_LABEL_LENGTH} letters, digits, '_', '-', '.' or '/', "
+    "with no '.' or '..' between slashes"
+)
+
+
+def valid_label(label: str) -> bool:
+    """Whether `label` may name a block: it may look like a path, never one
+    that climbs out (`..`) or stands still (`.`)."""
+    if not LABEL_PATTERN.fullmatch(label) or label.strip("/") == "":
+        return False
+    return not any(part in (".", "..") for part in label.split("/"))
+
+
 AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # The owner of agents made by the command line and the library, and the user
 # of a server run without authentication (`memgpt-lite serve --no-auth`).
@@ -75,8 +92,8 @@ class Block(BaseModel):
     @field_validator("label")
     @classmethod
     def _label_is_simple(cls, label: str) -> str:
-        if not LABEL_PATTERN.match(label):
-            raise ValueError("a block label is 1-64 letters, digits, '_' or '-'")
+        if not valid_label(label):
+            raise ValueError(LABEL_RULE)
         return label
 
     @model_validator(mode="after")

@@ -95,7 +95,8 @@ def test_create_reads_persona_human_and_blocks_from_files(db, tmp_path):
         ),
         (
             ["--block", "two words=x"],
-            "Error: block 'two words': a block label is 1-64 letters, digits, '_' or '-'\n",
+            "Error: block 'two words': a block label is 1-200 letters, digits, '_', '-', '.' "
+            "or '/', with no '.' or '..' between slashes\n",
         ),
     ],
 )

@@ -49,6 +49,7 @@ def keep_text(text: str | bytes, stem: str, suffix: str = ".md") -> Path:
     read-only, or full), the text goes to the system's temporary folder and a
     warning says why; a ConfigError if neither can."""
     data = text.encode("utf-8") if isinstance(text, str) else text
+    stem = stem.replace("/", "_")[:100]  # a path-style block label names one file
     prefix = f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-"
     folder = home_dir() / UNSAVED_DIRNAME
     try:
