@@ -372,11 +372,19 @@ def test_letta_files_that_cannot_be_imported(tmp_path):
         AgentFileError, match=r"holds 2 agents \(kayak_helper, other helper\); pick"
     ):
         import_agent(Store(db), path)
-    bad_name = run("import", str(path), "--agent", "other helper", db=db)
+    spaced = run("import", str(path), "--agent", "other helper", db=db)
+    assert spaced.exit_code == 0, spaced.output
+    assert (
+        "note: the agent name 'other helper' is not valid here; it was imported as 'other-helper'"
+        in spaced.stderr
+    )
+    second["name"] = "***"
+    path.write_text(json.dumps({**two, "agents": [second]}))
+    bad_name = run("import", str(path), db=db)
     assert bad_name.exit_code == 1
-    assert "cannot import agent 'other helper': name: an agent name" in bad_name.stderr
+    assert "cannot import agent '***': name: an agent name" in bad_name.stderr
     assert bad_name.stderr.rstrip().endswith("choose another name with --name")
-    assert run("import", str(path), "--agent", "other helper", "--name", "o", db=db).exit_code == 0
+    assert run("import", str(path), "--name", "o", db=db).exit_code == 0
 
     no_model = letta_file()
     del no_model["agents"][0]["llm_config"]["model"]
@@ -384,4 +392,32 @@ def test_letta_files_that_cannot_be_imported(tmp_path):
     result = run("import", str(path), db=db)
     assert result.exit_code == 1
     assert re.search(r"not a valid Letta agent file: agents\.0\.llm_config\.model", result.stderr)
-    assert [s.name for s, _ in Store(db).list_agents()] == ["o"]
+    assert sorted(s.name for s, _ in Store(db).list_agents()) == ["o", "other-helper"]
+
+
+def test_letta_summary_message_becomes_the_agent_summary(fake_llm, tmp_path):
+    data = letta_file()
+    messages = data["agents"][0]["messages"]
+    alert = {
+        "type": "system_alert",
+        "message": "Note: prior messages (40 of 52 total messages) have been hidden from view due "
+        "to conversation memory constraints.\nThe following is a summary of the previous 40 "
+        "messages:\n Chad asked about paddles and bought a blue kayak.",
+        "time": "2025-10-31",
+    }
+    summary = json.loads(json.dumps(messages[1]))
+    summary.update(id="message-summary", content=[{"type": "text", "text": json.dumps(alert)}])
+    messages.insert(1, summary)
+    path = tmp_path / "kayak.af"
+    path.write_text(json.dumps(data))
+    report = import_agent(Store(tmp_path / "a.db"), path)
+    assert "Letta's summary of earlier messages became the agent's summary" in report.notes
+    agent = Agent.load("kayak_helper", db=tmp_path / "a.db", tools=[check_order_status])
+    assert agent.state.summary == "Chad asked about paddles and bought a blue kayak."
+    stored = agent.store.messages_from(agent.state.id, 0)
+    assert not any("hidden from view" in (m.content or "") for m in stored)
+    fake_llm.enqueue(say("Hi Chad."))
+    agent.step("hello")
+    assert fake_llm.rejections == []
+    system = fake_llm.chat_requests[-1]["messages"][0]["content"]
+    assert "Chad asked about paddles and bought a blue kayak." in system

@@ -10,13 +10,9 @@ checked.
 
 How things map:
 
-- Letta's system messages (its compiled prompt) are left out: ours is built on
-  every call. User messages wrapped as `{"type": "user_message", ...}` are
-  unwrapped. Content parts give their text; an assistant's reasoning parts, or
-  `inner_thoughts` inside tool arguments, become its inner thoughts.
-- Tool returns (role `tool`, or several in `tool_returns`) answer their calls;
-  a call with no return gets an error result, so the window never holds an
-  unanswered `tool_call_id`.
+- Messages: see `letta_messages.py` (order, markers, reasoning, approvals).
+  A call with no result gets an error result (in `native.pair_tool_calls`),
+  so the window never holds an unanswered `tool_call_id`.
 - The window starts at the first message Letta had in context.
 - Letta's own tools (send_message, core memory, recall and archival tools,
   and any tool of a `letta_*` type) are left to our built-ins; other tools
@@ -27,25 +23,30 @@ How things map:
 
 from __future__ import annotations
 
-import json
+import re
 from collections import Counter
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from memgpt_lite.agentfile.letta_messages import LettaMessage, ListOrNull, convert_history
 from memgpt_lite.agentfile.schema import (
     AgentFile,
     AgentFileError,
     FileBlock,
-    FileMessage,
     FilePassage,
     validation_problems,
 )
 from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.memory.core import load_prompt
-from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentSettings, LLMConfig, ToolCall, utcnow
-from memgpt_lite.text import JSONProblem, parse_json
+from memgpt_lite.models import (
+    AGENT_NAME_PATTERN,
+    DEFAULT_BLOCK_LIMIT,
+    AgentSettings,
+    LLMConfig,
+    utcnow,
+)
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import TOOL_NAME_PATTERN
 
@@ -81,43 +82,6 @@ LETTA_BASE_TOOLS = frozenset(
 OPENAI_COMPATIBLE = frozenset(
     {"openai", "ollama", "vllm", "lmstudio-openai", "groq", "together", "deepseek", "xai"}
 )
-
-
-def _none_as_empty(value: Any) -> Any:
-    return [] if value is None else value
-
-
-T = TypeVar("T")
-# Letta writes null for many empty lists.
-ListOrNull = Annotated[list[T], BeforeValidator(_none_as_empty)]
-
-
-class LettaFunction(BaseModel):
-    name: str = Field(min_length=1)
-    arguments: str | dict[str, Any] = "{}"
-
-
-class LettaToolCall(BaseModel):
-    id: str = Field(min_length=1)
-    function: LettaFunction
-
-
-class LettaToolReturn(BaseModel):
-    tool_call_id: str | None = None
-    func_response: str | None = None
-
-
-class LettaMessage(BaseModel):
-    id: str | None = None
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-    text: str | None = None  # before content parts
-    name: str | None = None
-    tool_calls: ListOrNull[LettaToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    tool_returns: ListOrNull[LettaToolReturn] = Field(default_factory=list)
-    step_id: str | None = None
-    created_at: datetime | None = None
 
 
 class LettaBlock(BaseModel):
@@ -194,22 +158,23 @@ def letta_to_agent_file(
     agent = _pick_agent(letta, source, pick)
     notes: Counter[str] = Counter()
     llm, context_window = _llm_config(agent.llm_config, notes)
-    messages, start = _messages(agent, notes)
+    history = convert_history(agent.messages, _in_context(agent), notes)
     system = agent.system or ""
     if not system.strip():
         system = load_prompt("system")
         notes["the agent had no system prompt; it got memgpt_lite's"] += 1
     try:
         converted = AgentFile(
-            name=agent.name,
+            name=_agent_name(agent.name, notes),
             created_at=agent.created_at or utcnow(),
             system=system,
             llm=llm,
             settings=AgentSettings(context_window=context_window),
             tool_names=_custom_tools(letta, agent, notes),
             blocks=_blocks(letta, agent, notes),
-            messages=messages,
-            context_start=start,
+            messages=history.messages,
+            context_start=history.start,
+            summary=history.summary,
             passages=[
                 FilePassage(text=p.text, tags=p.tags, created_at=p.created_at or utcnow())
                 for p in agent.passages
@@ -221,6 +186,17 @@ def letta_to_agent_file(
             f"{source}: cannot convert Letta agent {agent.name!r}: {validation_problems(exc)}"
         ) from None
     return converted, [note if n == 1 else f"{note} (x{n})" for note, n in notes.items()]
+
+
+def _agent_name(name: str, notes: Counter[str]) -> str:
+    """Letta's name, or the nearest valid one here: `Deep Thought` becomes `Deep-Thought`."""
+    if AGENT_NAME_PATTERN.fullmatch(name):
+        return name
+    fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", name.strip()).strip("-_.")[:64]
+    if not AGENT_NAME_PATTERN.fullmatch(fixed):
+        return name  # refused on import, with a hint to choose one with --name
+    notes[f"the agent name {name!r} is not valid here; it was imported as {fixed!r}"] += 1
+    return fixed
 
 
 def _pick_agent(letta: LettaFile, source: str, pick: str | None) -> LettaAgent:
@@ -314,96 +290,3 @@ def _in_context(agent: LettaAgent) -> set[int] | None:
     if agent.in_context_message_indices is not None:
         return set(agent.in_context_message_indices)
     return None
-
-
-def _messages(agent: LettaAgent, notes: Counter[str]) -> tuple[list[FileMessage], int]:
-    """Our messages, and the index where the window starts."""
-    in_context = _in_context(agent)
-    messages: list[FileMessage] = []
-    start: int | None = None
-    for position, letta in enumerate(agent.messages):
-        converted = _convert(letta, notes)
-        if start is None and converted and (in_context is None or position in in_context):
-            start = len(messages)
-        messages.extend(converted)
-    return messages, len(messages) if start is None else start
-
-
-def _text(message: LettaMessage, kind: str = "text") -> str:
-    if isinstance(message.content, str):
-        return message.content if kind == "text" else ""
-    parts = [
-        part.get(kind)
-        for part in message.content or []
-        if part.get("type") == kind and isinstance(part.get(kind), str)
-    ]
-    if kind == "text" and not parts and message.text:
-        return message.text
-    return "\n".join(p for p in parts if p)
-
-
-def _unwrap_user(text: str) -> str:
-    """Letta stores user messages as `{"type": "user_message", "message": ...}`."""
-    try:
-        packed = parse_json(text)
-    except JSONProblem:
-        return text
-    if (
-        isinstance(packed, dict)
-        and packed.get("type") == "user_message"
-        and isinstance(packed.get("message"), str)
-    ):
-        return packed["message"]
-    return text
-
-
-def _tool_call(call: LettaToolCall) -> tuple[ToolCall, str]:
-    """The call, and inner thoughts Letta may have put in its arguments."""
-    arguments = call.function.arguments
-    if isinstance(arguments, dict):
-        arguments = json.dumps(arguments)
-    thought = ""
-    try:
-        parsed = parse_json(arguments)
-    except JSONProblem:
-        parsed = None
-    if isinstance(parsed, dict) and isinstance(parsed.get("inner_thoughts"), str):
-        thought = parsed.pop("inner_thoughts")
-        arguments = json.dumps(parsed)
-    return ToolCall(id=call.id, name=call.function.name, arguments=arguments), thought
-
-
-def _convert(letta: LettaMessage, notes: Counter[str]) -> list[FileMessage]:
-    role = letta.role.lower()
-    when = {"created_at": letta.created_at} if letta.created_at else {}
-    common: dict[str, Any] = {"step_id": letta.step_id, **when}
-    if role == "system":
-        return []  # Letta's compiled prompt: ours is rebuilt on every call
-    if role == "user":
-        text = _unwrap_user(_text(letta))
-        return [FileMessage(role="user", content=text, **common)] if text.strip() else []
-    if role == "assistant":
-        pairs = [_tool_call(c) for c in letta.tool_calls]
-        thoughts = _text(letta) or _text(letta, "reasoning")
-        thoughts = thoughts or "\n".join(thought for _, thought in pairs if thought)
-        if not pairs and not thoughts.strip():
-            return []
-        calls = [call for call, _ in pairs]
-        return [FileMessage(role="assistant", content=thoughts or None, tool_calls=calls, **common)]
-    if role in ("tool", "function"):
-        text = _text(letta)
-        returns = [r for r in letta.tool_returns if r.tool_call_id]
-        if not returns and letta.tool_call_id:
-            returns = [LettaToolReturn(tool_call_id=letta.tool_call_id, func_response=text)]
-        return [
-            FileMessage(
-                role="tool",
-                content=r.func_response if r.func_response is not None else text,
-                tool_call_id=r.tool_call_id,
-                name=letta.name,
-                **common,
-            )
-            for r in returns
-        ]
-    notes[f"messages with role {letta.role!r} were left out"] += 1
-    return []
