@@ -7,12 +7,11 @@ import json
 import re
 from datetime import UTC, datetime
 
-import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import tool
 from memgpt_lite.agent import Agent
-from memgpt_lite.agentfile.native import MISSING_RESULT, AgentFileError, import_agent
+from memgpt_lite.agentfile.native import MISSING_RESULT, import_agent
 from memgpt_lite.cli.main import cli
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
@@ -368,10 +367,14 @@ def test_letta_files_that_cannot_be_imported(tmp_path):
     two["agents"].append(second)
     path = tmp_path / "two.af"
     path.write_text(json.dumps(two))
-    with pytest.raises(
-        AgentFileError, match=r"holds 2 agents \(kayak_helper, other helper\); pick"
-    ):
-        import_agent(Store(db), path)
+    main = run("import", str(path), "--name", "main", db=db)
+    assert main.exit_code == 0, main.output
+    assert (
+        "note: the file holds 2 agents (kayak_helper, other helper); imported 'kayak_helper', "
+        "its main agent (pick another with --agent)\n" in main.stderr
+    )
+    ghost = run("import", str(path), "--agent", "ghost", db=db)
+    assert ghost.exit_code == 1 and "holds no agent named 'ghost'" in ghost.stderr
     spaced = run("import", str(path), "--agent", "other helper", db=db)
     assert spaced.exit_code == 0, spaced.output
     assert (
@@ -392,7 +395,7 @@ def test_letta_files_that_cannot_be_imported(tmp_path):
     result = run("import", str(path), db=db)
     assert result.exit_code == 1
     assert re.search(r"not a valid Letta agent file: agents\.0\.llm_config\.model", result.stderr)
-    assert sorted(s.name for s, _ in Store(db).list_agents()) == ["o", "other-helper"]
+    assert sorted(s.name for s, _ in Store(db).list_agents()) == ["main", "o", "other-helper"]
 
 
 def test_letta_summary_message_becomes_the_agent_summary(fake_llm, tmp_path):
@@ -421,3 +424,48 @@ def test_letta_summary_message_becomes_the_agent_summary(fake_llm, tmp_path):
     assert fake_llm.rejections == []
     system = fake_llm.chat_requests[-1]["messages"][0]["content"]
     assert "Chad asked about paddles and bought a blue kayak." in system
+
+
+def test_what_is_not_imported_is_named_once_per_kind(tmp_path):
+    data = letta_file()
+    main = data["agents"][0]
+    main.update(
+        id="agent-main",
+        tool_rules=[
+            {"tool_name": "send_message", "type": "exit_loop"},
+            {"tool_name": "check_order_status", "type": "requires_approval"},
+            {"tool_name": "check_order_status", "type": "max_count_per_step", "max_count_limit": 2},
+        ],
+        message_buffer_autoclear=True,
+        enable_sleeptime=True,
+        source_ids=["source-0"],
+    )
+    helper = json.loads(json.dumps(main))
+    helper.update(id="agent-helper", name="kayak helper sleeptime", agent_type="sleeptime_agent")
+    helper["block_ids"] = ["block-0"]  # shares the human block with the main agent
+    data["agents"].insert(0, helper)  # the helper comes first: the main one is still picked
+    data["groups"] = [{"manager_type": "sleeptime", "manager_agent_id": "agent-main"}]
+    data["mcp_servers"] = [{"server_name": "exa", "server_type": "sse"}]
+    data["files"] = [{"file_name": "faq.txt", "source_id": "source-0"}]
+    data["sources"] = [{"id": "source-0", "name": "shop_docs"}]
+    data["tools"][2]["default_requires_approval"] = True
+    path = tmp_path / "kayak.af"
+    path.write_text(json.dumps(data))
+    report = import_agent(Store(tmp_path / "a.db"), path)
+    assert report.name == "kayak_helper"
+    expected = [
+        "the file holds 2 agents (kayak helper sleeptime, kayak_helper); imported 'kayak_helper', "
+        "its main agent (pick another with --agent)",
+        "tool rules (3: exit_loop, requires_approval, max_count_per_step): not enforced yet, "
+        "kept out",
+        "tools that require approval (1: check_order_status): here they run without asking",
+        "message_buffer_autoclear: not supported; the agent keeps its history in context",
+        "sleep-time and other agent groups: not supported; only this agent came over",
+        "MCP servers (1: exa): not connected here",
+        "files (1) and folders (1): not imported; Letta's file tools are left out",
+        "blocks shared with the file's other agents (human): this agent gets its own copy, "
+        "since one agent is imported at a time",
+    ]
+    for note in expected:
+        assert note in report.notes
+    assert len(report.notes) == len(set(report.notes))

@@ -102,3 +102,33 @@ def test_every_letta_file_imports_and_steps(fake_llm, tmp_path, name):
     assert report.source == "letta"
     assert_every_call_answered_right_after(agent.store.messages_from(agent.state.id, 0))
     assert_steps_cleanly(agent, fake_llm)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("agent-file-memgpt_agent_with_convo.af", ["tool rules (4: continue_loop, exit_loop)"]),
+        ("deep-thought.af", ["MCP tools (2: web_search_exa, crawling_exa)", "as 'Deep-Thought'"]),
+        ("knowledge-base.af", ["tool rules (5: exit_loop, constrain_child_tools"]),
+        ("lettabot.af", ["skills (46: voice-memo"]),
+        ("mock_alice.af", ["tool rules (14: run_first"]),
+        (
+            "test_agent.af",
+            ["tools that require approval (12: ", "tool rules (12: requires_approval)"],
+        ),
+        ("test_agent_with_files_and_sources.af", ["files (2) and folders (1): not imported"]),
+    ],
+)
+def test_what_a_letta_file_holds_beyond_the_import_is_named(tmp_path, name, expected):
+    with Store(tmp_path / "a.db") as store:
+        report = import_agent(store, LETTA_AF / name)
+    for text in expected:
+        assert any(text in note for note in report.notes), (text, report.notes)
+
+
+def test_path_style_labels_of_a_letta_file_are_imported(fake_llm, tmp_path):
+    report, agent = imported(tmp_path, "lettabot.af")
+    labels = [b.label for b in agent.blocks]
+    assert len(labels) == 11 and "system/human/family" in labels
+    sent = assert_steps_cleanly(agent, fake_llm)
+    assert '<block label="system/persona/soul"' in sent[0]["content"]

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from memgpt_lite.agentfile.letta_extras import left_out, main_agent, shared_blocks
 from memgpt_lite.agentfile.letta_messages import LettaMessage, ListOrNull, convert_history
 from memgpt_lite.agentfile.schema import (
     AgentFile,
@@ -155,8 +156,11 @@ def letta_to_agent_file(
         raise AgentFileError(
             f"{source} is not a valid Letta agent file: {validation_problems(exc)}"
         ) from None
-    agent = _pick_agent(letta, source, pick)
     notes: Counter[str] = Counter()
+    index = _pick_agent(raw, letta, source, pick, notes)
+    agent = letta.agents[index]
+    for note in [*left_out(raw, index), *shared_blocks(raw, index)]:
+        notes[note] += 1
     llm, context_window = _llm_config(agent.llm_config, notes)
     history = convert_history(agent.messages, _in_context(agent), notes)
     system = agent.system or ""
@@ -199,18 +203,23 @@ def _agent_name(name: str, notes: Counter[str]) -> str:
     return fixed
 
 
-def _pick_agent(letta: LettaFile, source: str, pick: str | None) -> LettaAgent:
+def _pick_agent(
+    raw: dict[str, Any], letta: LettaFile, source: str, pick: str | None, notes: Counter[str]
+) -> int:
+    """The index of agent `pick`, or of the file's main agent."""
     names = [a.name for a in letta.agents]
     if pick is not None:
-        for agent in letta.agents:
-            if agent.name == pick:
-                return agent
+        if pick in names:
+            return names.index(pick)
         raise AgentFileError(f"{source} holds no agent named {pick!r}; it holds: {names}")
-    if len(letta.agents) > 1:
-        raise AgentFileError(
-            f"{source} holds {len(names)} agents ({', '.join(names)}); pick one with --agent"
-        )
-    return letta.agents[0]
+    if len(names) == 1:
+        return 0
+    index = main_agent(raw["agents"], raw.get("groups") or [])
+    notes[
+        f"the file holds {len(names)} agents ({', '.join(names)}); imported {names[index]!r}, "
+        "its main agent (pick another with --agent)"
+    ] += 1
+    return index
 
 
 def _llm_config(config: LettaLLMConfig, notes: Counter[str]) -> tuple[LLMConfig, int | None]:

@@ -1,0 +1,104 @@
+"""What a Letta agent file holds that an import does not carry over, named in
+the import's notes (one line per kind), and which agent of a file with several
+is its main one. Read from the file's JSON as it is (see `letta.py`), so that
+nothing Letta adds is validated for a feature we leave out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+# Letta's agent types that only serve another agent (its sleep-time memory editor).
+HELPER_AGENT_TYPES = frozenset({"sleeptime_agent", "voice_sleeptime_agent"})
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _names(items: Iterable[Any], shown: int = 5) -> str:
+    names = list(dict.fromkeys(str(item) for item in items if item))
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def main_agent(agents: list[dict[str, Any]], groups: list[dict[str, Any]]) -> int:
+    """The index of the file's main agent: a group's manager, else the first that
+    is not a sleep-time helper, else the first."""
+    managers = {g.get("manager_agent_id") for g in _dicts(groups)} - {None}
+    for index, agent in enumerate(agents):
+        if agent.get("id") in managers:
+            return index
+    for index, agent in enumerate(agents):
+        if agent.get("agent_type") not in HELPER_AGENT_TYPES:
+            return index
+    return 0
+
+
+def left_out(raw: dict[str, Any], index: int) -> list[str]:
+    """Notes naming what agent `index` of `raw` (the current layout) has that is
+    not imported, one per kind."""
+    agent = _dicts(raw.get("agents"))[index]
+    notes: list[str] = []
+    rules = _dicts(agent.get("tool_rules"))
+    if rules:
+        kinds = _names(r.get("type") for r in rules)
+        notes.append(f"tool rules ({len(rules)}: {kinds}): not enforced yet, kept out")
+    tools = _agent_tools(raw, agent)
+    asking = [t.get("name") for t in tools if t.get("default_requires_approval") is True]
+    asking += [r.get("tool_name") for r in rules if r.get("type") == "requires_approval"]
+    asking = list(dict.fromkeys(name for name in asking if name))
+    if asking:
+        notes.append(
+            f"tools that require approval ({len(asking)}: {_names(asking)}): "
+            "here they run without asking"
+        )
+    if agent.get("message_buffer_autoclear") is True:
+        notes.append(
+            "message_buffer_autoclear: not supported; the agent keeps its history in context"
+        )
+    sleeptime = [g for g in _dicts(raw.get("groups")) if "sleeptime" in str(g.get("manager_type"))]
+    if agent.get("enable_sleeptime") or sleeptime or agent.get("multi_agent_group"):
+        notes.append("sleep-time and other agent groups: not supported; only this agent came over")
+    mcp_tools = [t.get("name") for t in tools if t.get("tool_type") == "external_mcp"]
+    servers = _dicts(raw.get("mcp_servers"))
+    if servers:
+        names = _names(s.get("server_name") or s.get("name") for s in servers)
+        notes.append(f"MCP servers ({len(servers)}: {names}): not connected here")
+    if mcp_tools:
+        notes.append(
+            f"MCP tools ({len(mcp_tools)}: {_names(mcp_tools)}): kept as custom tool names; "
+            "give Agent.load an implementation, or the model will not see them"
+        )
+    files = _dicts(raw.get("files")) or _dicts(agent.get("files_agents"))
+    folders = _dicts(raw.get("sources")) or agent.get("source_ids") or []
+    if files or folders:
+        notes.append(
+            f"files ({len(files)}) and folders ({len(folders)}): not imported; "
+            "Letta's file tools are left out"
+        )
+    skills = _dicts(raw.get("skills"))
+    if skills:
+        notes.append(f"skills ({len(skills)}: {_names(s.get('name') for s in skills)}): left out")
+    return notes
+
+
+def shared_blocks(raw: dict[str, Any], index: int) -> list[str]:
+    """Notes on the blocks agent `index` shares with the file's other agents."""
+    agents = _dicts(raw.get("agents"))
+    mine = set(agents[index].get("block_ids") or [])
+    others = {b for i, a in enumerate(agents) if i != index for b in a.get("block_ids") or []}
+    shared = mine & others
+    if not shared:
+        return []
+    labels = [b.get("label") for b in _dicts(raw.get("blocks")) if b.get("id") in shared]
+    return [
+        f"blocks shared with the file's other agents ({_names(labels)}): this agent gets its own "
+        "copy, since one agent is imported at a time"
+    ]
+
+
+def _agent_tools(raw: dict[str, Any], agent: dict[str, Any]) -> list[dict[str, Any]]:
+    by_id = {t.get("id"): t for t in _dicts(raw.get("tools")) if t.get("id")}
+    tools = [by_id[i] for i in agent.get("tool_ids") or [] if i in by_id]
+    return tools + _dicts(agent.get("tools"))
