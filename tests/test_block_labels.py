@@ -173,3 +173,21 @@ def test_path_labels_survive_our_export_and_import(tmp_path):
     assert report.blocks == 2
     copied = blocks_of(db, "sam2")
     assert copied[FAMILY].value == "Sister: Ann" and copied[LONG].value == "long"
+
+
+def test_the_http_api_reads_and_sets_blocks_with_path_labels(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from memgpt_lite.server.app import create_app
+    from tests.serving import new_key
+
+    db = str(tmp_path / "server.db")
+    key = new_key(db, "alice")
+    with TestClient(create_app(db), headers={"Authorization": f"Bearer {key}"}) as client:
+        blocks = [{"label": FAMILY, "value": "Sister: Ann"}, {"label": "/note_directory"}]
+        made = client.post("/api/agents", json={"name": "sam", "model": "m", "blocks": blocks})
+        assert made.status_code == 201, made.text
+        assert client.get(f"/api/agents/sam/blocks/{FAMILY}").json()["value"] == "Sister: Ann"
+        put = client.put("/api/agents/sam/blocks//note_directory", json={"value": "a.md"})
+        assert put.status_code == 200 and put.json()["label"] == "/note_directory"
+        assert client.get("/api/agents/sam/blocks/system/human/nobody").status_code == 422

@@ -30,12 +30,12 @@ def list_blocks(agent: str, ctx: Context, user: User) -> list[Block]:
     return ctx.store.get_blocks(ctx.agent_state(user, agent).id)
 
 
-@router.get("/{agent}/blocks/{label}")
+@router.get("/{agent}/blocks/{label:path}")
 def get_block(agent: str, label: str, ctx: Context, user: User) -> Block:
     return ctx.agent(user, agent).block(label)
 
 
-@router.put("/{agent}/blocks/{label}")
+@router.put("/{agent}/blocks/{label:path}")
 def set_block(agent: str, label: str, body: BlockSet, ctx: Context, user: User) -> Block:
     """Replace a block's value: refused (422) over its limit, if it is
     read-only, or, with `expected`, if the block no longer holds that text."""
