@@ -17,6 +17,10 @@ How things map:
 - Letta's own tools (send_message, core memory, recall and archival tools,
   and any tool of a `letta_*` type) are left to our built-ins; other tools
   are kept as custom tool names, to be passed to `Agent.load`.
+- A file with several agents gives its main one unless one is picked; what
+  the agent has that is not imported (tool rules, MCP, files, groups, ...) is
+  named in the notes (`letta_extras.py`). A name invalid here gets `-` for
+  what is not valid (`Deep Thought` -> `Deep-Thought`).
 - Tool environment variables (secrets) are never read. Passages are imported
   if the file carries them (`passages`); Letta exports usually do not.
 """

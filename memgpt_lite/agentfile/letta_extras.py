@@ -45,7 +45,11 @@ def left_out(raw: dict[str, Any], index: int) -> list[str]:
         kinds = _names(r.get("type") for r in rules)
         notes.append(f"tool rules ({len(rules)}: {kinds}): not enforced yet, kept out")
     tools = _agent_tools(raw, agent)
-    asking = [t.get("name") for t in tools if t.get("default_requires_approval") is True]
+    asking = [
+        t.get("name")
+        for t in tools
+        if t.get("default_requires_approval") is True or t.get("requires_approval") is True
+    ]
     asking += [r.get("tool_name") for r in rules if r.get("type") == "requires_approval"]
     asking = list(dict.fromkeys(name for name in asking if name))
     if asking:

@@ -121,7 +121,8 @@ def convert_history(
         inside = in_context is None or position in in_context
         for item in _convert(letta, inside, notes):
             if item.summary:
-                summaries.append((letta.created_at, item.message.content or ""))
+                if item.message.content:
+                    summaries.append((letta.created_at, item.message.content))
             else:
                 items.append(item)
     ordered = _in_time_order(items, notes)
