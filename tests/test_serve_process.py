@@ -87,8 +87,12 @@ class Served:
 
 def environment(model: FakeOpenAIServer, home: Path) -> dict[str, str]:
     """The server's environment: ours without any real endpoint or database,
-    the fake model's URL and key, a home folder of its own, this tree."""
+    the fake model's URL and key, a home folder of its own, this tree. The
+    test PostgreSQL server's vector setting is kept: where its pgvector
+    cannot build an index, building one would crash it for every test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMGPT_LITE_"))}
+    if "MEMGPT_LITE_PG_VECTORS" in os.environ:
+        env["MEMGPT_LITE_PG_VECTORS"] = os.environ["MEMGPT_LITE_PG_VECTORS"]
     env.update(
         OPENAI_BASE_URL=model.base_url,
         OPENAI_API_KEY=model.api_key,

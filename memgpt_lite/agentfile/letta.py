@@ -148,22 +148,41 @@ def is_letta_file(raw: dict[str, Any]) -> bool:
     return "llm_config" in raw and ("core_memory" in raw or "messages" in raw)
 
 
-def letta_to_agent_file(
-    raw: dict[str, Any], source: str, pick: str | None = None
-) -> tuple[AgentFile, list[str]]:
-    """Our `AgentFile` for one agent of a Letta file, and notes on what changed."""
+def _letta_file(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], LettaFile]:
     if "agents" not in raw:  # the older layout: one agent at the top level
         raw = {"agents": [raw]}
     try:
-        letta = LettaFile.model_validate(raw)
+        return raw, LettaFile.model_validate(raw)
     except ValidationError as exc:
         raise AgentFileError(
             f"{source} is not a valid Letta agent file: {validation_problems(exc)}"
         ) from None
+
+
+def letta_to_agent_file(
+    raw: dict[str, Any], source: str, pick: str | None = None
+) -> tuple[AgentFile, list[str]]:
+    """Our `AgentFile` for one agent of a Letta file, and notes on what changed."""
+    raw, letta = _letta_file(raw, source)
     notes: Counter[str] = Counter()
     index = _pick_agent(raw, letta, source, pick, notes)
+    for note in shared_blocks(raw, index):
+        notes[note] += 1
+    return _converted(raw, letta, index, source, notes)
+
+
+def letta_to_agent_files(raw: dict[str, Any], source: str) -> list[tuple[AgentFile, list[str]]]:
+    """Every agent of a Letta file, with its notes; the blocks they share
+    have the same `FileBlock.key`, so that they stay shared when stored together."""
+    raw, letta = _letta_file(raw, source)
+    return [_converted(raw, letta, i, source, Counter()) for i in range(len(letta.agents))]
+
+
+def _converted(
+    raw: dict[str, Any], letta: LettaFile, index: int, source: str, notes: Counter[str]
+) -> tuple[AgentFile, list[str]]:
     agent = letta.agents[index]
-    for note in [*left_out(raw, index), *shared_blocks(raw, index)]:
+    for note in left_out(raw, index):
         notes[note] += 1
     llm, context_window = _llm_config(agent.llm_config, notes)
     history = convert_history(agent.messages, _in_context(agent), notes)
@@ -267,6 +286,7 @@ def _blocks(letta: LettaFile, agent: LettaAgent, notes: Counter[str]) -> list[Fi
                 limit=limit,
                 description=block.description or "",
                 read_only=bool(block.read_only),
+                key=block.id or None,
             )
         )
     return blocks

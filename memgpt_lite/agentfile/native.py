@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file
+from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
     VERSION,
@@ -187,13 +187,18 @@ def load_json(path: str | Path) -> Any:
         raise AgentFileError(f"{path} is not an agent file: {exc}") from None
 
 
+def _unwrapped(raw: Any) -> Any:
+    if isinstance(raw, str):  # some published .af files are a JSON string holding the JSON
+        with suppress(JSONProblem):
+            return parse_json(raw)
+    return raw
+
+
 def parse_agent_file(
     raw: Any, source: str = "the file", letta_agent: str | None = None
 ) -> LoadedAgentFile:
     """Our format or Letta's, told apart by the `format` marker."""
-    if isinstance(raw, str):  # some published .af files are a JSON string holding the JSON
-        with suppress(JSONProblem):
-            raw = parse_json(raw)
+    raw = _unwrapped(raw)
     if not isinstance(raw, dict):
         raise AgentFileError(f"{source} is not an agent file: it holds no JSON object")
     if "format" in raw:
@@ -331,13 +336,21 @@ def _new_state(data: AgentFile, name: str | None, owner: str) -> AgentState:
         ) from None
 
 
-def _new_blocks(blocks: Sequence[FileBlock]) -> list[Block]:
+def _new_blocks(blocks: Sequence[FileBlock], shared: dict[str, Block] | None = None) -> list[Block]:
+    """New blocks for the file's; with `shared`, a block whose key is there
+    is that block (stored already, so the new agent is linked to it), and a
+    new keyed block is put there for the next agent of the same file."""
     made = []
     for block in blocks:
+        if shared is not None and block.key is not None and block.key in shared:
+            made.append(shared[block.key])
+            continue
         try:
             made.append(Block(**block.model_dump(exclude_none=True)))
         except ValidationError as exc:
             raise AgentFileError(f"block {block.label!r}: {validation_problems(exc)}") from None
+        if shared is not None and block.key is not None:
+            shared[block.key] = made[-1]
     return made
 
 
@@ -430,6 +443,7 @@ def store_agent_file(
     source: Literal["memgpt_lite", "letta"] = "memgpt_lite",
     notes: Sequence[str] = (),
     owner: str = DEFAULT_USER,
+    shared_blocks: dict[str, Block] | None = None,
 ) -> ImportReport:
     """Store `data` as a new agent (named `name`, or as in the file), with
     fresh ids, in one transaction, belonging to user `owner` (files carry no
@@ -437,7 +451,7 @@ def store_agent_file(
     the passages unless the file's vectors come from it."""
     messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
     state = _new_state(data, name, owner)
-    blocks = _new_blocks(data.blocks)
+    blocks = _new_blocks(data.blocks, shared_blocks)
     if isinstance(embedder, str):
         embedder = make_embedder(embedder, base_url=data.llm.base_url)
     model, dimension, message_vectors, passage_vectors = _plan_vectors(data, messages, embedder)
@@ -494,3 +508,32 @@ def import_agent(
         notes=loaded.notes,
         owner=owner,
     )
+
+
+def import_every_agent(
+    store: Storage,
+    path: str | Path,
+    *,
+    embedder: Embedder | str | None = None,
+    owner: str = DEFAULT_USER,
+) -> list[ImportReport]:
+    """Import every agent of a Letta file, each under its own name, in one
+    transaction: a block several of them share stays one block, attached to
+    each. Our own files hold one agent, imported as `import_agent` does."""
+    raw = _unwrapped(load_json(path))
+    if not isinstance(raw, dict) or "format" in raw or not is_letta_file(raw):
+        return [import_agent(store, path, embedder=embedder, owner=owner)]
+    shared: dict[str, Block] = {}
+    with store.transaction():
+        return [
+            store_agent_file(
+                store,
+                data,
+                embedder=embedder,
+                source="letta",
+                notes=notes,
+                owner=owner,
+                shared_blocks=shared,
+            )
+            for data, notes in letta_to_agent_files(raw, str(path))
+        ]

@@ -51,6 +51,9 @@ class FileBlock(BaseModel):
     description: str = ""
     read_only: bool = False
     updated_at: UtcDatetime | None = None
+    # The block's id in the Letta file it came from: agents imported together
+    # from one file whose blocks have the same key share one block. Never written.
+    key: str | None = Field(default=None, exclude=True)
 
 
 class FileMessage(BaseModel):

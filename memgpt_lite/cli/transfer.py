@@ -7,10 +7,15 @@ commands, so that `--help` stays fast (see `base.py`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from memgpt_lite.cli.base import store_for
+from memgpt_lite.cli.scripting import BadInput
+
+if TYPE_CHECKING:
+    from memgpt_lite.agentfile.native import ImportReport
 
 
 @click.command(name="export")
@@ -58,6 +63,12 @@ def export_command(ctx: click.Context, name: str, output: str | None, force: boo
 @click.option("--name", help="Name for the new agent (default: the name in the file).")
 @click.option("--agent", "letta_agent", help="Which agent of a Letta file holding several.")
 @click.option(
+    "--all",
+    "every_agent",
+    is_flag=True,
+    help="Every agent of a Letta file, each under its own name; blocks they share stay shared.",
+)
+@click.option(
     "--embedder",
     help='Re-embed archival passages with "local" or "endpoint:MODEL" (default: the '
     "file's vectors).",
@@ -68,6 +79,7 @@ def import_command(
     file: Path,
     name: str | None,
     letta_agent: str | None,
+    every_agent: bool,
     embedder: str | None,
 ) -> None:
     """Import an agent from FILE: a file written by `memgpt-lite export`, or a
@@ -76,11 +88,22 @@ def import_command(
 
     Example: memgpt-lite import sam.json --name sam2
     """
-    from memgpt_lite.agentfile.native import import_agent
+    from memgpt_lite.agentfile.native import import_agent, import_every_agent
 
-    report = import_agent(
-        store_for(ctx), file, name=name, embedder=embedder, letta_agent=letta_agent
+    if every_agent and (name or letta_agent):
+        raise BadInput("--all imports every agent under its own name: drop --name and --agent")
+    if every_agent:
+        for report in import_every_agent(store_for(ctx), file, embedder=embedder):
+            _said(report, file)
+        return
+    _said(
+        import_agent(store_for(ctx), file, name=name, embedder=embedder, letta_agent=letta_agent),
+        file,
     )
+
+
+def _said(report: ImportReport, file: Path) -> None:
+    """What an import stored, on stdout, and its notes on stderr."""
     kind = "Letta agent" if report.source == "letta" else "agent"
     click.echo(
         f"Imported {kind} {report.name!r} from {click.format_filename(file)}: "
