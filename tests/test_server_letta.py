@@ -271,6 +271,22 @@ def test_blocks_by_label(client: Letta) -> None:
     assert {b.label for b in client.agents.blocks.list(agent.id)} == {"human", "persona"}
 
 
+def test_path_labels_and_attach_over_letta_routes(client: Letta) -> None:
+    agent = client.agents.create(
+        model="openai/gpt-4o-mini",
+        memory_blocks=[{"label": "system/human/family", "value": "Two sisters.", "limit": 200}],
+    )
+    block = client.agents.blocks.retrieve("system/human/family", agent_id=agent.id)
+    assert block.value == "Two sisters."
+    changed = client.agents.blocks.update(
+        "system/human/family", agent_id=agent.id, value="Two sisters, one brother."
+    )
+    assert changed.value == "Two sisters, one brother."
+    with pytest.raises(APIStatusError) as caught:
+        client.agents.blocks.attach("block-123", agent_id=agent.id)
+    assert caught.value.status_code == 501 and "attach_core_memory_block" in str(caught.value)
+
+
 def test_read_only_block_is_refused(client: Letta) -> None:
     agent = client.agents.create(
         model="gpt-4o-mini",

@@ -40,6 +40,11 @@ def letta_operation(method: str, path: str) -> str | None:
 
 @router.api_route("/v1/{rest:path}", methods=METHODS, include_in_schema=False)
 async def not_implemented(rest: str, request: Request) -> JSONResponse:
+    return not_built(request)
+
+
+def not_built(request: Request) -> JSONResponse:
+    """501 naming a Letta route we do not build; 404 for a path Letta has not."""
     route = f"{request.method} {request.url.path}"
     operation = letta_operation(request.method, request.url.path)
     if operation is None:

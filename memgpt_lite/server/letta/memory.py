@@ -7,11 +7,13 @@ refuses it.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from memgpt_lite.agent import Agent
@@ -19,6 +21,7 @@ from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreatePassage
+from memgpt_lite.server.letta.fallback import not_built
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.views import block_view, passage_view
 
@@ -54,7 +57,14 @@ def list_blocks(
     ]
 
 
-@router.get("/{agent_id}/core-memory/blocks/{block_label}")
+# A label may be a path (`system/human`): letta-client sends its slashes as
+# %2F, which arrive decoded, so the label is the rest of the path. Letta's
+# attach/detach routes (PATCH .../blocks/attach/{block_id}) then land here too,
+# and are answered as the fallback answers what is not built.
+_ATTACH_OR_DETACH = re.compile(r"^(attach|detach)/[^/]+$")
+
+
+@router.get("/{agent_id}/core-memory/blocks/{block_label:path}")
 def retrieve_block(agent_id: str, block_label: str, ctx: Context, user: User) -> dict[str, Any]:
     return block_view(_block(ctx.agent(user, agent_id), block_label))
 
@@ -77,12 +87,20 @@ def _set_limit_and_description(ctx: ServerContext, block: Block, body: BlockUpda
     ctx.store.save_block(changed)
 
 
-@router.patch("/{agent_id}/core-memory/blocks/{block_label}")
+@router.patch("/{agent_id}/core-memory/blocks/{block_label:path}", response_model=None)
 def update_block(
-    agent_id: str, block_label: str, body: BlockUpdate, ctx: Context, user: User
-) -> dict[str, Any]:
+    agent_id: str,
+    block_label: str,
+    ctx: Context,
+    user: User,
+    request: Request,
+    body: BlockUpdate | None = None,
+) -> dict[str, Any] | JSONResponse:
     """Letta's modify_core_memory_block: `value` (under the block's limit,
     not on a read-only block), `limit` and `description` are honoured."""
+    if _ATTACH_OR_DETACH.match(block_label):
+        return not_built(request)
+    body = body or BlockUpdate()
     agent = ctx.agent(user, agent_id)
     with ctx.store.transaction():
         block = _block(agent, block_label)
