@@ -56,6 +56,7 @@ from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import Tool, as_tool
+from memgpt_lite.tools.sets import agent_tools
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +212,7 @@ class Agent:
                 state.name,
                 ", ".join(missing),
             )
-        self.tools: dict[str, Tool] = {**BUILTIN_TOOLS, **given}
+        self.tools: dict[str, Tool] = agent_tools(state.settings.tool_set, given)
         self._endpoint = (base_url, api_key)
         # The limit on one model request, retries included; not stored.
         self._timeout = None if timeout is None else check_timeout(timeout, "timeout")

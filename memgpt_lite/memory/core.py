@@ -93,17 +93,17 @@ def join_sections(sections: Sequence[tuple[str, str]]) -> str:
     return "\n\n".join([*head, "<core_memory>\n" + "\n".join(blocks) + "\n</core_memory>"])
 
 
-def _check_editable(block: Block) -> None:
+def check_editable(block: Block) -> None:
     if block.read_only:
         raise ModelRetry(f"block {block.label!r} is read-only: it cannot be edited.")
 
 
-def _check_fits(block: Block, new_value: str) -> None:
+def _check_fits(block: Block, new_value: str, condense: str = "core_memory_replace") -> None:
     if len(new_value) > block.limit:
         raise ModelRetry(
             f"block {block.label!r} would hold {len(new_value)} characters, over its limit of "
             f"{block.limit} ({len(block.value)} used now). Nothing was changed. Make the "
-            "text shorter, condense the block with core_memory_replace, or save the detail "
+            f"text shorter, condense the block with {condense}, or save the detail "
             "with archival_memory_insert."
         )
 
@@ -111,7 +111,7 @@ def _check_fits(block: Block, new_value: str) -> None:
 def append_to_block(block: Block, content: str) -> str | None:
     """The block's new value after appending `content` as a line, or None when
     the block already holds that line (a no-op)."""
-    _check_editable(block)
+    check_editable(block)
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to append.")
     if content.strip() in (line.strip() for line in block.value.splitlines()):
@@ -124,7 +124,7 @@ def append_to_block(block: Block, content: str) -> str | None:
 def replace_in_block(block: Block, old_content: str, new_content: str) -> str:
     """The block's new value with every `old_content` replaced by `new_content`
     (an empty `new_content` deletes it)."""
-    _check_editable(block)
+    check_editable(block)
     if not old_content:
         raise ModelRetry("old_content is empty: give the exact text to replace.")
     if old_content not in block.value:
@@ -137,8 +137,9 @@ def replace_in_block(block: Block, old_content: str, new_content: str) -> str:
     return new_value
 
 
-def set_block_value(block: Block, value: str) -> str:
-    """Check a whole new value for a block (a user's edit)."""
-    _check_editable(block)
-    _check_fits(block, value)
+def set_block_value(block: Block, value: str, condense: str = "core_memory_replace") -> str:
+    """Check a whole new value for a block (a user's edit, or a tool's that
+    condenses with the tool named by `condense`)."""
+    check_editable(block)
+    _check_fits(block, value, condense)
     return value

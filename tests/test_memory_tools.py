@@ -1,0 +1,276 @@
+"""The memory tool sets: Letta's V1 memory tools and Anthropic's memory tool
+over our blocks, with read-only flags, limits and paths enforced; and the
+choice of set at create time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from memgpt_lite import Agent, AgentSettings, Block
+from memgpt_lite.cli.main import cli
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.testing import call, reply, say
+from memgpt_lite.tools.schema import ToolContext, ToolOutcome, tool
+from memgpt_lite.tools.sets import TOOL_SETS, agent_tools
+
+COMMON = {
+    "send_message",
+    "conversation_search",
+    "conversation_search_date",
+    "archival_memory_insert",
+    "archival_memory_search",
+}
+
+
+@pytest.fixture
+def agent(tmp_path) -> Agent:
+    blocks = [
+        Block(label="human", value="Name: Alice\nLikes: tea", limit=100),
+        Block(label="rules", value="Be kind.", read_only=True),
+        Block(label="notes", value="a\nb\nc"),
+    ]
+    return Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        blocks=blocks,
+        db=tmp_path / "agents.db",
+        settings=AgentSettings(tool_set="letta-v1"),
+    )
+
+
+def run(agent: Agent, name: str, **arguments) -> ToolOutcome:
+    context = ToolContext(deps=agent, step_id="step-test")
+    return agent.tools[name].run(context, json.dumps(arguments), 6000)
+
+
+def value(agent: Agent, label: str) -> str:
+    return agent.block(label).value
+
+
+def labels(agent: Agent) -> list[str]:
+    return [b.label for b in agent.blocks]
+
+
+def test_each_set_keeps_the_common_tools_and_has_its_memory_tools():
+    assert set(TOOL_SETS["memgpt"]) == COMMON | {"core_memory_append", "core_memory_replace"}
+    assert set(TOOL_SETS["letta-v1"]) == COMMON | {
+        "memory_insert",
+        "memory_replace",
+        "memory_rethink",
+        "memory",
+    }
+
+
+def test_letta_tool_parameters_are_letta_s():
+    def params(name: str) -> set[str]:
+        schema = TOOL_SETS["letta-v1"][name].schema()["function"]["parameters"]
+        return set(schema["properties"]) - {"request_heartbeat"}
+
+    assert params("memory_insert") == {"label", "new_str", "insert_line"}
+    assert params("memory_replace") == {"label", "old_str", "new_str"}
+    assert params("memory_rethink") == {"label", "new_memory"}
+    assert params("memory") == {
+        "command",
+        "path",
+        "file_text",
+        "description",
+        "old_string",
+        "new_string",
+        "insert_line",
+        "insert_text",
+        "old_path",
+        "new_path",
+    }
+    command = TOOL_SETS["letta-v1"]["memory"].schema()["function"]["parameters"]
+    assert command["properties"]["command"]["enum"] == [
+        "create",
+        "str_replace",
+        "insert",
+        "delete",
+        "rename",
+    ]
+
+
+def test_custom_tool_cannot_take_a_set_tool_s_name():
+    @tool
+    def memory_rethink(label: str) -> str:
+        """Mine."""
+        return label
+
+    with pytest.raises(ConfigError, match="memory_rethink"):
+        agent_tools("letta-v1", {"memory_rethink": memory_rethink})
+
+
+def test_memory_insert_at_a_line_at_the_start_and_at_the_end(agent):
+    assert run(agent, "memory_insert", label="notes", new_str="x", insert_line=1).ok
+    assert value(agent, "notes") == "a\nx\nb\nc"
+    assert run(agent, "memory_insert", label="notes", new_str="first", insert_line=0).ok
+    outcome = run(agent, "memory_insert", label="notes", new_str="last")
+    assert outcome.ok and "notes" in outcome.content
+    assert value(agent, "notes") == "first\na\nx\nb\nc\nlast"
+
+
+def test_memory_insert_refuses_a_line_outside_the_block(agent):
+    outcome = run(agent, "memory_insert", label="notes", new_str="x", insert_line=9)
+    assert not outcome.ok and "0" in outcome.content and "3" in outcome.content
+    assert value(agent, "notes") == "a\nb\nc"
+
+
+def test_memory_replace_needs_one_exact_occurrence(agent):
+    assert run(agent, "memory_replace", label="human", old_str="tea", new_str="coffee").ok
+    assert value(agent, "human") == "Name: Alice\nLikes: coffee"
+    missing = run(agent, "memory_replace", label="human", old_str="tea", new_str="x")
+    assert not missing.ok and "not found" in missing.content
+    run(agent, "memory_rethink", label="notes", new_memory="dog\ndog")
+    twice = run(agent, "memory_replace", label="notes", old_str="dog", new_str="cat")
+    assert not twice.ok and "2 times" in twice.content and "lines 1, 2" in twice.content
+    assert value(agent, "notes") == "dog\ndog"
+
+
+def test_memory_rethink_rewrites_a_block_or_makes_a_new_one(agent):
+    assert run(agent, "memory_rethink", label="human", new_memory="Name: Alice Smith").ok
+    assert value(agent, "human") == "Name: Alice Smith"
+    assert run(agent, "memory_rethink", label="plans", new_memory="Trip in May").ok
+    assert value(agent, "plans") == "Trip in May"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("memory_insert", {"label": "rules", "new_str": "x"}),
+        ("memory_replace", {"label": "rules", "old_str": "kind", "new_str": "rude"}),
+        ("memory_rethink", {"label": "rules", "new_memory": "x"}),
+        (
+            "memory",
+            {
+                "command": "str_replace",
+                "path": "/memories/rules",
+                "old_string": "kind",
+                "new_string": "rude",
+            },
+        ),
+        ("memory", {"command": "insert", "path": "rules", "insert_text": "x"}),
+        ("memory", {"command": "delete", "path": "/memories/rules"}),
+        ("memory", {"command": "rename", "old_path": "/memories/rules", "new_path": "laws"}),
+    ],
+)
+def test_read_only_blocks_refuse_every_letta_write(agent, name, arguments):
+    outcome = run(agent, name, **arguments)
+    assert not outcome.ok and "read-only" in outcome.content
+    assert value(agent, "rules") == "Be kind." and "rules" in labels(agent)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("memory_insert", {"label": "human", "new_str": "x" * 90}),
+        ("memory_replace", {"label": "human", "old_str": "tea", "new_str": "x" * 90}),
+        ("memory_rethink", {"label": "human", "new_memory": "x" * 101}),
+        ("memory", {"command": "insert", "path": "/memories/human", "insert_text": "x" * 90}),
+    ],
+)
+def test_over_the_limit_is_refused_and_names_memory_rethink(agent, name, arguments):
+    outcome = run(agent, name, **arguments)
+    assert not outcome.ok and "over its limit of 100" in outcome.content
+    assert "memory_rethink" in outcome.content and "core_memory_replace" not in outcome.content
+    assert value(agent, "human") == "Name: Alice\nLikes: tea"
+
+
+def test_unknown_label_names_the_blocks(agent):
+    outcome = run(agent, "memory_replace", label="pets", old_str="a", new_str="b")
+    assert (
+        not outcome.ok and "'pets'" in outcome.content and "human, rules, notes" in outcome.content
+    )
+
+
+def test_memory_command_create_edit_rename_delete(agent):
+    created = run(
+        agent,
+        "memory",
+        command="create",
+        path="/memories/prefs",
+        file_text="dark theme",
+        description="What the user likes.",
+    )
+    assert created.ok, created.content
+    assert agent.block("prefs").description == "What the user likes."
+    again = run(agent, "memory", command="create", path="/memories/prefs")
+    assert not again.ok and "already exists" in again.content
+    assert run(
+        agent,
+        "memory",
+        command="str_replace",
+        path="/memories/prefs",
+        old_string="dark",
+        new_string="light",
+    ).ok
+    assert run(
+        agent, "memory", command="insert", path="prefs", insert_line=0, insert_text="Themes:"
+    ).ok
+    assert value(agent, "prefs") == "Themes:\nlight theme"
+    assert run(
+        agent, "memory", command="rename", old_path="/memories/prefs", new_path="/memories/likes"
+    ).ok
+    assert run(agent, "memory", command="rename", path="likes", description="Likes.").ok
+    assert agent.block("likes").description == "Likes."
+    clash = run(agent, "memory", command="rename", old_path="likes", new_path="human")
+    assert not clash.ok and "already exists" in clash.content
+    assert run(agent, "memory", command="delete", path="/memories/likes").ok
+    assert labels(agent) == ["human", "rules", "notes"]
+
+
+def test_memory_command_refuses_missing_arguments_and_bad_paths(agent):
+    lacking = run(agent, "memory", command="str_replace", path="human", old_string="tea")
+    assert not lacking.ok and "new_string" in lacking.content
+    for path in ("../human", "/memories/../human", "/etc/passwd", "/memories/%2e%2e/human"):
+        outcome = run(agent, "memory", command="create", path=path, file_text="x")
+        assert not outcome.ok, path
+    assert labels(agent) == ["human", "rules", "notes"]
+
+
+def test_a_new_block_that_would_not_fit_the_window_is_not_kept(tmp_path):
+    agent = Agent.create(
+        "tiny",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        settings=AgentSettings(tool_set="letta-v1", context_window=3000),
+    )
+    outcome = run(agent, "memory", command="create", path="big", file_text="word " * 999)
+    assert not outcome.ok and "context window" in outcome.content
+    assert "big" not in labels(agent)
+
+
+def test_a_step_calls_a_letta_tool_through_the_fake_server(fake_llm, tmp_path):
+    agent = Agent.create(
+        "sam", "gpt-4o-mini", db=tmp_path / "a.db", settings=AgentSettings(tool_set="letta-v1")
+    )
+    insert = call(
+        "memory_insert", label="human", new_str="Name: Bob", insert_line=0, request_heartbeat=True
+    )
+    fake_llm.enqueue(reply(tool_calls=[insert]), say("Hi Bob."))
+    result = agent.step("I'm Bob")
+    assert result.replies == ["Hi Bob."]
+    first, second = fake_llm.chat_requests
+    assert {t["function"]["name"] for t in first["tools"]} == set(TOOL_SETS["letta-v1"])
+    assert second["messages"][0]["content"].count("Name: Bob") == 1
+    assert agent.block("human").value.startswith("Name: Bob\n")
+    assert Agent.load("sam", db=tmp_path / "a.db").state.settings.tool_set == "letta-v1"
+
+
+def test_cli_create_picks_the_tool_set(tmp_path):
+    db = tmp_path / "cli.db"
+
+    def create(*args: str):
+        command = ["--db", str(db), "create", *args, "--model", "gpt-4o-mini"]
+        return CliRunner().invoke(cli, command, catch_exceptions=False)
+
+    assert create("lea", "--tools", "letta-v1").exit_code == 0
+    assert create("max").exit_code == 0
+    wrong = create("bad", "--tools", "langchain")
+    assert wrong.exit_code == 2 and "letta-v1" in wrong.output
+    lea, classic = Agent.load("lea", db=db), Agent.load("max", db=db)
+    assert lea.state.settings.tool_set == "letta-v1" and "memory_rethink" in lea.tools
+    assert classic.state.settings.tool_set == "memgpt" and "core_memory_append" in classic.tools
