@@ -243,8 +243,9 @@ class AgentSettings(BaseModel):
     max_chained_steps: int = Field(default=10, ge=1)
     tool_result_max_chars: int = Field(default=6000, ge=200)
     # The core memory tools: MemGPT's (core_memory_append/replace), Letta's
-    # V1 (memory_insert/replace/rethink, memory); see tools/sets.py.
-    tool_set: Literal["memgpt", "letta-v1"] = "memgpt"
+    # V1 (memory_insert/replace/rethink, memory) or Anthropic's memory tool
+    # (files under /memories); see tools/sets.py.
+    tool_set: Literal["memgpt", "letta-v1", "anthropic-memory"] = "memgpt"
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
     embedder: CleanStr | None = None

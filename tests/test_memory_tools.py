@@ -268,9 +268,156 @@ def test_cli_create_picks_the_tool_set(tmp_path):
         return CliRunner().invoke(cli, command, catch_exceptions=False)
 
     assert create("lea", "--tools", "letta-v1").exit_code == 0
+    assert create("cla", "--tools", "anthropic-memory").exit_code == 0
     assert create("max").exit_code == 0
     wrong = create("bad", "--tools", "langchain")
     assert wrong.exit_code == 2 and "letta-v1" in wrong.output
     lea, classic = Agent.load("lea", db=db), Agent.load("max", db=db)
     assert lea.state.settings.tool_set == "letta-v1" and "memory_rethink" in lea.tools
     assert classic.state.settings.tool_set == "memgpt" and "core_memory_append" in classic.tools
+    assert set(Agent.load("cla", db=db).tools) == set(TOOL_SETS["anthropic-memory"])
+
+
+@pytest.fixture
+def claude(tmp_path) -> Agent:
+    blocks = [
+        Block(label="human", value="Name: Alice\nLikes: tea", limit=100),
+        Block(label="rules", value="Be kind.", read_only=True, description="House rules."),
+    ]
+    return Agent.create(
+        "claude",
+        "gpt-4o-mini",
+        blocks=blocks,
+        db=tmp_path / "claude.db",
+        settings=AgentSettings(tool_set="anthropic-memory"),
+    )
+
+
+def memory(agent: Agent, command: str, **arguments) -> ToolOutcome:
+    return run(agent, "memory", command=command, **arguments)
+
+
+def test_anthropic_set_is_one_memory_tool_with_six_commands():
+    assert set(TOOL_SETS["anthropic-memory"]) == COMMON | {"memory"}
+    params = TOOL_SETS["anthropic-memory"]["memory"].schema()["function"]["parameters"]
+    assert params["properties"]["command"]["enum"] == [
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+        "delete",
+        "rename",
+    ]
+    assert {"path", "view_range", "file_text", "old_str", "new_str", "insert_line"} < set(
+        params["properties"]
+    )
+
+
+def test_view_lists_the_directory_and_numbers_a_file_s_lines(claude):
+    listing = memory(claude, "view", path="/memories")
+    assert listing.ok
+    assert listing.content.splitlines() == [
+        "Files in /memories:",
+        "/memories/human (22/100 chars)",
+        "/memories/rules (8/5000 chars, read-only): House rules.",
+    ]
+    file = memory(claude, "view", path="/memories/human")
+    assert file.content.endswith("lines 1-2:\n     1\tName: Alice\n     2\tLikes: tea")
+    part = memory(claude, "view", path="/memories/human", view_range=[2, -1])
+    assert part.content.endswith("lines 2-2:\n     2\tLikes: tea")
+    bad = memory(claude, "view", path="/memories/human", view_range=[5, 6])
+    assert not bad.ok and "1-2" in bad.content
+
+
+def test_create_edit_insert_rename_delete_a_file(claude):
+    assert memory(claude, "create", path="/memories/todo", file_text="buy milk").ok
+    assert claude.block("todo").limit == 5000
+    assert memory(claude, "str_replace", path="/memories/todo", old_str="milk", new_str="tea").ok
+    assert memory(claude, "insert", path="/memories/todo", insert_line=0, insert_text="# To do").ok
+    assert claude.block("todo").value == "# To do\nbuy tea"
+    assert memory(claude, "create", path="/memories/todo", file_text="nothing").ok  # overwrites
+    assert claude.block("todo").value == "nothing"
+    assert memory(claude, "rename", old_path="/memories/todo", new_path="/memories/done").ok
+    assert memory(claude, "delete", path="/memories/done").ok
+    assert labels(claude) == ["human", "rules"]
+    gone = memory(claude, "view", path="/memories/done")
+    assert not gone.ok and "/memories/human, /memories/rules" in gone.content
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"command": "create", "path": "/memories/rules", "file_text": "x"},
+        {"command": "str_replace", "path": "/memories/rules", "old_str": "kind", "new_str": "x"},
+        {"command": "insert", "path": "/memories/rules", "insert_line": 0, "insert_text": "x"},
+        {"command": "delete", "path": "/memories/rules"},
+        {"command": "rename", "old_path": "/memories/rules", "new_path": "/memories/laws"},
+    ],
+)
+def test_read_only_files_refuse_every_write(claude, arguments):
+    outcome = run(claude, "memory", **arguments)
+    assert not outcome.ok and "read-only" in outcome.content
+    assert claude.block("rules").value == "Be kind."
+
+
+def test_over_the_limit_is_refused(claude):
+    outcome = memory(claude, "create", path="/memories/human", file_text="x" * 101)
+    assert not outcome.ok and "over its limit of 100" in outcome.content
+    assert "core_memory_replace" not in outcome.content
+    assert claude.block("human").value == "Name: Alice\nLikes: tea"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memories/../etc/passwd",
+        "/memories/./human",
+        "/memories/a//b",
+        "../memories/human",
+        "/etc/passwd",
+        "/memoriesX/human",
+        "memories/human",
+        "human",
+        "/memories/%2e%2e/secret",
+        "/memories/..%2fsecret",
+        "/memories/%252e%252e/secret",
+        "/memories/..\\secret",
+        "/memories/a\x00b",
+        "/memories/bad name",
+    ],
+)
+def test_paths_that_leave_memories_or_hide_their_name_are_refused(claude, path):
+    outcome = memory(claude, "create", path=path, file_text="x")
+    assert not outcome.ok
+    assert (
+        "refused" in outcome.content or "outside" in outcome.content or "cannot" in outcome.content
+    )
+    assert labels(claude) == ["human", "rules"]
+
+
+def test_the_directory_itself_cannot_be_written_or_deleted(claude):
+    for arguments in (
+        {"command": "delete", "path": "/memories"},
+        {"command": "create", "path": "/memories/", "file_text": "x"},
+    ):
+        outcome = run(claude, "memory", **arguments)
+        assert not outcome.ok and "directory" in outcome.content
+    assert labels(claude) == ["human", "rules"]
+
+
+def test_a_step_views_memories_through_the_fake_server(fake_llm, tmp_path):
+    Agent.create(
+        "claude",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        settings=AgentSettings(tool_set="anthropic-memory"),
+    )
+    agent = Agent.load("claude", db=tmp_path / "a.db")
+    view = call("memory", command="view", path="/memories", request_heartbeat=True)
+    fake_llm.enqueue(reply(tool_calls=[view]), say("I remember."))
+    assert agent.step("What do you remember?").replies == ["I remember."]
+    first, second = fake_llm.chat_requests
+    assert [t["function"]["name"] for t in first["tools"]].count("memory") == 1
+    assert "core_memory_append" not in {t["function"]["name"] for t in first["tools"]}
+    result = [m for m in second["messages"] if m["role"] == "tool"][-1]["content"]
+    assert result.startswith("Files in /memories:\n/memories/persona (")

@@ -162,11 +162,11 @@ def build_blocks(
 @click.option(
     "--tools",
     "tool_set",
-    type=click.Choice(["memgpt", "letta-v1"]),
+    type=click.Choice(["memgpt", "letta-v1", "anthropic-memory"]),
     default="memgpt",
     show_default=True,
-    help="The core memory tools: MemGPT's core_memory_append/replace, or Letta's V1 "
-    "memory_insert/replace/rethink and memory.",
+    help="The core memory tools: MemGPT's core_memory_append/replace, Letta's V1 "
+    "memory_insert/replace/rethink and memory, or Anthropic's memory tool (/memories files).",
 )
 @click.pass_context
 def create(

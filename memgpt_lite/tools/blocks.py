@@ -32,11 +32,18 @@ def find_block(ctx: ToolContext, label: str) -> Block | None:
     return None
 
 
-def get_block(ctx: ToolContext, label: str, what: str = "core memory block labelled") -> Block:
+def get_block(ctx: ToolContext, label: str, *, as_files: bool = False) -> Block:
+    """The agent's block labelled `label`, else ModelRetry naming the blocks
+    (as /memories paths with `as_files`)."""
     block = find_block(ctx, label)
     if block is None:
+        if as_files:
+            known = ", ".join(f"{MEMORIES}/{name}" for name in labels(ctx)) or "none"
+            raise ModelRetry(f"there is no file {MEMORIES}/{label}; the files are: {known}.")
         known = ", ".join(labels(ctx)) or "none"
-        raise ModelRetry(f"there is no {what} {label!r}; the blocks are: {known}.")
+        raise ModelRetry(
+            f"there is no core memory block labelled {label!r}; the blocks are: {known}."
+        )
     return block
 
 

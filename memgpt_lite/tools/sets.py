@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.schema import Tool
@@ -17,6 +18,7 @@ _COMMON = {name: t for name, t in BUILTIN_TOOLS.items() if name not in _CLASSIC_
 TOOL_SETS: dict[str, dict[str, Tool]] = {
     "memgpt": dict(BUILTIN_TOOLS),
     "letta-v1": {**_COMMON, **LETTA_MEMORY_TOOLS},
+    "anthropic-memory": {**_COMMON, **ANTHROPIC_MEMORY_TOOLS},
 }
 
 
