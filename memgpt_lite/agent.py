@@ -41,7 +41,7 @@ from memgpt_lite.loop.window import (
 )
 from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.core import load_prompt, set_block_value
+from memgpt_lite.memory.core import load_prompt, memory_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import (
     DEFAULT_USER,
@@ -128,7 +128,7 @@ def _new_state(
             name=name,
             owner=owner,
             llm=LLMConfig(**llm_config),
-            system=system if system is not None else load_prompt("system"),
+            system=system if system is not None else memory_prompt("system", settings.tool_set),
             tool_names=tool_names,
             settings=settings,
         )

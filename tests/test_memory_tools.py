@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.memory.core import load_prompt, memory_prompt
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.tools.schema import ToolContext, ToolOutcome, tool
 from memgpt_lite.tools.sets import TOOL_SETS, agent_tools
@@ -421,3 +422,17 @@ def test_a_step_views_memories_through_the_fake_server(fake_llm, tmp_path):
     assert "core_memory_append" not in {t["function"]["name"] for t in first["tools"]}
     result = [m for m in second["messages"] if m["role"] == "tool"][-1]["content"]
     assert result.startswith("Files in /memories:\n/memories/persona (")
+
+
+@pytest.mark.parametrize("name", ["system", "memory_pressure"])
+def test_prompts_name_the_memory_tools_of_the_agent_s_set(name):
+    classic = memory_prompt(name, "memgpt")
+    assert classic == load_prompt(name) and "core_memory_append" in classic
+    for tool_set, needed in (("letta-v1", "memory_rethink"), ("anthropic-memory", "/memories")):
+        text = memory_prompt(name, tool_set)
+        assert "core_memory_" not in text and needed in text
+
+
+def test_a_new_agent_s_system_prompt_matches_its_tool_set(agent, claude):
+    assert "memory_insert" in agent.state.system and "core_memory_" not in agent.state.system
+    assert "/memories/human" in claude.state.system and "core_memory_" not in claude.state.system

@@ -23,6 +23,37 @@ def load_prompt(name: str) -> str:
     return source_tree.read_text(encoding="utf-8").strip()
 
 
+# How the prompts name the core memory tools: the classic set's words, and
+# what each other tool set (AgentSettings.tool_set) says instead.
+_CLASSIC_WORDS = {
+    "system": "Edit blocks with `core_memory_append` and `core_memory_replace`.",
+    "memory_pressure": "(core_memory_append, core_memory_replace)",
+}
+_SET_WORDS = {
+    "letta-v1": {
+        "system": "Edit blocks with `memory_insert` (add lines at a line number), "
+        "`memory_replace` (change one exact piece of text) and `memory_rethink` (rewrite a "
+        "whole block); the `memory` tool also creates, deletes and renames blocks, named by "
+        "paths such as /memories/notes.",
+        "memory_pressure": "(memory_insert, memory_replace, memory_rethink)",
+    },
+    "anthropic-memory": {
+        "system": "Edit them with the `memory` tool: each block is a file under /memories "
+        "(the `human` block is /memories/human) that you can view, create, edit, rename "
+        "and delete.",
+        "memory_pressure": "(the memory tool, on your /memories files)",
+    },
+}
+
+
+def memory_prompt(name: str, tool_set: str) -> str:
+    """`prompts/NAME.md` as an agent with that tool set reads it: the classic
+    memory tools' names replaced by its own set's."""
+    text = load_prompt(name)
+    words = _SET_WORDS.get(tool_set, {}).get(name)
+    return text if words is None else text.replace(_CLASSIC_WORDS[name], words)
+
+
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
 
