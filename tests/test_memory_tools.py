@@ -5,6 +5,7 @@ choice of set at create time."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,7 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.core import load_prompt, memory_prompt
 from memgpt_lite.testing import call, reply, say
+from memgpt_lite.testing.hostile import hostile_arguments
 from memgpt_lite.tools.schema import ToolContext, ToolOutcome, tool
 from memgpt_lite.tools.sets import TOOL_SETS, agent_tools
 
@@ -436,3 +438,41 @@ def test_prompts_name_the_memory_tools_of_the_agent_s_set(name):
 def test_a_new_agent_s_system_prompt_matches_its_tool_set(agent, claude):
     assert "memory_insert" in agent.state.system and "core_memory_" not in agent.state.system
     assert "/memories/human" in claude.state.system and "core_memory_" not in claude.state.system
+
+
+HOSTILE_BASES = {
+    ("letta-v1", "memory_insert"): {"label": "human", "new_str": "x", "insert_line": 0},
+    ("letta-v1", "memory_replace"): {"label": "human", "old_str": "tea", "new_str": "coffee"},
+    ("letta-v1", "memory_rethink"): {"label": "notes", "new_memory": "x"},
+    ("letta-v1", "memory"): {
+        "command": "insert",
+        "path": "/memories/human",
+        "insert_line": 0,
+        "insert_text": "x",
+    },
+    ("anthropic-memory", "memory"): {
+        "command": "view",
+        "path": "/memories/human",
+        "view_range": [1, 2],
+    },
+}
+
+
+@pytest.mark.parametrize(("tool_set", "name"), list(HOSTILE_BASES))
+def test_hostile_arguments_get_a_readable_refusal_never_a_tool_failure(tmp_path, tool_set, name):
+    """Whatever the model sends, the tool answers or refuses in words: no
+    exception of the tool's own ("NAME failed: ...") reaches the model."""
+    blocks = [Block(label="human", value="Likes tea"), Block(label="notes", value="n")]
+    agent = Agent.create(
+        "fuzz",
+        "gpt-4o-mini",
+        blocks=blocks,
+        db=tmp_path / "f.db",
+        settings=AgentSettings(tool_set=tool_set),
+    )
+    context = ToolContext(deps=agent, step_id="step-fuzz")
+    base = HOSTILE_BASES[(tool_set, name)]
+    for seed in range(2):
+        for arguments in hostile_arguments(base, random.Random(f"{seed}:{name}")):
+            outcome = agent.tools[name].run(context, arguments, 2000)
+            assert f"{name} failed:" not in outcome.content, (arguments[:200], outcome.content)
