@@ -123,19 +123,8 @@ def memory(
         label = _label(path, "path", command)
         block = create_block(ctx, label, file_text or "", description or "", CONDENSE)
         return f"Created block {label!r} ({len(block.value)}/{block.limit} characters)."
-    if command == "rename" and old_path is None and new_path is None:
-        block = get_block(ctx, _label(path, "path", command))
-        block.description = _needed(description, "description", command)
-        store_value(ctx, block, block.value, CONDENSE)
-        return f"Described block {block.label!r}."
     if command == "rename":
-        block = get_block(ctx, _label(old_path, "old_path", command))
-        old_label = block.label
-        rename_block(ctx, block, _label(new_path, "new_path", command))
-        if description is not None:
-            block.description = description
-            ctx.store.save_block(block)
-        return f"Renamed block {old_label!r} to {block.label!r}."
+        return _rename(ctx, path, description, old_path, new_path)
     block = get_block(ctx, _label(path, "path", command))
     if command == "delete":
         delete_block(ctx, block)
@@ -148,6 +137,29 @@ def memory(
         value = insert_at(block.value, text, -1 if insert_line is None else insert_line)
     store_value(ctx, block, value, CONDENSE)
     return _size(block.label, block.value, block.limit)
+
+
+def _rename(
+    ctx: ToolContext,
+    path: str | None,
+    description: str | None,
+    old_path: str | None,
+    new_path: str | None,
+) -> str:
+    """memory's rename: old_path to new_path (and a new description, if
+    given), or with only path and description, a new description."""
+    if old_path is None and new_path is None:
+        block = get_block(ctx, _label(path, "path", "rename"))
+        block.description = _needed(description, "description", "rename")
+        store_value(ctx, block, block.value, CONDENSE)
+        return f"Described block {block.label!r}."
+    block = get_block(ctx, _label(old_path, "old_path", "rename"))
+    old_label = block.label
+    rename_block(ctx, block, _label(new_path, "new_path", "rename"))
+    if description is not None:
+        block.description = description
+        ctx.store.save_block(block)
+    return f"Renamed block {old_label!r} to {block.label!r}."
 
 
 LETTA_MEMORY_TOOLS: dict[str, Tool] = {
