@@ -279,6 +279,7 @@ class Agent:
         given_blocks = blocks is not None
         blocks = list(blocks) if blocks is not None else default_blocks(name=name)
         settings = (settings or AgentSettings()).model_copy()
+        agent_tools(settings.tool_set, custom)  # a name clash is refused before storing
         if embedder is not None:  # a name is checked here, before anything is stored
             settings.embedder = (
                 check_embedder_name(embedder) if isinstance(embedder, str) else embedder.name

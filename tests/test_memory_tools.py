@@ -476,3 +476,21 @@ def test_hostile_arguments_get_a_readable_refusal_never_a_tool_failure(tmp_path,
         for arguments in hostile_arguments(base, random.Random(f"{seed}:{name}")):
             outcome = agent.tools[name].run(context, arguments, 2000)
             assert f"{name} failed:" not in outcome.content, (arguments[:200], outcome.content)
+
+
+def test_create_refuses_a_custom_tool_named_like_its_set_s_before_storing(tmp_path):
+    @tool
+    def memory(query: str) -> str:
+        """Mine."""
+        return query
+
+    db = tmp_path / "clash.db"
+    with pytest.raises(ConfigError, match="'memory'"):
+        Agent.create(
+            "clash",
+            "gpt-4o-mini",
+            db=db,
+            tools=[memory],
+            settings=AgentSettings(tool_set="anthropic-memory"),
+        )
+    assert "memory" in Agent.create("clash", "gpt-4o-mini", db=db, tools=[memory]).tools
