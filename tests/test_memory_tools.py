@@ -11,9 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, AgentSettings, Block
+from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.core import load_prompt, memory_prompt
+from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.hostile import hostile_arguments
 from memgpt_lite.tools.schema import ToolContext, ToolOutcome, tool
@@ -494,3 +496,20 @@ def test_create_refuses_a_custom_tool_named_like_its_set_s_before_storing(tmp_pa
             settings=AgentSettings(tool_set="anthropic-memory"),
         )
     assert "memory" in Agent.create("clash", "gpt-4o-mini", db=db, tools=[memory]).tools
+
+
+def test_the_tool_set_travels_in_an_exported_agent_file(tmp_path):
+    Agent.create(
+        "lea",
+        "gpt-4o-mini",
+        db=tmp_path / "one.db",
+        settings=AgentSettings(tool_set="letta-v1"),
+    )
+    path = tmp_path / "lea.json"
+    with Store(tmp_path / "one.db") as one:
+        write_agent_file(one, "lea", path)
+    assert json.loads(path.read_text())["settings"]["tool_set"] == "letta-v1"
+    with Store(tmp_path / "two.db") as two:
+        import_agent(two, path)
+    copy = Agent.load("lea", db=tmp_path / "two.db")
+    assert copy.state.settings.tool_set == "letta-v1" and "memory_rethink" in copy.tools
