@@ -513,3 +513,15 @@ def test_the_tool_set_travels_in_an_exported_agent_file(tmp_path):
         import_agent(two, path)
     copy = Agent.load("lea", db=tmp_path / "two.db")
     assert copy.state.settings.tool_set == "letta-v1" and "memory_rethink" in copy.tools
+
+
+def test_a_shared_block_is_not_renamed_and_deleting_it_only_detaches_it(claude):
+    bob = Agent.create("bob", "gpt-4o-mini", store=claude.store)
+    team = Block(label="team", value="Standup at 9.")
+    claude.attach_block(team)
+    bob.attach_block(claude.block("team"))
+    renamed = memory(claude, "rename", old_path="/memories/team", new_path="/memories/crew")
+    assert not renamed.ok and "shared with bob" in renamed.content
+    assert memory(claude, "delete", path="/memories/team").ok
+    assert "team" not in labels(claude)
+    assert bob.block("team").value == "Standup at 9."
