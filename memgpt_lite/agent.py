@@ -41,7 +41,7 @@ from memgpt_lite.loop.window import (
 )
 from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.core import load_prompt, set_block_value
+from memgpt_lite.memory.core import load_prompt, memory_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import (
     DEFAULT_USER,
@@ -56,6 +56,7 @@ from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import Tool, as_tool
+from memgpt_lite.tools.sets import agent_tools
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def _new_state(
             name=name,
             owner=owner,
             llm=LLMConfig(**llm_config),
-            system=system if system is not None else load_prompt("system"),
+            system=system if system is not None else memory_prompt("system", settings.tool_set),
             tool_names=tool_names,
             settings=settings,
         )
@@ -211,7 +212,7 @@ class Agent:
                 state.name,
                 ", ".join(missing),
             )
-        self.tools: dict[str, Tool] = {**BUILTIN_TOOLS, **given}
+        self.tools: dict[str, Tool] = agent_tools(state.settings.tool_set, given)
         self._endpoint = (base_url, api_key)
         # The limit on one model request, retries included; not stored.
         self._timeout = None if timeout is None else check_timeout(timeout, "timeout")
@@ -278,6 +279,7 @@ class Agent:
         given_blocks = blocks is not None
         blocks = list(blocks) if blocks is not None else default_blocks(name=name)
         settings = (settings or AgentSettings()).model_copy()
+        agent_tools(settings.tool_set, custom)  # a name clash is refused before storing
         if embedder is not None:  # a name is checked here, before anything is stored
             settings.embedder = (
                 check_embedder_name(embedder) if isinstance(embedder, str) else embedder.name

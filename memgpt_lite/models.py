@@ -259,6 +259,10 @@ class AgentSettings(BaseModel):
     compaction_target: float = Field(default=0.5, gt=0, lt=1)  # share of room kept
     max_chained_steps: int = Field(default=10, ge=1)
     tool_result_max_chars: int = Field(default=6000, ge=200)
+    # The core memory tools: MemGPT's (core_memory_append/replace), Letta's
+    # V1 (memory_insert/replace/rethink, memory) or Anthropic's memory tool
+    # (files under /memories); see tools/sets.py.
+    tool_set: Literal["memgpt", "letta-v1", "anthropic-memory"] = "memgpt"
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
     embedder: CleanStr | None = None

@@ -159,6 +159,15 @@ def build_blocks(
     "(default 32000; 0: the model's whole window).",
 )
 @click.option("--embedder", help='Embedder for hybrid search: "local" or "endpoint:MODEL".')
+@click.option(
+    "--tools",
+    "tool_set",
+    type=click.Choice(["memgpt", "letta-v1", "anthropic-memory"]),
+    default="memgpt",
+    show_default=True,
+    help="The core memory tools: MemGPT's core_memory_append/replace, Letta's V1 "
+    "memory_insert/replace/rethink and memory, or Anthropic's memory tool (/memories files).",
+)
 @click.pass_context
 def create(
     ctx: click.Context,
@@ -173,6 +182,7 @@ def create(
     context_window: int | None,
     working_window: int | None,
     embedder: str | None,
+    tool_set: str,
 ) -> None:
     """Create an agent called NAME.
 
@@ -213,6 +223,7 @@ def create(
         settings=AgentSettings(
             context_window=window if isinstance(window, int) else None,
             working_window=working_window,
+            tool_set=tool_set,
         ),
         embedder=embedder_name,
         store=store_for(ctx),

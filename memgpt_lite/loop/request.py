@@ -37,7 +37,7 @@ from memgpt_lite.loop.events import (
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.loop.window import CompiledContext, budget_error, budget_for, compile_context
-from memgpt_lite.memory.core import load_prompt
+from memgpt_lite.memory.core import load_prompt, memory_prompt
 from memgpt_lite.models import SEND_MESSAGE, AgentState, Message, StepResult
 from memgpt_lite.tools.schema import Tool
 
@@ -81,7 +81,9 @@ def add_pressure_alert(run: StepRun, compiled: CompiledContext) -> None:
         agent_id=agent.state.id,
         role="system",
         step_id=run.step_id,
-        content=load_prompt("memory_pressure").replace("{percent}", str(percent)),
+        content=memory_prompt("memory_pressure", agent.state.settings.tool_set).replace(
+            "{percent}", str(percent)
+        ),
     )
 
     def warned(state: AgentState) -> None:

@@ -23,6 +23,37 @@ def load_prompt(name: str) -> str:
     return source_tree.read_text(encoding="utf-8").strip()
 
 
+# How the prompts name the core memory tools: the classic set's words, and
+# what each other tool set (AgentSettings.tool_set) says instead.
+_CLASSIC_WORDS = {
+    "system": "Edit blocks with `core_memory_append` and `core_memory_replace`.",
+    "memory_pressure": "(core_memory_append, core_memory_replace)",
+}
+_SET_WORDS = {
+    "letta-v1": {
+        "system": "Edit blocks with `memory_insert` (add lines at a line number), "
+        "`memory_replace` (change one exact piece of text) and `memory_rethink` (rewrite a "
+        "whole block); the `memory` tool also creates, deletes and renames blocks, named by "
+        "paths such as /memories/notes.",
+        "memory_pressure": "(memory_insert, memory_replace, memory_rethink)",
+    },
+    "anthropic-memory": {
+        "system": "Edit them with the `memory` tool: each block is a file under /memories "
+        "(the `human` block is /memories/human) that you can view, create, edit, rename "
+        "and delete.",
+        "memory_pressure": "(the memory tool, on your /memories files)",
+    },
+}
+
+
+def memory_prompt(name: str, tool_set: str) -> str:
+    """`prompts/NAME.md` as an agent with that tool set reads it: the classic
+    memory tools' names replaced by its own set's."""
+    text = load_prompt(name)
+    words = _SET_WORDS.get(tool_set, {}).get(name)
+    return text if words is None else text.replace(_CLASSIC_WORDS[name], words)
+
+
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
 
@@ -93,17 +124,17 @@ def join_sections(sections: Sequence[tuple[str, str]]) -> str:
     return "\n\n".join([*head, "<core_memory>\n" + "\n".join(blocks) + "\n</core_memory>"])
 
 
-def _check_editable(block: Block) -> None:
+def check_editable(block: Block) -> None:
     if block.read_only:
         raise ModelRetry(f"block {block.label!r} is read-only: it cannot be edited.")
 
 
-def _check_fits(block: Block, new_value: str) -> None:
+def _check_fits(block: Block, new_value: str, condense: str = "core_memory_replace") -> None:
     if len(new_value) > block.limit:
         raise ModelRetry(
             f"block {block.label!r} would hold {len(new_value)} characters, over its limit of "
             f"{block.limit} ({len(block.value)} used now). Nothing was changed. Make the "
-            "text shorter, condense the block with core_memory_replace, or save the detail "
+            f"text shorter, condense the block with {condense}, or save the detail "
             "with archival_memory_insert."
         )
 
@@ -111,7 +142,7 @@ def _check_fits(block: Block, new_value: str) -> None:
 def append_to_block(block: Block, content: str) -> str | None:
     """The block's new value after appending `content` as a line, or None when
     the block already holds that line (a no-op)."""
-    _check_editable(block)
+    check_editable(block)
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to append.")
     if content.strip() in (line.strip() for line in block.value.splitlines()):
@@ -124,7 +155,7 @@ def append_to_block(block: Block, content: str) -> str | None:
 def replace_in_block(block: Block, old_content: str, new_content: str) -> str:
     """The block's new value with every `old_content` replaced by `new_content`
     (an empty `new_content` deletes it)."""
-    _check_editable(block)
+    check_editable(block)
     if not old_content:
         raise ModelRetry("old_content is empty: give the exact text to replace.")
     if old_content not in block.value:
@@ -137,8 +168,9 @@ def replace_in_block(block: Block, old_content: str, new_content: str) -> str:
     return new_value
 
 
-def set_block_value(block: Block, value: str) -> str:
-    """Check a whole new value for a block (a user's edit)."""
-    _check_editable(block)
-    _check_fits(block, value)
+def set_block_value(block: Block, value: str, condense: str = "core_memory_replace") -> str:
+    """Check a whole new value for a block (a user's edit, or a tool's that
+    condenses with the tool named by `condense`)."""
+    check_editable(block)
+    _check_fits(block, value, condense)
     return value

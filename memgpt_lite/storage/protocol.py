@@ -224,6 +224,11 @@ class Storage(Protocol):
         NotFoundError for an unknown agent."""
         ...
 
+    def detach_block(self, agent_id: str, block_id: str) -> None:
+        """Unlink the block from the agent, and delete it if no other agent
+        holds it. A block the agent does not hold changes nothing."""
+        ...
+
     def block_owners(self, block_id: str) -> list[str]:
         """The names of the agents a block belongs to, sorted."""
         ...

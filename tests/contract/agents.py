@@ -233,6 +233,21 @@ class BlockContract(ContractBase):
             store.attach_block("agent-ghost", Block(label="x"))
         assert [b.label for b in store.get_blocks(one.id)] == ["persona", "human", "notes"]
 
+    def test_detach_unlinks_and_deletes_a_block_no_one_holds(self, store):
+        one, two = new_agent(store, "one"), new_agent(store, "two")
+        team, mine = Block(label="team"), Block(label="mine")
+        store.attach_block(one.id, team)
+        store.attach_block(two.id, store.get_block(team.id))
+        store.attach_block(one.id, mine)
+        store.detach_block(one.id, team.id)
+        assert [b.label for b in store.get_blocks(one.id)] == ["persona", "human", "mine"]
+        assert store.block_owners(team.id) == ["two"]
+        store.detach_block(one.id, mine.id)
+        with pytest.raises(NotFoundError):
+            store.get_block(mine.id)
+        store.detach_block(one.id, team.id)  # not held: nothing changes
+        assert store.get_block(team.id).label == "team"
+
     def test_save_block_stores_a_new_block(self, store):
         block = Block(label="loose", value="v", limit=100, description="d", read_only=True)
         store.save_block(block)

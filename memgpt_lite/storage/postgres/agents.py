@@ -312,6 +312,19 @@ class AgentStore:
             )
 
     @guarded
+    def detach_block(self, agent_id: str, block_id: str) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM agent_blocks WHERE agent_id = %s AND block_id = %s",
+                [agent_id, block_id],
+            )
+            self.conn.execute(
+                "DELETE FROM blocks b WHERE b.id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM agent_blocks ab WHERE ab.block_id = b.id)",
+                [block_id],
+            )
+
+    @guarded
     def attach_block(self, agent_id: str, block: Block) -> None:
         with self.transaction():
             if not self.conn.execute(

@@ -224,6 +224,18 @@ class AgentStore:
     # Blocks
 
     @guarded
+    def detach_block(self, agent_id: str, block_id: str) -> None:
+        """Unlink a block from an agent; delete it once no agent holds it."""
+        with self.transaction():
+            self.db.execute(
+                "DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", [agent_id, block_id]
+            )
+            self.db.execute(
+                "DELETE FROM blocks WHERE id = ? AND id NOT IN (SELECT block_id FROM agent_blocks)",
+                [block_id],
+            )
+
+    @guarded
     def block_owners(self, block_id: str) -> list[str]:
         """The names of the agents a block is attached to, sorted."""
         rows = self.db.execute(

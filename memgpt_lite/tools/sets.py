@@ -1,0 +1,34 @@
+"""The tool sets an agent can be created with (`AgentSettings.tool_set`):
+the same non-memory tools (send_message, conversation and archival search,
+archival insert) with one family of core memory tools each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
+from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
+from memgpt_lite.tools.schema import Tool
+
+_CLASSIC_MEMORY = ("core_memory_append", "core_memory_replace")
+_COMMON = {name: t for name, t in BUILTIN_TOOLS.items() if name not in _CLASSIC_MEMORY}
+
+TOOL_SETS: dict[str, dict[str, Tool]] = {
+    "memgpt": dict(BUILTIN_TOOLS),
+    "letta-v1": {**_COMMON, **LETTA_MEMORY_TOOLS},
+    "anthropic-memory": {**_COMMON, **ANTHROPIC_MEMORY_TOOLS},
+}
+
+
+def agent_tools(tool_set: str, custom: Mapping[str, Tool]) -> dict[str, Tool]:
+    """The tools of an agent: its set's, then its custom ones, whose names
+    must not clash with the set's."""
+    chosen = TOOL_SETS.get(tool_set)
+    if chosen is None:
+        raise ConfigError(f"unknown tool set {tool_set!r}; the sets are: {', '.join(TOOL_SETS)}")
+    clash = sorted(set(chosen) & set(custom))
+    if clash:
+        raise ConfigError(f"tool {clash[0]!r} of the {tool_set} tool set is also given")
+    return {**chosen, **custom}
