@@ -6,6 +6,7 @@ commands, so that `--help` stays fast (see `base.py`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,9 @@ from memgpt_lite.cli.scripting import BadInput
 if TYPE_CHECKING:
     from memgpt_lite.agentfile.native import ImportReport
 
+if TYPE_CHECKING:
+    from memgpt_lite.storage.protocol import Storage
+
 
 @click.command(name="export")
 @click.argument("name")
@@ -24,11 +28,21 @@ if TYPE_CHECKING:
     "--output",
     "-o",
     type=click.Path(dir_okay=False, allow_dash=True),  # kept as given: any bytes
-    help='File to write (default: NAME.json); "-" writes to standard output.',
+    help='File to write (default: NAME.json, or NAME.af for Letta); "-" writes to standard output.',
 )
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["memgpt_lite", "letta"]),
+    default="memgpt_lite",
+    show_default=True,
+    help="Our format, or Letta's agent file format (.af) to take the agent back to Letta.",
+)
 @click.pass_context
-def export_command(ctx: click.Context, name: str, output: str | None, force: bool) -> None:
+def export_command(
+    ctx: click.Context, name: str, output: str | None, force: bool, file_format: str
+) -> None:
     """Export agent NAME, whole, to a JSON file: blocks, every message, the
     context window, summary, archival passages with their vectors, settings,
     model config, system prompt and custom tool names. The API key is never
@@ -39,6 +53,9 @@ def export_command(ctx: click.Context, name: str, output: str | None, force: boo
     from memgpt_lite.agentfile.native import export_agent, write_agent_file
 
     store = store_for(ctx)
+    if file_format == "letta":
+        _export_letta(store, name, output, force)
+        return
     if output == "-":
         click.echo(export_agent(store, name).model_dump_json(indent=2))
         return
@@ -54,6 +71,38 @@ def export_command(ctx: click.Context, name: str, output: str | None, force: boo
         click.echo(
             f"Its custom tools ({', '.join(data.tool_names)}) are exported by name only: "
             "give them to Agent.load where you import it.",
+            err=True,
+        )
+
+
+def _export_letta(store: Storage, name: str, output: str | None, force: bool) -> None:
+    from memgpt_lite.agentfile.letta_export import export_letta, write_letta_file
+
+    if output == "-":
+        click.echo(json.dumps(export_letta(store, name), indent=2, ensure_ascii=False))
+        return
+    path = Path(output or f"{name}.af")
+    if path.exists() and not force:
+        raise click.ClickException(f"{path} already exists; use --force to replace it")
+    data = write_letta_file(store, name, path, overwrite=True)
+    agent = data["agents"][0]
+    click.echo(
+        f"Exported agent {name!r} to {click.format_filename(path)} in Letta's format: "
+        f"{len(data['blocks'])} blocks, {len(agent['messages'])} messages "
+        "(Letta's system prompt message included), "
+        f"{len(agent['passages'])} passages."
+    )
+    custom = [t["name"] for t in data["tools"] if t["tool_type"] == "custom"]
+    if custom:
+        click.echo(
+            f"Its custom tools ({', '.join(custom)}) are exported by name only: "
+            "Letta needs their code.",
+            err=True,
+        )
+    if agent["passages"]:
+        click.echo(
+            "Letta's agent files have no place for archival passages: they are kept in the "
+            "agent's 'passages', which memgpt-lite reads back but Letta ignores.",
             err=True,
         )
 
