@@ -525,3 +525,14 @@ def test_a_shared_block_is_not_renamed_and_deleting_it_only_detaches_it(claude):
     assert memory(claude, "delete", path="/memories/team").ok
     assert "team" not in labels(claude)
     assert bob.block("team").value == "Standup at 9."
+
+
+def test_files_with_dots_and_folders_are_blocks_with_path_labels(claude):
+    assert memory(claude, "create", path="/memories/notes.md", file_text="Buy tea.").ok
+    assert memory(claude, "create", path="/memories/projects/plan.md", file_text="Step 1.").ok
+    assert value(claude, "notes.md") == "Buy tea."
+    assert value(claude, "projects/plan.md") == "Step 1."
+    folder = memory(claude, "view", path="/memories/projects")
+    assert folder.ok and "/memories/projects/plan.md" in folder.content
+    assert "notes.md" not in folder.content
+    assert not memory(claude, "create", path="/memories/../notes.md", file_text="x").ok
