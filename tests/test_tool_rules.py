@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 from backends import open_db
+from click.testing import CliRunner
 from pydantic import TypeAdapter, ValidationError
 
 from memgpt_lite import Agent, AgentSettings, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
+from memgpt_lite.cli.main import cli
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel
 from memgpt_lite.tools.rules import (
@@ -295,6 +297,22 @@ def test_our_agent_files_carry_the_rules(tmp_path):
     with open_db(tmp_path / "other.db") as other:
         import_agent(other, tmp_path / "sam.json")
         assert other.get_agent("sam").settings.tool_rules == rules
+
+
+def test_show_lists_the_rules(tmp_path):
+    db = tmp_path / "agents.db"
+    rules = [runs_first("lookup"), followed_by("lookup", "send_message", "finish")]
+    make_agent(tmp_path, ScriptedModel(), *rules, at_most("lookup", 2))
+    bob_rules = [ends_step("finish"), continues("lookup")]
+    Agent.create("bob", "gpt-4o-mini", db=db, settings=AgentSettings(tool_rules=bob_rules))
+    shown = CliRunner().invoke(cli, ["--db", str(db), "show", "sam"]).stdout
+    assert (
+        "tool rules: lookup runs first; after lookup only send_message, finish; "
+        "lookup at most 2 per step\n"
+    ) in shown
+    assert "tool_rules" not in shown
+    shown = CliRunner().invoke(cli, ["--db", str(db), "show", "bob"]).stdout
+    assert "tool rules: finish ends the step; lookup continues the step\n" in shown
 
 
 def test_rules_end_to_end_through_the_fake_server(fake_llm, tmp_path):

@@ -99,6 +99,19 @@ def continues(tool_name: str) -> ContinueToolRule:
     return ContinueToolRule(tool_name=tool_name)
 
 
+def describe(rule: ToolRule) -> str:
+    """A rule in a few words, as `memgpt-lite show` lists it."""
+    if isinstance(rule, TerminalToolRule):
+        return f"{rule.tool_name} ends the step"
+    if isinstance(rule, InitToolRule):
+        return f"{rule.tool_name} runs first"
+    if isinstance(rule, ChildToolRule):
+        return f"after {rule.tool_name} only {', '.join(rule.children) or 'nothing'}"
+    if isinstance(rule, MaxCountPerStepToolRule):
+        return f"{rule.tool_name} at most {rule.max_count_limit} per step"
+    return f"{rule.tool_name} continues the step"
+
+
 class RuleBook:
     """The rules of one step, and the calls it made so far that count."""
 
