@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from backends import open_db
 from click.testing import CliRunner
+from letta_client import Letta
 from pydantic import TypeAdapter, ValidationError
 
 from memgpt_lite import Agent, AgentSettings, tool
@@ -29,6 +30,7 @@ from memgpt_lite.tools.rules import (
     rules_from_letta,
     runs_first,
 )
+from tests.serving import live_server, new_key
 
 BUILTIN = [
     "send_message",
@@ -369,4 +371,28 @@ def test_rules_from_letta_keeps_what_we_apply_and_notes_the_rest():
         "tool rule 'required_before_exit' on 'finish' is not supported; left out",
         "tool rule 'constrain_child_tools' on 'finish': children: Field required; left out",
         "tool rule 8 is not an object; left out",
+    ]
+
+
+def test_letta_clients_create_agents_with_rules_and_see_them(fake_llm, tmp_path):
+    db = str(tmp_path / "letta.db")
+    with live_server(db) as url:
+        client = Letta(base_url=url, api_key=new_key(db, "alice"), max_retries=0)
+        rules = [
+            {"type": "run_first", "tool_name": "conversation_search"},
+            {"type": "exit_loop", "tool_name": "conversation_search"},
+            {"type": "required_before_exit", "tool_name": "send_message"},
+        ]
+        agent = client.agents.create(model="openai/gpt-4o-mini", tool_rules=rules)
+        assert [(r.type, r.tool_name) for r in agent.tool_rules] == [
+            ("run_first", "conversation_search"),
+            ("exit_loop", "conversation_search"),
+        ]
+        fake_llm.enqueue(reply(tool_calls=[call("conversation_search", query="tea")]))
+        response = client.agents.messages.create(
+            agent.id, messages=[{"role": "user", "content": "tea?"}]
+        )
+    assert response.stop_reason.stop_reason == "tool_rule"
+    assert [[t["function"]["name"] for t in r["tools"]] for r in fake_llm.chat_requests] == [
+        ["conversation_search"]
     ]
