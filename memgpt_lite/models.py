@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
+from memgpt_lite.tools.rules import ToolRule
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
@@ -266,6 +267,8 @@ class AgentSettings(BaseModel):
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
     embedder: CleanStr | None = None
+    # Which tools the model may call when within a step (tools/rules.py).
+    tool_rules: list[ToolRule] = Field(default_factory=list)
 
 
 class AgentState(BaseModel):
@@ -382,7 +385,10 @@ class ToolResult(BaseModel):
 
 
 # "context_full": the step's own messages filled the context window (see ContextFullError).
-StopReason = Literal["send_message", "no_heartbeat", "text_reply", "step_limit", "context_full"]
+# "tool_rule": a tool that ends the step ran, or the tool rules left no tool to call.
+StopReason = Literal[
+    "send_message", "no_heartbeat", "text_reply", "step_limit", "context_full", "tool_rule"
+]
 
 
 class StepResult(BaseModel):

@@ -346,7 +346,9 @@ def _usage_lines(store: Storage, state: AgentState) -> list[tuple[str, str]]:
 def _settings_text(state: AgentState) -> list[tuple[str, str]]:
     llm, settings = state.llm, state.settings
     temperature = "default" if llm.temperature is None else str(llm.temperature)
-    loop = settings.model_dump(exclude={"context_window", "working_window", "embedder"})
+    loop = settings.model_dump(
+        exclude={"context_window", "working_window", "embedder", "tool_rules"}
+    )
     return [
         ("context window", _window_text(state)),
         (
@@ -368,6 +370,7 @@ def show(ctx: click.Context, name: str) -> None:
     prices are known."""
     from memgpt_lite.storage.location import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+    from memgpt_lite.tools.rules import describe
 
     store = store_for(ctx)
     state = store.get_agent(name)
@@ -386,6 +389,8 @@ def show(ctx: click.Context, name: str) -> None:
     ]
     if state.tool_names:
         lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
+    if state.settings.tool_rules:
+        lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
     for key, value in lines:
         click.echo(f"{key}: {value}")
     click.echo("blocks:")

@@ -39,6 +39,7 @@ from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.loop.window import CompiledContext, budget_error, budget_for, compile_context
 from memgpt_lite.memory.core import load_prompt, memory_prompt
 from memgpt_lite.models import SEND_MESSAGE, AgentState, Message, StepResult
+from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool
 
 MAX_FIT_ATTEMPTS = 6
@@ -62,6 +63,7 @@ class StepRun:
     done: bool = False  # the model answered without asking to go on
     result: StepResult = field(default_factory=StepResult)
     pending: list[StepEvent] = field(default_factory=list)
+    rules: RuleBook = field(default_factory=RuleBook)  # the tool rules, as the step goes
 
     def renew_lock(self) -> None:
         """Keep the step lock's lease through a long step: before each model
@@ -184,7 +186,7 @@ async def _call_fitting(
             step_id=run.step_id, prompt_tokens=compiled.total_tokens, messages=len(messages)
         )
         try:
-            async for item in _stream_answer(run, messages, compiled.tools):
+            async for item in _stream_answer(run, messages, run.rules.offered(compiled.tools)):
                 yield item
             return
         except ContextWindowExceeded as exc:

@@ -43,6 +43,7 @@ from memgpt_lite.models import (
     UsageRecord,
     new_id,
 )
+from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
 
 
@@ -91,6 +92,7 @@ async def run_step(
 async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
     agent, result = run.agent, run.result
     agent.state = agent.store.get_agent(agent.state.id)  # another process may have changed it
+    run.rules = RuleBook(agent.state.settings.tool_rules)
     user = Message(agent_id=agent.state.id, role="user", content=user_message, step_id=run.step_id)
     agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
     result.messages.append(user)
@@ -234,8 +236,25 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
     result.replies.extend(context.replies)
     for reply in context.replies:
         yield ReplyDelivered(step_id=step_id, text=reply)
-    if not any(not o.ok or o.heartbeat for o in outcomes):
-        result.stop_reason = "send_message" if context.replies else "no_heartbeat"
+    _decide_end(run, assistant.tool_calls, outcomes, bool(context.replies))
+
+
+def _decide_end(
+    run: StepRun, calls: list[ToolCall], outcomes: list[ToolOutcome], replied: bool
+) -> None:
+    """Whether the step ends after an answer's tool calls: when a tool that
+    ends the step ran, or none asked to go on (a heartbeat, a failure, a
+    tool that continues the step), or the tool rules leave nothing to call."""
+    rules, result = run.rules, run.result
+    ran = [call.name for call, outcome in zip(calls, outcomes, strict=True) if outcome.ok]
+    go_on = any(
+        not outcome.ok or outcome.heartbeat or (outcome.ok and rules.continues(call.name))
+        for call, outcome in zip(calls, outcomes, strict=True)
+    )
+    if rules.ends_step(ran) or (go_on and not rules.allowed(run.tools)):
+        result.stop_reason, run.done = "tool_rule", True
+    elif not go_on:
+        result.stop_reason = "send_message" if replied else "no_heartbeat"
         run.done = True
 
 
@@ -248,5 +267,11 @@ async def _run_tool_call(run: StepRun, context: ToolContext, call: ToolCall) -> 
             f"Error: there is no tool named {call.name!r}. The tools are: {', '.join(tools)}.",
             ok=False,
         )
+    refused = run.rules.violation(call.name, tools)
+    if refused is not None:
+        return ToolOutcome(refused, ok=False)
     max_chars = run.agent.state.settings.tool_result_max_chars
-    return await tool.arun(context, call.arguments, max_chars, in_thread=run.tools_in_threads)
+    outcome = await tool.arun(context, call.arguments, max_chars, in_thread=run.tools_in_threads)
+    if outcome.ok:
+        run.rules.record(call.name)
+    return outcome

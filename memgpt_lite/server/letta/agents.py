@@ -23,6 +23,7 @@ from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import CreateAgent, MemoryBlock, UpdateAgent
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.views import agent_view
+from memgpt_lite.tools.rules import rules_from_letta
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -104,13 +105,17 @@ def our_create_body(body: CreateAgent) -> ours.AgentCreate:
     window = body.context_window_limit or (
         body.llm_config.context_window if body.llm_config else None
     )
+    settings: dict[str, Any] = {} if window is None else {"context_window": window}
+    if body.tool_rules:
+        rules, _ = rules_from_letta(body.tool_rules)  # as the rest of Letta's body we lack
+        settings["tool_rules"] = [rule.model_dump() for rule in rules]
     try:
         return ours.AgentCreate(
             name=body.name or f"agent-{uuid.uuid4().hex[:8]}",
             model=model_name(handle),
             system=body.system,
             blocks=None if body.memory_blocks is None else [_block(b) for b in body.memory_blocks],
-            settings=None if window is None else {"context_window": window},
+            settings=settings or None,
             embedder=embedder_name(body.embedding),
         )
     except ValidationError as exc:

@@ -8,7 +8,7 @@ for Letta keeps working. The fields we honour are checked.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,8 @@ class CreateAgent(LettaBody):
     llm_config: LlmConfigIn | None = None
     context_window_limit: int | None = Field(default=None, gt=0)
     embedding: str | None = None
+    # Letta's rules, as tools/rules.py reads them (kinds we lack are ignored).
+    tool_rules: list[dict[str, Any]] | None = None
 
 
 class UpdateAgent(LettaBody):

@@ -44,6 +44,7 @@ STOP_REASONS = {
     "text_reply": "end_turn",
     "step_limit": "max_steps",
     "context_full": "max_tokens_exceeded",
+    "tool_rule": "tool_rule",
 }
 
 

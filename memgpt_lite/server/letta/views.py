@@ -112,6 +112,7 @@ def agent_view(store: Storage, state: AgentState) -> dict[str, Any]:
         "blocks": blocks,
         "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
         "tools": list(tool_views()),
+        "tool_rules": [rule.model_dump(mode="json") for rule in state.settings.tool_rules],
         "sources": [],
         "tags": [],
         "identities": [],
