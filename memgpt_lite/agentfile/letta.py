@@ -34,7 +34,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from memgpt_lite.agentfile.letta_extras import left_out, main_agent, shared_blocks
+from memgpt_lite.agentfile.letta_extras import (
+    imported_rules,
+    left_out,
+    main_agent,
+    shared_blocks,
+    tool_set_of,
+)
 from memgpt_lite.agentfile.letta_messages import LettaMessage, ListOrNull, convert_history
 from memgpt_lite.agentfile.schema import (
     AgentFile,
@@ -52,8 +58,8 @@ from memgpt_lite.models import (
     LLMConfig,
     utcnow,
 )
-from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import TOOL_NAME_PATTERN
+from memgpt_lite.tools.sets import TOOL_SETS
 
 # Letta's base tools: ours do the same jobs, under MemGPT's names where they match.
 LETTA_BASE_TOOLS = frozenset(
@@ -182,7 +188,9 @@ def _converted(
     raw: dict[str, Any], letta: LettaFile, index: int, source: str, notes: Counter[str]
 ) -> tuple[AgentFile, list[str]]:
     agent = letta.agents[index]
-    for note in left_out(raw, index):
+    rules, rule_notes = imported_rules(raw, index)
+    tool_set, set_notes = tool_set_of(raw, index)
+    for note in [*rule_notes, *set_notes, *left_out(raw, index)]:
         notes[note] += 1
     llm, context_window = _llm_config(agent.llm_config, notes)
     history = convert_history(agent.messages, _in_context(agent), notes)
@@ -196,8 +204,10 @@ def _converted(
             created_at=agent.created_at or utcnow(),
             system=system,
             llm=llm,
-            settings=AgentSettings(context_window=context_window),
-            tool_names=_custom_tools(letta, agent, notes),
+            settings=AgentSettings(
+                context_window=context_window, tool_rules=rules, tool_set=tool_set
+            ),
+            tool_names=_custom_tools(letta, agent, notes, tool_set),
             blocks=_blocks(letta, agent, notes),
             messages=history.messages,
             context_start=history.start,
@@ -292,15 +302,18 @@ def _blocks(letta: LettaFile, agent: LettaAgent, notes: Counter[str]) -> list[Fi
     return blocks
 
 
-def _custom_tools(letta: LettaFile, agent: LettaAgent, notes: Counter[str]) -> list[str]:
+def _custom_tools(
+    letta: LettaFile, agent: LettaAgent, notes: Counter[str], tool_set: str
+) -> list[str]:
     by_id = {t.id: t for t in letta.tools if t.id}
     tools = [by_id[i] for i in agent.tool_ids if i in by_id]
     tools += [t if isinstance(t, LettaTool) else LettaTool(name=t) for t in agent.tools]
     names: list[str] = []
     for tool in tools:
+        ours = TOOL_SETS[tool_set]
         own = (tool.tool_type or "").startswith("letta_") or tool.name in LETTA_BASE_TOOLS
-        if own or tool.name in BUILTIN_TOOLS:
-            if tool.name not in BUILTIN_TOOLS:
+        if own or tool.name in ours:
+            if tool.name not in ours:
                 notes[f"Letta's tool {tool.name!r} has no equivalent here; left out"] += 1
         elif not TOOL_NAME_PATTERN.match(tool.name):
             notes[f"tool name {tool.name!r} is not valid here; left out"] += 1

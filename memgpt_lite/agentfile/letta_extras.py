@@ -5,8 +5,12 @@ nothing Letta adds is validated for a feature we leave out."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
+
+from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
+from memgpt_lite.tools.rules import ToolRule, rules_from_letta
 
 # Letta's agent types that only serve another agent (its sleep-time memory editor).
 HELPER_AGENT_TYPES = frozenset({"sleeptime_agent", "voice_sleeptime_agent"})
@@ -41,9 +45,6 @@ def left_out(raw: dict[str, Any], index: int) -> list[str]:
     agent = _dicts(raw.get("agents"))[index]
     notes: list[str] = []
     rules = _dicts(agent.get("tool_rules"))
-    if rules:
-        kinds = _names(r.get("type") for r in rules)
-        notes.append(f"tool rules ({len(rules)}: {kinds}): not enforced yet, kept out")
     tools = _agent_tools(raw, agent)
     asking = [
         t.get("name")
@@ -106,3 +107,31 @@ def _agent_tools(raw: dict[str, Any], agent: dict[str, Any]) -> list[dict[str, A
     by_id = {t.get("id"): t for t in _dicts(raw.get("tools")) if t.get("id")}
     tools = [by_id[i] for i in agent.get("tool_ids") or [] if i in by_id]
     return tools + _dicts(agent.get("tools"))
+
+
+def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], list[str]]:
+    """Agent `index`'s tool rules that we enforce, and notes: how many were
+    imported, and one for each left out."""
+    raw_rules = _dicts(_dicts(raw.get("agents"))[index].get("tool_rules"))
+    rules, _ = rules_from_letta(raw_rules)
+    notes = []
+    if rules:
+        kinds = _names(dict.fromkeys(rule.type for rule in rules))
+        notes.append(f"tool rules ({len(rules)}: {kinds}): imported, enforced by the loop")
+    left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in rules)
+    left.pop("requires_approval", None)  # named with the tools that require approval
+    notes += [
+        f"tool rules of kind {kind!r} ({n}): not supported here; left out"
+        for kind, n in left.items()
+    ]
+    return rules, notes
+
+
+def tool_set_of(raw: dict[str, Any], index: int) -> tuple[str, list[str]]:
+    """Our memory tool set for agent `index`: Letta's V1 memory tools become
+    the letta-v1 set (with a note), anything else the classic one."""
+    names = {t.get("name") for t in _agent_tools(raw, _dicts(raw.get("agents"))[index])}
+    v1 = sorted(str(name) for name in names & set(LETTA_MEMORY_TOOLS) if name)
+    if not v1:
+        return "memgpt", []
+    return "letta-v1", [f"Letta's memory tools ({', '.join(v1)}): the letta-v1 tool set"]
