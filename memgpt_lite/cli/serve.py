@@ -56,7 +56,7 @@ def serve(
     The API's documentation is served at /docs.
 
     The model endpoint and its key come from the server's environment
-    (OPENAI_BASE_URL, OPENAI_API_KEY), or an agent's own base URL.
+    (OPENAI_BASE_URL, OPENAI_API_KEY), or an agent's own base URL and key.
 
     Example: memgpt-lite serve --port 8283 --db postgresql://localhost/agents --workers 4
     """
