@@ -18,10 +18,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.loop.events import StepEvent
 from memgpt_lite.models import StepResult
+
+T = TypeVar("T")
 
 # Workers that run steps; more steps than this queue for a thread.
 DEFAULT_STEP_THREADS = 32
@@ -67,20 +70,23 @@ class StepRunner:
         if not self._users[agent_id]:  # nobody waits: forget the lock
             del self._users[agent_id], self._locks[agent_id]
 
-    async def result(self, agent_id: str, load: Callable[[], Agent], message: str) -> StepResult:
-        """The result of one step of the agent `load()` opens, run in a worker
-        thread through `agent.step` (lighter than its events: no hand-over per
-        event); its error raised. The step goes on if the caller is cancelled."""
+    async def _start(self, agent_id: str, work: Callable[[], T]) -> asyncio.Future[T]:
+        """Run `work` in a worker thread once the agent's earlier sends are
+        done; the agent's lock is released when `work` ends, whoever waits."""
         lock = await self._acquire(agent_id)
         try:
-            future = asyncio.get_running_loop().run_in_executor(
-                self._pool, lambda: load().step(message)
-            )
+            future = asyncio.get_running_loop().run_in_executor(self._pool, work)
         except BaseException:
             self._release(agent_id, lock)
             raise
         future.add_done_callback(lambda _: self._release(agent_id, lock))
-        return await asyncio.shield(future)
+        return future
+
+    async def result(self, agent_id: str, load: Callable[[], Agent], message: str) -> StepResult:
+        """The result of one step of the agent `load()` opens, run in a worker
+        thread through `agent.step` (lighter than its events: no hand-over per
+        event); its error raised. The step goes on if the caller is cancelled."""
+        return await asyncio.shield(await self._start(agent_id, lambda: load().step(message)))
 
     async def events(
         self, agent_id: str, load: Callable[[], Agent], message: str
@@ -88,7 +94,6 @@ class StepRunner:
         """The events of one step of the agent `load()` opens (in the worker
         thread), as they happen. An error raised before the step starts (an
         empty message, no API key) is raised here."""
-        lock = await self._acquire(agent_id)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[StepEvent | BaseException | _End] = asyncio.Queue()
 
@@ -104,12 +109,7 @@ class StepRunner:
             finally:
                 put(_END)
 
-        try:
-            future = loop.run_in_executor(self._pool, produce)
-        except BaseException:
-            self._release(agent_id, lock)
-            raise
-        future.add_done_callback(lambda _: self._release(agent_id, lock))
+        await self._start(agent_id, produce)
         while not isinstance(item := await queue.get(), _End):
             if isinstance(item, BaseException):
                 raise item
