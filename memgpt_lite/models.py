@@ -15,7 +15,6 @@ from pydantic import (
     SecretStr,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -230,16 +229,14 @@ class LLMConfig(BaseModel):
     # turns out not to stream (like the tool_choice fallback).
     stream: bool = True
 
-    @field_serializer("api_key")
-    def _key_as_text(self, key: SecretStr | None) -> str | None:
-        return None if key is None else key.get_secret_value()
-
     @model_serializer(mode="wrap")
     def _key_only_for_the_store(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         dumped = handler(self)
-        if not (info.context or {}).get("stored"):
+        if (info.context or {}).get("stored"):
+            dumped["api_key"] = None if self.api_key is None else self.api_key.get_secret_value()
+        else:
             dumped.pop("api_key", None)  # not even null: no view or file names it
         return dumped
 
