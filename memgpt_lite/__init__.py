@@ -18,9 +18,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from memgpt_lite.agent import Agent, default_blocks
+    from memgpt_lite.agent import Agent
     from memgpt_lite.errors import (
         AlreadyExistsError,
+        ApprovalError,
         BusyError,
         ConfigError,
         ConflictError,
@@ -33,7 +34,16 @@ if TYPE_CHECKING:
         ReadOnlyError,
         StoreError,
     )
-    from memgpt_lite.models import AgentSettings, AgentState, Block, Message, Passage, StepResult
+    from memgpt_lite.memory.core import default_blocks
+    from memgpt_lite.models import (
+        AgentSettings,
+        AgentState,
+        Approval,
+        Block,
+        Message,
+        Passage,
+        StepResult,
+    )
     from memgpt_lite.storage.open import open_storage
     from memgpt_lite.storage.protocol import Storage
     from memgpt_lite.storage.sqlite.store import Store
@@ -42,8 +52,9 @@ if TYPE_CHECKING:
 # Each public name and the module that defines it.
 _EXPORTS = {
     "Agent": "agent",
-    "default_blocks": "agent",
+    "default_blocks": "memory.core",
     "AlreadyExistsError": "errors",
+    "ApprovalError": "errors",
     "BusyError": "errors",
     "ConfigError": "errors",
     "ConflictError": "errors",
@@ -57,6 +68,7 @@ _EXPORTS = {
     "StoreError": "errors",
     "AgentSettings": "models",
     "AgentState": "models",
+    "Approval": "models",
     "Block": "models",
     "Message": "models",
     "Passage": "models",
@@ -73,6 +85,8 @@ __all__ = [
     "AgentSettings",
     "AgentState",
     "AlreadyExistsError",
+    "Approval",
+    "ApprovalError",
     "Block",
     "BusyError",
     "ConfigError",

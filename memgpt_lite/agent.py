@@ -10,7 +10,6 @@ hand over each event as it happens, the reply's words included.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,10 +26,10 @@ from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.loop import runner
+from memgpt_lite.loop import approvals, runner
 from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-from memgpt_lite.loop.step import run_step
+from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
 from memgpt_lite.loop.window import (
     ContextOverview,
@@ -41,58 +40,29 @@ from memgpt_lite.loop.window import (
 )
 from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.core import load_prompt, memory_prompt, set_block_value
+from memgpt_lite.memory.core import default_blocks, memory_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,
     AgentState,
+    Approval,
     Block,
     LLMConfig,
     Message,
     StepResult,
+    ToolCall,
 )
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, as_tool
 from memgpt_lite.tools.sets import agent_tools
 
 log = logging.getLogger(__name__)
 
 ToolLike = Tool | Callable[..., Any]
-
-
-# A sentence of the persona template that holds the agent's name.
-_NAME_SENTENCE = re.compile(r"[^.!?\n]*\{name\}[^.!?\n]*[.!?]?[ \t]*")
-
-
-def default_persona(name: str | None = None) -> str:
-    """The persona template (prompts/persona.md) for an agent called `name`;
-    without a name, the sentences that would hold it are left out."""
-    template = load_prompt("persona")
-    if name is None:
-        return _NAME_SENTENCE.sub("", template).strip()
-    return template.replace("{name}", name)
-
-
-def default_blocks(
-    persona: str | None = None, human: str | None = None, *, name: str | None = None
-) -> list[Block]:
-    """The `persona` and `human` blocks, from the given text or the templates;
-    the persona template says the agent is called `name`."""
-    return [
-        Block(
-            label="persona",
-            value=default_persona(name) if persona is None else persona,
-            description="Who you are: your personality, voice and goals.",
-        ),
-        Block(
-            label="human",
-            value=load_prompt("human") if human is None else human,
-            description="What you know about the user you are talking to.",
-        ),
-    ]
 
 
 def _open_store(store: Storage | None, db: str | Path | None) -> Storage:
@@ -512,19 +482,20 @@ class Agent:
 
     # The loop: four drivers of the one step core (loop/step.py)
 
-    def step(self, user_message: str) -> StepResult:
+    def step(self, user_message: StepInput) -> StepResult:
         """Handle one user message: call the model, run its tool calls, and go on
         while a tool asked for a heartbeat or failed, up to the step limit. Waits
         while another step of this agent runs (see `step_lock`). Raises the
-        step's error (MemGPTError) if it fails."""
+        step's error (MemGPTError) if it fails. Given `Approval`s instead, it
+        answers the tool calls waiting for approval and goes on from there."""
         return _result(runner.run(_last(self._events(user_message, in_thread=False))))
 
-    async def astep(self, user_message: str) -> StepResult:
+    async def astep(self, user_message: StepInput) -> StepResult:
         """`step`, awaited: many agents can step at once in one event loop.
         An `async def` tool is awaited; a plain one runs in a worker thread."""
         return _result(await _last(self.astream(user_message)))
 
-    def stream(self, user_message: str) -> Iterator[StepEvent]:
+    def stream(self, user_message: StepInput) -> Iterator[StepEvent]:
         """`step`, as the events of the step while they happen (see
         loop/events.py): the model's words as it writes them, each tool call
         and result, each reply. The last event is `StepFinished` (with the
@@ -532,16 +503,34 @@ class Agent:
         the loop early stops the step; what it stored stays consistent."""
         return runner.iterate(self._events(user_message, in_thread=False))
 
-    def astream(self, user_message: str) -> AsyncIterator[StepEvent]:
+    def astream(self, user_message: StepInput) -> AsyncIterator[StepEvent]:
         """`stream`, for `async for`."""
         return self._events(user_message, in_thread=True)
 
-    def _events(self, user_message: str, *, in_thread: bool) -> AsyncGenerator[StepEvent, None]:
-        if not user_message.strip():
+    def _events(
+        self, user_message: StepInput, *, in_thread: bool
+    ) -> AsyncGenerator[StepEvent, None]:
+        if isinstance(user_message, str) and not user_message.strip():
             raise ConfigError("the message is empty")
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())
         return run_step(self, user_message, held_lock=held, tools_in_threads=in_thread)
+
+    # Approvals (loop/approvals.py)
+
+    def pending_approvals(self) -> list[ToolCall]:
+        """The tool calls waiting for the user's approval, if any."""
+        rules = RuleBook(self.state.settings.tool_rules)
+        return approvals.waiting_calls(self, self.tools, rules)
+
+    def approve(self, tool_call_id: str | None = None) -> StepResult:
+        """Run the waiting tool call (`tool_call_id`, or every one) and go on."""
+        return self.step(Approval(approve=True, tool_call_id=tool_call_id))
+
+    def deny(self, reason: str = "", tool_call_id: str | None = None) -> StepResult:
+        """Refuse the waiting tool call (`tool_call_id`, or every one): the model
+        reads the refusal and `reason` as its result, and goes on."""
+        return self.step(Approval(approve=False, reason=reason, tool_call_id=tool_call_id))
 
     @contextmanager
     def step_lock(self) -> Iterator[StepLock]:

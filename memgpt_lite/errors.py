@@ -44,6 +44,11 @@ class ConflictError(MemGPTError):
     about to write over: a stale copy of an agent, or a step lock taken over."""
 
 
+class ApprovalError(ConflictError):
+    """A message sent while a tool call waits for the user's approval, or an
+    approval that answers no call waiting."""
+
+
 class LLMError(MemGPTError):
     """The model endpoint failed after retries, or answered with an error."""
 

@@ -384,8 +384,26 @@ class ToolResult(BaseModel):
 # "context_full": the step's own messages filled the context window (see ContextFullError).
 # "tool_rule": a tool that ends the step ran, or the tool rules left no tool to call.
 StopReason = Literal[
-    "send_message", "no_heartbeat", "text_reply", "step_limit", "context_full", "tool_rule"
+    "send_message",
+    "no_heartbeat",
+    "text_reply",
+    "step_limit",
+    "context_full",
+    "tool_rule",
+    "approval_required",
 ]
+
+
+class Approval(BaseModel):
+    """The user's answer to a tool call waiting for approval: run it, or
+    not, with a reason the model reads. Without `tool_call_id` it answers
+    every call that waits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approve: bool
+    reason: CleanStr = ""
+    tool_call_id: CleanStr | None = None
 
 
 class StepResult(BaseModel):
@@ -401,3 +419,6 @@ class StepResult(BaseModel):
     llm_seconds: float = 0.0
     compactions: int = 0
     memory_warnings: int = 0
+    # The tool calls waiting for the user's approval (stop reason
+    # "approval_required"); answer them with Agent.approve or Agent.deny.
+    pending_approvals: list[ToolCall] = Field(default_factory=list)

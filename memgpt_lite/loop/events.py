@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.models import StepResult, ToolCall, Usage
+from memgpt_lite.models import Approval, StepResult, ToolCall, Usage
 
 
 class _Event(BaseModel):
@@ -24,11 +24,14 @@ class _Event(BaseModel):
 
 
 class StepStarted(_Event):
-    """The user's message is stored; the step has the agent's step lock."""
+    """The user's message is stored, or, for a step that goes on after an
+    approval request, the user's answers (`approvals`) are taken; the step
+    has the agent's step lock."""
 
     type: Literal["step_started"] = "step_started"
     agent_id: str
     user_message: str
+    approvals: list[Approval] = Field(default_factory=list)
 
 
 class RequestSent(_Event):
@@ -73,6 +76,17 @@ class ToolReturned(_Event):
     name: str
     content: str
     ok: bool
+
+
+class ApprovalRequested(_Event):
+    """The model's answer calls tools that need the user's approval: the
+    answer is stored, and none of its calls runs before the user approves or
+    denies them (`calls`). The step ends with stop reason "approval_required";
+    a step that answers them goes on from here."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    message_id: str
+    calls: list[ToolCall]
 
 
 class ReplyDelivered(_Event):
@@ -132,6 +146,7 @@ StepEvent = Annotated[
     | MessageDelta
     | ToolCallStarted
     | ToolReturned
+    | ApprovalRequested
     | ReplyDelivered
     | UsageReported
     | Compacted

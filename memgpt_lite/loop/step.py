@@ -3,11 +3,14 @@
 `agent.step()`, `agent.astep()`, `agent.stream()` and `agent.astream()` all
 drive `run_step`; there is no other loop. A step stores the user's message,
 then calls the model, runs the tools it asked for, and goes on while a tool
-asked for a heartbeat or failed, up to the step limit.
+asked for a heartbeat or failed, up to the step limit. An answer with a call
+that needs the user's approval ends the step instead; the step that carries
+the user's answer goes on from there (loop/approvals.py).
 
-The invariant of the protocol lives in `_answer` alone: every tool call of a
-model answer gets exactly one tool result, stored in the same transaction as
-the answer, whatever a tool did. A step stopped at any point (an error,
+The invariant of the protocol lives in `_run_calls` alone: every tool call of
+a model answer gets exactly one tool result, stored in the same transaction as
+the answer (or, for an answer that waited for approval, as the user's
+answer), whatever a tool did. A step stopped at any point (an error,
 Ctrl-C, a client that went away) leaves the stored agent consistent: answers
 are stored whole or not at all, and a user message the model never answered
 is left out of later requests (see window.unanswered).
@@ -15,14 +18,16 @@ is left out of later requests (see window.unanswered).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Protocol
 
 from memgpt_lite.deps import AgentDeps
-from memgpt_lite.errors import ContextFullError, MemGPTError
+from memgpt_lite.errors import ApprovalError, ContextFullError, MemGPTError
 from memgpt_lite.llm.model import Completion
+from memgpt_lite.loop import approvals
 from memgpt_lite.loop.events import (
+    ApprovalRequested,
     ReplyDelivered,
     StepEvent,
     StepFailed,
@@ -36,6 +41,7 @@ from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.models import (
     AgentState,
+    Approval,
     Message,
     ToolCall,
     ToolResult,
@@ -45,6 +51,10 @@ from memgpt_lite.models import (
 )
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
+
+# What a step answers: the user's message, or the user's answer to the tool
+# calls waiting for approval (loop/approvals.py).
+StepInput = str | Approval | Sequence[Approval]
 
 
 class StepHost(AgentDeps, Protocol):
@@ -59,23 +69,25 @@ class StepHost(AgentDeps, Protocol):
 
 async def run_step(
     agent: StepHost,
-    user_message: str,
+    message: StepInput,
     *,
     held_lock: StepLock | None = None,
     tools_in_threads: bool = True,
 ) -> AsyncIterator[StepEvent]:
-    """Run one step for `user_message` and yield its events, ending with
-    `StepFinished` or, for any MemGPTError, `StepFailed`. Waits for the
-    agent's step lock unless the caller already holds it (`held_lock`).
-    Synchronous tools run in a worker thread when `tools_in_threads`, so a
-    slow one does not stall the event loop (and the other agents on it)."""
+    """Run one step and yield its events, ending with `StepFinished` or, for
+    any MemGPTError, `StepFailed`. `message` is the user's message, or the
+    user's answer (`Approval`s) to the tool calls waiting for approval.
+    Waits for the agent's step lock unless the caller already holds it
+    (`held_lock`). Synchronous tools run in a worker thread when
+    `tools_in_threads`, so a slow one does not stall the event loop (and the
+    other agents on it)."""
     run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads)
     lock: AbstractAsyncContextManager[StepLock | None]
     lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock()
     try:
         async with lock as taken:
             run.lock = taken
-            async for event in _steps(run, user_message):
+            async for event in _steps(run, message):
                 yield event
     except MemGPTError as exc:
         yield StepFailed(
@@ -89,14 +101,52 @@ async def run_step(
     yield StepFinished(step_id=run.step_id, result=run.result)
 
 
-async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
-    agent, result = run.agent, run.result
+async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
+    agent = run.agent
     agent.state = agent.store.get_agent(agent.state.id)  # another process may have changed it
     run.rules = RuleBook(agent.state.settings.tool_rules)
-    user = Message(agent_id=agent.state.id, role="user", content=user_message, step_id=run.step_id)
-    agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
-    result.messages.append(user)
-    yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=user_message)
+    waiting = approvals.waiting_answer(agent)
+    if isinstance(message, str):
+        if waiting is not None:
+            calls = approvals.calls_to_approve(run.tools, run.rules, waiting.tool_calls)
+            raise approvals.still_waiting(agent.state.name, calls or waiting.tool_calls)
+        user = Message(agent_id=agent.state.id, role="user", content=message, step_id=run.step_id)
+        agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
+        run.result.messages.append(user)
+        yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=message)
+    else:
+        async for event in _resume(run, waiting, message):
+            yield event
+        if run.done:
+            return
+    async for event in _loop(run):
+        yield event
+
+
+async def _resume(
+    run: StepRun, waiting: Message | None, answers: Approval | Sequence[Approval]
+) -> AsyncIterator[StepEvent]:
+    """Go on with the answer whose calls waited for approval: run the
+    approved ones, give the denied ones their denial, in the model's order."""
+    agent = run.agent
+    answers = [answers] if isinstance(answers, Approval) else list(answers)
+    if waiting is None:
+        raise ApprovalError(f"agent {agent.state.name!r} has no tool call waiting for approval")
+    calls = waiting.tool_calls
+    asking = approvals.calls_to_approve(run.tools, run.rules, calls) or calls
+    decisions = approvals.decisions_for(asking, answers)
+    run.step_id = waiting.step_id or run.step_id  # the turn's step goes on
+    run.rules = approvals.turn_rules(agent, run.rules)
+    yield StepStarted(
+        step_id=run.step_id, agent_id=agent.state.id, user_message="", approvals=answers
+    )
+    async for event in _run_calls(run, waiting, decisions, None):
+        yield event
+
+
+async def _loop(run: StepRun) -> AsyncIterator[StepEvent]:
+    """Call the model and act on its answers until the step ends."""
+    agent, result = run.agent, run.result
     seconds_before = agent.llm.seconds_in_calls
     for _ in range(agent.state.settings.max_chained_steps):
         run.renew_lock()
@@ -108,8 +158,8 @@ async def _steps(run: StepRun, user_message: str) -> AsyncIterator[StepEvent]:
                 else:
                     yield item
         except ContextFullError:
-            if len(result.messages) == 1:  # not even the user's message fits
-                raise
+            if not any(m.role != "user" for m in result.messages):
+                raise  # not even the user's message fits
             result.stop_reason = "context_full"
             return
         result.llm_seconds = agent.llm.seconds_in_calls - seconds_before
@@ -173,17 +223,18 @@ def _usage_record(run: StepRun, spent: Usage, answer: Message) -> UsageRecord:
     return record
 
 
-def _store_answer(agent: AgentDeps, messages: list[Message], usage: UsageRecord) -> None:
+def _store_answer(agent: AgentDeps, messages: list[Message], usage: UsageRecord | None) -> None:
     """An answer's messages and what it cost, in one transaction."""
     with agent.store.transaction():
         agent.store.add_messages(messages)
-        agent.store.add_usage(usage)
+        if usage is not None:
+            agent.store.add_usage(usage)
 
 
 async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIterator[StepEvent]:
-    """Run an answer's tool calls, then store the answer with exactly one
-    result per call, and what it cost (`spent`), together. Sets `run.done`
-    and the stop reason when the step ends."""
+    """Act on a model answer: run its tool calls, or, when one needs the
+    user's approval, store it and ask. Sets `run.done` and the stop reason
+    when the step ends."""
     agent, result, step_id = run.agent, run.result, run.step_id
     assistant = Message(
         agent_id=agent.state.id,
@@ -192,9 +243,10 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
         tool_calls=completion.tool_calls,
         step_id=step_id,
     )
+    usage = _usage_record(run, spent, assistant)
     if not assistant.tool_calls:
         # A plain text reply (tool_choice "auto" endpoints): it is the answer.
-        _store_answer(agent, [assistant], _usage_record(run, spent, assistant))
+        _store_answer(agent, [assistant], usage)
         result.messages.append(assistant)
         result.stop_reason, run.done = "text_reply", True
         if assistant.content:
@@ -203,6 +255,29 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
         return
     if assistant.content:
         result.thoughts.append(assistant.content)
+    asking = approvals.calls_to_approve(run.tools, run.rules, assistant.tool_calls)
+    if asking:
+        _store_answer(agent, [assistant], usage)  # the wait itself: calls with no results
+        result.messages.append(assistant)
+        result.pending_approvals = asking
+        result.stop_reason, run.done = "approval_required", True
+        yield ApprovalRequested(step_id=step_id, message_id=assistant.id, calls=asking)
+        return
+    async for event in _run_calls(run, assistant, {}, usage):
+        yield event
+
+
+async def _run_calls(
+    run: StepRun,
+    assistant: Message,
+    decisions: dict[str, Approval],
+    usage: UsageRecord | None,
+) -> AsyncIterator[StepEvent]:
+    """Run an answer's tool calls (or give a denied one its denial), then
+    store exactly one result per call together with the answer and what it
+    cost (`usage`), or, for an answer stored when it asked for approval
+    (`usage` None), the results alone."""
+    agent, result, step_id = run.agent, run.result, run.step_id
     context = ToolContext(deps=agent, step_id=step_id)
     # The tools run outside any write transaction: one that waits on the
     # network (an embedding, a custom tool's request) must not hold the
@@ -211,7 +286,11 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
     outcomes: list[ToolOutcome] = []
     for call in assistant.tool_calls:
         yield ToolCallStarted(step_id=step_id, call=call)
-        outcome = await _run_tool_call(run, context, call)
+        decision = decisions.get(call.id)
+        if decision is not None and not decision.approve:
+            outcome = ToolOutcome(approvals.denial(call, decision.reason), ok=False)
+        else:
+            outcome = await _run_tool_call(run, context, call)
         outcomes.append(outcome)
         yield ToolReturned(
             step_id=step_id, call_id=call.id, name=call.name, content=outcome.content, ok=outcome.ok
@@ -227,8 +306,9 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
         )
         for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
     ]
-    _store_answer(agent, [assistant, *answers], _usage_record(run, spent, assistant))
-    result.messages += [assistant, *answers]
+    stored = answers if usage is None else [assistant, *answers]
+    _store_answer(agent, stored, usage)
+    result.messages += stored
     result.tool_results += [
         ToolResult(call=call, content=outcome.content, ok=outcome.ok)
         for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)

@@ -4,6 +4,7 @@ same rules serve the model's tools and a user's edits."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import resources
@@ -174,3 +175,35 @@ def set_block_value(block: Block, value: str, condense: str = "core_memory_repla
     check_editable(block)
     _check_fits(block, value, condense)
     return value
+
+
+# A sentence of the persona template that holds the agent's name.
+_NAME_SENTENCE = re.compile(r"[^.!?\n]*\{name\}[^.!?\n]*[.!?]?[ \t]*")
+
+
+def default_persona(name: str | None = None) -> str:
+    """The persona template (prompts/persona.md) for an agent called `name`;
+    without a name, the sentences that would hold it are left out."""
+    template = load_prompt("persona")
+    if name is None:
+        return _NAME_SENTENCE.sub("", template).strip()
+    return template.replace("{name}", name)
+
+
+def default_blocks(
+    persona: str | None = None, human: str | None = None, *, name: str | None = None
+) -> list[Block]:
+    """The `persona` and `human` blocks, from the given text or the templates;
+    the persona template says the agent is called `name`."""
+    return [
+        Block(
+            label="persona",
+            value=default_persona(name) if persona is None else persona,
+            description="Who you are: your personality, voice and goals.",
+        ),
+        Block(
+            label="human",
+            value=load_prompt("human") if human is None else human,
+            description="What you know about the user you are talking to.",
+        ),
+    ]

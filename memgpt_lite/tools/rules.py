@@ -9,7 +9,9 @@ The kinds Letta users rely on, with Letta's names and fields:
 - `MaxCountPerStepToolRule` (`max_count_per_step`): the tool runs at most
   `max_count_limit` times in a step;
 - `ContinueToolRule` (`continue_loop`): the step goes on after the tool, as if
-  it had asked for a heartbeat.
+  it had asked for a heartbeat;
+- `RequiresApprovalToolRule` (`requires_approval`): a call of the tool waits
+  for the user's approval before it runs (loop/approvals.py).
 
 `RuleBook` applies them during a step: which tools each request offers, and
 why a call made against them is not run. A call counts once it ran without
@@ -67,8 +69,19 @@ class ContinueToolRule(_Rule):
     type: Literal["continue_loop"] = "continue_loop"
 
 
+class RequiresApprovalToolRule(_Rule):
+    """A call of this tool waits for the user's approval before it runs."""
+
+    type: Literal["requires_approval"] = "requires_approval"
+
+
 ToolRule = Annotated[
-    TerminalToolRule | InitToolRule | ChildToolRule | MaxCountPerStepToolRule | ContinueToolRule,
+    TerminalToolRule
+    | InitToolRule
+    | ChildToolRule
+    | MaxCountPerStepToolRule
+    | ContinueToolRule
+    | RequiresApprovalToolRule,
     Field(discriminator="type"),
 ]
 _RULE_LIST: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule])
@@ -99,6 +112,11 @@ def continues(tool_name: str) -> ContinueToolRule:
     return ContinueToolRule(tool_name=tool_name)
 
 
+def needs_approval(tool_name: str) -> RequiresApprovalToolRule:
+    """A call of `tool_name` waits for the user's approval (Letta's `requires_approval`)."""
+    return RequiresApprovalToolRule(tool_name=tool_name)
+
+
 def describe(rule: ToolRule) -> str:
     """A rule in a few words, as `memgpt-lite show` lists it."""
     if isinstance(rule, TerminalToolRule):
@@ -109,6 +127,8 @@ def describe(rule: ToolRule) -> str:
         return f"after {rule.tool_name} only {', '.join(rule.children) or 'nothing'}"
     if isinstance(rule, MaxCountPerStepToolRule):
         return f"{rule.tool_name} at most {rule.max_count_limit} per step"
+    if isinstance(rule, RequiresApprovalToolRule):
+        return f"{rule.tool_name} asks for approval"
     return f"{rule.tool_name} continues the step"
 
 
@@ -180,6 +200,12 @@ class RuleBook:
         """Whether the step goes on after `tool_name` ran."""
         return any(isinstance(r, ContinueToolRule) and r.tool_name == tool_name for r in self.rules)
 
+    def asks_approval(self, tool_name: str) -> bool:
+        """Whether a call of `tool_name` waits for the user's approval."""
+        return any(
+            isinstance(r, RequiresApprovalToolRule) and r.tool_name == tool_name for r in self.rules
+        )
+
     def offered(self, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tool schemas of a request that the rules allow next."""
         if not self.rules:
@@ -203,6 +229,7 @@ _LETTA_FIELDS = {
     "constrain_child_tools": ("tool_name", "children"),
     "max_count_per_step": ("tool_name", "max_count_limit"),
     "continue_loop": ("tool_name",),
+    "requires_approval": ("tool_name",),
 }
 
 

@@ -80,8 +80,11 @@ class Tool:
         description: str | None = None,
         heartbeat: bool = True,
         quick: bool = False,
+        requires_approval: bool = False,
     ) -> None:
         self.function = function
+        # A call waits for the user's approval before it runs (loop/approvals.py).
+        self.requires_approval = requires_approval
         # Runs on the event loop, not in a worker thread: a quick function that
         # waits on nothing (no network, no sleep), for which the thread hop
         # would cost more than the call (see `arun`).
@@ -217,13 +220,22 @@ def tool(
     description: str | None = None,
     heartbeat: bool = True,
     quick: bool = False,
+    requires_approval: bool = False,
 ) -> Any:
     """Make a tool from a function: `@tool` or `@tool(name=..., heartbeat=False)`.
     `quick=True` runs a plain function on the event loop instead of a worker
-    thread; only for one that returns at once and waits on nothing."""
+    thread; only for one that returns at once and waits on nothing.
+    `requires_approval=True` makes each call wait for the user's yes or no."""
 
     def wrap(fn: Callable[..., Any]) -> Tool:
-        return Tool(fn, name=name, description=description, heartbeat=heartbeat, quick=quick)
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            heartbeat=heartbeat,
+            quick=quick,
+            requires_approval=requires_approval,
+        )
 
     return wrap(function) if function is not None else wrap
 

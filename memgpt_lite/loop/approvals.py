@@ -1,0 +1,123 @@
+"""Tool calls that wait for the user's approval (human in the loop).
+
+A call needs approval when its tool was made with `requires_approval=True`
+or the agent has a `requires_approval` tool rule for it. A model answer that
+holds such a call waits whole: it is stored with its calls and no results,
+and none of them runs (the ones that need no approval included, so they all
+run in the order the model wrote them) until the user answers. That stored
+answer is the whole of the pending state: the newest message of an agent is
+an assistant message with tool calls only while it waits, since every other
+answer is stored together with its results. So the wait survives restarts,
+and a new user message is refused until the user approves or denies.
+
+An approved call runs as any other, tool rules included; a denied one gets
+an error result that gives the user's reason, and the step goes on so the
+model can respond to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from memgpt_lite.deps import AgentDeps
+from memgpt_lite.errors import ApprovalError
+from memgpt_lite.models import Approval, Message, ToolCall
+from memgpt_lite.tools.rules import RuleBook
+from memgpt_lite.tools.schema import Tool
+
+
+def asks_approval(tools: Mapping[str, Tool], rules: RuleBook, call: ToolCall) -> bool:
+    """Whether `call` waits for the user's approval. A call of a tool the
+    agent lacks does not: it only gets an error result."""
+    tool = tools.get(call.name)
+    return tool is not None and (tool.requires_approval or rules.asks_approval(call.name))
+
+
+def calls_to_approve(
+    tools: Mapping[str, Tool], rules: RuleBook, calls: Sequence[ToolCall]
+) -> list[ToolCall]:
+    """The calls among `calls` that wait for the user's approval."""
+    return [call for call in calls if asks_approval(tools, rules, call)]
+
+
+def waiting_answer(agent: AgentDeps) -> Message | None:
+    """The agent's stored answer whose tool calls wait for approval, if any."""
+    newest = agent.store.last_messages(agent.state.id, 1)
+    if newest and newest[-1].role == "assistant" and newest[-1].tool_calls:
+        return newest[-1]
+    return None
+
+
+def waiting_calls(agent: AgentDeps, tools: Mapping[str, Tool], rules: RuleBook) -> list[ToolCall]:
+    """The tool calls that wait for the user's approval, oldest first: those
+    of the waiting answer that need it (all of them, should none need it any
+    more, since the answer still waits for a word from the user)."""
+    answer = waiting_answer(agent)
+    if answer is None:
+        return []
+    return calls_to_approve(tools, rules, answer.tool_calls) or list(answer.tool_calls)
+
+
+def still_waiting(agent_name: str, calls: Sequence[ToolCall]) -> ApprovalError:
+    """The error for a new message sent while `calls` wait for approval."""
+    names = ", ".join(dict.fromkeys(call.name for call in calls))
+    return ApprovalError(
+        f"agent {agent_name!r} is waiting for approval of a tool call ({names}): "
+        "approve or deny it before sending a new message"
+    )
+
+
+def decisions_for(
+    waiting: Sequence[ToolCall], approvals: Sequence[Approval]
+) -> dict[str, Approval]:
+    """The user's answer to each call of `waiting` (by call id), from
+    `approvals`: one without a `tool_call_id` answers every call it does not
+    name. Refuses (ApprovalError) an answer to a call that does not wait, two
+    answers to one call, and a waiting call left unanswered."""
+    ids = {call.id for call in waiting}
+    named: dict[str, Approval] = {}
+    for approval in approvals:
+        if approval.tool_call_id is None:
+            continue
+        if approval.tool_call_id not in ids:
+            raise ApprovalError(
+                f"tool call {approval.tool_call_id!r} is not waiting for approval; "
+                f"waiting: {', '.join(ids)}"
+            )
+        if approval.tool_call_id in named:
+            raise ApprovalError(f"tool call {approval.tool_call_id!r} is answered twice")
+        named[approval.tool_call_id] = approval
+    general = [a for a in approvals if a.tool_call_id is None]
+    if len(general) > 1:
+        raise ApprovalError("only one answer may leave out tool_call_id")
+    decisions = {}
+    for call in waiting:
+        decision = named.get(call.id) or (general[0] if general else None)
+        if decision is None:
+            raise ApprovalError(f"tool call {call.id!r} ({call.name}) is not answered")
+        decisions[call.id] = decision
+    return decisions
+
+
+def denial(call: ToolCall, reason: str) -> str:
+    """The result the model reads for a call the user denied."""
+    text = f"Error: the user denied this call of {call.name}; it did not run."
+    return f"{text} Their reason: {reason}" if reason.strip() else text
+
+
+def turn_rules(agent: AgentDeps, rules: RuleBook) -> RuleBook:
+    """`rules`, having seen the calls that ran since the user's last message,
+    for a step that goes on after an approval: the tool rules apply to a whole
+    turn, however many waits split it. A stored result is taken as a call that
+    ran unless it is an error, which every failed call's result starts with."""
+    book = RuleBook(rules.rules)
+    messages = agent.context_messages()
+    users = [i for i, message in enumerate(messages) if message.role == "user"]
+    for message in messages[users[-1] + 1 if users else 0 :]:
+        if (
+            message.role == "tool"
+            and message.name
+            and not (message.content or "").startswith("Error:")
+        ):
+            book.record(message.name)
+    return book
