@@ -457,7 +457,8 @@ def test_what_is_not_imported_is_named_once_per_kind(tmp_path):
         "the file holds 2 agents (kayak helper sleeptime, kayak_helper); imported 'kayak_helper', "
         "its main agent (pick another with --agent)",
         "tool rules (2: exit_loop, max_count_per_step): imported, enforced by the loop",
-        "tools that require approval (1: check_order_status): here they run without asking",
+        "tools that require approval (1: check_order_status): imported; "
+        "each call of them waits for the user's approval",
         "message_buffer_autoclear: not supported; the agent keeps its history in context",
         "sleep-time and other agent groups: not supported; only this agent came over",
         "MCP servers (1: exa): not connected here",
