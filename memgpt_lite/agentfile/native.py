@@ -11,7 +11,9 @@ Left out on purpose: the API key (never stored anywhere); the code of custom
 tools, only their names (pass the tools to `Agent.load`, which warns about
 missing ones); and ids: an import gives the agent, blocks, messages and
 passages fresh ids, so a file can be imported again as an independent copy.
-Tool calls stay paired by their `tool_call_id`.
+Tool calls stay paired by their `tool_call_id`. An answer waiting for the
+user's approval (the last message, its calls with no results) is exported as
+it is stored and imported still waiting (`pair_tool_calls`).
 
 The window is an index into the file's messages (`seq` values belong to one
 database). A block shared with other agents is exported with this one and
