@@ -502,13 +502,16 @@ def approval_request(index: int, call_id: str, order_number: int) -> dict:
 
 def asking_letta_file() -> dict:
     """The kayak file whose check_order_status requires approval (the tool's
-    flag), with a rule for a tool the agent lacks, an approval request that
-    got no answer before the user's last message, and a last answer that
-    is an approval request still waiting."""
+    flag), with approval rules for a tool the agent lacks and for a name not
+    valid here, an approval request that got no answer before the user's last
+    message, and a last answer that is an approval request still waiting."""
     data = letta_file()
     agent = data["agents"][0]
     data["tools"][2]["default_requires_approval"] = True
-    agent["tool_rules"] = [{"tool_name": "refund_order", "type": "requires_approval"}]
+    agent["tool_rules"] = [
+        {"tool_name": "refund_order", "type": "requires_approval"},
+        {"tool_name": "not valid!", "type": "requires_approval"},
+    ]
     messages = agent["messages"]
     messages[5] = approval_request(5, "call_order_early", 41)
     del messages[6]  # its result: the request got no answer
@@ -526,7 +529,10 @@ def test_a_letta_approval_request_left_unanswered_waits_here(fake_llm, tmp_path)
         "tools that require approval (2: refund_order, check_order_status): imported; "
         "each call of them waits for the user's approval"
     ) in report.notes
-    assert not any("left out" in note and "approval" in note for note in report.notes)
+    # Only the rule whose tool name is not valid here is left out.
+    assert [n for n in report.notes if "left out" in n and "approval" in n] == [
+        "tool rules of kind 'requires_approval' (1): not supported here; left out"
+    ]
     # The earlier request, followed by more conversation, cannot wait: it got an error result.
     assert "tool calls waiting for approval got an error result (they never ran)" in report.notes
     agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])

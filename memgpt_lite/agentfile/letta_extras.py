@@ -120,9 +120,9 @@ def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], lis
         for name in _asking(raw, agent)
         if name not in ruled
     ]
-    rules, _ = rules_from_letta(raw_rules)
+    own, _ = rules_from_letta(raw_rules)
     approval_rules, approval_problems = rules_from_letta(flagged)
-    rules += approval_rules
+    rules = own + approval_rules
     notes = []
     others = [rule for rule in rules if rule.type != "requires_approval"]
     if others:
@@ -135,7 +135,7 @@ def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], lis
             "each call of them waits for the user's approval"
         )
     notes += approval_problems
-    left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in rules)
+    left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in own)
     notes += [
         f"tool rules of kind {kind!r} ({n}): not supported here; left out"
         for kind, n in left.items()
