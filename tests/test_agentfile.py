@@ -32,6 +32,7 @@ from memgpt_lite.models import ToolCall
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
 from memgpt_lite.testing.embeddings import fake_embedding
+from memgpt_lite.testing.model import ScriptedModel
 
 EMBEDDER = "endpoint:text-embedding-3-small"
 
@@ -481,6 +482,79 @@ def test_pairing_repairs_what_the_api_would_refuse():
     ]
     assert pair_tool_calls(fixed, start=1) == (fixed, 1, [])
     assert pair_tool_calls(fixed, start=len(fixed))[1] == len(fixed)
+
+
+def test_only_the_last_answer_with_no_results_keeps_waiting():
+    def msg(role, content=None, calls=(), call_id=None):
+        return FileMessage(
+            role=role,
+            content=content,
+            tool_calls=[ToolCall(id=c, name="lookup") for c in calls],
+            tool_call_id=call_id,
+        )
+
+    messages = [
+        msg("user", "hi"),
+        msg("assistant", calls=["early"]),  # unanswered, then more conversation
+        msg("user", "next"),
+        msg("assistant", "Look it up.", calls=["last", "last"]),
+    ]
+    fixed, start, notes = pair_tool_calls(messages, start=len(messages))
+    assert [(m.role, m.content, m.tool_call_id) for m in fixed] == [
+        ("user", "hi", None),
+        ("assistant", None, None),
+        ("tool", MISSING_RESULT, "early"),
+        ("user", "next", None),
+        ("assistant", "Look it up.", None),
+    ]
+    assert [c.id for c in fixed[-1].tool_calls] == ["last"]  # the repeat is dropped
+    assert start == 4  # the answer the user's approval will add results to is in the window
+    assert notes == [
+        "1 tool calls had no result; each was given an error result",
+        "1 tool results or repeated calls without a matching call dropped",
+        "1 tool call waiting for approval: approve or deny it",
+    ]
+    # A last answer with some of its results is not waiting: the rest are made up.
+    partial = [msg("assistant", calls=["a", "b"]), msg("tool", "answer a", call_id="a")]
+    fixed, _, notes = pair_tool_calls(partial, start=0)
+    assert [m.content for m in fixed[1:]] == ["answer a", MISSING_RESULT]
+    assert not any("waiting" in note for note in notes)
+
+
+REMOVED: list[str] = []
+
+
+@tool(requires_approval=True)
+def remove(path: str) -> str:
+    """Remove a file.
+
+    Args:
+        path: The file.
+    """
+    REMOVED.append(path)
+    return f"removed {path}"
+
+
+def test_a_waiting_answer_keeps_waiting_across_export_and_import(tmp_path):
+    REMOVED.clear()
+    model = ScriptedModel(
+        say("Hello."),
+        reply("Tidy up.", [call("remove", path="/tmp/a", request_heartbeat=True)]),
+    )
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", llm=model, tools=[remove])
+    agent.step("hi")
+    waiting = agent.step("remove /tmp/a").pending_approvals
+    path = tmp_path / "sam.json"
+    write_agent_file(agent.store, "sam", path)
+    report = import_agent(Store(tmp_path / "b.db"), path)
+    assert "1 tool call waiting for approval: approve or deny it" in report.notes
+    assert not any("no result" in note for note in report.notes)
+    model = ScriptedModel(say("Removed."))
+    again = Agent.load("sam", db=tmp_path / "b.db", llm=model, tools=[remove])
+    assert again.pending_approvals() == waiting and REMOVED == []
+    result = again.approve()
+    assert REMOVED == ["/tmp/a"] and result.replies == ["Removed."]
+    assert again.pending_approvals() == []
 
 
 def test_the_old_default_timeout_in_a_file_is_not_kept(fake_llm, tmp_path):

@@ -7,14 +7,17 @@ import json
 import re
 from datetime import UTC, datetime
 
+import pytest
 from click.testing import CliRunner
 
-from memgpt_lite import tool
+from memgpt_lite import ApprovalError, tool
 from memgpt_lite.agent import Agent
+from memgpt_lite.agentfile.letta_messages import NOT_APPROVED
 from memgpt_lite.agentfile.native import MISSING_RESULT, import_agent
 from memgpt_lite.cli.main import cli
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
+from memgpt_lite.tools.rules import needs_approval
 
 
 @tool
@@ -457,7 +460,8 @@ def test_what_is_not_imported_is_named_once_per_kind(tmp_path):
         "the file holds 2 agents (kayak helper sleeptime, kayak_helper); imported 'kayak_helper', "
         "its main agent (pick another with --agent)",
         "tool rules (2: exit_loop, max_count_per_step): imported, enforced by the loop",
-        "tools that require approval (1: check_order_status): here they run without asking",
+        "tools that require approval (1: check_order_status): imported; "
+        "each call of them waits for the user's approval",
         "message_buffer_autoclear: not supported; the agent keeps its history in context",
         "sleep-time and other agent groups: not supported; only this agent came over",
         "MCP servers (1: exa): not connected here",
@@ -468,3 +472,104 @@ def test_what_is_not_imported_is_named_once_per_kind(tmp_path):
     for note in expected:
         assert note in report.notes
     assert len(report.notes) == len(set(report.notes))
+
+
+def approval_request(index: int, call_id: str, order_number: int) -> dict:
+    """Letta's approval request: the model's tool call, waiting for the user."""
+    return {
+        "type": "message",
+        "role": "approval",
+        "content": [{"type": "reasoning", "reasoning": "Look it up.", "signature": None}],
+        "id": f"message-{index}",
+        "tool_calls": [
+            {
+                "id": call_id,
+                "function": {
+                    "arguments": json.dumps(
+                        {"order_number": order_number, "request_heartbeat": True}
+                    ),
+                    "name": "check_order_status",
+                },
+                "type": "function",
+            }
+        ],
+        "tool_call_id": call_id,
+        "tool_returns": [],
+        "created_at": f"2025-10-31T22:57:{index:02d}+00:00",
+        "approvals": [],
+    }
+
+
+def asking_letta_file() -> dict:
+    """The kayak file whose check_order_status requires approval (the tool's
+    flag), with approval rules for a tool the agent lacks and for a name not
+    valid here, an approval request that got no answer before the user's last
+    message, and a last answer that is an approval request still waiting."""
+    data = letta_file()
+    agent = data["agents"][0]
+    data["tools"][2]["default_requires_approval"] = True
+    agent["tool_rules"] = [
+        {"tool_name": "refund_order", "type": "requires_approval"},
+        {"tool_name": "not valid!", "type": "requires_approval"},
+    ]
+    messages = agent["messages"]
+    messages[5] = approval_request(5, "call_order_early", 41)
+    del messages[6]  # its result: the request got no answer
+    messages.append(approval_request(9, "call_order", 43))
+    agent["in_context_message_ids"] = [f"message-{i}" for i in (0, 4, 5, 7, 8, 9)]
+    return data
+
+
+def test_a_letta_approval_request_left_unanswered_waits_here(fake_llm, tmp_path):
+    path, db = tmp_path / "kayak.af", tmp_path / "a.db"
+    path.write_text(json.dumps(asking_letta_file()))
+    report = import_agent(Store(db), path)
+    assert "1 tool call waiting for approval: approve or deny it" in report.notes
+    assert (
+        "tools that require approval (2: refund_order, check_order_status): imported; "
+        "each call of them waits for the user's approval"
+    ) in report.notes
+    # Only the rule whose tool name is not valid here is left out.
+    assert [n for n in report.notes if "left out" in n and "approval" in n] == [
+        "tool rules of kind 'requires_approval' (1): not supported here; left out"
+    ]
+    # The earlier request, followed by more conversation, cannot wait: it got an error result.
+    assert "tool calls waiting for approval got an error result (they never ran)" in report.notes
+    agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])
+    assert agent.state.settings.tool_rules == [
+        needs_approval("refund_order"),
+        needs_approval("check_order_status"),
+    ]
+    stored = agent.store.messages_from(agent.state.id, 0)
+    early = stored.index(next(m for m in stored if m.tool_call_id == "call_order_early"))
+    assert stored[early].content == NOT_APPROVED and stored[early - 1].tool_calls
+    assert stored[-1].role == "assistant" and stored[-1].content == "Look it up."
+    assert [(c.id, c.name) for c in agent.pending_approvals()] == [
+        ("call_order", "check_order_status")
+    ]
+    with pytest.raises(ApprovalError):
+        agent.step("Hello?")
+    fake_llm.enqueue(say("Order 43 is on its way."))
+    result = agent.approve()
+    assert result.tool_results[0].content == "Order 43 is processing."
+    assert result.replies == ["Order 43 is on its way."]
+    assert fake_llm.rejections == [] and agent.pending_approvals() == []
+
+
+def test_a_last_answer_with_no_results_that_asked_no_approval_does_not_wait(fake_llm, tmp_path):
+    data = letta_file()
+    del data["agents"][0]["messages"][8]  # the last answer is now the unanswered reply
+    path, db = tmp_path / "kayak.af", tmp_path / "a.db"
+    path.write_text(json.dumps(data))
+    report = import_agent(Store(db), path)
+    assert (
+        "tool calls of the last answer had no result; each was given an error result"
+        in report.notes
+    )
+    assert not any("waiting for approval" in note for note in report.notes)
+    agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])
+    assert agent.pending_approvals() == []
+    assert agent.store.messages_from(agent.state.id, 0)[-1].content == MISSING_RESULT
+    fake_llm.enqueue(say("Hi again."))
+    assert agent.step("Hello?").replies == ["Hi again."]
+    assert fake_llm.rejections == []

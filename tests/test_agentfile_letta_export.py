@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memgpt_lite import AgentSettings, tool
 from memgpt_lite.agent import Agent
 from memgpt_lite.agentfile.letta import is_letta_file
 from memgpt_lite.agentfile.letta_export import export_letta
@@ -18,6 +19,8 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.models import Block, Message
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, reply, say
+from memgpt_lite.testing.model import ScriptedModel
+from memgpt_lite.tools.rules import at_most, needs_approval
 
 LETTA_AF = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
 NEW_LAYOUT = ["test_agent.af", "memgpt_agent.af", "lettabot.af"]
@@ -89,6 +92,7 @@ def test_a_letta_file_survives_a_round_trip(tmp_path, file):
         before, after, letta = round_trip(store, first.name, tmp_path)
     assert_same_agent(before, after)
     assert after.settings.context_window == before.settings.context_window
+    assert after.settings.tool_rules == before.settings.tool_rules
     raw = json.loads((LETTA_AF / file).read_text(encoding="utf-8"))
     raw = json.loads(raw) if isinstance(raw, str) else raw
     if "agents" in raw:  # the same block labels, in the same order, as Letta wrote
@@ -207,3 +211,81 @@ def test_cli_export_format_letta(fake_llm, tmp_path, monkeypatch):
     assert imported.exit_code == 0, imported.output
     assert imported.stdout.startswith("Imported Letta agent 'sam2'")
     assert "2 passages" in imported.stdout
+
+
+RAN: list[str] = []
+
+
+@tool(name="Bash")
+def bash(command: str, description: str = "") -> str:
+    """Run a shell command (here: only recorded).
+
+    Args:
+        command: The command.
+        description: What it does.
+    """
+    RAN.append(command)
+    return f"ran {command}"
+
+
+@pytest.mark.skipif(not LETTA_AF.is_dir(), reason=f"no Letta files in {LETTA_AF}")
+def test_rules_and_a_waiting_answer_survive_a_round_trip_and_approve_runs_it(tmp_path):
+    # test_agent.af: Letta's requires_approval rules, and 3 Bash calls still waiting.
+    RAN.clear()
+    db = tmp_path / "a.db"
+    with Store(db) as store:
+        first = import_agent(store, LETTA_AF / "test_agent.af")
+        before, after, letta = round_trip(store, first.name, tmp_path)
+    rules = letta["agents"][0]["tool_rules"]
+    assert {"tool_name": "Bash", "type": "requires_approval", "prompt_template": None} in rules
+    assert len(rules) == 12 and after.settings.tool_rules == before.settings.tool_rules
+    bash_tool = next(t for t in letta["tools"] if t["name"] == "Bash")
+    assert bash_tool["default_requires_approval"] is True
+    waiting = letta["agents"][0]["messages"][-1]
+    assert waiting["role"] == "approval" and len(waiting["tool_calls"]) == 3
+    assert waiting["tool_call_id"] == waiting["tool_calls"][0]["id"]
+    again = Agent.load(f"{first.name}-again", db=db, llm=ScriptedModel(), tools=[bash])
+    calls = again.pending_approvals()
+    assert calls == before.messages[-1].tool_calls and [c.name for c in calls] == ["Bash"] * 3
+    assert RAN == []
+    result = again.approve()
+    assert RAN == [
+        'echo "First parallel command"',
+        'echo "Second parallel command"',
+        'echo "Third parallel command"',
+    ]
+    assert [r.content for r in result.tool_results] == [f"ran {c}" for c in RAN]
+    assert again.pending_approvals() == []
+
+
+def test_an_agent_s_rules_and_waiting_answer_export_as_letta_writes_them(tmp_path):
+    model = ScriptedModel(reply("Clean up.", [call("Bash", command="rm -r build")]))
+    rules = [needs_approval("Bash"), at_most("conversation_search", 2)]
+    agent = Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        llm=model,
+        tools=[bash],
+        settings=AgentSettings(tool_rules=rules),
+    )
+    assert agent.step("clean the build").stop_reason == "approval_required"
+    letta = export_letta(agent.store, "sam")
+    assert letta["agents"][0]["tool_rules"] == [
+        {"tool_name": "Bash", "type": "requires_approval", "prompt_template": None},
+        {
+            "tool_name": "conversation_search",
+            "type": "max_count_per_step",
+            "max_count_limit": 2,
+            "prompt_template": None,
+        },
+    ]
+    asking = {t["name"]: t["default_requires_approval"] for t in letta["tools"]}
+    assert asking["Bash"] is True and asking["conversation_search"] is None
+    last = letta["agents"][0]["messages"][-1]
+    assert (last["role"], last["tool_call_id"]) == ("approval", last["tool_calls"][0]["id"])
+    # Only a waiting answer is an approval request: once answered, it is an assistant's.
+    model.enqueue(say("Done."))
+    agent.deny("keep the build")
+    roles = [m["role"] for m in export_letta(agent.store, "sam")["agents"][0]["messages"]]
+    assert "approval" not in roles

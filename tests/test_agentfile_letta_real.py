@@ -1,6 +1,7 @@
 """Letta's own agent files (in ../shared/letta-af, written by Letta): each one
-imports, its history in time order with every tool call answered once, and the
-imported agent takes a step the fake server accepts."""
+imports, its history in time order with every tool call answered once (but
+for a last answer that waits for approval), and the imported agent takes a
+step the fake server accepts."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from memgpt_lite.agent import Agent
 from memgpt_lite.agentfile.native import ImportReport, import_agent
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
+from memgpt_lite.tools.rules import needs_approval
 
 LETTA_AF = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
 
@@ -32,12 +34,20 @@ def assert_steps_cleanly(agent: Agent, fake_llm) -> list[dict]:
     # Every answer is the same reply: a file's tool rules may make
     # send_message go on (mock_alice ends only with a tool of its own).
     fake_llm.responder = lambda body: say("Hello again.")
+    if agent.pending_approvals():  # the file's last answer waits: it is denied first
+        assert agent.deny("not now").replies[0] == "Hello again."
+        assert agent.pending_approvals() == []
     assert agent.step("hello").replies[0] == "Hello again."
     assert fake_llm.rejections == []
     return fake_llm.chat_requests[-1]["messages"]
 
 
-def assert_every_call_answered_right_after(messages) -> None:
+def assert_every_call_answered_right_after(messages, waiting: bool = False) -> None:
+    """Each call answered once, right after it; with `waiting`, but for the
+    last message: an answer whose calls all wait for approval."""
+    if waiting:
+        assert messages[-1].role == "assistant" and messages[-1].tool_calls
+        messages = messages[:-1]
     i = 0
     while i < len(messages):
         calls = [c.id for c in messages[i].tool_calls]
@@ -81,28 +91,39 @@ def test_heartbeats_logins_and_alerts_become_short_notes(fake_llm, tmp_path):
 def test_approval_messages_become_tool_calls_and_results(fake_llm, tmp_path):
     report, agent = imported(tmp_path, "test_agent.af")
     stored = agent.store.messages_from(agent.state.id, 0)
-    assert_every_call_answered_right_after(stored)
+    assert_every_call_answered_right_after(stored, waiting=True)
     calls = [c for m in stored for c in m.tool_calls]
     results = {m.tool_call_id: m.content for m in stored if m.role == "tool"}
     # 11 of Letta's calls (8 answered, 3 still waiting) and 2 replies sent with send_message
-    assert len(calls) == 13 and len(results) == 13
+    assert len(calls) == 13 and len(results) == 10
     assert "User reason: just stop" in results["toolu_015tVWP6wVnhm41R2MMc9KuG"]
-    waiting = [c for c in calls if "waiting for the user's approval" in results[c.id]]
-    assert len(waiting) == 3 and {c.name for c in waiting} == {"Bash"}
+    # The file's last answer asks to run Bash 3 times: it waits here too.
+    waiting = agent.pending_approvals()
+    assert waiting == stored[-1].tool_calls and [c.name for c in waiting] == ["Bash"] * 3
+    assert "3 tool calls waiting for approval: approve or deny them" in report.notes
+    assert not any("got an error result" in note for note in report.notes)
     assert any(n.startswith("approval messages") and "(x9)" in n for n in report.notes)
+    assert agent.state.settings.tool_rules[0] == needs_approval("Bash")
+    assert len(agent.state.settings.tool_rules) == 12
     # Reasoning is the thought; the reply that went with it is sent as MemGPT sends it.
     hi = next(m for m in stored if m.content and m.content.startswith("The user is just saying"))
     assert [c.name for c in hi.tool_calls] == ["send_message"]
     assert json.loads(hi.tool_calls[0].arguments) == {"message": "Hi! How can I help you?"}
     sent = assert_steps_cleanly(agent, fake_llm)
-    assert sum(1 for m in sent if m["role"] == "tool") == 13
+    # 10 results from the file, the 3 denials and the reply that followed them
+    assert sum(1 for m in sent if m["role"] == "tool") == 14
+    denied = [m["content"] for m in sent if m.get("tool_call_id") in {c.id for c in waiting}]
+    assert denied == ["Error: the user denied this call of Bash; it did not run. "
+                      "Their reason: not now"] * 3  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in LETTA_AF.glob("*.af")))
 def test_every_letta_file_imports_and_steps(fake_llm, tmp_path, name):
     report, agent = imported(tmp_path, name)
     assert report.source == "letta"
-    assert_every_call_answered_right_after(agent.store.messages_from(agent.state.id, 0))
+    waiting = bool(agent.pending_approvals())
+    assert waiting == (name == "test_agent.af")  # the one file whose last answer waits
+    assert_every_call_answered_right_after(agent.store.messages_from(agent.state.id, 0), waiting)
     assert_steps_cleanly(agent, fake_llm)
 
 

@@ -12,14 +12,19 @@ How things map:
 
 - Messages: see `letta_messages.py` (order, markers, reasoning, approvals).
   A call with no result gets an error result (in `native.pair_tool_calls`),
-  so the window never holds an unanswered `tool_call_id`.
+  so the window never holds an unanswered `tool_call_id`; but for an
+  approval request that is the history's last answer: it waits for the
+  user's approval here (loop/approvals.py).
 - The window starts at the first message Letta had in context.
 - Letta's own tools (send_message, core memory, recall and archival tools,
   and any tool of a `letta_*` type) are left to our built-ins; other tools
   are kept as custom tool names, to be passed to `Agent.load`.
+- Tool rules of the kinds we enforce come over; tools that require
+  approval (a `requires_approval` rule, or the tool's own flag) get a
+  `requires_approval` rule (`letta_extras.imported_rules`).
 - A file with several agents gives its main one unless one is picked; what
-  the agent has that is not imported (tool rules, MCP, files, groups, ...) is
-  named in the notes (`letta_extras.py`). A name invalid here gets `-` for
+  the agent has that is not imported (other tool rules, MCP, files, groups,
+  ...) is named in the notes (`letta_extras.py`). A name invalid here gets `-` for
   what is not valid (`Deep Thought` -> `Deep-Thought`).
 - Tool environment variables (secrets) are never read. Passages are imported
   if the file carries them (`passages`); Letta exports usually do not.

@@ -14,12 +14,16 @@ How things map (the inverse of `letta.py` and `letta_messages.py`):
 - User messages are packed as MemGPT packs them (`{"type": "user_message"}`);
   our system notes become Letta's heartbeat, login or system alert messages.
 - An assistant's thought is its text content, next to its tool calls; a tool
-  result is a `tool` message with its `tool_returns`.
+  result is a `tool` message with its `tool_returns`. An answer waiting for
+  the user's approval (the last message, with tool calls and no results) is
+  Letta's approval request: the same message with role `approval`.
+- Tool rules are Letta's (same fields and kinds); a tool named by a
+  `requires_approval` rule is marked `default_requires_approval`.
 - Archival passages: Letta's format (up to its `agent_file.py` of 2026-02) has
   no place for them. They are written to the agent's `passages`, where our
   importer reads them; Letta ignores the field.
-- Left out: vectors, step ids, our settings other than the context window,
-  and the code of custom tools (written by name, as Letta `custom` tools
+- Left out: vectors, step ids, our settings other than the context window
+  and tool rules, and the code of custom tools (written by name, as Letta `custom` tools
   without source code).
 """
 
@@ -92,7 +96,8 @@ def agent_file_to_letta(data: AgentFile) -> dict[str, Any]:
     blocks = [_block(f"block-{i}", block.model_dump()) for i, block in enumerate(data.blocks)]
     names = [n for n in LETTA_TOOL_TYPES if n in BUILTIN_TOOLS]
     names += [n for n in data.tool_names if n not in names]
-    tools = [_tool(f"tool-{i}", tool_name) for i, tool_name in enumerate(names)]
+    asking = {r.tool_name for r in data.settings.tool_rules if r.type == "requires_approval"}
+    tools = [_tool(f"tool-{i}", name, name in asking) for i, name in enumerate(names)]
     messages, in_context = _history(data)
     agent = {
         **_agent_settings(data),
@@ -149,7 +154,11 @@ def _agent_settings(data: AgentFile) -> dict[str, Any]:
         "memory_blocks": [],
         "tools": [],
         "source_ids": [],
-        "tool_rules": [],
+        # Ours have Letta's fields and type names; prompt_template is Letta's only other one.
+        "tool_rules": [
+            {**rule.model_dump(mode="json"), "prompt_template": None}
+            for rule in data.settings.tool_rules
+        ],
         "tags": [],
         "system": data.system,
         "agent_type": "memgpt_agent",
@@ -189,7 +198,7 @@ def _block(block_id: str, block: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tool(tool_id: str, name: str) -> dict[str, Any]:
+def _tool(tool_id: str, name: str, asks_approval: bool) -> dict[str, Any]:
     builtin = BUILTIN_TOOLS.get(name)
     if builtin is not None and name in LETTA_TOOL_TYPES:
         kind = LETTA_TOOL_TYPES[name]
@@ -210,7 +219,7 @@ def _tool(tool_id: str, name: str) -> dict[str, Any]:
         "return_char_limit": 50000,
         "pip_requirements": None,
         "npm_requirements": None,
-        "default_requires_approval": None,
+        "default_requires_approval": True if asks_approval else None,
         "enable_parallel_execution": False,
         "metadata_": {},
     }
@@ -231,6 +240,8 @@ def _history(data: AgentFile) -> tuple[list[dict[str, Any]], list[str]]:
             in_context.append(_summary(out, data, message.created_at))
         message_id = f"message-{len(out)}"
         out.append(_letta_message(message_id, message, data.llm.model))
+        if index == len(data.messages) - 1 and message.tool_calls:
+            _as_approval_request(out[-1])
         if index >= start:
             in_context.append(message_id)
     if start >= len(data.messages) and data.summary:
@@ -336,3 +347,11 @@ def _letta_message(message_id: str, message: FileMessage, model: str) -> dict[st
         model=model,
         tool_calls=calls or None,
     )
+
+
+def _as_approval_request(message: dict[str, Any]) -> None:
+    """An answer that waits for approval (the last message, its calls with no
+    results: loop/approvals.py), as Letta writes an approval request: role
+    `approval`, with the first call's id as its `tool_call_id`."""
+    message["role"] = "approval"
+    message["tool_call_id"] = message["tool_calls"][0]["id"]

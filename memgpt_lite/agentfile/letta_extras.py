@@ -44,20 +44,7 @@ def left_out(raw: dict[str, Any], index: int) -> list[str]:
     not imported, one per kind."""
     agent = _dicts(raw.get("agents"))[index]
     notes: list[str] = []
-    rules = _dicts(agent.get("tool_rules"))
     tools = _agent_tools(raw, agent)
-    asking = [
-        t.get("name")
-        for t in tools
-        if t.get("default_requires_approval") is True or t.get("requires_approval") is True
-    ]
-    asking += [r.get("tool_name") for r in rules if r.get("type") == "requires_approval"]
-    asking = list(dict.fromkeys(name for name in asking if name))
-    if asking:
-        notes.append(
-            f"tools that require approval ({len(asking)}: {_names(asking)}): "
-            "here they run without asking"
-        )
     if agent.get("message_buffer_autoclear") is True:
         notes.append(
             "message_buffer_autoclear: not supported; the agent keeps its history in context"
@@ -109,17 +96,46 @@ def _agent_tools(raw: dict[str, Any], agent: dict[str, Any]) -> list[dict[str, A
     return tools + _dicts(agent.get("tools"))
 
 
+def _asking(raw: dict[str, Any], agent: dict[str, Any]) -> list[str]:
+    """The tools of `agent` that Letta marks as requiring approval (the tool's
+    own flag; the rules of that kind are read with the other rules)."""
+    names = [
+        t.get("name")
+        for t in _agent_tools(raw, agent)
+        if t.get("default_requires_approval") is True or t.get("requires_approval") is True
+    ]
+    return list(dict.fromkeys(str(name) for name in names if name))
+
+
 def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], list[str]]:
     """Agent `index`'s tool rules that we enforce, and notes: how many were
-    imported, and one for each left out."""
-    raw_rules = _dicts(_dicts(raw.get("agents"))[index].get("tool_rules"))
-    rules, _ = rules_from_letta(raw_rules)
+    imported, and one for each kind left out. A tool Letta marks as requiring
+    approval gets a `requires_approval` rule, as Letta's rule of that kind does;
+    those are named on a line of their own, with the tools."""
+    agent = _dicts(raw.get("agents"))[index]
+    raw_rules = _dicts(agent.get("tool_rules"))
+    ruled = {r.get("tool_name") for r in raw_rules if r.get("type") == "requires_approval"}
+    flagged = [
+        {"type": "requires_approval", "tool_name": name}
+        for name in _asking(raw, agent)
+        if name not in ruled
+    ]
+    own, _ = rules_from_letta(raw_rules)
+    approval_rules, approval_problems = rules_from_letta(flagged)
+    rules = own + approval_rules
     notes = []
-    if rules:
-        kinds = _names(dict.fromkeys(rule.type for rule in rules))
-        notes.append(f"tool rules ({len(rules)}: {kinds}): imported, enforced by the loop")
-    left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in rules)
-    left.pop("requires_approval", None)  # named with the tools that require approval
+    others = [rule for rule in rules if rule.type != "requires_approval"]
+    if others:
+        kinds = _names(dict.fromkeys(rule.type for rule in others))
+        notes.append(f"tool rules ({len(others)}: {kinds}): imported, enforced by the loop")
+    asking = list(dict.fromkeys(r.tool_name for r in rules if r.type == "requires_approval"))
+    if asking:
+        notes.append(
+            f"tools that require approval ({len(asking)}: {_names(asking)}): imported; "
+            "each call of them waits for the user's approval"
+        )
+    notes += approval_problems
+    left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in own)
     notes += [
         f"tool rules of kind {kind!r} ({n}): not supported here; left out"
         for kind, n in left.items()

@@ -11,8 +11,11 @@
   become its thought (the content of a message with tool calls). A reply with
   reasoning becomes the thought and a `send_message` call, as MemGPT stores it.
 - Approval messages (Letta's human-in-the-loop tool calls) become the tool
-  calls they asked for and the results or refusals they got; a call still
-  waiting for approval gets an error result.
+  calls they asked for and the results or refusals they got. A request
+  still waiting for approval as the history's last answer keeps waiting here
+  (stored with no results, for the user to approve or deny); an earlier one
+  that got no answer gets an error result for each call, since a history
+  that goes on after an unanswered call is invalid.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from memgpt_lite.agentfile.schema import FileMessage
+from memgpt_lite.agentfile.schema import MISSING_RESULT, FileMessage
 from memgpt_lite.models import SEND_MESSAGE, ToolCall
 from memgpt_lite.text import JSONProblem, parse_json
 
@@ -50,6 +53,8 @@ NOT_APPROVED = (
     "Error: this call was waiting for the user's approval when the agent was exported; "
     "it did not run."
 )
+NOT_APPROVED_NOTE = "tool calls waiting for approval got an error result (they never ran)"
+NO_RESULT_NOTE = "tool calls of the last answer had no result; each was given an error result"
 
 
 class LettaFunction(BaseModel):
@@ -166,29 +171,46 @@ def _in_time_order(items: list[_Item], notes: Counter[str]) -> list[_Item]:
             continue  # placed after its call below
         key = _sort_key(item.when) if item.when else key  # no time: stays after the one before
         unit = [item]
-        for call in item.message.tool_calls:
-            if call.id in results:
-                unit.append(results.pop(call.id))
-            elif item.awaiting_approval:
-                notes["tool calls waiting for approval got an error result (they never ran)"] += 1
-                waiting = FileMessage(
-                    role="tool",
-                    content=NOT_APPROVED,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    step_id=item.message.step_id,
-                    created_at=item.message.created_at,
-                )
-                unit.append(_Item(waiting, item.when, item.in_context))
+        unit += [results.pop(call.id) for call in item.message.tool_calls if call.id in results]
         units.append((key, unit))
-    in_order = sorted(units, key=lambda unit: unit[0])
+    in_order = [unit for _, unit in sorted(units, key=lambda unit: unit[0])]
     back = sum(1 for (a, _), (b, _) in zip(units, units[1:], strict=False) if b < a)
     if back:
         notes[
             f"the history was listed out of time order ({back} steps back in time); "
             "it was put in order of created_at, each tool call followed by its results"
         ] += 1
-    return [item for _, unit in in_order for item in unit]
+    for position, unit in enumerate(in_order):
+        unanswered = len(unit) == 1 and bool(unit[0].message.tool_calls)
+        if position == len(in_order) - 1 and unanswered:
+            # The last answer, with no results: only an approval request may
+            # wait (pair_tool_calls leaves it so); any other never ran.
+            if not unit[0].awaiting_approval:
+                _answer_missing(unit, MISSING_RESULT, notes, NO_RESULT_NOTE)
+        elif unit[0].awaiting_approval:
+            _answer_missing(unit, NOT_APPROVED, notes, NOT_APPROVED_NOTE)
+    return [item for unit in in_order for item in unit]
+
+
+def _answer_missing(unit: list[_Item], content: str, notes: Counter[str], note: str) -> None:
+    """Give each call of `unit` that has no result one with `content`, keeping
+    call order, and count `note` for each."""
+    request, answered = unit[0], {item.message.tool_call_id: item for item in unit[1:]}
+    unit[1:] = []
+    for call in request.message.tool_calls:
+        if call.id in answered:
+            unit.append(answered[call.id])
+            continue
+        notes[note] += 1
+        waiting = FileMessage(
+            role="tool",
+            content=content,
+            tool_call_id=call.id,
+            name=call.name,
+            step_id=request.message.step_id,
+            created_at=request.message.created_at,
+        )
+        unit.append(_Item(waiting, request.when, request.in_context))
 
 
 # One message

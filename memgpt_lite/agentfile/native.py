@@ -11,7 +11,9 @@ Left out on purpose: the API key (never stored anywhere); the code of custom
 tools, only their names (pass the tools to `Agent.load`, which warns about
 missing ones); and ids: an import gives the agent, blocks, messages and
 passages fresh ids, so a file can be imported again as an independent copy.
-Tool calls stay paired by their `tool_call_id`.
+Tool calls stay paired by their `tool_call_id`. An answer waiting for the
+user's approval (the last message, its calls with no results) is exported as
+it is stored and imported still waiting (`pair_tool_calls`).
 
 The window is an index into the file's messages (`seq` values belong to one
 database). A block shared with other agents is exported with this one and
@@ -38,6 +40,7 @@ from pydantic import BaseModel, Field, ValidationError
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
+    MISSING_RESULT,
     VERSION,
     AgentFile,
     AgentFileError,
@@ -51,10 +54,6 @@ from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
-
-MISSING_RESULT = (
-    "Error: no result was recorded for this call (it was missing from the imported history)."
-)
 
 
 class ImportReport(BaseModel):
@@ -281,12 +280,15 @@ def pair_tool_calls(
     messages: Sequence[FileMessage], start: int
 ) -> tuple[list[FileMessage], int, list[str]]:
     """Messages the chat API accepts in any window: every tool call answered
-    by the tool messages right after it, no result without its call. Returns
+    by the tool messages right after it, no result without its call; but
+    for the last message, when it is an answer whose calls have no results at
+    all: that answer waits for the user's approval, as it did when exported
+    (an earlier answer never does, so its missing results are made up). Returns
     the messages, where the window (`start` before) now starts, and notes on
     what changed. A window starting at a tool result takes in its call."""
     out: list[FileMessage] = []
     new_start: int | None = None
-    made_up = dropped = 0
+    made_up = dropped = waiting = 0
     i = 0
     while i < len(messages):
         message, end = messages[i], i + 1
@@ -297,6 +299,13 @@ def pair_tool_calls(
             new_start = len(out)
         if message.role == "tool":  # a result with no call right before it
             dropped += 1
+        elif message.tool_calls and end == i + 1 == len(messages):
+            # The last answer, with no results: it waits for the user's approval
+            # (loop/approvals.py), as it did where it was exported.
+            group, _, group_dropped = _pair_group(message, [])
+            out.append(group[0])
+            dropped += group_dropped
+            waiting = len(group) - 1
         elif message.role == "assistant" and message.tool_calls:
             group, group_made_up, group_dropped = _pair_group(message, messages[i + 1 : end])
             out.extend(group)
@@ -305,12 +314,21 @@ def pair_tool_calls(
         else:
             out.append(message)
         i = end
+    new_start = len(out) if new_start is None else new_start
+    if waiting:  # the results the user's answer adds need their call in the window
+        new_start = min(new_start, len(out) - 1)
     notes = []
     if made_up:
         notes.append(f"{made_up} tool calls had no result; each was given an error result")
     if dropped:
         notes.append(f"{dropped} tool results or repeated calls without a matching call dropped")
-    return out, len(out) if new_start is None else new_start, notes
+    if waiting:
+        them = "it" if waiting == 1 else "them"
+        notes.append(
+            f"{waiting} tool call{'s' if waiting > 1 else ''} waiting for approval: "
+            f"approve or deny {them}"
+        )
+    return out, new_start, notes
 
 
 # Import

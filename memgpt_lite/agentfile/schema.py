@@ -26,6 +26,10 @@ from memgpt_lite.models import (
 
 FORMAT = "memgpt_lite.agent"
 VERSION = 1
+# The result an import gives a tool call that has none (and does not wait for approval).
+MISSING_RESULT = (
+    "Error: no result was recorded for this call (it was missing from the imported history)."
+)
 
 
 class AgentFileError(ConfigError):
