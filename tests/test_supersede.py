@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from memgpt_lite import Agent
+from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.storage.copy import copy_database
 from memgpt_lite.testing import call, reply, say
@@ -159,3 +161,33 @@ def test_copying_a_database_carries_the_history_of_facts(db_location, tmp_path):
     assert copied.archival.get(leeds).superseded_by == oslo
     assert [p.id for p in copied.archival.history(oslo)] == [leeds, oslo]
     assert copied.archival.search("Alice lives", include_superseded=False)[1] == 1
+
+
+def test_the_command_line_replaces_searches_and_shows_history(db_location):
+    runner = CliRunner()
+
+    def run(*args: str, code: int = 0) -> str:
+        result = runner.invoke(cli, ["--db", db_location, *args])
+        assert result.exit_code == code, result.output
+        return result.output
+
+    run("create", "sam", "--model", "gpt-4o-mini")
+    [leeds] = re.findall(r"stored (passage-\w+)", run("archival", "sam", "insert", "Ann: Leeds"))
+    moved = run("archival", "sam", "insert", "Ann lives in Oslo", "--replaces", leeds)
+    [oslo] = re.findall(r"stored (passage-\w+)", moved)
+    assert f"superseded {leeds} by {oslo}" in moved
+    current = run("archival", "sam", "search", "Ann Leeds")
+    assert oslo in current and leeds not in current and "(1 shown of 1)" in current
+    every = run("archival", "sam", "search", "Ann Leeds", "--include-superseded")
+    assert every.index(oslo) < every.index(leeds) and "(2 shown of 2)" in every
+    mark = re.compile(rf"{leeds}  [\d-]+ [\d:]+  superseded \d{{4}}-\d\d-\d\d by {oslo}\n")
+    assert mark.search(every)
+    listed = run("archival", "sam", "list")
+    assert mark.search(listed) and listed.count("superseded") == 1
+    history = run("archival", "sam", "history", oslo)
+    assert history.index(leeds) < history.index(oslo) and "Ann: Leeds" in history
+    [bob] = re.findall(r"stored (passage-\w+)", run("archival", "sam", "insert", "Bob: cats"))
+    assert "replaced nothing" in run("archival", "sam", "history", bob)
+    refused = run("archival", "sam", "insert", "Ann: Rome", "--replaces", "passage-nope", code=1)
+    assert "passage-nope" in refused
+    assert "(3 shown of 3)" in run("archival", "sam", "list")
