@@ -13,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent
+from memgpt_lite.agentfile.native import import_agent, store_agent_file, write_agent_file
+from memgpt_lite.agentfile.schema import AgentFileError
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.storage.copy import copy_database
@@ -191,3 +193,25 @@ def test_the_command_line_replaces_searches_and_shows_history(db_location):
     refused = run("archival", "sam", "insert", "Ann: Rome", "--replaces", "passage-nope", code=1)
     assert "passage-nope" in refused
     assert "(3 shown of 3)" in run("archival", "sam", "list")
+
+
+def test_an_agent_file_carries_the_history_of_facts(db_location, tmp_path):
+    agent = make_agent(db_location)
+    leeds = agent.archival.insert("Alice lives in Leeds.").ids[0]
+    agent.archival.insert("Bob collects stamps.")
+    oslo = agent.archival.insert("Alice lives in Oslo.", replaces=[leeds]).ids[0]
+    path = tmp_path / "sam.json"
+    data = write_agent_file(agent.store, "sam", path)
+    assert [p.superseded_by for p in data.passages] == [2, None, None]
+    report = import_agent(agent.store, path, name="sam2")
+    copy = Agent.load("sam2", db=db_location, llm=ScriptedModel())
+    [old] = copy.archival.search("Leeds")[0]
+    assert old.id != leeds and old.superseded_at == agent.archival.get(leeds).superseded_at
+    new = copy.archival.get(old.superseded_by or "")
+    assert new.text == "Alice lives in Oslo." and new.id != oslo
+    assert [p.text for p in copy.archival.history(new.id)] == [old.text, new.text]
+    assert report.agent_id == copy.state.id
+    broken = data.model_copy(deep=True)
+    broken.passages[0].superseded_by = 0
+    with pytest.raises(AgentFileError, match=r"passages\[0\].superseded_by"):
+        store_agent_file(agent.store, broken, name="sam3")
