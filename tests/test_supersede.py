@@ -9,6 +9,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -19,6 +20,7 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.storage.copy import copy_database
 from memgpt_lite.testing import call, reply, say
+from memgpt_lite.testing.embeddings import fake_embedding
 from memgpt_lite.testing.model import FunctionModel, ScriptedModel
 
 SCRIPTED: dict[int, ScriptedModel] = {}
@@ -215,3 +217,28 @@ def test_an_agent_file_carries_the_history_of_facts(db_location, tmp_path):
     broken.passages[0].superseded_by = 0
     with pytest.raises(AgentFileError, match=r"passages\[0\].superseded_by"):
         store_agent_file(agent.store, broken, name="sam3")
+
+
+class BagOfWords:
+    """A user-supplied embedder: the fake server's hashed bags of words, in
+    process, so hybrid search (words and vectors) runs."""
+
+    name, dimension = "test:bag-of-words", 64
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.array([fake_embedding(t, self.dimension) for t in texts], dtype=np.float32)
+
+
+def test_hybrid_search_also_ranks_replaced_facts_last(db_location):
+    agent = Agent.create(
+        "sam", "gpt-4o-mini", db=db_location, llm=ScriptedModel(), embedder=BagOfWords()
+    )
+    old = agent.archival.insert("Alice works at Acme bakery, Acme Acme.").ids[0]
+    agent.archival.insert("Unrelated note about gardening.")
+    new = agent.archival.insert("Alice works at Initech.", replaces=[old]).ids[0]
+    found, _ = agent.archival.search("Alice Acme bakery")
+    assert [p.id for p in found][:1] == [new] and found[-1].id == old
+    assert agent.archival.search("Alice Acme bakery", include_superseded=False)[0][0].id == new
+    # The nearest vectors of a small memory include the unrelated note: not shown.
+    report = agent.archival.insert("Alice bakes bread on Sundays.")
+    assert [p.id for p in agent.archival.related(report)] == [new]
