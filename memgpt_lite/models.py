@@ -191,6 +191,11 @@ class Passage(BaseModel):
     # it, nor embedded (measured: embedding it too diluted the passage's vector).
     context: CleanStr = ""
     seq: int | None = None
+    # A fact that changed: the id of the passage that replaced this one, and
+    # when. Kept, not deleted, so the history of a fact can be shown; search
+    # ranks such passages after the current ones.
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
 
 
 ToolChoice = Literal["required", "auto"]

@@ -73,7 +73,7 @@ def test_builtin_tools_have_memgpt_names_and_parameters():
         "page",
         "request_heartbeat",
     }
-    assert params("archival_memory_insert") == {"content", "tags", "request_heartbeat"}
+    assert params("archival_memory_insert") == {"content", "tags", "replaces", "request_heartbeat"}
     assert params("archival_memory_search") == {
         "query",
         "page",

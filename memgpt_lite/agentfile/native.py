@@ -121,6 +121,7 @@ def export_agent(store: Storage, name: str) -> AgentFile:
     start = next(
         (i for i, m in enumerate(messages) if (m.seq or 0) >= state.context_start), len(messages)
     )
+    index = {p.id: i for i, p in enumerate(passages)}  # what replaced a passage, in the file
     return AgentFile(
         name=state.name,
         created_at=state.created_at,
@@ -143,8 +144,9 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         embedding_dimension=state.embedding_dimension,
         passages=[
             FilePassage(
-                **p.model_dump(include={"text", "tags", "context", "created_at"}),
+                **p.model_dump(include={"text", "tags", "context", "created_at", "superseded_at"}),
                 vector=passage_vectors.get(p.seq or 0),
+                superseded_by=index.get(p.superseded_by or ""),
             )
             for p in passages
         ],
@@ -452,6 +454,24 @@ def _write_agent(
     return len(kept), vectors
 
 
+def _new_passages(passages: Sequence[FilePassage], agent_id: str) -> list[Passage]:
+    """The file's passages with fresh ids, each superseded one pointing at the
+    fresh id of the passage (by index in the file) that replaced it."""
+    new = [
+        Passage(agent_id=agent_id, **p.model_dump(exclude={"vector", "superseded_by"}))
+        for p in passages
+    ]
+    for i, (passage, read) in enumerate(zip(new, passages, strict=True)):
+        if read.superseded_by is None:
+            continue
+        if read.superseded_by == i or read.superseded_by >= len(new):
+            raise AgentFileError(
+                f"passages[{i}].superseded_by: {read.superseded_by} is not another passage"
+            )
+        passage.superseded_by = new[read.superseded_by].id
+    return new
+
+
 def store_agent_file(
     store: Storage,
     data: AgentFile,
@@ -479,9 +499,7 @@ def store_agent_file(
     new_messages = [
         Message(agent_id=state.id, **m.model_dump(exclude={"vector"})) for m in messages
     ]
-    new_passages = [
-        Passage(agent_id=state.id, **p.model_dump(exclude={"vector"})) for p in data.passages
-    ]
+    new_passages = _new_passages(data.passages, state.id)
     stored, vectors = _write_agent(
         store,
         state,

@@ -90,6 +90,10 @@ class FilePassage(BaseModel):
     context: str = ""
     created_at: UtcDatetime = Field(default_factory=utcnow)
     vector: str | None = None
+    # A fact that changed: the index, in the file's `passages`, of the passage
+    # that replaced this one (a file's passages have no ids), and when.
+    superseded_by: int | None = Field(default=None, ge=0)
+    superseded_at: UtcDatetime | None = None
 
 
 class AgentFile(BaseModel):

@@ -33,11 +33,23 @@ def _agent(ctx: click.Context) -> Agent:
     return load_agent(ctx, ctx.obj["agent_name"])
 
 
+def _superseded(passage: Passage) -> str:
+    """ "  superseded 2024-03-02 by passage-…" for a replaced passage, else ""."""
+    if passage.superseded_by is None:
+        return ""
+    when = f" {passage.superseded_at:%Y-%m-%d}" if passage.superseded_at else ""
+    return f"  superseded{when} by {passage.superseded_by}"
+
+
+def _print_passage(passage: Passage) -> None:
+    when = passage.created_at.strftime("%Y-%m-%d %H:%M")
+    tags = f"  [{', '.join(passage.tags)}]" if passage.tags else ""
+    click.echo(f"{passage.id}  {when}{tags}{_superseded(passage)}\n  {passage.text}")
+
+
 def _print_passages(passages: list[Passage], total: int) -> None:
     for passage in passages:
-        when = passage.created_at.strftime("%Y-%m-%d %H:%M")
-        tags = f"  [{', '.join(passage.tags)}]" if passage.tags else ""
-        click.echo(f"{passage.id}  {when}{tags}\n  {passage.text}")
+        _print_passage(passage)
     click.echo(f"({len(passages)} shown of {total})")
 
 
@@ -47,7 +59,7 @@ def _print_passages(passages: list[Passage], total: int) -> None:
 @click.option("--offset", default=0)
 @click.pass_context
 def archival_list(ctx: click.Context, tags: tuple[str, ...], limit: int, offset: int) -> None:
-    """List passages, newest first."""
+    """List passages, newest first (superseded ones marked)."""
     _print_passages(*_agent(ctx).archival.list(limit, offset, list(tags) or None))
 
 
@@ -55,10 +67,34 @@ def archival_list(ctx: click.Context, tags: tuple[str, ...], limit: int, offset:
 @click.argument("query")
 @click.option("--tag", "tags", multiple=True, help="Only passages with this tag (repeatable).")
 @click.option("--limit", default=5, show_default=True)
+@click.option(
+    "--include-superseded",
+    is_flag=True,
+    help="Also passages a newer one replaced (listed after the current ones).",
+)
 @click.pass_context
-def archival_search(ctx: click.Context, query: str, tags: tuple[str, ...], limit: int) -> None:
-    """Search passages for QUERY (plain text), best first."""
-    _print_passages(*_agent(ctx).archival.search(query, limit, tags=list(tags) or None))
+def archival_search(
+    ctx: click.Context, query: str, tags: tuple[str, ...], limit: int, include_superseded: bool
+) -> None:
+    """Search current passages for QUERY (plain text), best first."""
+    _print_passages(
+        *_agent(ctx).archival.search(
+            query, limit, tags=list(tags) or None, include_superseded=include_superseded
+        )
+    )
+
+
+@archival.command(name="history")
+@click.argument("passage_id")
+@click.pass_context
+def archival_history(ctx: click.Context, passage_id: str) -> None:
+    """Show the chain of the fact PASSAGE_ID belongs to, oldest first: what it
+    replaced, and what replaced it, with dates."""
+    chain = _agent(ctx).archival.history(passage_id)
+    for passage in chain:
+        _print_passage(passage)
+    if len(chain) == 1:
+        click.echo("(it replaced nothing, and nothing replaced it)")
 
 
 @archival.command(name="get")
@@ -72,14 +108,24 @@ def archival_get(ctx: click.Context, passage_id: str) -> None:
 @archival.command(name="insert")
 @click.argument("text")
 @click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeatable).")
+@click.option(
+    "--replaces",
+    multiple=True,
+    metavar="PASSAGE_ID",
+    help="A passage TEXT makes out of date, kept as superseded (repeatable).",
+)
 @click.pass_context
-def archival_insert(ctx: click.Context, text: str, tags: tuple[str, ...]) -> None:
+def archival_insert(
+    ctx: click.Context, text: str, tags: tuple[str, ...], replaces: tuple[str, ...]
+) -> None:
     """Store TEXT (split into passages if long)."""
-    report = _agent(ctx).archival.insert(text, tags=tags)
+    report = _agent(ctx).archival.insert(text, tags=tags, replaces=replaces)
     for passage in report.stored:
         click.echo(f"stored {passage.id}")
     for existing in report.duplicates:
         click.echo(f"skipped: already stored as {existing}")
+    for old in report.replaced:
+        click.echo(f"superseded {old} by {report.ids[0]}")
 
 
 @archival.command(name="delete")

@@ -6,6 +6,11 @@ passage is skipped (and reported). An insert, and a load of many files, is
 all or nothing: every passage of it is stored, or none is. With an embedder,
 new passages are embedded before they are stored; if the embedder's endpoint
 fails they are stored anyway and embedded on the next search.
+
+Facts change: an insert may name the passages it `replaces` (the old
+address). They are kept, marked superseded by the new passage (the first, if
+the text is cut into several) in the same transaction as the insert; search
+ranks them after the current ones, and `history` shows the chain of a fact.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.memory.search import (
     backfill,
     check_embedder,
@@ -30,7 +36,7 @@ from memgpt_lite.memory.search import (
     record_vectors,
     search_passages,
 )
-from memgpt_lite.models import AgentState, Passage
+from memgpt_lite.models import AgentState, Passage, utcnow
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
@@ -95,6 +101,8 @@ def _tail(text: str, words: int = 40) -> str:
 class InsertReport:
     stored: list[Passage] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # ids of the passages already held
+    ids: list[str] = field(default_factory=list)  # the passage holding each chunk, in order
+    replaced: list[str] = field(default_factory=list)  # ids of the passages now superseded
 
 
 class ArchivalMemory:
@@ -113,10 +121,18 @@ class ArchivalMemory:
         tags: Sequence[str] = (),
         created_at: datetime | None = None,
         chunk_tokens: int = CHUNK_TOKENS,
+        replaces: Sequence[str] = (),
     ) -> InsertReport:
         """Store `text` (chunked if long) with optional tags and time: every
-        passage of it, or, if anything fails, none."""
-        return self.insert_many(self._chunked(text, tags, created_at, chunk_tokens))
+        passage of it, or, if anything fails, none. `replaces`: ids of
+        passages the text makes out of date, marked superseded by its first
+        passage (by the passage already holding the text, if it is a
+        duplicate: so a stored fact can replace others without a new copy).
+        NotFoundError for an unknown id, ConfigError for one that cannot be
+        replaced by it; nothing is stored then."""
+        passages = self._chunked(text, tags, created_at, chunk_tokens)
+        replaces = clean_texts(list(dict.fromkeys(r.strip() for r in replaces if r.strip())))
+        return self._store(passages, self._embed_new(passages) or {}, replaces or ())
 
     def _chunked(
         self,
@@ -169,18 +185,32 @@ class ArchivalMemory:
             return {}
         return {p.id: vector for p, vector in zip(new, vectors, strict=True)}
 
-    def _store(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> InsertReport:
-        """Store the passages and their vectors in one transaction."""
+    def _store(
+        self,
+        passages: Sequence[Passage],
+        vectors: dict[str, np.ndarray],
+        replaces: Sequence[str] = (),
+    ) -> InsertReport:
+        """Store the passages and their vectors, and mark the passages they
+        replace, in one transaction."""
         report = InsertReport()
         store = self.agent.store
         with store.transaction():
             for passage, stored in zip(passages, store.add_passages(passages), strict=True):
                 if stored:
                     report.stored.append(passage)
+                    report.ids.append(passage.id)
                 else:
-                    report.duplicates.append(
-                        store.passage_id_for_text(self._agent_id, passage.text) or ""
-                    )
+                    held = store.passage_id_for_text(self._agent_id, passage.text) or ""
+                    report.duplicates.append(held)
+                    report.ids.append(held)
+            if replaces and report.ids:
+                # A new passage's own time (a backdated insert replaced them
+                # then); a fact already held replaces them now.
+                new = [p.created_at for p in report.stored if p.id == report.ids[0]]
+                at = new[0] if new else utcnow()
+                store.supersede_passages(self._agent_id, replaces, report.ids[0], at)
+                report.replaced = list(replaces)
             embedded = [p for p in report.stored if p.id in vectors]
             if embedded:
                 matrix = np.stack([vectors[p.id] for p in embedded])
@@ -195,14 +225,70 @@ class ArchivalMemory:
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        include_superseded: bool = True,
     ) -> tuple[list[Passage], int]:
-        """Passages for a plain-text query, best first, and how many matched."""
-        return search_passages(self.agent, query, limit, offset, tags, start, end)
+        """Passages for a plain-text query, best first, and how many matched:
+        the current ones first, then (unless `include_superseded` is False)
+        those a newer passage replaced, marked by their `superseded_by`."""
+        return search_passages(
+            self.agent, query, limit, offset, tags, start, end, include_superseded
+        )
+
+    def related(self, report: InsertReport, limit: int = 3) -> list[Passage]:
+        """Current passages close to what `report` stored, that it neither
+        holds nor replaced: likely contradictions for the one who inserted it
+        to judge (a new address beside the old one). Close means among the
+        best search hits for its text and sharing a word with it: with an
+        embedder, the nearest vectors of a small memory may be unrelated."""
+        held = {*report.ids, *report.replaced}
+        if not held:
+            return []
+        # The first passage: a fact is short, and a long text's query would be slow.
+        first = [p for p in report.stored if p.id == report.ids[0]]
+        text = (first[0] if first else self.get(report.ids[0])).text
+        words = set(fts_words(text))
+        found, _ = self.search(text, limit + len(held), include_superseded=False)
+        close = [p for p in found if p.id not in held and words & set(fts_words(p.text))]
+        return close[:limit]
+
+    def history(self, passage_id: str) -> list[Passage]:
+        """The chain of one fact: the passages `passage_id` replaced (and
+        those they replaced, in turn), itself, then those that replaced it,
+        oldest first. NotFoundError if the agent has no such passage."""
+        store, agent_id = self.agent.store, self._agent_id
+        passage = self.get(passage_id)
+        earlier: list[Passage] = []
+        seen = {passage.id}
+        frontier = [passage.id]
+        while frontier:
+            replaced = [p for i in frontier for p in store.passages_replaced_by(agent_id, i)]
+            replaced = [p for p in replaced if p.id not in seen]
+            seen.update(p.id for p in replaced)
+            earlier += replaced
+            frontier = [p.id for p in replaced]
+        later: list[Passage] = []
+        current = passage
+        while current.superseded_by and current.superseded_by not in seen:
+            current = store.get_passage(agent_id, current.superseded_by)
+            seen.add(current.id)
+            later.append(current)
+        return [*sorted(earlier, key=lambda p: p.seq or 0), passage, *later]
 
     def list(
-        self, limit: int = 20, offset: int = 0, tags: Sequence[str] | None = None
+        self,
+        limit: int = 20,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        include_superseded: bool = True,
     ) -> tuple[list[Passage], int]:
-        return self.agent.store.list_passages(self._agent_id, limit, offset, clean_texts(tags))
+        """Passages newest first; without `include_superseded`, current ones only."""
+        return self.agent.store.list_passages(
+            self._agent_id,
+            limit,
+            offset,
+            clean_texts(tags),
+            superseded=None if include_superseded else False,
+        )
 
     def get(self, passage_id: str) -> Passage:
         return self.agent.store.get_passage(self._agent_id, clean_text(passage_id))

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -432,24 +432,70 @@ def search_passages(
     tags: Sequence[str] | None = None,
     start: date | None = None,
     end: date | None = None,
+    include_superseded: bool = True,
 ) -> tuple[list[Passage], int]:
-    """One page of the agent's passages for `query`, best first, and the total."""
+    """One page of the agent's passages for `query`, best first, and the
+    total: current passages first, then, with `include_superseded`, those a
+    newer passage replaced (ranked among themselves), as if one list."""
     query, tags = clean_text(query), clean_texts(tags)  # they reach the store and the embedder
     store, agent_id = agent.store, agent.state.id
     depth = max(50, 3 * (offset + limit))
-    filtered = bool(tags or start or end)
+    # Replaced passages are few or none: with none, one search needs no filter.
+    any_replaced = store.list_passages(agent_id, 0, superseded=True)[1] > 0
+    filtered = bool(tags or start or end or any_replaced)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
+    filters = _PassageFilters(tags, start, end)
+    if not any_replaced:
+        return _passage_page(agent, query, vector_search, limit, offset, depth, filters)
+    current = filters._replace(superseded=False)
+    found, total = _passage_page(agent, query, vector_search, limit, offset, depth, current)
+    if not include_superseded:
+        return found, total
+    # The replaced ones continue the list where the current ones end; asked
+    # for one at least, for their count.
+    rest, after = limit - len(found), max(0, offset - total)
+    replaced = filters._replace(superseded=True)
+    older, more = _passage_page(agent, query, vector_search, max(rest, 1), after, depth, replaced)
+    return found + older[: max(rest, 0)], total + more
+
+
+class _PassageFilters(NamedTuple):
+    tags: list[str] | None
+    start: date | None
+    end: date | None
+    superseded: bool | None = None
+
+
+def _passage_page(
+    agent: AgentDeps,
+    query: str,
+    vector_search: StartedSearch | None,
+    limit: int,
+    offset: int,
+    depth: int,
+    filters: _PassageFilters,
+) -> tuple[list[Passage], int]:
+    """One page of the passages passing `filters`, by words and vectors."""
+    store, agent_id = agent.store, agent.state.id
+    tags, start, end, superseded = filters
     # Alone, the words need rank only the page; fused, they need depth.
     lexical_depth = depth if vector_search else offset + limit
     lexical, total, _ = store.rank_passages(
-        agent_id, query, lexical_depth, tags, start, end, exact=offset + limit
+        agent_id,
+        query,
+        lexical_depth,
+        tags,
+        start,
+        end,
+        exact=offset + limit,
+        superseded=superseded,
     )
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
 
     def fetch(seqs: list[int]) -> dict[int, Passage]:
-        return store.passages_by_seq(agent_id, seqs, tags, start, end)
+        return store.passages_by_seq(agent_id, seqs, tags, start, end, superseded=superseded)
 
     return _hybrid(lexical, hits, fetch, limit, offset, total)
 

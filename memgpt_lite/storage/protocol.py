@@ -343,9 +343,13 @@ class Storage(Protocol):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> tuple[list[Passage], int]:
         """One page of the agent's passages, newest first, and how many pass
-        the filters: any of `tags`, created from `start` to `end` inclusive."""
+        the filters: any of `tags`, created from `start` to `end` inclusive,
+        and, if `superseded` is not None, only replaced passages (True) or
+        only current ones (False)."""
         ...
 
     def passages_by_seq(
@@ -355,12 +359,33 @@ class Storage(Protocol):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> dict[int, Passage]:
-        """The agent's passages among `seqs` that pass the filters, by seq."""
+        """The agent's passages among `seqs` that pass the filters (as
+        `list_passages` has them), by seq."""
+        ...
+
+    def supersede_passages(
+        self, agent_id: str, old_ids: Sequence[str], new_id: str, at: datetime
+    ) -> None:
+        """Mark the agent's passages `old_ids` replaced by its passage `new_id`
+        at `at` (kept, with `superseded_by` and `superseded_at` set; one
+        replaced already takes the new replacement). All or none: NotFoundError
+        for an id the agent has no passage with; ConfigError for `new_id`
+        among `old_ids`, or a `new_id` that was itself replaced (so a chain
+        of replacements never loops). Inside a transaction with the insert of
+        the new passage, the two commit together."""
+        ...
+
+    def passages_replaced_by(self, agent_id: str, passage_id: str) -> list[Passage]:
+        """The agent's passages that `passage_id` replaced, oldest first."""
         ...
 
     def delete_passage(self, agent_id: str, passage_id: str) -> None:
-        """Delete one passage (and its vector). NotFoundError if the agent has none such."""
+        """Delete one passage (and its vector). NotFoundError if the agent has
+        none such. The passages it replaced pass to the one that replaced it,
+        or, if none did, are current again (a replacement undone)."""
         ...
 
     def rank_passages(
@@ -373,11 +398,13 @@ class Storage(Protocol):
         end: date | None = None,
         *,
         exact: int | None = None,
+        superseded: bool | None = None,
     ) -> Ranking[Passage]:
         """The agent's best `limit` passages for plain-text `query` (its words,
         as `search_messages` takes them; a passage's context counts less than
-        its text), passing the filters, with scores. `exact`: how many of the
-        first results `Ranking.proven` vouches for (default: all)."""
+        its text), passing the filters (as `list_passages` has them), with
+        scores. `exact`: how many of the first results `Ranking.proven`
+        vouches for (default: all)."""
         ...
 
     # Vectors (one per passage or searchable message, once embedded)

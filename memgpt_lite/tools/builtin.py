@@ -12,12 +12,12 @@ import math
 from collections.abc import Sequence
 from datetime import date
 
-from memgpt_lite.errors import ModelRetry
+from memgpt_lite.errors import ConfigError, ModelRetry, NotFoundError
 from memgpt_lite.loop.window import core_memory_overflow
 from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.core import append_to_block, replace_in_block
 from memgpt_lite.memory.search import search_messages
-from memgpt_lite.models import Block, Message
+from memgpt_lite.models import Block, Message, Passage
 from memgpt_lite.tools.schema import Tool, ToolContext, tool
 
 PAGE_SIZE = 5
@@ -159,17 +159,26 @@ def conversation_search_date(
 
 
 @tool
-def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
+def archival_memory_insert(
+    ctx: ToolContext, content: str, tags: list[str] | None = None, replaces: list[str] | None = None
+) -> str:
     """Save to archival memory, your unlimited long-term store. Write it so it can
     be found and understood later on its own; long text is split into passages.
+    When a fact changes (a move, a new job), save the new one with the ids of the
+    passages it makes out of date in replaces: they are kept, marked out of date.
 
     Args:
         content: The text to save.
         tags: Optional labels to filter by later, such as ["recipe", "family"].
+        replaces: Ids of passages this one makes out of date, e.g. the old address.
     """
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to save.")
-    report = ArchivalMemory(ctx.deps).insert(content, tags=tags or ())
+    archival = ArchivalMemory(ctx.deps)
+    try:
+        report = archival.insert(content, tags=tags or (), replaces=replaces or ())
+    except (NotFoundError, ConfigError) as exc:
+        raise ModelRetry(f"{exc}. Nothing was saved.") from None
     parts = []
     if report.stored:
         ids = ", ".join(p.id for p in report.stored)
@@ -179,7 +188,29 @@ def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | Non
             f"Skipped {len(report.duplicates)} passage(s) already stored word for word "
             f"({', '.join(report.duplicates)}); nothing new was needed."
         )
-    return " ".join(parts)
+    if report.replaced:
+        parts.append(
+            f"Marked out of date, replaced by {report.ids[0]}: {', '.join(report.replaced)}."
+        )
+    return " ".join(parts) + _related_note(archival.related(report))
+
+
+def _related_note(related: Sequence[Passage]) -> str:
+    """The close passages an insert left current, for the model to judge."""
+    if not related:
+        return ""
+    lines = ["", "Close passages on the same subject, still current:"]
+    lines += [f"- ({p.id}) {_short(p.text)}" for p in related]
+    lines.append(
+        "If one of these is now out of date, call archival_memory_insert again with the "
+        "same content and replaces=[its id]; nothing is stored twice."
+    )
+    return "\n".join(lines)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _optional_date(value: str | None, name: str) -> date | None:
@@ -216,8 +247,18 @@ def archival_memory_search(
     for passage in found:
         when = passage.created_at.strftime("%Y-%m-%d %H:%M UTC")
         tag_text = f" tags: {', '.join(passage.tags)}" if passage.tags else ""
-        lines.append(f"- [{when}] ({passage.id}){tag_text}\n  {passage.text}")
+        lines.append(f"- [{when}] ({passage.id}){tag_text}{_superseded_mark(passage)}")
+        lines.append(f"  {passage.text}")
     return "\n".join(lines)
+
+
+def _superseded_mark(passage: Passage) -> str:
+    """ " [superseded 2024-03-02 by passage-…]" for a replaced passage (listed
+    after the current ones), "" for a current one."""
+    if passage.superseded_by is None:
+        return ""
+    when = f" {passage.superseded_at:%Y-%m-%d}" if passage.superseded_at else ""
+    return f" [superseded{when} by {passage.superseded_by}]"
 
 
 BUILTIN_TOOLS: dict[str, Tool] = {

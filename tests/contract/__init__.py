@@ -16,6 +16,7 @@ from contract.archival import PassageContract, VectorContract
 from contract.base import OpenStore
 from contract.keys import KeyContract, OwnerContract
 from contract.messages import MessageContract
+from contract.supersede import SupersedeContract
 from contract.transactions import StepLockContract, ThreadContract, TransactionContract
 from contract.usage import UsageContract
 from contract.window import WindowContract
@@ -26,6 +27,7 @@ class StorageContract(
     BlockContract,
     MessageContract,
     PassageContract,
+    SupersedeContract,
     VectorContract,
     TransactionContract,
     StepLockContract,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import psycopg
@@ -38,28 +38,35 @@ from memgpt_lite.storage.postgres.rows import (
 )
 from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
-from memgpt_lite.storage.records import text_hash
+from memgpt_lite.storage.records import check_supersession, text_hash
 
 _INSERT = sql.SQL(
     "INSERT INTO passages (id, agent_id, text, context, tags, text_hash, created_at, "
-    "search_length, search_vector) "
+    "search_length, search_vector, superseded_by, superseded_at) "
     "SELECT r.id, r.agent_id, r.text, r.context, "
     "ARRAY(SELECT jsonb_array_elements_text(r.tags)), r.text_hash, r.created_at, "
-    "r.search_length, setweight({text}, 'A') || setweight({context}, 'D') "
+    "r.search_length, setweight({text}, 'A') || setweight({context}, 'D'), "
+    "r.superseded_by, r.superseded_at "
     "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[], %s::text[], "
-    "%s::timestamptz[], %s::int[], %s::text[], %s::text[]) "
+    "%s::timestamptz[], %s::int[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
     "WITH ORDINALITY AS r(id, agent_id, text, context, tags, text_hash, created_at, "
-    "search_length, plain_text, plain_context, n) ORDER BY r.n "
+    "search_length, plain_text, plain_context, superseded_by, superseded_at, n) ORDER BY r.n "
     "ON CONFLICT (agent_id, text_hash) DO NOTHING RETURNING seq, id, search_length"
 ).format(text=to_tsvector("r.plain_text"), context=to_tsvector("r.plain_context"))
 
 
 def passage_filters(
-    tags: Sequence[str] | None, start: date | None, end: date | None
+    tags: Sequence[str] | None,
+    start: date | None,
+    end: date | None,
+    superseded: bool | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """SQL conditions on `p` for tag (any of them) and date filters, with
-    their named parameters."""
+    """SQL conditions on `p` for tag (any of them), date and supersession
+    filters (None: every passage; False: current ones; True: replaced ones),
+    with their named parameters."""
     where, params = "", {}
+    if superseded is not None:
+        where += f" AND p.superseded_by IS {'NOT ' if superseded else ''}NULL"
     if tags:
         where += " AND p.tags && %(tags)s::text[]"
         params["tags"] = list(tags)
@@ -86,6 +93,8 @@ def _columns(passages: Sequence[Passage]) -> list[list[Any]]:
         [word_count(p.text) + word_count(p.context) for p in passages],
         [plain_text(p.text) for p in passages],
         [plain_text(p.context) for p in passages],
+        [p.superseded_by for p in passages],
+        [p.superseded_at for p in passages],
     ]
 
 
@@ -171,9 +180,11 @@ class ArchivalStore(TextSearch):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> tuple[list[Passage], int]:
         """Passages newest first, with the total that pass the filters."""
-        where, params = passage_filters(tags, start, end)
+        where, params = passage_filters(tags, start, end, superseded)
         with self.snapshot():  # the page and the count from the same moment
             args = {**params, "agent": agent_id, "limit": limit, "offset": offset}
             total = self.conn.execute(
@@ -194,18 +205,52 @@ class ArchivalStore(TextSearch):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> dict[int, Passage]:
         """The agent's passages among `seqs` that pass the filters."""
         seqs = [int(s) for s in seqs]  # numpy integers from a vector index: psycopg refuses them
         if not seqs:
             return {}
-        where, params = passage_filters(tags, start, end)
+        where, params = passage_filters(tags, start, end, superseded)
         rows = self.conn.execute(
             f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %(agent)s "
             f"AND p.seq = ANY(%(seqs)s){where}",
             {**params, "agent": agent_id, "seqs": seqs},
         ).fetchall()
         return {r[0]: passage_from_row(r) for r in rows}
+
+    @guarded
+    def supersede_passages(
+        self, agent_id: str, old_ids: Sequence[str], new_id: str, at: datetime
+    ) -> None:
+        """Mark `old_ids` replaced by `new_id` at `at` (see the protocol)."""
+        old_ids = list(dict.fromkeys(old_ids))
+        check_supersession(old_ids, new_id)
+        with self.transaction():
+            # Row locks: a concurrent supersession of the same passages waits,
+            # then sees this one's result (no cycle can form between them).
+            rows = self.conn.execute(
+                "SELECT id, superseded_by FROM passages WHERE agent_id = %s AND id = ANY(%s) "
+                "ORDER BY id FOR NO KEY UPDATE",
+                [agent_id, [new_id, *old_ids]],
+            ).fetchall()
+            check_supersession(old_ids, new_id, dict(rows))
+            self.conn.execute(
+                "UPDATE passages SET superseded_by = %s, superseded_at = %s "
+                "WHERE agent_id = %s AND id = ANY(%s)",
+                [new_id, at, agent_id, old_ids],
+            )
+
+    @guarded
+    def passages_replaced_by(self, agent_id: str, passage_id: str) -> list[Passage]:
+        """The agent's passages that `passage_id` replaced, oldest first."""
+        rows = self.conn.execute(
+            f"SELECT {PASSAGE_COLUMNS} FROM passages p "
+            "WHERE p.agent_id = %s AND p.superseded_by = %s ORDER BY p.seq",
+            [agent_id, passage_id],
+        ).fetchall()
+        return [passage_from_row(r) for r in rows]
 
     @guarded
     def delete_passage(self, agent_id: str, passage_id: str) -> None:
@@ -216,11 +261,19 @@ class ArchivalStore(TextSearch):
             ).fetchone():
                 raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
             row = self.conn.execute(
-                "DELETE FROM passages WHERE agent_id = %s AND id = %s RETURNING seq, search_length",
+                "DELETE FROM passages WHERE agent_id = %s AND id = %s "
+                "RETURNING seq, search_length, superseded_by",
                 [agent_id, passage_id],
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+            # What it replaced passes to what replaced it, or is current again.
+            self.conn.execute(
+                "UPDATE passages SET superseded_by = %(by)s, superseded_at = "
+                "CASE WHEN %(by)s::text IS NULL THEN NULL ELSE superseded_at END "
+                "WHERE agent_id = %(agent)s AND superseded_by = %(id)s",
+                {"by": row[2], "agent": agent_id, "id": passage_id},
+            )
             self.conn.execute(
                 "UPDATE agents SET passage_count = passage_count - 1, "
                 "passage_tokens = passage_tokens - %s WHERE id = %s",
@@ -239,6 +292,7 @@ class ArchivalStore(TextSearch):
         end: date | None = None,
         *,
         exact: int | None = None,
+        superseded: bool | None = None,
         budget: int = PG_RANK_BUDGET,
     ) -> Ranking[Passage]:
         """The best `limit` passages matching any word of `query`, with their
@@ -251,9 +305,11 @@ class ArchivalStore(TextSearch):
             agent_id,
             query,
             PASSAGE_COLUMNS,
-            passage_filters(tags, start, end),
+            passage_filters(tags, start, end, superseded),
             limit,
             exact,
             budget,
         )
-        return Ranking([(passage_from_row(r), r[7]) for r in found.rows], found.total, found.proven)
+        return Ranking(
+            [(passage_from_row(r), r[-1]) for r in found.rows], found.total, found.proven
+        )

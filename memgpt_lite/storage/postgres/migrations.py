@@ -262,6 +262,22 @@ def m004_users_and_api_keys(conn: psycopg.Connection) -> None:
     )
 
 
+@migration
+def m005_passage_supersession(conn: psycopg.Connection) -> None:
+    """Facts that change: a passage replaced by a newer one is kept, with the
+    id of the passage that replaced it and when (SQLite's m012). The partial
+    index finds what a passage replaced, and whether an agent has any
+    replaced passage at all."""
+    conn.execute(
+        """
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
+        ALTER TABLE passages ADD COLUMN superseded_at TIMESTAMPTZ;
+        CREATE INDEX passages_superseded ON passages(agent_id, superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        """
+    )
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

@@ -23,7 +23,10 @@ MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
     " m.step_id, m.created_at"
 )
-PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
+PASSAGE_COLUMNS = (
+    "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context,"
+    " p.superseded_by, p.superseded_at"
+)
 _CALL_KEYS = {"id", "name", "arguments"}
 
 
@@ -63,7 +66,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
 
 
 def passage_from_row(row: Sequence[Any]) -> Passage:
-    seq, id_, agent_id, text, tags, created_at, context = row[:7]
+    seq, id_, agent_id, text, tags, created_at, context, superseded_by, superseded_at = row[:9]
     values = {
         "id": id_,
         "agent_id": agent_id,
@@ -72,6 +75,8 @@ def passage_from_row(row: Sequence[Any]) -> Passage:
         "created_at": created_at,
         "context": context,
         "seq": seq,
+        "superseded_by": superseded_by,
+        "superseded_at": superseded_at,
     }
     return trusted(Passage, values)
 

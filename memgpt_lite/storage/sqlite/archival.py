@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -21,17 +21,23 @@ from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
-from memgpt_lite.storage.records import text_hash
+from memgpt_lite.storage.records import check_supersession, text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 
 
 def passage_filters(
-    tags: Sequence[str] | None, start: date | None, end: date | None
+    tags: Sequence[str] | None,
+    start: date | None,
+    end: date | None,
+    superseded: bool | None = None,
 ) -> tuple[str, list[Any]]:
-    """SQL conditions on `p` for tag (any of them) and date filters."""
+    """SQL conditions on `p` for tag (any of them), date and supersession
+    filters (None: every passage; False: current ones; True: replaced ones)."""
     where, params = "", []
+    if superseded is not None:
+        where += f" AND p.superseded_by IS {'NOT ' if superseded else ''}NULL"
     if tags:
         marks = ",".join("?" * len(tags))
         where += f" AND EXISTS (SELECT 1 FROM json_each(p.tags) WHERE value IN ({marks}))"
@@ -46,11 +52,14 @@ def passage_filters(
     return where, params
 
 
-_PASSAGE_COLUMNS = "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context"
+_PASSAGE_COLUMNS = (
+    "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context,"
+    " p.superseded_by, p.superseded_at"
+)
 
 
 def _passage(row: Sequence[Any]) -> Passage:
-    seq, id_, agent_id, text, tags, created_at, context = row[:7]
+    seq, id_, agent_id, text, tags, created_at, context, superseded_by, superseded_at = row[:9]
     return Passage(
         seq=seq,
         id=id_,
@@ -59,6 +68,8 @@ def _passage(row: Sequence[Any]) -> Passage:
         tags=json.loads(tags),
         created_at=created_at,
         context=context,
+        superseded_by=superseded_by,
+        superseded_at=superseded_at,
     )
 
 
@@ -81,7 +92,8 @@ class ArchivalStore(BudgetedSearch):
             for passage in passages:
                 cursor = self.db.execute(
                     "INSERT OR IGNORE INTO passages (id, agent_id, text, tags, created_at,"
-                    " text_hash, context) VALUES (?,?,?,?,?,?,?)",
+                    " text_hash, context, superseded_by, superseded_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
                     [
                         passage.id,
                         passage.agent_id,
@@ -90,6 +102,8 @@ class ArchivalStore(BudgetedSearch):
                         stored_time(passage.created_at),
                         text_hash(passage.text),
                         passage.context,
+                        passage.superseded_by,
+                        stored_time(passage.superseded_at) if passage.superseded_at else None,
                     ],
                 )
                 stored.append(cursor.rowcount == 1)
@@ -129,9 +143,11 @@ class ArchivalStore(BudgetedSearch):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> tuple[list[Passage], int]:
         """Passages newest first, with the total that match the filters."""
-        where, params = passage_filters(tags, start, end)
+        where, params = passage_filters(tags, start, end, superseded)
         total = self.db.execute(
             f"SELECT COUNT(*) FROM passages p WHERE p.agent_id = ?{where}", [agent_id, *params]
         ).fetchone()[0]
@@ -143,13 +159,56 @@ class ArchivalStore(BudgetedSearch):
         return [_passage(r) for r in rows], total
 
     @guarded
+    def supersede_passages(
+        self, agent_id: str, old_ids: Sequence[str], new_id: str, at: datetime
+    ) -> None:
+        """Mark `old_ids` replaced by `new_id` at `at` (see the protocol)."""
+        old_ids = list(dict.fromkeys(old_ids))
+        check_supersession(old_ids, new_id)
+        with self.transaction():
+            states = dict(
+                self.db.execute(
+                    "SELECT id, superseded_by FROM passages WHERE agent_id = ? AND id IN "
+                    f"({','.join('?' * (len(old_ids) + 1))})",
+                    [agent_id, new_id, *old_ids],
+                ).fetchall()
+            )
+            check_supersession(old_ids, new_id, states)
+            self.db.conn.executemany(
+                "UPDATE passages SET superseded_by = ?, superseded_at = ? "
+                "WHERE agent_id = ? AND id = ?",
+                [(new_id, stored_time(at), agent_id, old) for old in old_ids],
+            )
+
+    @guarded
+    def passages_replaced_by(self, agent_id: str, passage_id: str) -> list[Passage]:
+        """The agent's passages that `passage_id` replaced, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {_PASSAGE_COLUMNS} FROM passages p "
+            "WHERE p.agent_id = ? AND p.superseded_by = ? ORDER BY p.seq",
+            [agent_id, passage_id],
+        )
+        return [_passage(r) for r in rows]
+
+    @guarded
     def delete_passage(self, agent_id: str, passage_id: str) -> None:
         with self.transaction():
-            cursor = self.db.execute(
+            row = self.db.execute(
+                "SELECT superseded_by FROM passages WHERE agent_id = ? AND id = ?",
+                [agent_id, passage_id],
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+            self.db.execute(
                 "DELETE FROM passages WHERE agent_id = ? AND id = ?", [agent_id, passage_id]
             )
-            if cursor.rowcount == 0:
-                raise NotFoundError(f"no passage {passage_id!r} in this agent's archival memory")
+            # What it replaced passes to what replaced it, or is current again.
+            self.db.execute(
+                "UPDATE passages SET superseded_by = ?, superseded_at = "
+                "CASE WHEN ? IS NULL THEN NULL ELSE superseded_at END "
+                "WHERE agent_id = ? AND superseded_by = ?",
+                [row[0], row[0], agent_id, passage_id],
+            )
 
     @guarded
     def rank_passages(
@@ -162,6 +221,7 @@ class ArchivalStore(BudgetedSearch):
         end: date | None = None,
         *,
         exact: int | None = None,
+        superseded: bool | None = None,
         budget: int = RANK_BUDGET,
     ) -> Ranking[Passage]:
         """The best `limit` passages matching any word of `query` (see
@@ -177,8 +237,9 @@ class ArchivalStore(BudgetedSearch):
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
         candidates = self.candidates("passages", words, budget)
+        filters = passage_filters(tags, start, end, superseded)
         ranked, total = self._rank_source(
-            agent_id, candidates.source, candidates.args, limit, tags, start, end
+            agent_id, candidates.source, candidates.args, limit, filters
         )
         return Ranking(ranked, total, candidates.left_out.proves([s for _, s in ranked], exact))
 
@@ -188,12 +249,11 @@ class ArchivalStore(BudgetedSearch):
         source: str,
         args: list[Any],
         limit: int,
-        tags: Sequence[str] | None,
-        start: date | None,
-        end: date | None,
+        filters: tuple[str, list[Any]],
     ) -> tuple[list[tuple[Passage, float]], int]:
-        """The agent's best `limit` rows of `source` (seq, score) passing the filters."""
-        where, params = passage_filters(tags, start, end)
+        """The agent's best `limit` rows of `source` (seq, score) passing the
+        filters (`passage_filters`)."""
+        where, params = filters
         # The covering index (agent_id, seq) tells whose a passage is without
         # reading it, unless a tag or date filter needs the row. Even so that
         # costs about 2 µs a match, so it is skipped when no other agent has
@@ -206,7 +266,7 @@ class ArchivalStore(BudgetedSearch):
             )
             args = [*args, agent_id, *params]
         rows, total = self.top_rows("passages", _PASSAGE_COLUMNS, source, args, limit)
-        return [(_passage(r), r[7]) for r in rows], total
+        return [(_passage(r), r[-1]) for r in rows], total
 
     def _sole_archivist(self, agent_id: str) -> bool:
         """Whether no other agent has a passage (counts kept by triggers)."""
@@ -223,12 +283,14 @@ class ArchivalStore(BudgetedSearch):
         tags: Sequence[str] | None = None,
         start: date | None = None,
         end: date | None = None,
+        *,
+        superseded: bool | None = None,
     ) -> dict[int, Passage]:
         """The agent's passages among `seqs` that pass the filters."""
         seqs = list(seqs)
         if not seqs:
             return {}
-        where, params = passage_filters(tags, start, end)
+        where, params = passage_filters(tags, start, end, superseded)
         found: dict[int, Passage] = {}
         for chunk, marks in seq_chunks(seqs):
             rows = self.db.execute(

@@ -305,3 +305,19 @@ def m011_users_and_api_keys(db: Database) -> None:
         CREATE INDEX api_keys_created ON api_keys(created_at);
         """
     )
+
+
+@migrations()
+def m012_passage_supersession(db: Database) -> None:
+    """Facts that change: a passage replaced by a newer one is kept, with the
+    id of the passage that replaced it and when. The partial index finds what
+    a passage replaced, and tells in O(1) whether an agent has any replaced
+    passage at all (search looks, to rank them after the current ones)."""
+    db.executescript(
+        """
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
+        ALTER TABLE passages ADD COLUMN superseded_at TEXT;
+        CREATE INDEX passages_superseded ON passages(agent_id, superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        """
+    )
