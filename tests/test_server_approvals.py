@@ -1,0 +1,196 @@
+"""Approvals over HTTP: a tool call that requires approval waits, and the
+user answers it through our API (/api), Letta's routes (letta-client) or
+sees it through OpenAI's chat completions (openai). Each test runs the real
+server on a socket, on a SQLite file, with the fake model server as the
+model; the tool that waits is archival_memory_insert (made to wait by a
+requires_approval rule), so that whether it ran shows in archival memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memgpt_lite.loop.events import STEP_EVENT, StepEvent
+from memgpt_lite.testing.script import call, reply, say
+from memgpt_lite.testing.server import FakeOpenAIServer
+from tests.serving import live_server, new_key
+
+WAITS = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "approvals.db")
+
+
+@pytest.fixture
+def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
+    with live_server(db) as url:
+        yield url
+
+
+def api(db: str, url: str, user: str = "alice") -> httpx.Client:
+    key = new_key(db, user)
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+@pytest.fixture
+def alice(db: str, server: str) -> Iterator[httpx.Client]:
+    with api(db, server) as client:
+        yield client
+
+
+def make_sam(client: httpx.Client) -> None:
+    body = {"name": "sam", "model": "fake-model", "settings": {"tool_rules": WAITS}}
+    created = client.post("/api/agents", json=body)
+    assert created.status_code == 201, created.text
+
+
+def ask_to_remember(client: httpx.Client, fake_llm: FakeOpenAIServer) -> dict[str, Any]:
+    """A step whose model wants to store a secret: it waits for approval."""
+    fake_llm.enqueue(
+        reply(
+            "store it",
+            [call("archival_memory_insert", content="the code is 42", request_heartbeat=True)],
+        )
+    )
+    sent = client.post("/api/agents/sam/messages", json={"message": "remember: code 42"})
+    assert sent.status_code == 200, sent.text
+    return sent.json()
+
+
+def passages(client: httpx.Client) -> list[str]:
+    return [p["text"] for p in client.get("/api/agents/sam/passages").json()["passages"]]
+
+
+def sse_events(response: httpx.Response) -> list[StepEvent]:
+    lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    return [STEP_EVENT.validate_json(line.removeprefix("data: ")) for line in lines]
+
+
+# Our API
+
+
+def test_a_waiting_call_is_listed_unrun_and_approving_it_runs_it(
+    alice: httpx.Client, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice)
+    result = ask_to_remember(alice, fake_llm)
+    assert result["stop_reason"] == "approval_required"
+    waiting = result["pending_approvals"]
+    assert [c["name"] for c in waiting] == ["archival_memory_insert"]
+    assert result["tool_results"] == [] and passages(alice) == []
+    assert alice.get("/api/agents/sam/approvals").json() == waiting
+
+    fake_llm.enqueue(say("Stored."))
+    body = {"approvals": [{"approve": True, "tool_call_id": waiting[0]["id"]}]}
+    approved = alice.post("/api/agents/sam/approvals", json=body)
+    assert approved.status_code == 200, approved.text
+    after = approved.json()
+    assert after["replies"] == ["Stored."] and after["stop_reason"] == "send_message"
+    assert after["tool_results"][0]["ok"] and passages(alice) == ["the code is 42"]
+    assert alice.get("/api/agents/sam/approvals").json() == []
+    # The model read the call's real result.
+    assert fake_llm.chat_requests[-1]["messages"][-1]["tool_call_id"] == waiting[0]["id"]
+
+
+def test_a_denial_streams_its_events_and_the_model_reads_the_reason(
+    alice: httpx.Client, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice)
+    ask_to_remember(alice, fake_llm)
+    fake_llm.enqueue(say("I will not store it."))
+    body = {"approve": False, "reason": "no secrets in memory", "stream": True}
+    with alice.stream("POST", "/api/agents/sam/approvals", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(response)
+    assert events[0].type == "step_started"
+    assert [a.model_dump() for a in events[0].approvals] == [
+        {"approve": False, "reason": "no secrets in memory", "tool_call_id": None}
+    ]
+    assert events[-1].type == "step_finished"
+    result = events[-1].result
+    assert result.replies == ["I will not store it."]
+    assert not result.tool_results[0].ok
+    assert result.tool_results[0].content.endswith("Their reason: no secrets in memory")
+    assert passages(alice) == []
+    assert "no secrets in memory" in fake_llm.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_a_message_while_waiting_is_409_and_stores_nothing(
+    alice: httpx.Client, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice)
+    ask_to_remember(alice, fake_llm)
+    before = alice.get("/api/agents/sam/messages").json()["total"]
+    for stream in (False, True):
+        refused = alice.post("/api/agents/sam/messages", json={"message": "hi", "stream": stream})
+        assert refused.status_code == 409
+        assert refused.json()["detail"] == (
+            "agent 'sam' is waiting for approval of a tool call (archival_memory_insert): "
+            "approve or deny it before sending a new message"
+        )
+    assert alice.get("/api/agents/sam/messages").json()["total"] == before
+    assert len(fake_llm.chat_requests) == 1 and passages(alice) == []
+
+
+def test_answers_that_do_not_fit_are_409_and_bad_bodies_422_naming_the_field(
+    alice: httpx.Client, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice)
+    nothing = alice.post("/api/agents/sam/approvals", json={"approve": True})
+    assert nothing.status_code == 409
+    assert nothing.json()["detail"] == "agent 'sam' has no tool call waiting for approval"
+    ask_to_remember(alice, fake_llm)
+    wrong = alice.post("/api/agents/sam/approvals", json={"approve": True, "tool_call_id": "nope"})
+    assert wrong.status_code == 409 and "'nope' is not waiting" in wrong.json()["detail"]
+    bad = {
+        "approvals.0.approve": {"approvals": [{"reason": "x"}]},
+        "approvals.0.colour": {"approvals": [{"approve": True, "colour": "red"}]},
+        "approvals:": {"approvals": []},
+        "approve:": {"reason": "why"},
+        "not both": {"approve": True, "approvals": [{"approve": True}]},
+        "stream": {"approve": True, "stream": "sometimes"},
+    }
+    for field, body in bad.items():
+        refused = alice.post("/api/agents/sam/approvals", json=body)
+        assert refused.status_code == 422, body
+        assert field in refused.json()["detail"], refused.json()
+    assert passages(alice) == []  # none of it ran the call
+    assert [c["name"] for c in alice.get("/api/agents/sam/approvals").json()] == [
+        "archival_memory_insert"
+    ]
+
+
+def test_another_users_agent_is_404_on_both_routes(
+    db: str, server: str, alice: httpx.Client, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice)
+    ask_to_remember(alice, fake_llm)
+    with api(db, server, "bob") as bob:
+        assert bob.get("/api/agents/sam/approvals").status_code == 404
+        answer = bob.post("/api/agents/sam/approvals", json={"approve": True})
+        assert answer.status_code == 404
+        assert answer.json()["detail"] == "no agent named 'sam'"
+    assert passages(alice) == []
+    assert len(alice.get("/api/agents/sam/approvals").json()) == 1
+
+
+def test_the_wait_survives_a_server_restart(db: str, fake_llm: FakeOpenAIServer) -> None:
+    with live_server(db) as url, api(db, url) as client:
+        make_sam(client)
+        waiting = ask_to_remember(client, fake_llm)["pending_approvals"]
+    with live_server(db) as url, api(db, url) as client:
+        assert client.get("/api/agents/sam/approvals").json() == waiting
+        assert passages(client) == []
+        refused = client.post("/api/agents/sam/messages", json={"message": "hello?"})
+        assert refused.status_code == 409
+        fake_llm.enqueue(say("Stored."))
+        done = client.post("/api/agents/sam/approvals", json={"approve": True})
+        assert done.status_code == 200 and done.json()["replies"] == ["Stored."]
+        assert passages(client) == ["the code is 42"]
