@@ -7,12 +7,14 @@ requires_approval rule), so that whether it ran shows in archival memory."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from letta_client import ConflictError, Letta, UnprocessableEntityError
 
 from memgpt_lite.loop.events import STEP_EVENT, StepEvent
 from memgpt_lite.testing.script import call, reply, say
@@ -194,3 +196,164 @@ def test_the_wait_survives_a_server_restart(db: str, fake_llm: FakeOpenAIServer)
         done = client.post("/api/agents/sam/approvals", json={"approve": True})
         assert done.status_code == 200 and done.json()["replies"] == ["Stored."]
         assert passages(client) == ["the code is 42"]
+
+
+# Letta's routes, through letta-client
+
+
+def letta_agent(client: Letta) -> Any:
+    return client.agents.create(
+        memory_blocks=[{"label": "human", "value": "Alice.", "limit": 100}],
+        model="openai/gpt-4o-mini",
+        tool_rules=[{"type": "requires_approval", "tool_name": "archival_memory_insert"}],
+    )
+
+
+def letta_ask(client: Letta, agent_id: str, fake_llm: FakeOpenAIServer) -> Any:
+    fake_llm.enqueue(
+        reply(
+            "store it",
+            [call("archival_memory_insert", content="the code is 42", request_heartbeat=True)],
+        )
+    )
+    return client.agents.messages.create(
+        agent_id, messages=[{"role": "user", "content": "remember: code 42"}]
+    )
+
+
+def archival(client: Letta, agent_id: str) -> list[str]:
+    return [p.text for p in client.agents.passages.list(agent_id)]
+
+
+def newest_message(client: Letta, agent_id: str) -> tuple[str, str]:
+    """The kind and id of the last Letta message of the newest stored one."""
+    last = client.agents.messages.list(agent_id, limit=1).items[-1]
+    return last.message_type, last.id
+
+
+@pytest.fixture
+def letta(db: str, server: str) -> Letta:
+    return Letta(base_url=server, api_key=new_key(db, "alice"), max_retries=0)
+
+
+def test_letta_a_waiting_call_is_an_approval_request_answered_by_its_id(
+    letta: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = letta_agent(letta)
+    assert [r.type for r in agent.tool_rules] == ["requires_approval"]
+    asked = letta_ask(letta, agent.id, fake_llm)
+    assert asked.stop_reason.stop_reason == "requires_approval"
+    assert [m.message_type for m in asked.messages] == [
+        "reasoning_message",
+        "approval_request_message",
+    ]
+    request = asked.messages[-1]
+    assert request.tool_call.name == "archival_memory_insert"
+    assert json.loads(request.tool_call.arguments)["content"] == "the code is 42"
+    assert archival(letta, agent.id) == []
+    # The history shows the waiting answer as the request, newest.
+    assert newest_message(letta, agent.id) == ("approval_request_message", request.id)
+    # A new message is refused, as Letta refuses it.
+    with pytest.raises(ConflictError, match="waiting for approval"):
+        letta.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+
+    fake_llm.enqueue(say("Stored."))
+    done = letta.agents.messages.create(
+        agent.id,
+        messages=[{"type": "approval", "approve": True, "approval_request_id": request.id}],
+    )
+    assert done.stop_reason.stop_reason == "end_turn"
+    first = done.messages[0]
+    assert (first.message_type, first.status) == ("tool_return_message", "success")
+    said = [m.content for m in done.messages if m.message_type == "assistant_message"]
+    assert said == ["Stored."]
+    assert archival(letta, agent.id) == ["the code is 42"]
+    # Answered, the request shows as the call it was, with its result.
+    history = [m.message_type for m in letta.agents.messages.list(agent.id, order="asc")]
+    assert "approval_request_message" not in history
+    assert history[-5:] == [
+        "reasoning_message",
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+        "tool_return_message",
+    ]
+
+
+def test_letta_a_denial_by_tool_call_id_streams_and_nothing_runs(
+    letta: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = letta_agent(letta)
+    fake_llm.enqueue(
+        reply(
+            "store it",
+            [call("archival_memory_insert", content="the code is 42", request_heartbeat=True)],
+        )
+    )
+    with letta.agents.messages.create(
+        agent.id, messages=[{"role": "user", "content": "remember"}], streaming=True
+    ) as stream:
+        items = list(stream)
+    assert [i.message_type for i in items] == [
+        "reasoning_message",
+        "approval_request_message",
+        "stop_reason",
+        "usage_statistics",
+    ]
+    assert items[2].stop_reason == "requires_approval"
+    call_id = items[1].tool_calls[0].tool_call_id
+
+    fake_llm.enqueue(say("Not stored."))
+    answer = {"type": "approval", "tool_call_id": call_id, "approve": False, "reason": "no"}
+    with letta.agents.messages.create(
+        agent.id, messages=[{"type": "approval", "approvals": [answer]}], streaming=True
+    ) as stream:
+        items = list(stream)
+    denied = items[0]
+    assert denied.message_type == "tool_return_message" and denied.status == "error"
+    assert denied.tool_return.endswith("Their reason: no")
+    assert [i.message_type for i in items][-2:] == ["stop_reason", "usage_statistics"]
+    assert items[-2].stop_reason == "end_turn"
+    assert archival(letta, agent.id) == []
+
+
+def test_letta_answers_that_do_not_fit_are_refused(
+    letta: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = letta_agent(letta)
+    request = letta_ask(letta, agent.id, fake_llm).messages[-1]
+    stale = {"type": "approval", "approve": True, "approval_request_id": "message-nope"}
+    with pytest.raises(ConflictError, match="'message-nope' is not waiting"):
+        letta.agents.messages.create(agent.id, messages=[stale])
+    mixed = [
+        {"type": "approval", "approve": True, "approval_request_id": request.id},
+        {"role": "user", "content": "and hi"},
+    ]
+    with pytest.raises(UnprocessableEntityError, match="approvals alone"):
+        letta.agents.messages.create(agent.id, messages=mixed)
+    tool_return = {"type": "tool", "tool_call_id": "x", "status": "success", "tool_return": "1"}
+    with pytest.raises(UnprocessableEntityError, match=r"messages\.0\.approvals\.0\.type"):
+        letta.agents.messages.create(
+            agent.id, messages=[{"type": "approval", "approvals": [tool_return]}]
+        )
+    assert archival(letta, agent.id) == []
+    assert newest_message(letta, agent.id) == ("approval_request_message", request.id)
+
+
+def test_letta_the_wait_survives_a_restart(db: str, fake_llm: FakeOpenAIServer) -> None:
+    with live_server(db) as url:
+        client = Letta(base_url=url, api_key=new_key(db, "alice"), max_retries=0)
+        agent = letta_agent(client)
+        request = letta_ask(client, agent.id, fake_llm).messages[-1]
+    with live_server(db) as url:
+        client = Letta(base_url=url, api_key=new_key(db, "alice"), max_retries=0)
+        assert newest_message(client, agent.id) == ("approval_request_message", request.id)
+        assert archival(client, agent.id) == []
+        fake_llm.enqueue(say("Stored."))
+        approvals = [
+            {"type": "approval", "tool_call_id": request.tool_call.tool_call_id, "approve": True}
+        ]
+        client.agents.messages.create(
+            agent.id, messages=[{"type": "approval", "approvals": approvals}]
+        )
+        assert archival(client, agent.id) == ["the code is 42"]
