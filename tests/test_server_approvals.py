@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from letta_client import ConflictError, Letta, UnprocessableEntityError
 
@@ -46,8 +47,8 @@ def alice(db: str, server: str) -> Iterator[httpx.Client]:
         yield client
 
 
-def make_sam(client: httpx.Client) -> None:
-    body = {"name": "sam", "model": "fake-model", "settings": {"tool_rules": WAITS}}
+def make_sam(client: httpx.Client, *rules: dict[str, str]) -> None:
+    body = {"name": "sam", "model": "fake-model", "settings": {"tool_rules": [*WAITS, *rules]}}
     created = client.post("/api/agents", json=body)
     assert created.status_code == 201, created.text
 
@@ -357,3 +358,62 @@ def test_letta_the_wait_survives_a_restart(db: str, fake_llm: FakeOpenAIServer) 
             agent.id, messages=[{"type": "approval", "approvals": approvals}]
         )
         assert archival(client, agent.id) == ["the code is 42"]
+
+
+# OpenAI's chat completions, through the openai client
+
+
+def test_openai_a_wait_is_a_stop_completion_that_says_how_to_answer(
+    db: str, alice: httpx.Client, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice, {"type": "continue_loop", "tool_name": "send_message"})  # a reply first
+    chat = openai.OpenAI(base_url=server + "/v1", api_key=new_key(db, "alice"), max_retries=0)
+    fake_llm.enqueue(
+        reply("ack", [call("send_message", message="One moment.")]),
+        reply(tool_calls=[call("archival_memory_insert", content="the code is 42")]),
+    )
+    answer = chat.chat.completions.create(
+        model="sam", messages=[{"role": "user", "content": "remember: code 42"}]
+    )
+    choice = answer.choices[0]
+    assert choice.finish_reason == "stop" and not choice.message.tool_calls
+    call_id = alice.get("/api/agents/sam/approvals").json()[0]["id"]
+    content = choice.message.content or ""
+    assert content.startswith("One moment.\n\n[Waiting for your approval: archival_memory_insert(")
+    assert f"[tool call {call_id}]" in content
+    assert "POST /api/agents/sam/approvals" in content
+    assert passages(alice) == []
+
+    with pytest.raises(openai.ConflictError) as refused:
+        chat.chat.completions.create(model="sam", messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.status_code == 409
+    assert refused.value.body["message"].startswith("agent 'sam' is waiting for approval")
+    assert refused.value.body["type"] == "invalid_request_error"
+    with pytest.raises(openai.ConflictError):
+        list(
+            chat.chat.completions.create(
+                model="sam", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+        )
+    assert passages(alice) == [] and len(fake_llm.chat_requests) == 2
+
+
+def test_openai_a_streamed_wait_ends_with_the_notice(
+    db: str, alice: httpx.Client, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    make_sam(alice, {"type": "continue_loop", "tool_name": "send_message"})
+    chat = openai.OpenAI(base_url=server + "/v1", api_key=new_key(db, "alice"), max_retries=0)
+    fake_llm.enqueue(
+        reply("ack", [call("send_message", message="One moment.")]),
+        reply(tool_calls=[call("archival_memory_insert", content="the code is 42")]),
+    )
+    chunks = list(
+        chat.chat.completions.create(
+            model="sam", messages=[{"role": "user", "content": "remember"}], stream=True
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.startswith("One moment.\n\n[Waiting for your approval: archival_memory_insert(")
+    assert text.endswith('{"approve": false, "reason": "..."}.]')
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert passages(alice) == []
