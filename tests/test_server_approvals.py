@@ -307,12 +307,22 @@ def test_letta_a_denial_by_tool_call_id_streams_and_nothing_runs(
     fake_llm.enqueue(say("Not stored."))
     answer = {"type": "approval", "tool_call_id": call_id, "approve": False, "reason": "no"}
     with letta.agents.messages.create(
-        agent.id, messages=[{"type": "approval", "approvals": [answer]}], streaming=True
+        agent.id,
+        messages=[{"type": "approval", "approvals": [answer]}],
+        streaming=True,
+        stream_tokens=True,
     ) as stream:
         items = list(stream)
+    # The denied call's return comes first, before the reply's pieces, and
+    # the request answered is not sent again.
     denied = items[0]
     assert denied.message_type == "tool_return_message" and denied.status == "error"
     assert denied.tool_return.endswith("Their reason: no")
+    said = "".join(i.content for i in items if i.message_type == "assistant_message")
+    assert said == "Not stored."
+    assert not [
+        i for i in items if i.message_type in ("approval_request_message", "tool_call_message")
+    ]
     assert [i.message_type for i in items][-2:] == ["stop_reason", "usage_statistics"]
     assert items[-2].stop_reason == "end_turn"
     assert archival(letta, agent.id) == []

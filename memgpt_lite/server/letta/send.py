@@ -26,7 +26,9 @@ from memgpt_lite.loop.events import (
     StepEvent,
     StepFailed,
     StepFinished,
+    StepStarted,
     ThoughtDelta,
+    ToolCallStarted,
 )
 from memgpt_lite.loop.step import StepInput
 from memgpt_lite.models import Message, StepResult, utcnow
@@ -108,10 +110,22 @@ class LettaStream:
         self.requests = 0
         self.chunk_id = ""
         self.streamed: set[str] = set()  # kinds of text streamed in this answer
+        # The calls of the answer that waited for approval, which this step
+        # runs first (see `_after_answered`).
+        self.resuming = False
+        self.resumed_calls: set[str] = set()
 
     async def on(self, event: StepEvent) -> list[dict[str, Any]]:
+        if isinstance(event, StepStarted) and event.approvals:
+            self.resuming = True
+            self.requests = 1  # the answer that waited was the step's first request
+            return []
+        if isinstance(event, ToolCallStarted) and self.resuming:
+            self.resumed_calls.add(event.call.id)
+            return []
         if isinstance(event, RequestSent):
             out = await self._stored_so_far(event.step_id) if self.requests else []
+            self.resuming = False
             self.requests += 1
             self.chunk_id, self.streamed = f"msg-{uuid.uuid4().hex}", set()
             return out
@@ -145,7 +159,20 @@ class LettaStream:
         """The step's answers stored since the last look (the one before this
         request is stored once its tools ran)."""
         recent = await run_in_threadpool(self.ctx.store.last_messages, self.agent_id, 64)
-        return self._new([m for m in recent if m.step_id == step_id], None)
+        return self._new(self._after_answered([m for m in recent if m.step_id == step_id]), None)
+
+    def _after_answered(self, stored: list[Message]) -> list[Message]:
+        """`stored` less, in a step that goes on after an approval, the turn's
+        messages up to the answer that waited (an earlier stream sent them,
+        that answer as its approval request): the answer whose calls this
+        step ran (`resumed_calls`)."""
+        if not self.resumed_calls:
+            return stored
+        answered = [
+            i for i, m in enumerate(stored) if {c.id for c in m.tool_calls} & self.resumed_calls
+        ]
+        self.resumed_calls = set()
+        return stored[answered[-1] + 1 :] if answered else stored
 
     def _new(self, stored: list[Message], result: StepResult | None) -> list[dict[str, Any]]:
         fresh = [m for m in stored if m.id not in self.sent]
