@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from letta_client import ConflictError, Letta, UnprocessableEntityError
+from letta_client import ConflictError, Letta, NotFoundError, UnprocessableEntityError
 
 from memgpt_lite.loop.events import STEP_EVENT, StepEvent
 from memgpt_lite.testing.script import call, reply, say
@@ -427,3 +427,25 @@ def test_openai_a_streamed_wait_ends_with_the_notice(
     assert text.endswith('{"approve": false, "reason": "..."}.]')
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert passages(alice) == []
+
+
+def test_letta_modify_approval_for_tool_sets_and_clears_the_rule(
+    letta: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = letta.agents.create(model="openai/gpt-4o-mini")
+    assert agent.tool_rules == []
+    changed = letta.agents.tools.update_approval(
+        "archival_memory_insert", agent_id=agent.id, body_requires_approval=True
+    )
+    assert [(r.type, r.tool_name) for r in changed.tool_rules] == [
+        ("requires_approval", "archival_memory_insert")
+    ]
+    asked = letta_ask(letta, agent.id, fake_llm)
+    assert asked.stop_reason.stop_reason == "requires_approval"
+    assert archival(letta, agent.id) == []
+    cleared = letta.agents.tools.update_approval(
+        "archival_memory_insert", agent_id=agent.id, body_requires_approval=False
+    )
+    assert cleared.tool_rules == []
+    with pytest.raises(NotFoundError, match="no tool named 'rm_rf'"):
+        letta.agents.tools.update_approval("rm_rf", agent_id=agent.id, body_requires_approval=True)
