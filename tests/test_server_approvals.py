@@ -101,11 +101,17 @@ def test_a_waiting_call_is_listed_unrun_and_approving_it_runs_it(
     assert fake_llm.chat_requests[-1]["messages"][-1]["tool_call_id"] == waiting[0]["id"]
 
 
-def test_a_denial_streams_its_events_and_the_model_reads_the_reason(
+def test_a_wait_and_a_denial_stream_their_events_and_the_model_reads_the_reason(
     alice: httpx.Client, fake_llm: FakeOpenAIServer
 ) -> None:
     make_sam(alice)
-    ask_to_remember(alice, fake_llm)
+    fake_llm.enqueue(reply(tool_calls=[call("archival_memory_insert", content="the code is 42")]))
+    body = {"message": "remember: code 42", "stream": True}
+    with alice.stream("POST", "/api/agents/sam/messages", json=body) as response:
+        asked = sse_events(response)
+    assert [e.type for e in asked][-2:] == ["approval_requested", "step_finished"]
+    assert [c.name for c in asked[-2].calls] == ["archival_memory_insert"]
+    assert asked[-1].result.stop_reason == "approval_required"
     fake_llm.enqueue(say("I will not store it."))
     body = {"approve": False, "reason": "no secrets in memory", "stream": True}
     with alice.stream("POST", "/api/agents/sam/approvals", json=body) as response:

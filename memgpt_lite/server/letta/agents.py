@@ -221,7 +221,8 @@ def modify_approval(
     wanted = requires_approval if wanted is None else wanted
     if wanted is None:
         raise ConfigError("requires_approval: give true or false")
-    if tool_name not in ctx.agent(user, agent_id).tools:
+    agent = ctx.agent(user, agent_id)
+    if tool_name not in agent.tools:
         raise NotFoundError(f"agent {agent_id!r} has no tool named {tool_name!r}")
 
     def change(stored: AgentState) -> None:
@@ -232,5 +233,4 @@ def modify_approval(
         ]
         stored.settings.tool_rules = [*kept, needs_approval(tool_name)] if wanted else kept
 
-    state = ctx.agent_state(user, agent_id)
-    return agent_view(ctx.store, ctx.store.update_agent(state.id, change))
+    return agent_view(ctx.store, ctx.store.update_agent(agent.state.id, change))
