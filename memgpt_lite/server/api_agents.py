@@ -18,6 +18,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.loop.step import StepInput
 from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepResult
 from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
 from memgpt_lite.server.context import Context, ServerContext, User
@@ -151,9 +152,10 @@ def delete(agent: str, ctx: Context, user: User) -> Response:
 
 
 async def step_events(
-    ctx: ServerContext, user: str, ref: str, message: str
+    ctx: ServerContext, user: str, ref: str, message: StepInput
 ) -> AsyncIterator[StepEvent]:
-    """The events of one step of the user's agent, run in a worker thread."""
+    """The events of one step of the user's agent, run in a worker thread.
+    `message`: the user's message, or their answer to the waiting calls."""
     state = await run_in_threadpool(ctx.agent_state, user, ref)
     async for event in ctx.steps.events(state.id, lambda: ctx.step_agent(user, state.id), message):
         yield event
@@ -168,7 +170,7 @@ def finished(last: StepEvent | None) -> StepResult:
     raise RuntimeError(f"a step ended with {last!r}")  # run_step ends with one of the two
 
 
-async def step_result(ctx: ServerContext, user: str, ref: str, message: str) -> StepResult:
+async def step_result(ctx: ServerContext, user: str, ref: str, message: StepInput) -> StepResult:
     """The result of one step of the user's agent, run in a worker thread;
     the step's error raised (answered by its status)."""
     state = await run_in_threadpool(ctx.agent_state, user, ref)
@@ -180,11 +182,20 @@ async def send(agent: str, body: SendBody, ctx: Context, user: User) -> Any:
     """Send a message and run one step. Without `stream`, the step's result
     as JSON (a failing model endpoint is a 502 with the reason); with it, the
     step's events as server-sent events, as `memgpt-lite send --json` prints
-    them, ending with `step_finished` or `step_failed`."""
-    if body.stream:
-        events = step_events(ctx, user, agent, body.message)
+    them, ending with `step_finished` or `step_failed`. While a tool call
+    waits for approval, a 409 (answer it at /approvals first)."""
+    return await run_step_route(ctx, user, agent, body.message, stream=body.stream)
+
+
+async def run_step_route(
+    ctx: ServerContext, user: str, ref: str, message: StepInput, *, stream: bool
+) -> Response:
+    """One step of the user's agent, answered as our send route answers:
+    the result as JSON, or with `stream` the events as server-sent events."""
+    if stream:
+        events = step_events(ctx, user, ref, message)
         return await sse_response(frame(e.model_dump_json(), e.type) async for e in events)
-    result = await step_result(ctx, user, agent, body.message)
+    result = await step_result(ctx, user, ref, message)
     # Serialized by pydantic itself: FastAPI's encoder, for a model returned
     # without a response_model, took a few ms per step.
     return Response(result.model_dump_json(), media_type="application/json")

@@ -141,7 +141,14 @@ def create_app(
     """The server's application on the database at `db` (a SQLite file or a
     postgresql:// URL), opened when the app starts. `auth=False` serves every
     request as user `local` (the CLI refuses it off loopback)."""
-    from memgpt_lite.server import api_agents, api_memory, health, letta, openai_compat
+    from memgpt_lite.server import (
+        api_agents,
+        api_approvals,
+        api_memory,
+        health,
+        letta,
+        openai_compat,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -161,7 +168,7 @@ def create_app(
     )
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     _install_error_handlers(app)
-    for module in (health, api_agents, api_memory, letta, openai_compat):
+    for module in (health, api_agents, api_approvals, api_memory, letta, openai_compat):
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     return app

@@ -7,6 +7,12 @@ or chat UI talks to an agent that remembers.
   content is what the agent sent with `send_message` (several replies joined
   by a blank line), or its plain-text answer. The other fields OpenAI accepts
   (temperature, tools, ...) are accepted and ignored.
+- A tool call that waits for the user's approval (loop/approvals.py) stops
+  the step with an ordinary completion (finish_reason "stop", not
+  "tool_calls": the client is not the one to run the agent's tools) whose
+  content, after any replies, says what waits and how to answer it (our
+  `POST /api/agents/{agent}/approvals`). Until it is answered, a new message
+  is a 409 in OpenAI's shape.
 - `GET /v1/models`: the user's agents, as models named by the agent's name.
 
 Errors on these routes are in OpenAI's shape, `{"error": {"message", "type",
@@ -43,7 +49,7 @@ from memgpt_lite.loop.events import (
     StepFailed,
     StepStarted,
 )
-from memgpt_lite.models import StepResult, Usage
+from memgpt_lite.models import StepResult, ToolCall, Usage
 from memgpt_lite.server.api_agents import finished, step_events, step_result
 from memgpt_lite.server.context import Context, Unauthorized, User
 from memgpt_lite.server.sse import frame, sse_response
@@ -193,9 +199,37 @@ def usage_json(usage: Usage) -> dict[str, int]:
     }
 
 
-def content_of(result: StepResult) -> str:
-    """What the user sees of a step: its replies, joined by a blank line."""
-    return REPLY_SEPARATOR.join(result.replies)
+# The most of a waiting call's arguments the approval notice quotes.
+NOTICE_ARGUMENTS = 300
+
+
+def approval_notice(calls: list[ToolCall], agent: str) -> str:
+    """What a chat client reads of a step that stopped for approval: what
+    waits, and how to answer it. In words, not as `tool_calls`: the client
+    is not the one to run the agent's tools."""
+    waiting = "; ".join(
+        f"{call.name}({_quoted(call.arguments)}) [tool call {call.id}]" for call in calls
+    )
+    return (
+        f"[Waiting for your approval: {waiting}. Nothing ran yet, and the agent takes "
+        f"no new message until you answer: POST /api/agents/{agent}/approvals with "
+        '{"approve": true}, or {"approve": false, "reason": "..."}.]'
+    )
+
+
+def _quoted(arguments: str) -> str:
+    if len(arguments) <= NOTICE_ARGUMENTS:
+        return arguments
+    return arguments[:NOTICE_ARGUMENTS] + "..."
+
+
+def content_of(result: StepResult, agent: str) -> str:
+    """What the user sees of a step: its replies, joined by a blank line,
+    then what waits for approval, if anything does."""
+    parts = list(result.replies)
+    if result.pending_approvals:
+        parts.append(approval_notice(result.pending_approvals, agent))
+    return REPLY_SEPARATOR.join(parts)
 
 
 class ReplyText:
@@ -222,6 +256,11 @@ class ReplyText:
         # call, and the index of the call the last delta was of.
         self.pending: list[str] = []
         self.index: int | None = None
+
+    def rest(self, content: str) -> str:
+        """What is left to send of the step's whole `content` once it ended
+        (the approval notice, which no event streams)."""
+        return self._send_up_to(content)
 
     def _send_up_to(self, target: str) -> str:
         if not target.startswith(self.sent):
@@ -313,15 +352,15 @@ async def stream_frames(
             first = "" if started else chunks.role()
             started = True
             yield first + chunks.delta({"content": piece})
-    if chunks is None or not started:
-        result = finished(last)  # a step that failed before any text raises here
-        if chunks is not None:
-            yield chunks.role() + chunks.end(result.usage)
-        return
-    if isinstance(last, StepFailed):
+    if started and isinstance(last, StepFailed):
         yield _error_frame(last.message)
         return
-    yield chunks.end(finished(last).usage)
+    result = finished(last)  # a step that failed before any text raises here
+    if chunks is None:  # no step ends without starting; nothing to answer
+        return
+    rest = reply.rest(content_of(result, model))
+    first = "" if started else chunks.role()
+    yield first + (chunks.delta({"content": rest}) if rest else "") + chunks.end(result.usage)
 
 
 def complete(result: StepResult, model: str) -> dict[str, Any]:
@@ -336,7 +375,11 @@ def complete(result: StepResult, model: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content_of(result), "refusal": None},
+                "message": {
+                    "role": "assistant",
+                    "content": content_of(result, model),
+                    "refusal": None,
+                },
                 "logprobs": None,
                 "finish_reason": "stop",
             }

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from memgpt_lite.agent import Agent
-from memgpt_lite.loop.events import StepEvent
+from memgpt_lite.errors import MemGPTError
+from memgpt_lite.loop.events import StepEvent, StepFailed, StepStarted
+from memgpt_lite.loop.step import StepInput
 from memgpt_lite.models import StepResult
 
 T = TypeVar("T")
@@ -82,18 +84,25 @@ class StepRunner:
         future.add_done_callback(lambda _: self._release(agent_id, lock))
         return future
 
-    async def result(self, agent_id: str, load: Callable[[], Agent], message: str) -> StepResult:
+    async def result(
+        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+    ) -> StepResult:
         """The result of one step of the agent `load()` opens, run in a worker
         thread through `agent.step` (lighter than its events: no hand-over per
-        event); its error raised. The step goes on if the caller is cancelled."""
+        event); its error raised. The step goes on if the caller is cancelled.
+        `message` is what the core's step takes: the user's message, or the
+        user's answer (`Approval`s) to the calls waiting for approval."""
         return await asyncio.shield(await self._start(agent_id, lambda: load().step(message)))
 
     async def events(
-        self, agent_id: str, load: Callable[[], Agent], message: str
+        self, agent_id: str, load: Callable[[], Agent], message: StepInput
     ) -> AsyncIterator[StepEvent]:
         """The events of one step of the agent `load()` opens (in the worker
-        thread), as they happen. An error raised before the step starts (an
-        empty message, no API key) is raised here."""
+        thread), as they happen. An error that stops the step before it
+        starts is raised here, not sent as an event: one raised before the step
+        runs (an empty message, no API key) and a step that fails before its
+        `StepStarted` (a message while a call waits for approval, an answer
+        that fits no waiting call), so a route answers it with its status."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[StepEvent | BaseException | _End] = asyncio.Queue()
 
@@ -110,7 +119,11 @@ class StepRunner:
                 put(_END)
 
         await self._start(agent_id, produce)
+        started = False
         while not isinstance(item := await queue.get(), _End):
             if isinstance(item, BaseException):
                 raise item
+            if isinstance(item, StepFailed) and not started:
+                raise item.error or MemGPTError(item.message)
+            started = started or isinstance(item, StepStarted)
             yield item

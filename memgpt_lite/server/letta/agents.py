@@ -12,18 +12,18 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
-from memgpt_lite.errors import ConfigError, validation_messages
+from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentState, AgentStats
 from memgpt_lite.server import bodies as ours
 from memgpt_lite.server.api_agents import create_agent, update_agent
 from memgpt_lite.server.context import Context, ServerContext, User
-from memgpt_lite.server.letta.bodies import CreateAgent, MemoryBlock, UpdateAgent
+from memgpt_lite.server.letta.bodies import CreateAgent, LettaBody, MemoryBlock, UpdateAgent
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.views import agent_view
-from memgpt_lite.tools.rules import rules_from_letta
+from memgpt_lite.tools.rules import RequiresApprovalToolRule, needs_approval, rules_from_letta
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -199,3 +199,38 @@ def delete(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
     state = ctx.agent_state(user, agent_id)
     ctx.store.delete_agent(state.id)
     return {"message": f"Agent id={state.id} successfully deleted"}
+
+
+class ApprovalSetting(LettaBody):
+    requires_approval: bool | None = None
+
+
+@router.patch("/{agent_id}/tools/approval/{tool_name}")
+def modify_approval(
+    agent_id: str,
+    tool_name: str,
+    ctx: Context,
+    user: User,
+    body: Annotated[ApprovalSetting | None, Body()] = None,
+    requires_approval: bool | None = None,
+) -> dict[str, Any]:
+    """Letta's modify_approval_for_tool: whether the agent's tool waits for
+    the user's approval, kept as a requires_approval tool rule (the body's
+    `requires_approval`, else the query's)."""
+    wanted = body.requires_approval if body is not None else None
+    wanted = requires_approval if wanted is None else wanted
+    if wanted is None:
+        raise ConfigError("requires_approval: give true or false")
+    agent = ctx.agent(user, agent_id)
+    if tool_name not in agent.tools:
+        raise NotFoundError(f"agent {agent_id!r} has no tool named {tool_name!r}")
+
+    def change(stored: AgentState) -> None:
+        kept = [
+            rule
+            for rule in stored.settings.tool_rules
+            if not (isinstance(rule, RequiresApprovalToolRule) and rule.tool_name == tool_name)
+        ]
+        stored.settings.tool_rules = [*kept, needs_approval(tool_name)] if wanted else kept
+
+    return agent_view(ctx.store, ctx.store.update_agent(agent.state.id, change))

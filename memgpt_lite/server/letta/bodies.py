@@ -8,11 +8,12 @@ for Letta keeps working. The fields we honour are checked.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.models import Approval
 
 # Letta's own default block limit (CreateBlock.limit).
 LETTA_BLOCK_LIMIT = 100_000
@@ -66,15 +67,105 @@ class MessageIn(LettaBody):
     content: Content
 
 
+class ApprovalReturnIn(LettaBody):
+    """One answer of an approval's `approvals` list (Letta's ApprovalReturn;
+    a client-run tool's ToolReturn, type "tool", is refused when read)."""
+
+    type: str = "approval"
+    tool_call_id: str | None = None
+    approve: bool | None = None
+    reason: str | None = None
+
+
+class ApprovalIn(LettaBody):
+    """Letta's ApprovalCreate: the user's answer to the calls waiting for
+    approval, as a list (`approvals`), or the older single answer (`approve`,
+    `reason`) to the request `approval_request_id`."""
+
+    type: Literal["approval"]
+    approve: bool | None = None
+    approval_request_id: str | None = None
+    reason: str | None = None
+    approvals: list[ApprovalReturnIn] | None = None
+
+    def answers(self, where: str) -> list[Approval]:
+        if self.approvals is None:
+            if self.approve is None:
+                raise ConfigError(f"{where}.approve: give approve, or a list of approvals")
+            return [Approval(approve=self.approve, reason=self.reason or "")]
+        if not self.approvals:
+            raise ConfigError(f"{where}.approvals: give at least one approval")
+        return [_answer(item, f"{where}.approvals.{n}") for n, item in enumerate(self.approvals)]
+
+
+def _answer(item: ApprovalReturnIn, where: str) -> Approval:
+    if item.type != "approval":
+        raise ConfigError(
+            f"{where}.type: memgpt-lite takes approvals only, got {item.type!r} "
+            "(its tools run on the server)"
+        )
+    if item.tool_call_id is None:
+        raise ConfigError(f"{where}.tool_call_id: Field required")
+    if item.approve is None:
+        raise ConfigError(f"{where}.approve: Field required")
+    return Approval(approve=item.approve, reason=item.reason or "", tool_call_id=item.tool_call_id)
+
+
+class OtherIn(LettaBody):
+    """A message of a kind we do not take (a client-run tool's return)."""
+
+    type: str
+
+
+def _kind(value: Any) -> str:
+    """Which of Letta's input messages `value` is, by its `type` (a user
+    message may leave it out)."""
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if kind is None or kind == "message":
+        return "message"
+    return "approval" if kind == "approval" else "other"
+
+
+InputMessage = Annotated[
+    Annotated[MessageIn, Tag("message")]
+    | Annotated[ApprovalIn, Tag("approval")]
+    | Annotated[OtherIn, Tag("other")],
+    Discriminator(_kind),
+]
+
+
 class SendRequest(LettaBody):
     """LettaRequest / LettaStreamingRequest."""
 
-    messages: list[MessageIn] | None = None
+    messages: list[InputMessage] | None = None
     input: Content | None = None
     streaming: bool = False
     stream_tokens: bool = False
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
+
+    def step_input(self) -> str | list[Approval]:
+        """What the request asks a step to do: answer the user's text, or go
+        on with the calls waiting for approval (approvals, sent alone)."""
+        messages = self.messages or []
+        if not any(isinstance(m, ApprovalIn) for m in messages):
+            return self.text()
+        if self.input is not None or not all(isinstance(m, ApprovalIn) for m in messages):
+            raise ConfigError("messages: send approvals alone, without user messages")
+        return [
+            answer
+            for n, message in enumerate(messages)
+            if isinstance(message, ApprovalIn)
+            for answer in message.answers(f"messages.{n}")
+        ]
+
+    def approval_request_ids(self) -> set[str]:
+        """The approval requests the request's older-style answers name."""
+        return {
+            m.approval_request_id
+            for m in self.messages or []
+            if isinstance(m, ApprovalIn) and m.approvals is None and m.approval_request_id
+        }
 
     def text(self) -> str:
         """The user's text of the request: its user messages' texts (or its
@@ -83,6 +174,12 @@ class SendRequest(LettaBody):
         if self.input is not None:
             parts.append(_content_text(self.input, "input"))
         for n, message in enumerate(self.messages or []):
+            if not isinstance(message, MessageIn):
+                kind = getattr(message, "type", None)
+                raise ConfigError(
+                    f"messages.{n}.type: memgpt-lite takes user messages and approvals, "
+                    f"got {kind!r}"
+                )
             if message.role != "user":
                 raise ConfigError(
                     f"messages.{n}.role: memgpt-lite takes user messages only, got {message.role!r}"

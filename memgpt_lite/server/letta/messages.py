@@ -9,7 +9,7 @@ text answer an assistant_message; the user's message a user_message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -74,14 +74,38 @@ def tool_return(message: Message, ok: bool | None = None) -> LettaMessage:
     }
 
 
+def approval_request(message: Message, asking: list[ToolCall]) -> LettaMessage:
+    """The calls of `message` that wait for the user's approval, as Letta's
+    one approval_request_message (its id, the stored message's, is the
+    `approval_request_id` a client answers)."""
+    return {
+        **_base(message, "approval_request_message"),
+        "tool_call": tool_call(asking[0]),
+        "tool_calls": [tool_call(call) for call in asking],
+    }
+
+
+def _waiting(message: Message, waiting: Collection[str]) -> list[LettaMessage]:
+    """The tool calls of an answer that waits for approval: those that need
+    none as tool_call_messages (not assistant_messages: nothing was sent
+    yet), then the approval request, last, where Letta's clients look for it."""
+    asking = [call for call in message.tool_calls if call.id in waiting]
+    others = [call for call in message.tool_calls if call.id not in waiting]
+    return [*(_call(message, call, False) for call in others), approval_request(message, asking)]
+
+
 def to_letta(
     message: Message,
     *,
     use_assistant_message: bool = True,
     ok_by_call: Mapping[str, bool] | None = None,
+    waiting: Collection[str] = (),
 ) -> list[LettaMessage]:
     """One stored message as Letta's messages. `ok_by_call`: whether each
-    tool call succeeded, when known (a step's result says so)."""
+    tool call succeeded, when known (a step's result says so). `waiting`:
+    the ids of the calls that wait for the user's approval; an answer that
+    holds one is an approval request. Once answered, its calls show as any
+    other, and a denied call's result is an error that gives the reason."""
     if message.role == "user":
         return [{**_base(message, "user_message"), "content": message.content or ""}]
     if message.role == "system":
@@ -100,6 +124,8 @@ def to_letta(
                 "source": "non_reasoner_model",
             }
         )
+    if any(call.id in waiting for call in message.tool_calls):
+        return out + _waiting(message, waiting)
     out += [_call(message, call, use_assistant_message) for call in message.tool_calls]
     return out
 
@@ -129,6 +155,7 @@ def _newest(
     limit: int,
     use_assistant_message: bool,
     types: list[str] | None,
+    waiting: Collection[str],
 ) -> list[Message]:
     """The newest stored messages, newest first: enough of them for `limit`
     Letta messages, read from the end of the history (the first page, what
@@ -137,7 +164,11 @@ def _newest(
     while True:
         recent = ctx.store.last_messages(agent_id, wanted)
         shown = sum(
-            len(keep(to_letta(m, use_assistant_message=use_assistant_message), types))
+            len(
+                keep(
+                    to_letta(m, use_assistant_message=use_assistant_message, waiting=waiting), types
+                )
+            )
             for m in recent
         )
         if len(recent) < wanted or shown >= limit:
@@ -160,8 +191,10 @@ def list_messages(
     """Letta's list_messages: the agent's stored messages, newest first by
     default; `after` and `before` are message ids in that order."""
     state = ctx.agent_state(user, agent_id)
+    waiting = {call.id for call in ctx.agent(user, state.id).pending_approvals()}
+    types = include_return_message_types
     if order == "desc" and after is None and before is None and limit is not None:
-        stored = _newest(ctx, state.id, limit, use_assistant_message, include_return_message_types)
+        stored = _newest(ctx, state.id, limit, use_assistant_message, types, waiting)
     else:
         stored = ctx.store.messages_from(state.id, 0)
         if order == "desc":
@@ -171,7 +204,7 @@ def list_messages(
     if backwards:
         stored.reverse()  # walk back from the cursor
     groups = [
-        keep(to_letta(m, use_assistant_message=use_assistant_message), include_return_message_types)
+        keep(to_letta(m, use_assistant_message=use_assistant_message, waiting=waiting), types)
         for m in stored
     ]
     chosen = _page_groups([g for g in groups if g], limit)

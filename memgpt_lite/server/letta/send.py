@@ -19,15 +19,18 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
-from memgpt_lite.errors import LLMError
+from memgpt_lite.errors import ApprovalError, LLMError
 from memgpt_lite.loop.events import (
     MessageDelta,
     RequestSent,
     StepEvent,
     StepFailed,
     StepFinished,
+    StepStarted,
     ThoughtDelta,
+    ToolCallStarted,
 )
+from memgpt_lite.loop.step import StepInput
 from memgpt_lite.models import Message, StepResult, utcnow
 from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
@@ -45,6 +48,7 @@ STOP_REASONS = {
     "step_limit": "max_steps",
     "context_full": "max_tokens_exceeded",
     "tool_rule": "tool_rule",
+    "approval_required": "requires_approval",
 }
 
 
@@ -68,13 +72,18 @@ def usage_statistics(result: StepResult) -> dict[str, Any]:
 def letta_messages(
     stored: Iterable[Message], result: StepResult, body: SendRequest
 ) -> list[LettaMessage]:
-    """A step's stored messages (the user's left out) as Letta's."""
+    """A step's stored messages (the user's left out) as Letta's; an answer
+    whose calls wait for approval as an approval request."""
     ok_by_call = {r.call.id: r.ok for r in result.tool_results}
+    waiting = {call.id for call in result.pending_approvals}
     out = []
     for message in stored:
         if message.role != "user":
             out += to_letta(
-                message, use_assistant_message=body.use_assistant_message, ok_by_call=ok_by_call
+                message,
+                use_assistant_message=body.use_assistant_message,
+                ok_by_call=ok_by_call,
+                waiting=waiting,
             )
     return keep(out, body.include_return_message_types)
 
@@ -101,10 +110,22 @@ class LettaStream:
         self.requests = 0
         self.chunk_id = ""
         self.streamed: set[str] = set()  # kinds of text streamed in this answer
+        # The calls of the answer that waited for approval, which this step
+        # runs first (see `_after_answered`).
+        self.resuming = False
+        self.resumed_calls: set[str] = set()
 
     async def on(self, event: StepEvent) -> list[dict[str, Any]]:
+        if isinstance(event, StepStarted) and event.approvals:
+            self.resuming = True
+            self.requests = 1  # the answer that waited was the step's first request
+            return []
+        if isinstance(event, ToolCallStarted) and self.resuming:
+            self.resumed_calls.add(event.call.id)
+            return []
         if isinstance(event, RequestSent):
             out = await self._stored_so_far(event.step_id) if self.requests else []
+            self.resuming = False
             self.requests += 1
             self.chunk_id, self.streamed = f"msg-{uuid.uuid4().hex}", set()
             return out
@@ -138,7 +159,20 @@ class LettaStream:
         """The step's answers stored since the last look (the one before this
         request is stored once its tools ran)."""
         recent = await run_in_threadpool(self.ctx.store.last_messages, self.agent_id, 64)
-        return self._new([m for m in recent if m.step_id == step_id], None)
+        return self._new(self._after_answered([m for m in recent if m.step_id == step_id]), None)
+
+    def _after_answered(self, stored: list[Message]) -> list[Message]:
+        """`stored` less, in a step that goes on after an approval, the turn's
+        messages up to the answer that waited (an earlier stream sent them,
+        that answer as its approval request): the answer whose calls this
+        step ran (`resumed_calls`)."""
+        if not self.resumed_calls:
+            return stored
+        answered = [
+            i for i, m in enumerate(stored) if {c.id for c in m.tool_calls} & self.resumed_calls
+        ]
+        self.resumed_calls = set()
+        return stored[answered[-1] + 1 :] if answered else stored
 
     def _new(self, stored: list[Message], result: StepResult | None) -> list[dict[str, Any]]:
         fresh = [m for m in stored if m.id not in self.sent]
@@ -165,12 +199,30 @@ class LettaStream:
         ]
 
 
+def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendRequest) -> StepInput:
+    """What the request asks the user's agent to do. An older-style answer
+    names the approval request it answers (the waiting answer's id): one that
+    names another is refused, as Letta refuses it, rather than taken as the
+    answer to whatever waits now."""
+    state = ctx.agent_state(user, agent_id)
+    step_input = body.step_input()
+    named = body.approval_request_ids()
+    newest = ctx.store.last_messages(state.id, 1) if named else []
+    waiting = newest[0] if newest and newest[0].role == "assistant" else None
+    if waiting is not None and waiting.tool_calls and (stale := sorted(named - {waiting.id})):
+        raise ApprovalError(
+            f"approval request {stale[0]!r} is not waiting; the request waiting is {waiting.id!r}"
+        )
+    return step_input
+
+
 async def letta_frames(
     ctx: ServerContext, user: str, agent_id: str, body: SendRequest
 ) -> AsyncIterator[str]:
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
+    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body)
     stream = LettaStream(ctx, state.id, body)
-    async for event in step_events(ctx, user, state.id, body.text()):
+    async for event in step_events(ctx, user, state.id, step_input):
         for item in await stream.on(event):
             yield data(item)
     yield data("[DONE]")
@@ -178,10 +230,13 @@ async def letta_frames(
 
 @router.post("/{agent_id}/messages", response_model=None)
 async def send(agent_id: str, body: SendRequest, ctx: Context, user: User) -> Any:
-    """Letta's send_message: a LettaResponse, or events with `streaming`."""
+    """Letta's send_message: a LettaResponse, or events with `streaming`.
+    Its messages may instead be the user's answer to the tool calls waiting
+    for approval (Letta's ApprovalCreate), which goes on with the step."""
     if body.streaming:
         return await sse_response(letta_frames(ctx, user, agent_id, body))
-    result = await step_result(ctx, user, agent_id, body.text())
+    step_input = await run_in_threadpool(checked_input, ctx, user, agent_id, body)
+    result = await step_result(ctx, user, agent_id, step_input)
     return letta_response(result, body)
 
 
