@@ -9,9 +9,11 @@ from datetime import datetime
 
 import pytest
 from backends import execute_sql, is_postgres
+from click.testing import CliRunner, Result
 
 from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
+from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.block_history import history_diffs
 from memgpt_lite.storage.open import open_storage
@@ -214,3 +216,46 @@ def test_a_server_users_edit_is_theirs(tmp_path):
         ("", "create"),
         ("Alice, 30", "user:alice"),
     ]
+
+
+# The command line
+
+
+def run_cli(db: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", db, *args], catch_exceptions=False)
+
+
+def test_the_blocks_command_shows_the_history_and_reverts(db_location):
+    sam = make_agent(db_location, ScriptedModel())
+    sam.set_block("human", "Name: Alice\nLikes: tea")
+    shown = run_cli(db_location, "blocks", "sam", "human", "--history")
+    assert shown.exit_code == 0
+    assert shown.stdout == history_diffs(sam.block_history("human")) + "\n"
+    assert "+Likes: tea" in shown.stdout.splitlines()
+    reverted = run_cli(db_location, "blocks", "sam", "human", "--revert", "0")
+    assert reverted.stdout == (
+        "Reverted block 'human' to version 0 (11/200 chars); that is version 2 now.\n"
+    )
+    assert sam.block("human").value == "Name: Alice"
+    again = run_cli(db_location, "blocks", "sam", "human", "--revert", "-1")
+    assert again.stdout == "Block 'human' already holds version 2; nothing was changed.\n"
+    assert [a for _, a in authors(sam, "human")] == ["create", "user", "user"]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["human", "--revert", "5"], "block 'human' has versions 0 to 0 (-1 is the last); "),
+        (["rules", "--revert", "0"], "block 'rules' is read-only: it cannot be edited."),
+        (["--history"], "name the block: memgpt-lite blocks NAME LABEL --history"),
+        (["human", "--history", "--revert", "0"], "give one of --set, --edit, --history or "),
+        (["human", "--set", "x", "--revert", "0"], "give one of --set, --edit, --history or "),
+    ],
+)
+def test_bad_history_input_is_one_line_and_changes_nothing(tmp_path, args, error):
+    db = str(tmp_path / "a.db")
+    sam = make_agent(db, ScriptedModel())
+    result = run_cli(db, "blocks", "sam", *args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {error}") and result.stderr.count("\n") == 1
+    assert authors(sam, "human") == [("Name: Alice", "create")]
