@@ -5,6 +5,8 @@ model, on both backends (`db_location`)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime
 
 import pytest
@@ -218,7 +220,7 @@ def test_a_server_users_edit_is_theirs(tmp_path):
     ]
 
 
-# The command line
+# The command line and the chat
 
 
 def run_cli(db: str, *args: str) -> Result:
@@ -259,3 +261,26 @@ def test_bad_history_input_is_one_line_and_changes_nothing(tmp_path, args, error
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {error}") and result.stderr.count("\n") == 1
     assert authors(sam, "human") == [("Name: Alice", "create")]
+
+
+def test_the_chat_shows_a_blocks_history(fake_llm, chat_env, tmp_path):
+    make_agent(str(tmp_path / "chat.db"), ScriptedModel())
+    entries = ["/block human Name: Bob", "/history human", "/history ghost", "/history"]
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+        input="\n".join(entries) + "\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    lines = finished.stdout.splitlines()
+    assert lines[lines.index("+++ human (version 1)") + 1 :][:3] == [
+        "@@ -1 +1 @@",
+        "-Name: Alice",
+        "+Name: Bob",
+    ]
+    assert any(line.startswith("version 1  ") and line.endswith("  by user") for line in lines)
+    assert "Error: agent 'sam' has no block labelled 'ghost'" in lines
+    assert "Usage: /history LABEL" in finished.stdout
