@@ -140,6 +140,20 @@ def test_the_letta_tools_leave_versions_by_the_agent_too(db_location):
     assert authors(sam, "plans") == [("", "agent:sam"), ("Visit Kew", "agent:sam")]
 
 
+def test_the_anthropic_memory_tool_leaves_versions_by_the_agent_too(db_location):
+    edit = {"old_str": "Alice", "new_str": "Alice Liddell", "request_heartbeat": True}
+    model = ScriptedModel(
+        reply(tool_calls=[call("memory", command="str_replace", path="/memories/human", **edit)]),
+        say("Done."),
+    )
+    sam = make_agent(db_location, model, tool_set="anthropic-memory")
+    sam.step("My surname is Liddell")
+    assert authors(sam, "human") == [
+        ("Name: Alice", "create"),
+        ("Name: Alice Liddell", "agent:sam"),
+    ]
+
+
 def test_revert_sets_an_old_value_as_a_new_version_by_the_user(db_location):
     sam = make_agent(db_location, ScriptedModel())
     sam.set_block("human", "Name: Alice\nLikes: tea")
