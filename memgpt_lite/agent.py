@@ -14,6 +14,7 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from memgpt_lite.loop.window import (
 )
 from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
+from memgpt_lite.memory.block_history import USER, pick_version
 from memgpt_lite.memory.core import default_blocks, memory_prompt, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import (
@@ -48,6 +50,7 @@ from memgpt_lite.models import (
     AgentState,
     Approval,
     Block,
+    BlockVersion,
     LLMConfig,
     Message,
     StepResult,
@@ -362,10 +365,13 @@ class Agent:
                 return block
         raise ConfigError(f"agent {self.state.name!r} has no block labelled {label!r}")
 
-    def set_block(self, label: str, value: str, *, expected: str | None = None) -> Block:
+    def set_block(
+        self, label: str, value: str, *, expected: str | None = None, author: str = USER
+    ) -> Block:
         """Replace a block's value by hand, under the same limit and read-only
         rules. With `expected`, refuse if the block no longer holds that text
-        (the agent, or another process, changed it while the user was editing)."""
+        (the agent, or another process, changed it while the user was editing).
+        The block's history records the change by `author`."""
         with self.store.transaction():
             block = self.block(label)
             if expected is not None and block.value != expected:
@@ -390,8 +396,17 @@ class Agent:
                     "or give the agent a larger context window."
                 )
             block.value = value
-            self.store.save_block(block)
+            self.store.save_block(block, author=author)
         return block
+
+    def block_history(self, label: str) -> list[BlockVersion]:
+        """Every value the block held, oldest first: the last is its value now."""
+        return self.store.block_history(self.block(label).id)
+
+    def revert_block(self, label: str, version: int | datetime) -> Block:
+        """Set the block back to version `version` of its history (0 the
+        first, -1 the last) or to what it held at a time, as `set_block` would."""
+        return self.set_block(label, pick_version(self.block_history(label), version).value)
 
     def rename(self, new_name: str) -> None:
         """Give the agent another name (its id, memory and history stay)."""

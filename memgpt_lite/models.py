@@ -106,6 +106,19 @@ class Block(BaseModel):
         return self
 
 
+class BlockVersion(BaseModel):
+    """One value a block held: stored by every change of its value, with who
+    made it ("agent:NAME" for the agent's own tools, "user" or "user:NAME"
+    for a person, "import" for an agent file, "create" for the first value)."""
+
+    block_id: str
+    label: str  # the block's label when this value was stored
+    value: CleanStr
+    author: CleanStr
+    created_at: datetime = Field(default_factory=utcnow)
+    seq: int | None = None  # assigned by the store: orders one block's versions
+
+
 SEND_MESSAGE = "send_message"  # the tool whose message the user sees
 
 

@@ -62,6 +62,9 @@ def make_agents(src: str, fake_llm: FakeOpenAIServer) -> None:
         blocks=[Block(label="persona", value="I am Sam."), Block(label="human"), team],
         embedder=EMBEDDER,
     )
+    # A second version of the shared block (before the passages: the copy's
+    # "memory last modified" comes from them).
+    sam.set_block("team", "We build memgpt_lite, and keep its history.")
     for text in ("Hi, I'm Alice and I love tea", "My sister Beth gardens", "Bye for now"):
         fake_llm.enqueue(say(f"Noted: {text}"))
         sam.step(text)
@@ -103,6 +106,10 @@ def everything(store: Storage, name: str) -> dict[str, object]:
     return {
         "state": state.model_dump(exclude={"context_start", "updated_at"}),
         "blocks": [b.model_dump() for b in store.get_blocks(state.id)],
+        "block history": [
+            [v.model_dump(exclude={"seq"}) for v in store.block_history(block_id)]
+            for block_id in state.block_ids
+        ],
         "messages": [m.model_dump(exclude={"seq"}) for m in store.messages_from(state.id, 0)],
         "window": [m.id for m in store.messages_from(state.id, state.context_start)],
         "passages": [p.model_dump(exclude={"seq"}) for p in passages],
@@ -132,6 +139,7 @@ def test_copy_db_copies_every_agent_whole(locations, fake_llm):
             for part in original:
                 assert copy[part] == original[part], (name, part)
             assert original["message vectors"] or name == "ada"
+        assert [len(h) for h in everything(after, "sam")["block history"]] == [1, 1, 2]
         team = after.get_agent("sam").block_ids[2]
         assert after.block_owners(team) == ["ada", "sam"]  # created once, linked to both
         assert after.get_agent("sam").context_start > 0
@@ -150,7 +158,7 @@ def test_small_batches_keep_the_order(locations, fake_llm):
     make_agents(src, fake_llm)
     copied = copy_database(src, dst, batch=2)
     assert [c.name for c in copied] == ["ada", "sam"]
-    assert copied[1] == AgentCopy("sam", 3, 9, 2, 6, 2, 4)
+    assert copied[1] == AgentCopy("sam", 3, 9, 2, 6, 2, 4, 4)
     with open_storage(src) as before, open_storage(dst) as after:
         assert everything(after, "sam") == everything(before, "sam")
 

@@ -112,6 +112,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m010_token_usage",
         "m011_users_and_api_keys",
         "m012_passage_supersession",
+        "m013_block_history",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -490,6 +491,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("ALTER TABLE passages DROP COLUMN superseded_by")
         conn.execute("ALTER TABLE passages DROP COLUMN superseded_at")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm012_passage_supersession'")
+        conn.execute("DROP TABLE block_history")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm013_block_history'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -498,7 +501,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 12"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 13"
     )
 
 

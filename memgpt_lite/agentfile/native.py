@@ -51,6 +51,7 @@ from memgpt_lite.agentfile.schema import (
 )
 from memgpt_lite.embeddings.embedder import Embedder, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.memory.block_history import IMPORT
 from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
@@ -438,7 +439,7 @@ def _write_agent(
     (exact repeats are skipped) and the passage vectors stored."""
     with store.transaction():
         try:
-            store.create_agent(state, blocks)
+            store.create_agent(state, blocks, author=IMPORT)
         except AlreadyExistsError:
             raise AlreadyExistsError(
                 f"an agent named {state.name!r} already exists; import under another name "

@@ -411,24 +411,44 @@ def show(ctx: click.Context, name: str) -> None:
     help="Replace the block's text: TEXT or @FILE.",
 )
 @click.option("--edit", is_flag=True, help="Edit the block in $VISUAL or $EDITOR (else vi).")
+@click.option("--history", is_flag=True, help="Show every change of the block, the newest last.")
+@click.option(
+    "--revert", type=int, metavar="N", help="Set the block back to version N (-1 is the last)."
+)
 @click.pass_context
 def blocks(
-    ctx: click.Context, name: str, label: str | None, new_text: str | None, edit: bool
+    ctx: click.Context,
+    name: str,
+    label: str | None,
+    new_text: str | None,
+    edit: bool,
+    history: bool,
+    revert: int | None,
 ) -> None:
-    """List agent NAME's core memory blocks, or print, set or edit block LABEL.
+    """List agent NAME's core memory blocks, or print, set or edit block LABEL,
+    or show its history or revert it.
 
     Limits and read-only blocks are enforced; if an edit does not fit, your
-    text is saved to a file whose path is shown, so nothing is lost.
+    text is saved to a file whose path is shown, so nothing is lost. Every
+    change (by the agent, you or an import) is kept: --history shows each as
+    a diff with its time and author, numbered from 0; --revert N sets that
+    version back, as a new change.
 
-    Examples: memgpt-lite blocks sam; memgpt-lite blocks sam human --edit
+    Examples: memgpt-lite blocks sam; memgpt-lite blocks sam human --edit;
+    memgpt-lite blocks sam human --history; memgpt-lite blocks sam human --revert -2
     """
     from memgpt_lite.agent import Agent
+    from memgpt_lite.cli.block_history import history_command
     from memgpt_lite.cli.editor import edit_block
 
     if new_text is not None and edit:
         raise ConfigError("give --set or --edit, not both")
     store = store_for(ctx)
     agent = Agent(store.get_agent(name), store)
+    if history or revert is not None:
+        chosen = [new_text is not None, edit, history, revert is not None]
+        click.echo(history_command(agent, label, revert, sum(chosen) > 1))
+        return
     if label is None:
         if new_text is not None or edit:
             raise ConfigError("name the block to change: memgpt-lite blocks NAME LABEL ...")

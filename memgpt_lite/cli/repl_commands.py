@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from memgpt_lite.cli.block_history import history_text
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.loop.window import UNKNOWN_MODEL_WINDOW, known_window
@@ -201,6 +202,11 @@ def _block(session: Session, arguments: str) -> None:
         raise BadArguments
     block = session.agent.set_block(label, text[0])
     session.print(f"Saved block {label!r} ({len(block.value)}/{block.limit} chars).")
+
+
+@command("/history LABEL", "Show every change of a core memory block, the newest last.")
+def _history(session: Session, arguments: str) -> None:
+    session.print(history_text(session.agent, _required(arguments)))
 
 
 def _show_passages(session: Session, passages: list[Passage], total: int) -> None:

@@ -17,6 +17,7 @@ from memgpt_lite.agentfile.native import (
     store_agent_file,
 )
 from memgpt_lite.loop.window import ContextOverview
+from memgpt_lite.memory.block_history import server_author
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.bodies import BlockSet, PassageIn
 from memgpt_lite.server.context import Context, User
@@ -39,7 +40,9 @@ def get_block(agent: str, label: str, ctx: Context, user: User) -> Block:
 def set_block(agent: str, label: str, body: BlockSet, ctx: Context, user: User) -> Block:
     """Replace a block's value: refused (422) over its limit, if it is
     read-only, or, with `expected`, if the block no longer holds that text."""
-    return ctx.agent(user, agent).set_block(label, body.value, expected=body.expected)
+    return ctx.agent(user, agent).set_block(
+        label, body.value, expected=body.expected, author=server_author(user)
+    )
 
 
 class PassagePage(BaseModel):

@@ -2,8 +2,8 @@
 
 Written against the `Storage` protocol alone, so it moves agents between any
 two backends: SQLite to PostgreSQL, back, or SQLite to SQLite. Each agent
-keeps its id, name, state, blocks (in order; a block shared by several
-agents is created once and linked to each), every message (same ids, in
+keeps its id, name, state, blocks (in order, with their history; a block
+shared by several agents is created once and linked to each), every message (same ids, in
 order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times. Step locks are not copied: they belong to
@@ -43,6 +43,7 @@ class AgentCopy:
     message_vectors: int = 0
     passage_vectors: int = 0
     usage_records: int = 0
+    block_versions: int = 0  # of the agent's blocks' histories, together
 
     def differences(self, other: AgentCopy) -> list[str]:
         """'messages 10 != 9' for each count that differs from `other`'s."""
@@ -180,6 +181,7 @@ def _verify(dst: Storage, state: AgentState, expected: AgentCopy) -> None:
         message_vectors=_vector_count(dst, state, "message"),
         passage_vectors=_vector_count(dst, state, "passage"),
         usage_records=len(dst.agent_usage(state.id)),
+        block_versions=_version_count(dst, state),
     )
     problems = copied.differences(expected)
     if problems:
@@ -189,11 +191,18 @@ def _verify(dst: Storage, state: AgentState, expected: AgentCopy) -> None:
         )
 
 
+def _version_count(store: Storage, state: AgentState) -> int:
+    return sum(len(store.block_history(block_id)) for block_id in state.block_ids)
+
+
 def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> AgentCopy:
     """Copy one agent; returns what its source holds, to check the copy against."""
     blocks = [b.model_copy(deep=True) for b in src.get_blocks(state.id)]
     stats = src.agent_stats(state.id)
     dst.create_agent(state.model_copy(deep=True), blocks)  # a block stored already is linked
+    for block in blocks:  # a shared block's history is copied again, the same
+        history = [v.model_copy() for v in src.block_history(block.id)]
+        dst.set_block_history(block.id, history)
     message_seqs = _copy_messages(src, dst, state.id, stats.message_count, batch)
     passage_seqs = _copy_passages(src, dst, state.id, stats.passage_count, batch)
     usage = src.agent_usage(state.id)
@@ -209,6 +218,7 @@ def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> Ag
         message_vectors=_copy_vectors(src, dst, state, "message", message_seqs, batch),
         passage_vectors=_copy_vectors(src, dst, state, "passage", passage_seqs, batch),
         usage_records=len(usage),
+        block_versions=_version_count(src, state),
     )
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         AgentStats,
         ApiKey,
         Block,
+        BlockVersion,
         Message,
         ModelUsage,
         Passage,
@@ -157,9 +158,12 @@ class Storage(Protocol):
 
     # Agents
 
-    def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
+    def create_agent(
+        self, state: AgentState, blocks: Sequence[Block], author: str = "create"
+    ) -> None:
         """Store a new agent with its blocks, in this order: a block not stored
-        yet is created, a stored one (shared with another agent) is linked.
+        yet is created (its value the first version of its history, by
+        `author`), a stored one (shared with another agent) is linked.
         Sets `state.block_ids`. AlreadyExistsError if the name is taken (by
         any user's agent: names are unique in the database). `state.owner` is
         stored here, once: later writes of the agent keep it."""
@@ -213,14 +217,17 @@ class Storage(Protocol):
         """One block. NotFoundError if there is none."""
         ...
 
-    def save_block(self, block: Block) -> None:
+    def save_block(self, block: Block, author: str = "user") -> None:
         """Store the block (created if new) and set its `updated_at`; every
-        agent that shares it sees the edit and its memory change time moves."""
+        agent that shares it sees the edit and its memory change time moves.
+        A new block, or a value other than the stored one, is appended to the
+        block's history by `author`, in the same transaction."""
         ...
 
-    def attach_block(self, agent_id: str, block: Block) -> None:
-        """Link the block (stored first if new) to the agent, after its other
-        blocks. AlreadyExistsError if the agent has a block with that label,
+    def attach_block(self, agent_id: str, block: Block, author: str = "user") -> None:
+        """Link the block (stored first if new, its value the first version
+        of its history, by `author`) to the agent, after its other blocks.
+        AlreadyExistsError if the agent has a block with that label,
         NotFoundError for an unknown agent."""
         ...
 
@@ -231,6 +238,19 @@ class Storage(Protocol):
 
     def block_owners(self, block_id: str) -> list[str]:
         """The names of the agents a block belongs to, sorted."""
+        ...
+
+    def block_history(self, block_id: str, limit: int | None = None) -> list[BlockVersion]:
+        """The values the block held, oldest first (with `limit`, the newest
+        `limit` of them), each with its time, author and label then; sets
+        `seq`. The last is the current value. [] for an unknown block: a
+        block's history is deleted with it."""
+        ...
+
+    def set_block_history(self, block_id: str, versions: Sequence[BlockVersion]) -> None:
+        """Replace the block's whole history with `versions`, in order, as
+        they are (times, authors, labels; `seq` is set): what copying a block
+        to another database carries over. NotFoundError for an unknown block."""
         ...
 
     # Messages (recall memory)

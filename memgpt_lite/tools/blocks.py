@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.errors import AlreadyExistsError, ModelRetry, validation_message
 from memgpt_lite.loop.window import core_memory_overflow
+from memgpt_lite.memory.block_history import agent_author
 from memgpt_lite.memory.core import check_editable, set_block_value
 from memgpt_lite.models import Block
 from memgpt_lite.tools.schema import ToolContext
@@ -59,7 +60,12 @@ def store_value(ctx: ToolContext, block: Block, value: str, condense: str) -> No
             f"{condense}, or save the detail with archival_memory_insert."
         )
     block.value = value
-    ctx.store.save_block(block)
+    ctx.store.save_block(block, author=author(ctx))
+
+
+def author(ctx: ToolContext) -> str:
+    """Who the block history says made the edits of this tool call: the agent."""
+    return agent_author(ctx.state.name)
 
 
 def check_label(label: str) -> str:
@@ -148,7 +154,7 @@ def create_block(
     check_label(label)
     block = Block(label=label, description=description)
     try:
-        ctx.store.attach_block(ctx.state.id, block)
+        ctx.store.attach_block(ctx.state.id, block, author=author(ctx))
     except AlreadyExistsError:
         raise ModelRetry(f"a memory block {label!r} already exists.") from None
     try:
@@ -177,4 +183,4 @@ def rename_block(ctx: ToolContext, block: Block, new_label: str) -> None:
             f"block {block.label!r} is shared with {', '.join(others)}: it cannot be renamed."
         )
     block.label = new_label
-    ctx.store.save_block(block)
+    ctx.store.save_block(block, author=author(ctx))

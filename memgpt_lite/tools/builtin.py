@@ -15,6 +15,7 @@ from datetime import date
 from memgpt_lite.errors import ConfigError, ModelRetry, NotFoundError
 from memgpt_lite.loop.window import core_memory_overflow
 from memgpt_lite.memory.archival import ArchivalMemory
+from memgpt_lite.memory.block_history import agent_author
 from memgpt_lite.memory.core import append_to_block, replace_in_block
 from memgpt_lite.memory.search import search_messages
 from memgpt_lite.models import Block, Message, Passage
@@ -43,7 +44,7 @@ def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
             "keep only a short note here."
         )
     block.value = new_value
-    ctx.store.save_block(block)
+    ctx.store.save_block(block, author=agent_author(ctx.state.name))
 
 
 @tool(heartbeat=False, quick=True)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from memgpt_lite.errors import ModelRetry
 from memgpt_lite.tools.blocks import (
+    author,
     create_block,
     delete_block,
     find_block,
@@ -158,7 +159,7 @@ def _rename(
     rename_block(ctx, block, _label(new_path, "new_path", "rename"))
     if description is not None:
         block.description = description
-        ctx.store.save_block(block)
+        ctx.store.save_block(block, author=author(ctx))
     return f"Renamed block {old_label!r} to {block.label!r}."
 
 

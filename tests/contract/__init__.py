@@ -14,6 +14,7 @@ is another connection to the same database, as another process would have.
 from contract.agents import AgentContract, BlockContract
 from contract.archival import PassageContract, VectorContract
 from contract.base import OpenStore
+from contract.block_history import BlockHistoryContract
 from contract.keys import KeyContract, OwnerContract
 from contract.messages import MessageContract
 from contract.supersede import SupersedeContract
@@ -25,6 +26,7 @@ from contract.window import WindowContract
 class StorageContract(
     AgentContract,
     BlockContract,
+    BlockHistoryContract,
     MessageContract,
     PassageContract,
     SupersedeContract,

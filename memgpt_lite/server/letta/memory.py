@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
+from memgpt_lite.memory.block_history import server_author
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreatePassage
@@ -84,7 +85,7 @@ def _set_limit_and_description(ctx: ServerContext, block: Block, body: BlockUpda
         changed = Block.model_validate(block.model_dump() | changes)
     except ValidationError as exc:
         raise ConfigError(f"block {block.label!r}: {validation_messages(exc)}") from None
-    ctx.store.save_block(changed)
+    ctx.store.save_block(changed)  # the value is the same: no version
 
 
 @router.patch("/{agent_id}/core-memory/blocks/{block_label:path}", response_model=None)
@@ -108,11 +109,11 @@ def update_block(
         # A smaller limit is checked against the new value, so that goes first.
         value_first = body.limit is not None and body.limit < block.limit
         if body.value is not None and value_first:
-            agent.set_block(block_label, body.value)
+            agent.set_block(block_label, body.value, author=server_author(user))
         if body.limit is not None or body.description is not None:
             _set_limit_and_description(ctx, _block(agent, block_label), body)
         if body.value is not None and not value_first:
-            agent.set_block(block_label, body.value)
+            agent.set_block(block_label, body.value, author=server_author(user))
     return block_view(_block(agent, block_label))
 
 

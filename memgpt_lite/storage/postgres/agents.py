@@ -24,6 +24,7 @@ from memgpt_lite.models import (
     AgentState,
     AgentStats,
     Block,
+    BlockVersion,
     LLMConfig,
     utcnow,
 )
@@ -103,7 +104,12 @@ _INSERT_BLOCK = (
     "%(updated_at)s)"
 )
 
-_KEEP_STORED = " ON CONFLICT (id) DO NOTHING"  # a shared block, stored already
+# A shared block, stored already, is kept; a row comes back only when stored.
+_KEEP_STORED = " ON CONFLICT (id) DO NOTHING RETURNING id"
+_INSERT_VERSION = (
+    "INSERT INTO block_history (block_id, label, value, author, created_at) "
+    "VALUES (%s, %s, %s, %s, %s) RETURNING seq"
+)
 
 
 class AgentStore:
@@ -113,7 +119,9 @@ class AgentStore:
     transaction: Callable[[], AbstractContextManager[None]]
 
     @guarded
-    def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
+    def create_agent(
+        self, state: AgentState, blocks: Sequence[Block], author: str = "create"
+    ) -> None:
         with self.transaction():
             try:
                 with self.transaction():  # a savepoint: a taken name fails alone
@@ -126,9 +134,8 @@ class AgentStore:
             except psycopg.errors.UniqueViolation:
                 raise AlreadyExistsError(f"an agent named {state.name!r} already exists") from None
             for position, block in enumerate(blocks):
-                self.conn.execute(
-                    _INSERT_BLOCK + " ON CONFLICT (id) DO NOTHING", _block_values(block)
-                )
+                if self.conn.execute(_INSERT_BLOCK + _KEEP_STORED, _block_values(block)).fetchone():
+                    self._add_version(block, author)
                 self.conn.execute(
                     "INSERT INTO agent_blocks (agent_id, block_id, position) VALUES (%s, %s, %s)",
                     [state.id, block.id, position],
@@ -299,12 +306,19 @@ class AgentStore:
         return _block(row)
 
     @guarded
-    def save_block(self, block: Block) -> None:
+    def save_block(self, block: Block, author: str = "user") -> None:
         block.updated_at = utcnow()
         values = _block_values(block)
         updates = ", ".join(f"{key} = EXCLUDED.{key}" for key in values if key != "id")
         with self.transaction():
+            # Locked, so that concurrent edits of one block are kept in the
+            # order they commit, each compared with the value before it.
+            row = self.conn.execute(
+                "SELECT value FROM blocks WHERE id = %s FOR UPDATE", [block.id]
+            ).fetchone()
             self.conn.execute(_INSERT_BLOCK + f" ON CONFLICT (id) DO UPDATE SET {updates}", values)
+            if row is None or row[0] != block.value:
+                self._add_version(block, author)
             self.conn.execute(
                 "UPDATE agents SET memory_updated_at = %s WHERE id IN "
                 "(SELECT agent_id FROM agent_blocks WHERE block_id = %s)",
@@ -325,7 +339,7 @@ class AgentStore:
             )
 
     @guarded
-    def attach_block(self, agent_id: str, block: Block) -> None:
+    def attach_block(self, agent_id: str, block: Block, author: str = "user") -> None:
         with self.transaction():
             if not self.conn.execute(
                 "SELECT 1 FROM agents WHERE id = %s FOR UPDATE", [agent_id]
@@ -334,9 +348,44 @@ class AgentStore:
             labels = {b.label for b in self.get_blocks(agent_id)}
             if block.label in labels:
                 raise AlreadyExistsError(f"the agent already has a block labelled {block.label!r}")
-            self.conn.execute(_INSERT_BLOCK + _KEEP_STORED, _block_values(block))
+            if self.conn.execute(_INSERT_BLOCK + _KEEP_STORED, _block_values(block)).fetchone():
+                self._add_version(block, author)
             self.conn.execute(
                 "INSERT INTO agent_blocks (agent_id, block_id, position) SELECT %s, %s, "
                 "COALESCE(MAX(position) + 1, 0) FROM agent_blocks WHERE agent_id = %s",
                 [agent_id, block.id, agent_id],
             )
+
+    # Block history
+
+    def _add_version(self, block: Block, author: str) -> None:
+        """Keep the block's value as a new version. Inside a transaction."""
+        self.conn.execute(
+            _INSERT_VERSION,
+            [block.id, block.label, block.value, clean_text(author), block.updated_at],
+        )
+
+    @guarded
+    def block_history(self, block_id: str, limit: int | None = None) -> list[BlockVersion]:
+        rows = self.conn.execute(
+            "SELECT seq, block_id, label, value, author, created_at FROM block_history "
+            "WHERE block_id = %s ORDER BY seq DESC LIMIT %s",
+            [block_id, limit],
+        ).fetchall()
+        keys = ("seq", "block_id", "label", "value", "author", "created_at")
+        return [BlockVersion(**dict(zip(keys, row, strict=True))) for row in reversed(rows)]
+
+    @guarded
+    def set_block_history(self, block_id: str, versions: Sequence[BlockVersion]) -> None:
+        with self.transaction():
+            if not self.conn.execute(
+                "SELECT 1 FROM blocks WHERE id = %s FOR UPDATE", [block_id]
+            ).fetchone():
+                raise NotFoundError(f"no block with id {block_id!r}")
+            self.conn.execute("DELETE FROM block_history WHERE block_id = %s", [block_id])
+            for version in versions:
+                row = self.conn.execute(
+                    _INSERT_VERSION,
+                    [block_id, version.label, version.value, version.author, version.created_at],
+                ).fetchone()
+                version.seq = row[0] if row else None

@@ -278,6 +278,29 @@ def m005_passage_supersession(conn: psycopg.Connection) -> None:
     )
 
 
+@migration
+def m006_block_history(conn: psycopg.Connection) -> None:
+    """Every value a block held, with when and who set it (`author`, see
+    `BlockVersion`), so an edit can be read back as a diff and undone. A
+    block's history goes with the block. The blocks that exist already start
+    theirs from their current value, by an author no one recorded."""
+    conn.execute(
+        """
+        CREATE TABLE block_history (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE INDEX block_history_block ON block_history(block_id, seq);
+        INSERT INTO block_history (block_id, label, value, author, created_at)
+            SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
+        """
+    )
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

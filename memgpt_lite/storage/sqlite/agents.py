@@ -25,6 +25,7 @@ from memgpt_lite.models import (
     AgentState,
     AgentStats,
     Block,
+    BlockVersion,
     LLMConfig,
     utcnow,
 )
@@ -40,9 +41,12 @@ class AgentStore:
     transaction: Callable[[], AbstractContextManager[None]]  # provided by Store
 
     @guarded
-    def create_agent(self, state: AgentState, blocks: Sequence[Block]) -> None:
-        """Store a new agent with its blocks (new blocks are created, existing
-        ones, such as a block shared with another agent, are linked)."""
+    def create_agent(
+        self, state: AgentState, blocks: Sequence[Block], author: str = "create"
+    ) -> None:
+        """Store a new agent with its blocks (new blocks are created, with
+        their first version by `author`; existing ones, such as a block shared
+        with another agent, are linked)."""
         with self.transaction():
             if self.db.execute("SELECT 1 FROM agents WHERE name = ?", [state.name]).fetchone():
                 raise AlreadyExistsError(f"an agent named {state.name!r} already exists")
@@ -52,6 +56,7 @@ class AgentStore:
             for position, block in enumerate(blocks):
                 if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block.id]).fetchone():
                     self.db["blocks"].insert(self._block_row(block))
+                    self._add_version(block, author)
                 self.db["agent_blocks"].insert(
                     {"agent_id": state.id, "block_id": block.id, "position": position}
                 )
@@ -293,11 +298,15 @@ class AgentStore:
         return self._block_from_row(row)
 
     @guarded
-    def save_block(self, block: Block) -> None:
-        """Write a block's new value; every agent that shares it sees the edit."""
+    def save_block(self, block: Block, author: str = "user") -> None:
+        """Write a block's new value; every agent that shares it sees the edit.
+        A new value (or a new block) is kept in its history, by `author`."""
         block.updated_at = utcnow()
         with self.transaction():
+            row = self.db.execute("SELECT value FROM blocks WHERE id = ?", [block.id]).fetchone()
             self.db["blocks"].upsert(self._block_row(block), pk="id")
+            if row is None or row[0] != block.value:
+                self._add_version(block, author)
             self.db.execute(
                 "UPDATE agents SET memory_updated_at = ? WHERE id IN "
                 "(SELECT agent_id FROM agent_blocks WHERE block_id = ?)",
@@ -305,15 +314,18 @@ class AgentStore:
             )
 
     @guarded
-    def attach_block(self, agent_id: str, block: Block) -> None:
-        """Link a block (stored first if new) to an agent, after its other blocks."""
+    def attach_block(self, agent_id: str, block: Block, author: str = "user") -> None:
+        """Link a block (stored first if new, its first version by `author`)
+        to an agent, after its other blocks."""
         with self.transaction():
             if not self.db.execute("SELECT 1 FROM agents WHERE id = ?", [agent_id]).fetchone():
                 raise NotFoundError(f"no agent with id {agent_id!r}")
             labels = {b.label for b in self.get_blocks(agent_id)}
             if block.label in labels:
                 raise AlreadyExistsError(f"the agent already has a block labelled {block.label!r}")
-            self.db["blocks"].insert(self._block_row(block), ignore=True)
+            if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block.id]).fetchone():
+                self.db["blocks"].insert(self._block_row(block))
+                self._add_version(block, author)
             position = self.db.execute(
                 "SELECT COALESCE(MAX(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?",
                 [agent_id],
@@ -321,3 +333,43 @@ class AgentStore:
             self.db["agent_blocks"].insert(
                 {"agent_id": agent_id, "block_id": block.id, "position": position}
             )
+
+    # Block history
+
+    def _add_version(self, block: Block, author: str) -> None:
+        """Keep the block's value as a new version. Inside a transaction."""
+        self.db.execute(
+            "INSERT INTO block_history (block_id, label, value, author, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [block.id, block.label, block.value, clean_text(author), stored_time(block.updated_at)],
+        )
+
+    @guarded
+    def block_history(self, block_id: str, limit: int | None = None) -> list[BlockVersion]:
+        rows = self.db.execute(
+            "SELECT seq, block_id, label, value, author, created_at FROM block_history "
+            "WHERE block_id = ? ORDER BY seq DESC LIMIT ?",
+            [block_id, -1 if limit is None else limit],
+        ).fetchall()
+        keys = ("seq", "block_id", "label", "value", "author", "created_at")
+        return [BlockVersion(**dict(zip(keys, row, strict=True))) for row in reversed(rows)]
+
+    @guarded
+    def set_block_history(self, block_id: str, versions: Sequence[BlockVersion]) -> None:
+        with self.transaction():
+            if not self.db.execute("SELECT 1 FROM blocks WHERE id = ?", [block_id]).fetchone():
+                raise NotFoundError(f"no block with id {block_id!r}")
+            self.db.execute("DELETE FROM block_history WHERE block_id = ?", [block_id])
+            for version in versions:
+                cursor = self.db.execute(
+                    "INSERT INTO block_history (block_id, label, value, author, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [
+                        block_id,
+                        version.label,
+                        version.value,
+                        version.author,
+                        stored_time(version.created_at),
+                    ],
+                )
+                version.seq = cursor.lastrowid

@@ -321,3 +321,26 @@ def m012_passage_supersession(db: Database) -> None:
             WHERE superseded_by IS NOT NULL;
         """
     )
+
+
+@migrations()
+def m013_block_history(db: Database) -> None:
+    """Every value a block held, with when and who set it (`author`, see
+    `BlockVersion`), so an edit can be read back as a diff and undone. A
+    block's history goes with the block. The blocks that exist already start
+    theirs from their current value, by an author no one recorded."""
+    db.executescript(
+        """
+        CREATE TABLE block_history (
+            seq INTEGER PRIMARY KEY,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX block_history_block ON block_history(block_id, seq);
+        INSERT INTO block_history (block_id, label, value, author, created_at)
+            SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
+        """
+    )
