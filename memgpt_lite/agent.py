@@ -26,9 +26,10 @@ from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.loop import approvals, runner
+from memgpt_lite.loop import approvals, reflection, runner
 from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
 from memgpt_lite.loop.window import (
@@ -191,6 +192,7 @@ class Agent:
         self.on_wait: OnWait | None = None
         self._held_locks: dict[int, StepLock] = {}  # by thread
         self._llm: Model | None = llm
+        self._given_llm = llm  # shared with the background reflection's agent
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
         # The step lock's lease, by the timeouts it was worked out from:
@@ -515,6 +517,35 @@ class Agent:
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())
         return run_step(self, user_message, held_lock=held, tools_in_threads=in_thread)
+
+    # Reflection (loop/reflection.py)
+
+    def reflect(self) -> ReflectionReport:
+        """Read the messages no reflection has read and update memory from them."""
+        return runner.run(reflection.reflect(self))
+
+    async def areflect(self) -> ReflectionReport:
+        """`reflect`, awaited."""
+        return await reflection.reflect(self)
+
+    def after_step(self) -> None:
+        if reflection.due(self):
+            reflection.start_background(self.state.id, self._twin)
+
+    def _twin(self) -> Agent:
+        """Another object for this agent, for another thread: its own model client."""
+        custom = [tool for tool in self.tools.values() if tool.name in self.state.tool_names]
+        base_url, api_key = self._endpoint
+        return Agent(
+            self.store.get_agent(self.state.id),
+            self.store,
+            custom,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=self._timeout,
+            embedder=self._embedder,
+            llm=self._given_llm,
+        )
 
     # Approvals (loop/approvals.py)
 

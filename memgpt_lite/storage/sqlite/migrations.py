@@ -305,3 +305,9 @@ def m011_users_and_api_keys(db: Database) -> None:
         CREATE INDEX api_keys_created ON api_keys(created_at);
         """
     )
+
+
+@migrations()
+def m014_reflected_seq(db: Database) -> None:
+    # The newest message seq a reflection has read (loop/reflection.py).
+    db.execute("ALTER TABLE agents ADD COLUMN reflected_seq INTEGER NOT NULL DEFAULT 0")
