@@ -166,3 +166,25 @@ def test_the_reflect_command_reflects_and_sets_the_interval(chat_env, fake_llm, 
     assert failed.output.strip().splitlines() == [
         "Error: the model did not call record_reflection; nothing was recorded"
     ]
+
+
+def test_copy_db_keeps_what_was_read_in_the_new_numbering(tmp_path):
+    from memgpt_lite.storage.copy import copy_database
+
+    model = ScriptedModel(say("Hi."), record(), say("Again."))
+    agent = make_agent(tmp_path / "a.db", model)
+    agent.step("first")
+    agent.reflect()
+    agent.step("second")  # unread
+    # The destination numbers messages after its own: the seqs all change.
+    other = Agent.create("other", "gpt-4o-mini", db=tmp_path / "b.db", llm=ScriptedModel())
+    other.llm.enqueue(*[say("Fine.")] * 3)
+    for n in range(3):
+        other.step(f"filler {n}")
+    other.store.close()
+    copy_database(str(tmp_path / "a.db"), str(tmp_path / "b.db"))
+    copied = Agent.load("sam", db=tmp_path / "b.db", llm=ScriptedModel(record()))
+    read = copied.state.reflected_seq
+    messages = copied.context_messages()
+    assert [m.content for m in messages if m.seq > read and m.role == "user"] == ["second"]
+    assert [m.content for m in messages if m.seq <= read and m.role == "user"] == ["first"]
