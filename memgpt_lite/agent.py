@@ -13,13 +13,13 @@ import logging
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from memgpt_lite.agent_setup import Wanted, new_state, stored_as_wanted
 from memgpt_lite.config import check_timeout, resolve_db
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
@@ -27,9 +27,10 @@ from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.loop import approvals, runner
+from memgpt_lite.loop import approvals, reflection, runner
 from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
 from memgpt_lite.loop.window import (
@@ -42,7 +43,7 @@ from memgpt_lite.loop.window import (
 from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.block_history import USER, pick_version
-from memgpt_lite.memory.core import default_blocks, memory_prompt, set_block_value
+from memgpt_lite.memory.core import default_blocks, set_block_value
 from memgpt_lite.memory.search import VectorIndex, check_embedder
 from memgpt_lite.models import (
     DEFAULT_USER,
@@ -51,7 +52,6 @@ from memgpt_lite.models import (
     Approval,
     Block,
     BlockVersion,
-    LLMConfig,
     Message,
     StepResult,
     ToolCall,
@@ -85,76 +85,6 @@ def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
             raise ConfigError(f"two tools are named {custom.name!r}")
         found[custom.name] = custom
     return found
-
-
-def _new_state(
-    name: str,
-    llm_config: dict[str, Any],
-    system: str | None,
-    tool_names: list[str],
-    settings: AgentSettings,
-    owner: str,
-) -> AgentState:
-    """The state of a new agent, or a ConfigError saying what is wrong with it."""
-    try:
-        return AgentState(
-            name=name,
-            owner=owner,
-            llm=LLMConfig(**llm_config),
-            system=system if system is not None else memory_prompt("system", settings.tool_set),
-            tool_names=tool_names,
-            settings=settings,
-        )
-    except ValidationError as exc:
-        raise ConfigError(f"cannot create agent {name!r}: {validation_messages(exc)}") from None
-
-
-@dataclass(frozen=True)
-class _Wanted:
-    """What `Agent.create(..., exist_ok=True)` was given, to hold against the
-    agent of that name already stored: the state it would have created, and
-    which of its fields, and which block labels, the caller chose."""
-
-    state: AgentState
-    llm_keys: set[str]
-    settings_keys: set[str]
-    system_given: bool
-    labels: list[str]
-
-
-def _difference(stored: AgentState, stored_labels: Sequence[str], wanted: _Wanted) -> str | None:
-    """The first thing the caller asked for that the stored agent does not
-    have, in words ("with model 'a', not 'b'"); None when it has them all."""
-    compared = [
-        *((key, stored.llm, wanted.state.llm) for key in sorted(wanted.llm_keys - {"model"})),
-        *((key, stored.settings, wanted.state.settings) for key in sorted(wanted.settings_keys)),
-    ]
-    for key, have, want in [("model", stored.llm, wanted.state.llm), *compared]:
-        if getattr(have, key) != getattr(want, key):
-            return f"with {key} {getattr(have, key)!r}, not {getattr(want, key)!r}"
-    if wanted.system_given and stored.system != wanted.state.system:
-        return "with another system prompt"
-    missing = [label for label in wanted.labels if label not in stored_labels]
-    if missing:
-        return f"without block{'s' if len(missing) > 1 else ''} " + ", ".join(map(repr, missing))
-    return None
-
-
-def _stored_as_wanted(store: Storage, wanted: _Wanted) -> AgentState:
-    """The stored agent named like `wanted`, or a ConfigError naming how it
-    differs; an AlreadyExistsError if it is another user's (never opened)."""
-    stored = store.get_agent(wanted.state.name)
-    if stored.owner != wanted.state.owner:
-        raise AlreadyExistsError(
-            f"an agent named {stored.name!r} already exists and belongs to another user"
-        )
-    difference = _difference(stored, [b.label for b in store.get_blocks(stored.id)], wanted)
-    if difference:
-        raise ConfigError(
-            f"agent {stored.name!r} already exists {difference}; nothing was changed "
-            "(Agent.load opens it as it is)"
-        )
-    return stored
 
 
 class Agent:
@@ -194,6 +124,7 @@ class Agent:
         self.on_wait: OnWait | None = None
         self._held_locks: dict[int, StepLock] = {}  # by thread
         self._llm: Model | None = llm
+        self._given_llm = llm  # shared with the background reflection's agent
         self._counter: TokenCounter | None = None
         self._tool_tokens: int | None = None
         # The step lock's lease, by the timeouts it was worked out from:
@@ -261,21 +192,21 @@ class Agent:
         if len(set(labels)) != len(labels):
             raise ConfigError(f"block labels must be unique, got {labels}")
         llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
-        state = _new_state(name, llm_config, system, list(custom), settings, owner)
+        state = new_state(name, llm_config, system, list(custom), settings, owner)
         store = _open_store(store, db)
         try:
             store.create_agent(state, blocks)
         except AlreadyExistsError:
             if not exist_ok:
                 raise
-            wanted = _Wanted(
+            wanted = Wanted(
                 state=state,
                 llm_keys={"model", *(llm_options or {}), *(["base_url"] if base_url else [])},
                 settings_keys=set(settings.model_fields_set),
                 system_given=system is not None,
                 labels=labels if given_blocks else [],
             )
-            state = _stored_as_wanted(store, wanted)
+            state = stored_as_wanted(store, wanted)
         agent = cls(
             state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
         )
@@ -530,6 +461,35 @@ class Agent:
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())
         return run_step(self, user_message, held_lock=held, tools_in_threads=in_thread)
+
+    # Reflection (loop/reflection.py)
+
+    def reflect(self) -> ReflectionReport:
+        """Read the messages no reflection has read and update memory from them."""
+        return runner.run(reflection.reflect(self))
+
+    async def areflect(self) -> ReflectionReport:
+        """`reflect`, awaited."""
+        return await reflection.reflect(self)
+
+    def after_step(self) -> None:
+        if reflection.due(self):
+            reflection.start_background(self.state.id, self._twin)
+
+    def _twin(self) -> Agent:
+        """Another object for this agent, for another thread: its own model client."""
+        custom = [tool for tool in self.tools.values() if tool.name in self.state.tool_names]
+        base_url, api_key = self._endpoint
+        return Agent(
+            self.store.get_agent(self.state.id),
+            self.store,
+            custom,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=self._timeout,
+            embedder=self._embedder,
+            llm=self._given_llm,
+        )
 
     # Approvals (loop/approvals.py)
 

@@ -284,6 +284,9 @@ class AgentSettings(BaseModel):
     embedder: CleanStr | None = None
     # Which tools the model may call when within a step (tools/rules.py).
     tool_rules: list[ToolRule] = Field(default_factory=list)
+    # Reflect (loop/reflection.py) in the background after this many turns
+    # that no reflection has read yet; None: only when asked.
+    reflect_every: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
 
 
 class AgentState(BaseModel):
@@ -308,6 +311,8 @@ class AgentState(BaseModel):
     context_start: int = 0
     summary: CleanStr = ""
     pressure_warned: bool = False
+    # The newest message seq a reflection has read (loop/reflection.py).
+    reflected_seq: int = 0
     embedding_model: str | None = None  # the space the stored vectors are in
     embedding_dimension: int | None = None
     settings: AgentSettings = Field(default_factory=AgentSettings)

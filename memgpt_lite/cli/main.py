@@ -34,6 +34,7 @@ from memgpt_lite.cli.transfer import export_command, import_command
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
+    from memgpt_lite.models import AgentState
 
 
 @click.group(cls=FriendlyGroup)
@@ -201,6 +202,40 @@ def summarize(ctx: click.Context, name: str) -> None:
     """Compact agent NAME's context now: older messages are folded into the
     summary and leave the window (they stay searchable)."""
     click.echo(load_agent(ctx, name).summarize().describe())
+
+
+@cli.command()
+@click.argument("name")
+@click.option(
+    "--every",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Instead of reflecting now, reflect in the background after every N turns "
+    "from now on (0: only when asked).",
+)
+@click.pass_context
+def reflect(ctx: click.Context, name: str, every: int | None) -> None:
+    """Let agent NAME reflect now: one model call reads the messages no
+    reflection has read yet, saves the facts they hold as dated archival
+    passages (superseding the ones they make out of date) and updates core
+    memory, the human block above all. Nothing else is sent to the model.
+
+    Example: memgpt-lite reflect sam; memgpt-lite reflect sam --every 10
+    """
+    agent = load_agent(ctx, name)
+    if every is not None:
+
+        def use(state: AgentState) -> None:
+            state.settings.reflect_every = every or None
+
+        agent.store.update_agent(agent.state.id, use)
+        when = f"after every {every} turns" if every else "only when asked"
+        click.echo(f"Agent {name!r} reflects {when}.")
+        return
+    report = agent.reflect()
+    click.echo(report.describe())
+    for note in report.notes:
+        click.echo(f"note: {note}")
 
 
 # Command families kept in their own modules.

@@ -66,6 +66,11 @@ class StepHost(AgentDeps, Protocol):
         """A step lock for this agent, not yet taken."""
         ...
 
+    def after_step(self) -> None:
+        """Called once a step finished and released its lock (a reflection
+        may start in the background then)."""
+        ...
+
 
 async def run_step(
     agent: StepHost,
@@ -99,6 +104,7 @@ async def run_step(
         )
         return
     yield StepFinished(step_id=run.step_id, result=run.result)
+    agent.after_step()  # reached when the caller reads on to the end, as the drivers do
 
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:

@@ -209,7 +209,12 @@ def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> Ag
     for record in usage:
         dst.add_usage(record.model_copy())
     start = _new_start(message_seqs, state.context_start)
-    dst.update_agent(state.id, lambda stored: setattr(stored, "context_start", start))
+    reflected = _new_reflected(message_seqs, state.reflected_seq)
+
+    def renumber(stored: AgentState) -> None:
+        stored.context_start, stored.reflected_seq = start, reflected
+
+    dst.update_agent(state.id, renumber)
     return AgentCopy(
         name=state.name,
         blocks=len(blocks),
@@ -275,6 +280,13 @@ def _copy_vectors(
         matrix = stored.matrix[[i for i, _ in chunk]]
         dst.add_vectors(state.id, owner, [new for _, new in chunk], matrix)
     return len(stored.seqs)
+
+
+def _new_reflected(seqs: dict[int, int], old_reflected: int) -> int:
+    """The newest message a reflection has read, in the destination's seqs:
+    the new seq of the newest message at or before it (0 for none)."""
+    read = [new for old, new in seqs.items() if old <= old_reflected]
+    return max(read, default=0)
 
 
 def _new_start(seqs: dict[int, int], old_start: int) -> int:

@@ -33,7 +33,7 @@ from memgpt_lite.text import clean_text
 
 _AGENT_COLUMNS = (
     "id, name, owner, llm, system, tool_names, context_start, summary, pressure_warned, "
-    "embedding_model, embedding_dimension, settings, created_at, updated_at"
+    "reflected_seq, embedding_model, embedding_dimension, settings, created_at, updated_at"
 )
 # An agent's block ids ride along with its row: one round trip, not two.
 _WITH_BLOCKS = (
@@ -55,6 +55,7 @@ def _agent_values(state: AgentState) -> dict[str, Any]:
         "context_start": state.context_start,
         "summary": state.summary,
         "pressure_warned": state.pressure_warned,
+        "reflected_seq": state.reflected_seq,
         "embedding_model": state.embedding_model,
         "embedding_dimension": state.embedding_dimension,
         "settings": state.settings.model_dump_json(),
@@ -216,6 +217,7 @@ class AgentStore:
             context_start=values["context_start"],
             summary=values["summary"],
             pressure_warned=values["pressure_warned"],
+            reflected_seq=values["reflected_seq"],
             embedding_model=values["embedding_model"],
             embedding_dimension=values["embedding_dimension"],
             settings=AgentSettings.model_validate_json(values["settings"]),

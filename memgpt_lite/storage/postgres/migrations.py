@@ -301,6 +301,12 @@ def m006_block_history(conn: psycopg.Connection) -> None:
     )
 
 
+@migration
+def m007_reflected_seq(conn: psycopg.Connection) -> None:
+    """The newest message seq a reflection has read (loop/reflection.py)."""
+    conn.execute("ALTER TABLE agents ADD COLUMN reflected_seq BIGINT NOT NULL DEFAULT 0")
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

@@ -72,6 +72,7 @@ class AgentStore:
             "context_start": state.context_start,
             "summary": state.summary,
             "pressure_warned": int(state.pressure_warned),
+            "reflected_seq": state.reflected_seq,
             "embedding_model": state.embedding_model,
             "embedding_dimension": state.embedding_dimension,
             "settings": state.settings.model_dump_json(),
@@ -85,7 +86,8 @@ class AgentStore:
         self.db.execute(
             "UPDATE agents SET name = :name, llm = :llm, system = :system, "
             "tool_names = :tool_names, context_start = :context_start, summary = :summary, "
-            "pressure_warned = :pressure_warned, settings = :settings, "
+            "pressure_warned = :pressure_warned, reflected_seq = :reflected_seq, "
+            "settings = :settings, "
             "embedding_model = :embedding_model, embedding_dimension = :embedding_dimension, "
             "updated_at = :updated_at WHERE id = :id",
             self._agent_row(state),
@@ -160,6 +162,7 @@ class AgentStore:
             context_start=row["context_start"],
             summary=row["summary"],
             pressure_warned=bool(row["pressure_warned"]),
+            reflected_seq=row["reflected_seq"],
             embedding_model=row["embedding_model"],
             embedding_dimension=row["embedding_dimension"],
             settings=AgentSettings.model_validate_json(row["settings"]),

@@ -344,3 +344,9 @@ def m013_block_history(db: Database) -> None:
             SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
         """
     )
+
+
+@migrations()
+def m014_reflected_seq(db: Database) -> None:
+    # The newest message seq a reflection has read (loop/reflection.py).
+    db.execute("ALTER TABLE agents ADD COLUMN reflected_seq INTEGER NOT NULL DEFAULT 0")
