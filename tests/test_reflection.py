@@ -46,6 +46,7 @@ def test_reflect_saves_facts_as_dated_passages_and_rewrites_the_human_block(tmp_
     assert report.messages_read == 3  # the user, the answer, its send_message result
     assert report.facts_added == 2 and report.blocks_changed == ["human"]
     assert agent.block("human").value == "Lives in Lisbon. Works at a bakery."
+    assert agent.block_history("human")[-1].author == "reflection"
     found, _ = agent.archival.search("Lisbon")
     assert found[0].text == "The user moved to Lisbon." and found[0].tags == ["reflection"]
     user_message = agent.context_messages()[0]

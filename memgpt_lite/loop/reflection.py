@@ -32,6 +32,7 @@ from memgpt_lite.loop import runner
 from memgpt_lite.loop.compaction import transcript_line
 from memgpt_lite.loop.window import core_memory_overflow
 from memgpt_lite.memory.archival import ArchivalMemory
+from memgpt_lite.memory.block_history import REFLECTION
 from memgpt_lite.memory.core import load_prompt, set_block_value
 from memgpt_lite.models import AgentState, Block, Message, UsageRecord, new_id, utcnow
 from memgpt_lite.text import JSONProblem, parse_arguments
@@ -215,7 +216,7 @@ def _rewrite_block(
             report.notes.append(f"block {change.label!r}: {problem}; left out")
             return
         current.value = value
-        agent.store.save_block(current)
+        agent.store.save_block(current, author=REFLECTION)
     report.blocks_changed.append(change.label)
 
 

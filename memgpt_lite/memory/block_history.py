@@ -16,6 +16,7 @@ from memgpt_lite.models import BlockVersion
 USER = "user"  # a person: Agent.set_block, the command line, the REPL
 IMPORT = "import"  # an agent file's blocks
 CREATE = "create"  # a block's first value, when its agent was created
+REFLECTION = "reflection"  # the agent's reflection between conversations (loop/reflection.py)
 
 
 def agent_author(name: str) -> str:
