@@ -6,11 +6,15 @@ tool is the built-in archival_memory_insert, so what ran is the archive."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
+from chat_terminal import CSI_SEQUENCE, spawn
 from click.testing import CliRunner, Result
 
+from memgpt_lite import Agent, tool
 from memgpt_lite.cli.main import cli
 from memgpt_lite.cli.scripting import ExitStatus
 from memgpt_lite.storage.sqlite.store import Store
@@ -157,3 +161,40 @@ def test_approve_refuses_a_tool_the_agent_lacks(fake_llm, tmp_path):
     assert made.stderr.startswith("Error: --approve delete_file: the agent has no such tool;")
     assert "archival_memory_insert" in made.stderr
     assert "no agent" in run("show", "sam", db=path).stderr.lower()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
+def test_send_on_a_terminal_shows_the_thought_and_what_waits(fake_llm, chat_env, tmp_path):
+    db = tmp_path / "chat.db"
+    run("create", "sam", "-m", "gpt-4o-mini", "--approve", INSERT, db=db)
+    fake_llm.enqueue(reply("Note her birthday", [call(INSERT, content="Beth: 3 March")]))
+    child = spawn(chat_env, db, "sam", "Beth's birthday is on 3 March", command="send")
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = " ".join(CSI_SEQUENCE.sub("", child.before).split())
+    assert child.exitstatus == ExitStatus.APPROVAL_REQUIRED
+    assert "Note her birthday" in shown
+    assert "archival_memory_insert(content='Beth: 3 March') is waiting for approval:" in shown
+    assert passages(db) == 0
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file.
+
+    Args:
+        path: The file to delete.
+    """
+    return f"deleted {path}"
+
+
+def test_show_lists_a_custom_tools_waiting_call(fake_llm, tmp_path):
+    # `show` opens no agent, so it cannot know the custom tool asks for
+    # approval: the waiting answer's calls are all listed.
+    db = tmp_path / "a.db"
+    agent = Agent.create("sam", "gpt-4o-mini", db=db, tools=[delete_file])
+    fake_llm.enqueue(reply(tool_calls=[call("delete_file", path="/tmp/a")]))
+    assert agent.step("delete /tmp/a").stop_reason == "approval_required"
+    agent.store.close()
+    shown = run("show", "sam", db=db)
+    assert "waiting for approval: delete_file(path='/tmp/a')\n" in shown.stdout
