@@ -514,9 +514,7 @@ def test_approvals_are_asked_for_then_and_after_a_restart(fake_llm, chat_env, tm
     child.sendline("and Ann's")
     child.expect_exact("Approve? [y/N] ")
     child.sendintr()
-    child.expect_exact(
-        f"Not answered: {INSERT} still waits; /approve or /deny [reason] answers it."
-    )
+    child.expect_exact(f"Not answered: {INSERT} still waits; /approve or /deny [reason] answers.")
     child.expect(PROMPT)
     refused = command(child, "hello?")
     assert (
@@ -593,3 +591,28 @@ def test_piped_chat_asks_on_stderr(fake_llm, chat_env, tmp_path):
     assert passages(tmp_path) == 1
     assert not ANSI_ESCAPE.search(first.stdout + first.stderr + second.stdout + second.stderr)
     assert fake_llm.rejections == []
+
+
+def test_each_of_several_waiting_calls_gets_its_own_answer(fake_llm, chat_env, tmp_path):
+    make_careful_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(tool_calls=[call(INSERT, content="keep"), call(INSERT, content="drop")]),
+        say("Kept one."),
+    )
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+        input="remember two things\ny\nn\nnot that one\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0 and "Traceback" not in finished.stderr
+    assert finished.stderr.count("Approve? [y/N] ") == 2
+    assert passages(tmp_path) == 1
+    with Store(tmp_path / "chat.db") as store:
+        kept, _ = store.list_passages(store.get_agent("sam").id, 10)
+    results = [m for m in fake_llm.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0]["content"] != results[1]["content"]
+    assert results[1]["content"].endswith("Their reason: not that one")
+    assert finished.stdout == "Kept one.\n" and [p.text for p in kept] == ["keep"]

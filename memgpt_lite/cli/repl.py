@@ -290,7 +290,8 @@ class ChatSession:
         except (EOFError, KeyboardInterrupt):
             self.tell()  # the line the question left the cursor on
             names = ", ".join(dict.fromkeys(call.name for call in calls))
-            self.tell(f"Not answered: {names} still waits; /approve or /deny [reason] answers it.")
+            what = f"{names} still waits" if len(calls) == 1 else f"{names} calls still wait"
+            self.tell(f"Not answered: {what}; /approve or /deny [reason] answers.")
             return
         self.answer(answers)
 
@@ -377,6 +378,8 @@ class ChatSession:
             self.error(last.message)
             self.note_unanswered()
         elif isinstance(last, StepFinished):
+            if last.result.stop_reason == "approval_required":
+                self.waiting = list(last.result.pending_approvals)
             self.finished(last.result)
 
     @staticmethod
@@ -403,8 +406,6 @@ class ChatSession:
     # What a step showed
 
     def finished(self, result: StepResult) -> None:
-        if result.stop_reason == "approval_required":
-            self.waiting = list(result.pending_approvals)
         if self.piped:
             return  # the replies are the output
         if not result.replies and not self.waiting:
