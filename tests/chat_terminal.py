@@ -17,8 +17,11 @@ PROMPT = "you> "
 CSI_SEQUENCE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def spawn(env: dict[str, str], db: Path, *args: str, command: str = "chat") -> pexpect.spawn:
-    """`memgpt-lite COMMAND ARGS` on a pseudo-terminal; a chat, at its first prompt."""
+def spawn(
+    env: dict[str, str], db: Path, *args: str, command: str = "chat", prompt: bool = True
+) -> pexpect.spawn:
+    """`memgpt-lite COMMAND ARGS` on a pseudo-terminal; a chat, at its first
+    prompt unless `prompt` is false (it asks something first)."""
     child = pexpect.spawn(
         sys.executable,
         ["-m", "memgpt_lite", "--db", str(db), command, *args],
@@ -27,7 +30,7 @@ def spawn(env: dict[str, str], db: Path, *args: str, command: str = "chat") -> p
         timeout=20,
         dimensions=(50, 200),
     )
-    if command == "chat":
+    if command == "chat" and prompt:
         child.expect(PROMPT)
     return child
 

@@ -53,6 +53,7 @@ def test_the_exit_statuses_are_the_documented_numbers():
         ("BAD_INPUT", 2),
         ("NO_REPLY", 3),
         ("ENDPOINT_FAILED", 4),
+        ("APPROVAL_REQUIRED", 5),
         ("INTERRUPTED", 130),
     ]
 

@@ -16,8 +16,9 @@ import pexpect
 import pytest
 from chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 
-from memgpt_lite import Agent, Block, Store
+from memgpt_lite import Agent, AgentSettings, Block, Store
 from memgpt_lite.testing import call, error, reply, say
+from memgpt_lite.tools.rules import needs_approval
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX-only")
 
@@ -467,3 +468,151 @@ def test_a_home_that_is_a_file_does_not_stop_the_chat(fake_llm, chat_env, tmp_pa
     leave(child)
     assert user_messages(tmp_path) == ["hi"]
     assert home.read_text() == "not a folder"
+
+
+def make_careful_agent(tmp_path: Path) -> Agent:
+    """An agent whose archival inserts wait for approval."""
+    return Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=tmp_path / "chat.db",
+        settings=AgentSettings(tool_rules=[needs_approval(INSERT)]),
+    )
+
+
+INSERT = "archival_memory_insert"
+
+
+def passages(tmp_path: Path) -> int:
+    with Store(tmp_path / "chat.db") as store:
+        return store.agent_stats(store.get_agent("sam").id).passage_count
+
+
+def asks_to_insert(content: str) -> Any:
+    return reply(f"Note {content}", [call(INSERT, content=content, request_heartbeat=True)])
+
+
+def test_approvals_are_asked_for_then_and_after_a_restart(fake_llm, chat_env, tmp_path):
+    make_careful_agent(tmp_path)
+    fake_llm.enqueue(asks_to_insert("Beth: 3 March"), say("Understood."))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    child.sendline("remember Beth's birthday")
+    child.expect_exact(
+        f"sam wants to run {INSERT}(content='Beth: 3 March', request_heartbeat=True)"
+    )
+    child.expect_exact("Approve? [y/N] ")
+    child.sendline("n")
+    child.expect_exact("Reason for the agent (optional): ")
+    assert "Understood." in command(child, "it is a surprise party")
+    assert passages(tmp_path) == 0
+    denied = fake_llm.chat_requests[-1]["messages"][-1]
+    assert denied["role"] == "tool"
+    assert denied["content"].endswith("Their reason: it is a surprise party")
+
+    # Ctrl-C at the question leaves the call waiting; a message meanwhile is refused.
+    fake_llm.enqueue(asks_to_insert("Ann: 9 May"))
+    child.sendline("and Ann's")
+    child.expect_exact("Approve? [y/N] ")
+    child.sendintr()
+    child.expect_exact(f"Not answered: {INSERT} still waits; /approve or /deny [reason] answers.")
+    child.expect(PROMPT)
+    refused = command(child, "hello?")
+    assert (
+        "Error: agent 'sam' is waiting for approval of a tool call (archival_memory_insert): "
+        "approve or deny it before sending a new message" in refused
+    )
+    assert "Traceback" not in refused and passages(tmp_path) == 0
+    leave(child)
+
+    # A new session asks at once; Ctrl-D there leaves it waiting for /approve.
+    child = spawn(chat_env, tmp_path / "chat.db", "sam", prompt=False)
+    child.expect_exact(f"sam wants to run {INSERT}(content='Ann: 9 May'")
+    child.expect_exact("Approve? [y/N] ")
+    child.sendeof()
+    child.expect_exact("Not answered:")
+    child.expect(PROMPT)
+    assert passages(tmp_path) == 0
+    fake_llm.enqueue(say("Saved Ann's birthday."))
+    approved = command(child, "/approve")
+    assert f"tool {INSERT}(" in approved and "Saved Ann's birthday." in approved
+    assert passages(tmp_path) == 1
+    assert "has no tool call waiting for approval" in command(child, "/approve")
+    leave(child)
+    assert fake_llm.rejections == []
+
+
+def test_deny_with_a_reason_and_a_step_that_asks_again(fake_llm, chat_env, tmp_path):
+    make_careful_agent(tmp_path)
+    fake_llm.enqueue(asks_to_insert("one"), asks_to_insert("two"), say("Kept one only."))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    child.sendline("remember two things")
+    child.expect_exact(f"{INSERT}(content='one'")
+    child.expect_exact("Approve? [y/N] ")
+    child.sendline("y")
+    # The step goes on after the approval, and asks again for the next call.
+    child.expect_exact(f"{INSERT}(content='two'")
+    child.expect_exact("Approve? [y/N] ")
+    child.sendintr()
+    child.expect(PROMPT)
+    assert passages(tmp_path) == 1
+    assert "Kept one only." in command(child, "/deny one is enough")
+    assert fake_llm.chat_requests[-1]["messages"][-1]["content"].endswith(
+        "Their reason: one is enough"
+    )
+    assert passages(tmp_path) == 1
+    assert "/approve" in command(child, "/help") and "/deny [REASON]" in command(child, "/help")
+    leave(child)
+    assert fake_llm.rejections == []
+
+
+def test_piped_chat_asks_on_stderr(fake_llm, chat_env, tmp_path):
+    make_careful_agent(tmp_path)
+
+    def chat(*entries: str) -> subprocess.CompletedProcess[str]:
+        finished = subprocess.run(
+            [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+            input="".join(f"{entry}\n" for entry in entries),
+            capture_output=True,
+            text=True,
+            env=chat_env,
+            timeout=60,
+        )
+        assert finished.returncode == 0 and "Traceback" not in finished.stderr
+        return finished
+
+    fake_llm.enqueue(asks_to_insert("Beth"))
+    first = chat("remember Beth")  # the input ends at the question
+    assert first.stdout == ""
+    assert f"sam wants to run {INSERT}(content='Beth'" in first.stderr
+    assert "Approve? [y/N] " in first.stderr and "Not answered:" in first.stderr
+    fake_llm.enqueue(say("Saved."))
+    second = chat("y")  # asked again when the chat opens
+    assert second.stdout == "Saved.\n" and "Approve? [y/N] " in second.stderr
+    assert passages(tmp_path) == 1
+    assert not ANSI_ESCAPE.search(first.stdout + first.stderr + second.stdout + second.stderr)
+    assert fake_llm.rejections == []
+
+
+def test_each_of_several_waiting_calls_gets_its_own_answer(fake_llm, chat_env, tmp_path):
+    make_careful_agent(tmp_path)
+    fake_llm.enqueue(
+        reply(tool_calls=[call(INSERT, content="keep"), call(INSERT, content="drop")]),
+        say("Kept one."),
+    )
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+        input="remember two things\ny\nn\nnot that one\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0 and "Traceback" not in finished.stderr
+    assert finished.stderr.count("Approve? [y/N] ") == 2
+    assert passages(tmp_path) == 1
+    with Store(tmp_path / "chat.db") as store:
+        kept, _ = store.list_passages(store.get_agent("sam").id, 10)
+    results = [m for m in fake_llm.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0]["content"] != results[1]["content"]
+    assert results[1]["content"].endswith("Their reason: not that one")
+    assert finished.stdout == "Kept one.\n" and [p.text for p in kept] == ["keep"]

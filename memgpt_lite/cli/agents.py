@@ -22,6 +22,7 @@ from memgpt_lite.errors import ConfigError, validation_messages
 if TYPE_CHECKING:
     from memgpt_lite.models import AgentState, AgentStats, Block
     from memgpt_lite.storage.protocol import Storage
+    from memgpt_lite.tools.rules import RequiresApprovalToolRule
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).
@@ -168,6 +169,14 @@ def build_blocks(
     help="The core memory tools: MemGPT's core_memory_append/replace, Letta's V1 "
     "memory_insert/replace/rethink and memory, or Anthropic's memory tool (/memories files).",
 )
+@click.option(
+    "--approve",
+    "approval_tools",
+    multiple=True,
+    metavar="TOOL",
+    help="A tool whose calls wait for your approval before they run "
+    "(`memgpt-lite approve` or `deny` answers them). Repeatable.",
+)
 @click.pass_context
 def create(
     ctx: click.Context,
@@ -183,6 +192,7 @@ def create(
     working_window: int | None,
     embedder: str | None,
     tool_set: str,
+    approval_tools: tuple[str, ...],
 ) -> None:
     """Create an agent called NAME.
 
@@ -224,12 +234,28 @@ def create(
             context_window=window if isinstance(window, int) else None,
             working_window=working_window,
             tool_set=tool_set,
+            tool_rules=_approval_rules(tool_set, approval_tools),
         ),
         embedder=embedder_name,
         store=store_for(ctx),
     )
     origin = "" if model else f", model from {config.model.source}"
     click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
+
+
+def _approval_rules(tool_set: str, names: Sequence[str]) -> list[RequiresApprovalToolRule]:
+    """The requires_approval rules of `create --approve`, for tools the
+    agent has (a rule naming another tool would never apply)."""
+    from memgpt_lite.tools.rules import needs_approval
+    from memgpt_lite.tools.sets import agent_tools
+
+    tools = agent_tools(tool_set, {})
+    unknown = [name for name in names if name not in tools]
+    if unknown:
+        raise ConfigError(
+            f"--approve {unknown[0]}: the agent has no such tool; its tools: {', '.join(tools)}"
+        )
+    return [needs_approval(name) for name in dict.fromkeys(names)]
 
 
 @click.command(name="agents")
@@ -368,6 +394,7 @@ def show(ctx: click.Context, name: str) -> None:
     """Show agent NAME: model, endpoint, settings, blocks, counts, tools, and
     the tokens it has used, with their cost in dollars for models whose
     prices are known."""
+    from memgpt_lite.cli.approvals import calls_text, stored_waiting_calls
     from memgpt_lite.storage.location import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
     from memgpt_lite.tools.rules import describe
@@ -391,6 +418,9 @@ def show(ctx: click.Context, name: str) -> None:
         lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
     if state.settings.tool_rules:
         lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
+    waiting = stored_waiting_calls(store, state)
+    if waiting:
+        lines.append(("waiting for approval", calls_text(waiting)))
     for key, value in lines:
         click.echo(f"{key}: {value}")
     click.echo("blocks:")

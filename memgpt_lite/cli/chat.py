@@ -92,7 +92,9 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
 
     Type /help in the chat for its commands (/memory, /edit, /retry, /pop, ...).
     A line ending in \\ goes on to the next line; \"\"\" opens and closes a block.
-    Ctrl-C cancels a reply in progress; Ctrl-D leaves.
+    Ctrl-C cancels a reply in progress; Ctrl-D leaves. A tool call that waits
+    for your approval is shown and asked about (Ctrl-C there leaves it
+    waiting, for /approve or /deny).
 
     Example: memgpt-lite chat sam
     """

@@ -105,9 +105,10 @@ def send(
     long messages: the system limits one argument to 128 KB.
 
     Exit status: 0 replied, 1 error, 2 bad input, 3 finished without a reply,
-    4 the model endpoint failed. If it fails, the message stays stored but
-    unanswered, and is left out of later requests: `memgpt-lite retry NAME`
-    sends it again, `memgpt-lite pop NAME` drops it.
+    4 the model endpoint failed, 5 a tool call waits for approval (`memgpt-lite
+    approve NAME` or `memgpt-lite deny NAME` answers it). If it fails, the
+    message stays stored but unanswered, and is left out of later requests:
+    `memgpt-lite retry NAME` sends it again, `memgpt-lite pop NAME` drops it.
 
     Example: memgpt-lite send sam "Hi, my name is Alice" --timeout 60
     """
@@ -145,6 +146,89 @@ def retry(
             click.echo(f"Sending again: {text}", err=True)
         status = run_step(agent, text, output)
     ctx.exit(status)
+
+
+_call_option = click.option(
+    "--call",
+    "call_ids",
+    multiple=True,
+    metavar="ID",
+    help="Answer the waiting tool call with this id (see `memgpt-lite show NAME`): a check "
+    "that it is the call you looked at. When several wait, all are answered at once: "
+    "repeat --call for each. Default: every waiting call.",
+)
+
+
+@cli.command()
+@click.argument("name")
+@_call_option
+@_output_options
+@timeout_option
+@click.pass_context
+def approve(
+    ctx: click.Context,
+    name: str,
+    call_ids: tuple[str, ...],
+    verbose: bool,
+    quiet: bool,
+    as_json: bool,
+    timeout: float | None,
+) -> None:
+    """Approve the tool call agent NAME is waiting to run: it runs, and the
+    step goes on, printed as `send` prints it (exit status as for `send`).
+
+    Example: memgpt-lite approve sam
+    """
+    _answer(ctx, name, True, "", call_ids, timeout, (verbose, quiet, as_json))
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--reason", default="", help="Why, for the model to read.")
+@_call_option
+@_output_options
+@timeout_option
+@click.pass_context
+def deny(
+    ctx: click.Context,
+    name: str,
+    reason: str,
+    call_ids: tuple[str, ...],
+    verbose: bool,
+    quiet: bool,
+    as_json: bool,
+    timeout: float | None,
+) -> None:
+    """Deny the tool call agent NAME is waiting to run: it does not run; the
+    model reads that you denied it, with --reason, and the step goes on,
+    printed as `send` prints it (exit status as for `send`).
+
+    Example: memgpt-lite deny sam --reason "keep that file"
+    """
+    _answer(ctx, name, False, reason, call_ids, timeout, (verbose, quiet, as_json))
+
+
+def _answer(
+    ctx: click.Context,
+    name: str,
+    approve: bool,
+    reason: str,
+    call_ids: tuple[str, ...],
+    timeout: float | None,
+    flags: tuple[bool, bool, bool],
+) -> None:
+    """Go on with agent NAME's step with the user's answer to the calls
+    `call_ids` (every waiting call when there is none); `flags` are -v, -q
+    and --json."""
+    from memgpt_lite.models import Approval
+
+    output = output_mode(*flags)
+    answers = [
+        Approval(approve=approve, reason=reason, tool_call_id=call_id)
+        for call_id in call_ids or [None]
+    ]
+    agent = _agent_for(ctx, name, timeout, output)
+    ctx.exit(run_step(agent, answers, output))
 
 
 @cli.command()

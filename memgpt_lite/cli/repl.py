@@ -5,6 +5,12 @@ or send it to the agent and show what happened. Output goes through one rich
 `Console`: colours, markdown and a spinner in a terminal; plain text when the
 output is a pipe or a file, so no escape code ever reaches a log.
 
+A step that ends waiting for the user's approval of tool calls (see
+loop/approvals.py) is asked about at the next turn of the loop: each call is
+shown and approved or denied, and the step goes on. A chat that opens on an
+agent with calls waiting asks first. Ctrl-C or Ctrl-D at the question leaves
+them waiting, for /approve or /deny.
+
 Ctrl-C while the model works cancels the step. What the loop committed stays
 (the user's message first, then each model response together with all its tool
 results), so the history is consistent and the next request is valid; the
@@ -25,14 +31,16 @@ from rich.console import Console
 from rich.text import Text
 
 from memgpt_lite.agent import Agent
+from memgpt_lite.cli.approvals import call_text
 from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.cli.repl_commands import COMMANDS, run_command
 from memgpt_lite.config import ensure_folder, home_dir
 from memgpt_lite.errors import ConfigError, MemGPTError
 from memgpt_lite.llm.prices import dollars, total_cost, turn_cost_text
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.loop.step import StepInput
 from memgpt_lite.memory.history import unanswered_note
-from memgpt_lite.models import StepResult
+from memgpt_lite.models import Approval, StepResult, ToolCall
 
 PROMPT = "you> "
 CONTINUATION_PROMPT = "...> "
@@ -188,6 +196,8 @@ class ChatSession:
         self.console = console or Console(highlight=False)
         self.verbose = verbose
         self.running = True
+        # Calls waiting for approval, to ask about before the next entry.
+        self.waiting: list[ToolCall] = []
         # Piped input (a script, a file): no prompts, no spinner, no footer;
         # the replies, one after the other, are the output.
         self.piped = not sys.stdin.isatty()
@@ -219,7 +229,11 @@ class ChatSession:
                 "dim",
             )
         self.note_unanswered()
+        self.waiting = self.agent.pending_approvals()  # left waiting by an earlier session
         while self.running:
+            if self.waiting:
+                self.ask_approvals()
+                continue  # the step it continued may ask again
             if self.reader.problem is not None:
                 self.print(self.reader.problem, "yellow")
                 self.reader.problem = None
@@ -263,6 +277,46 @@ class ChatSession:
             return False
         return answer.strip().lower().startswith("y")
 
+    # Approvals
+
+    def ask_approvals(self) -> None:
+        """Ask about each call in `waiting`, then go on with the step. Ctrl-C
+        or Ctrl-D at a question leaves them all waiting: nothing runs."""
+        calls, self.waiting = self.waiting, []
+        answers = []
+        try:
+            for call in calls:
+                answers.append(self._ask_about(call))
+        except (EOFError, KeyboardInterrupt):
+            self.tell()  # the line the question left the cursor on
+            names = ", ".join(dict.fromkeys(call.name for call in calls))
+            what = f"{names} still waits" if len(calls) == 1 else f"{names} calls still wait"
+            self.tell(f"Not answered: {what}; /approve or /deny [reason] answers.")
+            return
+        self.answer(answers)
+
+    def _ask_about(self, call: ToolCall) -> Approval:
+        self.tell(f"{self.agent.state.name} wants to run {call_text(call)}", "bold yellow")
+        # By id: the answer is to this call, not to whatever else may wait.
+        if self._ask("Approve? [y/N] ").strip().lower().startswith("y"):
+            return Approval(approve=True, tool_call_id=call.id)
+        reason = self._ask("Reason for the agent (optional): ").strip()
+        return Approval(approve=False, reason=reason, tool_call_id=call.id)
+
+    def tell(self, text: str = "", style: str | None = None) -> None:
+        """Print what the user is asked, and about what: on stderr when the
+        chat is piped, where stdout carries the replies only."""
+        if not self.piped:
+            self.print(text, style)
+            return
+        print(text, file=sys.stderr, flush=True)
+
+    def _ask(self, question: str) -> str:
+        if not self.piped:
+            return self.reader.ask(question)
+        print(question, end="", file=sys.stderr, flush=True)
+        return self.reader.ask("")  # input() would write its prompt to stdout
+
     # Model calls
 
     def call_model(self, what: str, work: Callable[[], T]) -> T | None:
@@ -292,6 +346,16 @@ class ChatSession:
 
     def send(self, text: str) -> None:
         """Send `text` to the agent and show the step as it happens."""
+        self._step(text)
+
+    def answer(self, answers: list[Approval]) -> None:
+        """Go on with the step waiting for approval, with the user's
+        `answers`, and show it as it happens."""
+        self._step(answers)
+
+    def _step(self, step_input: StepInput) -> None:
+        """Run a step and show it; a step that ends waiting for approval
+        leaves its calls in `waiting`, which the loop asks about next."""
         renderer = StepRenderer(
             self.console,
             self.agent.state.name,
@@ -301,7 +365,7 @@ class ChatSession:
             replies_only=self.piped,
         )
         try:
-            events = self.agent.stream(text)
+            events = self.agent.stream(step_input)
             with renderer:
                 last = self._render(events, renderer)
         except KeyboardInterrupt:
@@ -314,6 +378,8 @@ class ChatSession:
             self.error(last.message)
             self.note_unanswered()
         elif isinstance(last, StepFinished):
+            if last.result.stop_reason == "approval_required":
+                self.waiting = list(last.result.pending_approvals)
             self.finished(last.result)
 
     @staticmethod
@@ -342,7 +408,7 @@ class ChatSession:
     def finished(self, result: StepResult) -> None:
         if self.piped:
             return  # the replies are the output
-        if not result.replies:
+        if not result.replies and not self.waiting:
             self.print(
                 f"({self.agent.state.name} ended its turn without a reply: {result.stop_reason})",
                 "dim",

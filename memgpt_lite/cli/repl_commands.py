@@ -22,6 +22,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.loop.window import UNKNOWN_MODEL_WINDOW, known_window
 from memgpt_lite.memory.history import pop_for_retry
 from memgpt_lite.memory.search import search_messages
+from memgpt_lite.models import Approval
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
@@ -48,6 +49,8 @@ class Session(Protocol):
     def call_model(self, what: str, work: Callable[[], T]) -> T | None: ...
 
     def send(self, text: str) -> None: ...
+
+    def answer(self, answers: list[Approval]) -> None: ...
 
 
 Handler = Callable[[Session, str], None]
@@ -365,6 +368,20 @@ def _window_text(agent: Agent) -> str:
             f"{overview.model_window:,}-token context window"
         )
     return f"context window {overview.context_window:,} tokens"
+
+
+@command("/approve", "Run the tool calls waiting for your approval; the step goes on.")
+def _approve(session: Session, arguments: str) -> None:
+    _no_arguments(arguments)
+    session.answer([Approval(approve=True)])
+
+
+@command(
+    "/deny [REASON]",
+    "Refuse the tool calls waiting for your approval; the agent reads REASON.",
+)
+def _deny(session: Session, arguments: str) -> None:
+    session.answer([Approval(approve=False, reason=arguments)])
 
 
 @command("/exit", "Leave the chat (or press Ctrl-D).")

@@ -21,6 +21,7 @@ from memgpt_lite.errors import LLMError
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
     from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
+    from memgpt_lite.loop.step import StepInput
     from memgpt_lite.models import StepResult
 
 
@@ -32,6 +33,7 @@ class ExitStatus(IntEnum):
     BAD_INPUT = 2  # click's own status for usage errors, so one code for all bad input
     NO_REPLY = 3  # the step finished, but the agent ended its turn without a reply
     ENDPOINT_FAILED = 4  # the model endpoint failed (LLMError): retry may work later
+    APPROVAL_REQUIRED = 5  # a tool call waits for approval: `approve` or `deny` goes on
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
@@ -124,9 +126,10 @@ def quiet_agent(agent: Agent) -> None:
     hide_warnings()
 
 
-def run_step(agent: Agent, text: str, output: Output) -> ExitStatus:
-    """Send `text` to `agent` and print what `output` asks for. Returns
-    REPLIED or NO_REPLY; raises a one-line ClickException if the step failed
+def run_step(agent: Agent, text: StepInput, output: Output) -> ExitStatus:
+    """Send `text` to `agent` (or its answer to the calls waiting for
+    approval) and print what `output` asks for. Returns REPLIED, NO_REPLY or
+    APPROVAL_REQUIRED; raises a one-line ClickException if the step failed
     (after printing the replies it delivered before failing)."""
     from memgpt_lite.loop.events import StepFailed
 
@@ -143,6 +146,12 @@ def run_step(agent: Agent, text: str, output: Output) -> ExitStatus:
                 click.echo(reply)
     if isinstance(last, StepFailed):
         raise _failure(agent, last)
+    if result.stop_reason == "approval_required":
+        if output in (Output.TEXT, Output.VERBOSE):
+            from memgpt_lite.cli.approvals import waiting_note
+
+            click.echo(waiting_note(agent.state.name, result.pending_approvals), err=True)
+        return ExitStatus.APPROVAL_REQUIRED
     if result.replies:
         return ExitStatus.REPLIED
     if output in (Output.TEXT, Output.VERBOSE):
@@ -151,7 +160,7 @@ def run_step(agent: Agent, text: str, output: Output) -> ExitStatus:
     return ExitStatus.NO_REPLY
 
 
-def _rendered(agent: Agent, text: str, verbose: bool) -> StepFinished | StepFailed:
+def _rendered(agent: Agent, text: StepInput, verbose: bool) -> StepFinished | StepFailed:
     """On a terminal: the step shown as it happens, as the chat shows it (the
     reply as the model writes it; with -v its thoughts and tool calls too)."""
     from rich.console import Console
