@@ -219,3 +219,23 @@ def test_a_fact_supersedes_what_it_makes_out_of_date_and_duplicates_merge(tmp_pa
     }
     assert agent.archival.get(old).superseded_by is not None
     assert agent.archival.get(again).superseded_by == same
+
+
+def test_the_chat_reflects_on_request(fake_llm, chat_env, tmp_path):
+    import subprocess
+    import sys
+
+    Agent.create("sam", "gpt-4o-mini", db=tmp_path / "chat.db")
+    fake_llm.enqueue(say("Tea it is."), record(facts=[{"text": "The user likes tea."}]))
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "chat.db"), "chat", "sam"],
+        input="I like tea\n/reflect\n",
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert "Read 3 messages: 1 facts saved" in finished.stdout
+    found, _ = Agent.load("sam", db=tmp_path / "chat.db").archival.search("tea")
+    assert [p.text for p in found] == ["The user likes tea."]

@@ -255,6 +255,16 @@ def _summarize(session: Session, arguments: str) -> None:
         session.print(report.describe())
 
 
+@command("/reflect", "Go over the new messages now and update memory from them.")
+def _reflect(session: Session, arguments: str) -> None:
+    _no_arguments(arguments)
+    report = session.call_model("reflecting…", session.agent.reflect)
+    if report is not None:
+        session.print(report.describe())
+        for note in report.notes:
+            session.print(f"note: {note}")
+
+
 @command("/retry", "Remove the last exchange and send its message again.")
 def _retry(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
