@@ -26,13 +26,14 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
+from memgpt_lite.memory.dates import Period, dated_within, query_period
 from memgpt_lite.models import AgentState, Message, Passage
 from memgpt_lite.storage.protocol import (
     Owner,
@@ -439,11 +440,16 @@ def search_passages(
     depth = max(50, 3 * (offset + limit))
     filtered = bool(tags or start or end)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
-    # Alone, the words need rank only the page; fused, they need depth.
-    lexical_depth = depth if vector_search else offset + limit
+    period = query_period(query, datetime.now(UTC))
+    # Alone, the words need rank only the page; fused or reranked by date, they need depth.
+    lexical_depth = depth if vector_search or period else offset + limit
     lexical, total, _ = store.rank_passages(
         agent_id, query, lexical_depth, tags, start, end, exact=offset + limit
     )
+    if period:
+        lexical, total = _passages_in_period(
+            agent, query, period, lexical, total, depth, tags, start, end
+        )
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
@@ -454,21 +460,69 @@ def search_passages(
     return _hybrid(lexical, hits, fetch, limit, offset, total)
 
 
+# A date named in a query ("in May 2023", "last summer") multiplies the word
+# score of the items of that period by this: it ranks them first among
+# matches about as good, without hiding a better match dated otherwise (or
+# dated only by words this module cannot read).
+DATE_BOOST = 1.5
+
+
+def _date_boosted(
+    scored: list[tuple[T, float]], period: Period, text: Callable[[T], str]
+) -> list[tuple[T, float]]:
+    boosted = [
+        (item, score * DATE_BOOST if dated_within(text(item), item.created_at, period) else score)
+        for item, score in scored
+    ]
+    return sorted(boosted, key=lambda pair: -pair[1])  # stable: ties keep the store's order
+
+
+def _passages_in_period(
+    agent: AgentDeps,
+    query: str,
+    period: Period,
+    lexical: list[tuple[Passage, float]],
+    total: int,
+    depth: int,
+    tags: Sequence[str] | None,
+    start: date | None,
+    end: date | None,
+) -> tuple[list[tuple[Passage, float]], int]:
+    """`lexical` with the best matches stored within `period` added (they may
+    rank below `depth` among all) and every item of the period boosted.
+    `start`/`end` still bound both."""
+    first = max(start or period.start, period.start)
+    last = min(end or period.end, period.end)
+    if first <= last:
+        within, _, _ = agent.store.rank_passages(
+            agent.state.id,
+            query,
+            depth,
+            tags,
+            None if first == date.min else first,
+            None if last == date.max else last,
+        )
+        seen = {p.seq for p, _ in lexical}
+        lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
+    return _date_boosted(lexical, period, lambda p: p.text), max(total, len(lexical))
+
+
 def search_messages(
     agent: AgentDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
     query = clean_text(query)  # it reaches the store and the embedder
     store, agent_id = agent.store, agent.state.id
-    if agent.embedder is None:
-        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     depth = max(50, 3 * (offset + limit))
+    period = query_period(query, datetime.now(UTC))
     vector_search = _start_vector_search(agent, "message", query, depth)
-    if vector_search is None:  # the embedder failed: words alone, ranked once
+    if vector_search is None and period is None:  # words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     lexical, total, _ = store.rank_messages(agent_id, query, depth, exclude_step_id)
+    if period:  # messages are not annotated: their own time, or ISO dates in them
+        lexical = _date_boosted(lexical, period, lambda m: m.content or "")
     hits = _finished(vector_search, lexical)
-    if hits is None:  # no vectors yet: the words alone
+    if hits is None:  # no vectors: the words alone
         return [m for m, _ in lexical[offset : offset + limit]], total
 
     def fetch(seqs: list[int]) -> dict[int, Message]:
