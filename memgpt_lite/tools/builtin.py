@@ -162,6 +162,7 @@ def conversation_search_date(
 def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
     """Save to archival memory, your unlimited long-term store. Write it so it can
     be found and understood later on its own; long text is split into passages.
+    Relative dates ("yesterday", "last week") are saved with the date they mean.
 
     Args:
         content: The text to save.
@@ -198,7 +199,8 @@ def archival_memory_search(
     """Search archival memory for passages about something.
 
     Args:
-        query: Plain words describing what to find.
+        query: Plain words describing what to find. It may name a time ("in May 2023",
+            "last summer", "before 2022"): passages of that time then rank first.
         page: Which page of results, starting at 0.
         tags: Only passages with at least one of these tags.
         start_date: Only passages saved on or after this day, YYYY-MM-DD.
