@@ -47,6 +47,9 @@ def days(first: str, last: str | None = None) -> Period:
         ("next winter", "next winter [2023-12..2024-02]"),
         ("in the fall", "in the fall [2023-09..2023-11]"),
         ("last Friday", "last Friday [2023-05-05]"),
+        ("Last Fri I took the kids", "Last Fri [2023-05-05] I took the kids"),
+        ("next Tues.", "next Tues [2023-05-09]."),
+        ("two weekends ago", "two weekends ago [2023-04-29..2023-04-30]"),
         ("next Friday", "next Friday [2023-05-12]"),
         ("this Friday", "this Friday [2023-05-12]"),
         ("I went hiking on Friday.", "I went hiking on Friday [2023-05-05]."),
@@ -79,6 +82,7 @@ def test_relative_dates_get_their_absolute_date_beside_them(text, expected):
         "I fall asleep early",  # not a season
         "the past week",  # the last seven days: not a calendar week
         "an hour ago",
+        "I sat in the sun on a Wed",  # short weekdays only after last/next/this
         "no dates here at all",
     ],
 )

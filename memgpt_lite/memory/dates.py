@@ -55,6 +55,9 @@ MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 MONTHS["sept"] = 9
 WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+# Abbreviated, a weekday is a date only after last/next/this ("sat", "sun", "wed" are words).
+SHORT_WEEKDAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3}
+SHORT_WEEKDAYS |= {"fri": 4, "sat": 5, "sun": 6}
 SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}  # first month
 NUMBERS = {
     "a": 1,
@@ -76,11 +79,13 @@ NUMBERS = {
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
+_SHORT_WEEKDAY = r"(?P<weekday>" + "|".join(sorted(SHORT_WEEKDAYS, key=len, reverse=True)) + r")\.?"
 _SEASON = r"(?P<season>spring|summer|fall|autumn|winter)"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _DAY = r"(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _NUMBER = r"(?P<n>\d{1,3}|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
+_AGO_UNIT = r"(?P<unit>day|weekend|week|month|year)s?"
 _WHICH = r"(?P<which>last|next|this|past|coming)"
 # "the past week" is the last seven days, not the calendar week before this one.
 _WHICH_UNIT = r"(?P<which>last|next|this|coming)"
@@ -159,6 +164,9 @@ def _ago(m: re.Match[str], at: date, text: str) -> Period | None:
         return _day(at - timedelta(days=n))
     if unit == "week":  # "two weeks ago": that week, not one day of it
         return _week(at - timedelta(weeks=n))
+    if unit == "weekend":  # "two weekends ago": as "last weekend", a week further back
+        saturday = _week(at).start + timedelta(days=5 - 7 * n)
+        return Period(saturday, saturday + timedelta(days=1))
     if unit == "month":
         return _month_period(*_add_months(at.year, at.month, -n))
     return _year(at.year - n)
@@ -197,7 +205,8 @@ def _future_sentence(text: str, position: int) -> bool:
 
 
 def _weekday(m: re.Match[str], at: date, text: str) -> Period | None:
-    target = WEEKDAYS[m.group("weekday").lower()]
+    name = m.group("weekday").lower()
+    target = WEEKDAYS.get(name, SHORT_WEEKDAYS.get(name, 0))
     which = (m.group("which") or "").lower()
     if which == "this":
         return _day(_week(at).start + timedelta(days=target))
@@ -310,11 +319,12 @@ RULES = (
         True,
         "yesterday today tonight tomorrow night morning afternoon evening",
     ),
-    _rule(rf"{_NUMBER}\s+{_UNIT}\s+ago", _ago, True, "ago"),
+    _rule(rf"{_NUMBER}\s+{_AGO_UNIT}\s+ago", _ago, True, "ago"),
     _rule(rf"{_WHICH_UNIT}\s+weekend", _weekend, True, "weekend"),
     _rule(rf"{_WHICH_UNIT}\s+{_UNIT}", _relative_unit, True, _UNITS),
     _rule(r"the\s+week\s+before", _week_before, True, "week"),
     _rule(rf"(?:{_WHICH}\s+)?{_WEEKDAY}", _weekday, True, WEEKDAYS),
+    _rule(rf"{_WHICH}\s+{_SHORT_WEEKDAY}", _weekday, True, SHORT_WEEKDAYS),
     _rule(_YEAR, _year_only, False, "<year>"),
 )
 _TOKEN = re.compile(r"[a-z]+|(?<!\d)(?:19|20)\d\d(?!\d)|\[")
