@@ -230,6 +230,26 @@ def test_a_date_in_the_query_ranks_the_passage_of_that_period_first(tmp_path):
     assert found[0].created_at.month == 7
 
 
+def test_a_passage_of_the_period_is_found_below_many_better_matches(tmp_path):
+    """The period's passage ranks below the depth search looks at among all
+    matches: a second ranking, within the period, must bring it."""
+    agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    add_fillers(agent, datetime(2023, 1, 1, tzinfo=UTC))
+    march = datetime(2023, 3, 10, tzinfo=UTC)
+    agent.archival.insert_many(
+        [
+            Passage(agent_id=agent.state.id, text=f"Rowing on the lake, log {i}.", created_at=march)
+            for i in range(80)
+        ]
+    )
+    may_text = "Rowing on the lake with friends, a long and sunny day."  # longer: lower BM25
+    agent.archival.insert(may_text, created_at=datetime(2023, 5, 9, tzinfo=UTC))
+    found, _ = agent.archival.search("rowing", limit=50)
+    assert may_text not in [p.text for p in found]  # no date named: words alone
+    found, _ = agent.archival.search("rowing in May 2023", limit=5)
+    assert found[0].text == may_text
+
+
 def test_a_passage_dated_by_its_text_is_found_for_its_period(tmp_path):
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
     stored = datetime(2023, 6, 2, tzinfo=UTC)

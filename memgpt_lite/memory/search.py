@@ -448,7 +448,7 @@ def search_passages(
     )
     if period:
         lexical, total = _passages_in_period(
-            agent, query, period, lexical, total, depth, tags, start, end
+            agent, query, period, lexical, total, offset + limit, (tags, start, end)
         )
     hits = _finished(vector_search, lexical)
     if hits is None:
@@ -469,12 +469,15 @@ DATE_BOOST = 1.5
 
 def _date_boosted(
     scored: list[tuple[T, float]], period: Period, text: Callable[[T], str]
-) -> list[tuple[T, float]]:
+) -> tuple[list[tuple[T, float]], int]:
+    """The items reranked with those of `period` boosted, and how many those are."""
+    inside = [dated_within(text(item), item.created_at, period) for item, _ in scored]
     boosted = [
-        (item, score * DATE_BOOST if dated_within(text(item), item.created_at, period) else score)
-        for item, score in scored
+        (item, score * DATE_BOOST if dated else score)
+        for (item, score), dated in zip(scored, inside, strict=True)
     ]
-    return sorted(boosted, key=lambda pair: -pair[1])  # stable: ties keep the store's order
+    # Stable: ties keep the store's order.
+    return sorted(boosted, key=lambda pair: -pair[1]), sum(inside)
 
 
 def _passages_in_period(
@@ -483,28 +486,32 @@ def _passages_in_period(
     period: Period,
     lexical: list[tuple[Passage, float]],
     total: int,
-    depth: int,
-    tags: Sequence[str] | None,
-    start: date | None,
-    end: date | None,
+    page: int,
+    filters: tuple[Sequence[str] | None, date | None, date | None],
 ) -> tuple[list[tuple[Passage, float]], int]:
-    """`lexical` with the best matches stored within `period` added (they may
-    rank below `depth` among all) and every item of the period boosted.
-    `start`/`end` still bound both."""
+    """`lexical` reranked with the passages of `period` boosted. When fewer
+    than a `page` of those are among it, the best matches stored within the
+    period are added first (a second ranking, filtered by time: they may rank
+    far down among all). With a page of them already, none it would add
+    could reach the page: each scores below all of `lexical`, so below each
+    boosted one. The tags and `start`/`end` filters bound both."""
+    ranked, inside = _date_boosted(lexical, period, lambda p: p.text)
+    tags, start, end = filters
     first = max(start or period.start, period.start)
     last = min(end or period.end, period.end)
-    if first <= last:
-        within, _, _ = agent.store.rank_passages(
-            agent.state.id,
-            query,
-            depth,
-            tags,
-            None if first == date.min else first,
-            None if last == date.max else last,
-        )
-        seen = {p.seq for p, _ in lexical}
-        lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
-    return _date_boosted(lexical, period, lambda p: p.text), max(total, len(lexical))
+    if inside >= page or first > last:
+        return ranked, total
+    within, _, _ = agent.store.rank_passages(
+        agent.state.id,
+        query,
+        page,
+        tags,
+        None if first == date.min else first,
+        None if last == date.max else last,
+    )
+    seen = {p.seq for p, _ in lexical}
+    lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
+    return _date_boosted(lexical, period, lambda p: p.text)[0], max(total, len(lexical))
 
 
 def search_messages(
@@ -520,7 +527,7 @@ def search_messages(
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     lexical, total, _ = store.rank_messages(agent_id, query, depth, exclude_step_id)
     if period:  # messages are not annotated: their own time, or ISO dates in them
-        lexical = _date_boosted(lexical, period, lambda m: m.content or "")
+        lexical, _ = _date_boosted(lexical, period, lambda m: m.content or "")
     hits = _finished(vector_search, lexical)
     if hits is None:  # no vectors: the words alone
         return [m for m, _ in lexical[offset : offset + limit]], total
