@@ -42,6 +42,10 @@ Measured, for each size:
 - database size on disk (the file, -wal and -shm; PostgreSQL's
   pg_database_size) and the process's peak RSS.
 
+`--dated` adds a month of the passages' year to every query ("... in May
+2026"), to measure what the date signal of memory/dates.py costs: such a
+query ranks deeper and runs a second ranking within the month.
+
 Each size's database is fresh, of the backend `--db` names (databases.py):
 `both` prints SQLite's and PostgreSQL's rows one above the other. Sizes above
 `--hybrid-max` skip the vectors and hybrid search (shown as nan), for a
@@ -353,13 +357,24 @@ def not_measured(lexical: list[dict]) -> dict:
     }
 
 
-def worker(size: int, query_count: int, db: str, hybrid_max: int | None = None) -> dict:
+def dated(queries: list[str]) -> list[str]:
+    """The queries naming a month of the passages' year ("... in May 2026"):
+    search then also ranks that month's passages (memory/dates.py)."""
+    month = datetime.now(UTC) - timedelta(days=120)
+    return [f"{q} in {month:%B %Y}" for q in queries]
+
+
+def worker(
+    size: int, query_count: int, db: str, hybrid_max: int | None = None, with_date: bool = False
+) -> dict:
     from memgpt_lite import Agent
 
     corpus = Corpus(size)
     query_rng = np.random.default_rng(SEED + 1)
     warmup = corpus.queries(query_rng, WARMUP_QUERIES)
     queries = corpus.queries(query_rng, query_count)
+    if with_date:
+        warmup, queries = dated(warmup), dated(queries)
     agent = Agent.create("bench", "gpt-4o-mini", db=db)
     inserted = insert_all(agent, corpus, size)
 
@@ -434,6 +449,8 @@ def collect(args: argparse.Namespace) -> list[dict]:
                 command += ["--queries", str(args.queries), "--worker-db", db]
                 if args.hybrid_max is not None:
                     command += ["--hybrid-max", str(args.hybrid_max)]
+                if args.dated:
+                    command += ["--dated"]
                 out = subprocess.run(
                     command, stdout=subprocess.PIPE, text=True, check=True, env=os.environ.copy()
                 )
@@ -544,11 +561,17 @@ def main() -> None:
         type=int,
         help="sizes above this measure insert and lexical search only (vectors: nan)",
     )
+    parser.add_argument(
+        "--dated",
+        action="store_true",
+        help='every query also names a month ("... in May 2026"): the cost of the date signal',
+    )
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker-db", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.queries, args.worker_db, args.hybrid_max)))
+        result = worker(args.worker, args.queries, args.worker_db, args.hybrid_max, args.dated)
+        print(json.dumps(result))
         return
     rows = collect(args)
     db = "" if args.db == "sqlite" else " " * 9  # a db column, unless SQLite's alone

@@ -78,10 +78,13 @@ def load_agent(db: str, turns, embedder_spec: str | None) -> tuple[Agent, dict[s
         for i, (_, text, when) in enumerate(turns)
     ]
     report = agent.archival.insert_many(passages)
-    by_text = {p.text: p.id for p in report.stored}
+    # Stored passages keep their ids (their text may gain resolved dates); a
+    # repeated turn maps to the passage already held, reported in order.
+    stored = {p.id for p in report.stored}
+    held = iter(report.duplicates)
     dia_of: dict[str, set[str]] = defaultdict(set)
-    for (dia_id, text, _), passage in zip(turns, passages, strict=True):
-        dia_of[by_text.get(text, passage.id)].add(dia_id)  # a repeated turn maps to the first
+    for (dia_id, _, _), passage in zip(turns, passages, strict=True):
+        dia_of[passage.id if passage.id in stored else next(held)].add(dia_id)
     return agent, dia_of
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.memory.dates import annotate
 from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.memory.search import (
     backfill,
@@ -97,6 +98,13 @@ def _tail(text: str, words: int = 40) -> str:
     return " ".join(text.split()[-words:])
 
 
+def _dated(passage: Passage) -> Passage:
+    """The passage with its relative dates annotated (the same object if none).
+    A copy, with the same id: the caller's passage is left as it was."""
+    text = annotate(passage.text, passage.created_at)
+    return passage if text == passage.text else passage.model_copy(update={"text": text})
+
+
 @dataclass
 class InsertReport:
     stored: list[Passage] = field(default_factory=list)
@@ -124,13 +132,14 @@ class ArchivalMemory:
         replaces: Sequence[str] = (),
     ) -> InsertReport:
         """Store `text` (chunked if long) with optional tags and time: every
-        passage of it, or, if anything fails, none. `replaces`: ids of
+        passage of it, or, if anything fails, none; its relative dates are
+        resolved as `insert_many` does. `replaces`: ids of
         passages the text makes out of date, marked superseded by its first
         passage (by the passage already holding the text, if it is a
         duplicate: so a stored fact can replace others without a new copy).
         NotFoundError for an unknown id, ConfigError for one that cannot be
         replaced by it; nothing is stored then."""
-        passages = self._chunked(text, tags, created_at, chunk_tokens)
+        passages = [_dated(p) for p in self._chunked(text, tags, created_at, chunk_tokens)]
         replaces = clean_texts(list(dict.fromkeys(r.strip() for r in replaces if r.strip())))
         return self._store(passages, self._embed_new(passages) or {}, replaces or ())
 
@@ -160,7 +169,11 @@ class ArchivalMemory:
         ]
 
     def insert_many(self, passages: Sequence[Passage]) -> InsertReport:
-        """Store prepared passages (no chunking), for bulk loads: all or none."""
+        """Store prepared passages (no chunking), for bulk loads: all or none.
+        Relative dates in their text are resolved at each passage's own time
+        (an imported conversation's dates, or now) and written beside them
+        ("yesterday [2023-05-07]", see memory/dates.py)."""
+        passages = [_dated(p) for p in passages]
         return self._store(passages, self._embed_new(passages) or {})
 
     def _embed_new(self, passages: Sequence[Passage]) -> dict[str, np.ndarray] | None:

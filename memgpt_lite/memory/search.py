@@ -26,13 +26,14 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
+from memgpt_lite.memory.dates import Period, dated_within, query_period
 from memgpt_lite.models import AgentState, Message, Passage
 from memgpt_lite.storage.protocol import (
     Owner,
@@ -444,7 +445,7 @@ def search_passages(
     any_replaced = store.list_passages(agent_id, 0, superseded=True)[1] > 0
     filtered = bool(tags or start or end or any_replaced)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
-    filters = _PassageFilters(tags, start, end)
+    filters = _PassageFilters(tags, start, end, period=query_period(query, datetime.now(UTC)))
     if not any_replaced:
         return _passage_page(agent, query, vector_search, limit, offset, depth, filters)
     current = filters._replace(superseded=False)
@@ -464,6 +465,7 @@ class _PassageFilters(NamedTuple):
     start: date | None
     end: date | None
     superseded: bool | None = None
+    period: Period | None = None  # named by the query: boosted (see _passages_in_period)
 
 
 def _passage_page(
@@ -477,9 +479,9 @@ def _passage_page(
 ) -> tuple[list[Passage], int]:
     """One page of the passages passing `filters`, by words and vectors."""
     store, agent_id = agent.store, agent.state.id
-    tags, start, end, superseded = filters
-    # Alone, the words need rank only the page; fused, they need depth.
-    lexical_depth = depth if vector_search else offset + limit
+    tags, start, end, superseded, period = filters
+    # Alone, the words need rank only the page; fused or reranked by date, they need depth.
+    lexical_depth = depth if vector_search or period else offset + limit
     lexical, total, _ = store.rank_passages(
         agent_id,
         query,
@@ -490,6 +492,8 @@ def _passage_page(
         exact=offset + limit,
         superseded=superseded,
     )
+    if period:
+        lexical, total = _passages_in_period(agent, query, lexical, total, offset + limit, filters)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
@@ -500,21 +504,78 @@ def _passage_page(
     return _hybrid(lexical, hits, fetch, limit, offset, total)
 
 
+# A date named in a query ("in May 2023", "last summer") multiplies the word
+# score of the items of that period by this: it ranks them first among
+# matches about as good, without hiding a better match dated otherwise (or
+# dated only by words this module cannot read).
+DATE_BOOST = 1.5
+
+
+def _date_boosted(
+    scored: list[tuple[T, float]], period: Period, text: Callable[[T], str]
+) -> tuple[list[tuple[T, float]], int]:
+    """The items reranked with those of `period` boosted, and how many those are."""
+    inside = [dated_within(text(item), item.created_at, period) for item, _ in scored]
+    boosted = [
+        (item, score * DATE_BOOST if dated else score)
+        for (item, score), dated in zip(scored, inside, strict=True)
+    ]
+    # Stable: ties keep the store's order.
+    return sorted(boosted, key=lambda pair: -pair[1]), sum(inside)
+
+
+def _passages_in_period(
+    agent: AgentDeps,
+    query: str,
+    lexical: list[tuple[Passage, float]],
+    total: int,
+    page: int,
+    filters: _PassageFilters,
+) -> tuple[list[tuple[Passage, float]], int]:
+    """`lexical` reranked with the passages of `period` boosted. When fewer
+    than a `page` of those are among it, the best matches stored within the
+    period are added first (a second ranking, filtered by time: they may rank
+    far down among all). With a page of them already, none it would add
+    could reach the page: each scores below all of `lexical`, so below each
+    boosted one. The tags and `start`/`end` filters bound both."""
+    tags, start, end, superseded, period = filters
+    if period is None:
+        return lexical, total
+    ranked, inside = _date_boosted(lexical, period, lambda p: p.text)
+    first = max(start or period.start, period.start)
+    last = min(end or period.end, period.end)
+    if inside >= page or first > last:
+        return ranked, total
+    within, _, _ = agent.store.rank_passages(
+        agent.state.id,
+        query,
+        page,
+        tags,
+        None if first == date.min else first,
+        None if last == date.max else last,
+        superseded=superseded,
+    )
+    seen = {p.seq for p, _ in lexical}
+    lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
+    return _date_boosted(lexical, period, lambda p: p.text)[0], max(total, len(lexical))
+
+
 def search_messages(
     agent: AgentDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
     query = clean_text(query)  # it reaches the store and the embedder
     store, agent_id = agent.store, agent.state.id
-    if agent.embedder is None:
-        return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     depth = max(50, 3 * (offset + limit))
+    period = query_period(query, datetime.now(UTC))
     vector_search = _start_vector_search(agent, "message", query, depth)
-    if vector_search is None:  # the embedder failed: words alone, ranked once
+    if vector_search is None and period is None:  # words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
     lexical, total, _ = store.rank_messages(agent_id, query, depth, exclude_step_id)
+    if period:  # messages are not annotated: their own time, or ISO dates in them
+        lexical, _ = _date_boosted(lexical, period, lambda m: m.content or "")
     hits = _finished(vector_search, lexical)
-    if hits is None:  # no vectors yet: the words alone
+    if hits is None:  # no vectors: the words alone
         return [m for m, _ in lexical[offset : offset + limit]], total
 
     def fetch(seqs: list[int]) -> dict[int, Message]:

@@ -167,6 +167,7 @@ def archival_memory_insert(
     be found and understood later on its own; long text is split into passages.
     When a fact changes (a move, a new job), save the new one with the ids of the
     passages it makes out of date in replaces: they are kept, marked out of date.
+    Relative dates ("yesterday", "last week") are saved with the date they mean.
 
     Args:
         content: The text to save.
@@ -230,7 +231,8 @@ def archival_memory_search(
     """Search archival memory for passages about something.
 
     Args:
-        query: Plain words describing what to find.
+        query: Plain words describing what to find. It may name a time ("in May 2023",
+            "last summer", "before 2022"): passages of that time then rank first.
         page: Which page of results, starting at 0.
         tags: Only passages with at least one of these tags.
         start_date: Only passages saved on or after this day, YYYY-MM-DD.
