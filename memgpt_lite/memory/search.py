@@ -18,6 +18,11 @@ A store with the `VectorSearch` capability (PostgreSQL with pgvector) finds
 the nearest vectors itself, with the similarities of the lexical hits, so
 nothing is loaded into the process (see `ServerHits`); other stores, and
 PostgreSQL without pgvector, use the in-process index.
+
+Before fusion, the words ranking is widened by pseudo-relevance feedback
+(`with_feedback`): the words that set the best hits apart are searched again,
+at lower weight, so a second hop or another mention of the same thing is
+found by the hits' words, not only the question's (memory/ranking.py).
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
+from memgpt_lite.memory.ranking import FEEDBACK_DEPTH, feedback_words, fuse_feedback
 from memgpt_lite.models import AgentState, Message, Passage
 from memgpt_lite.storage.protocol import (
     Owner,
+    Ranking,
     Storage,
     VectorCounters,
     VectorMatches,
@@ -424,6 +431,33 @@ def _hybrid(
     return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
 
 
+def with_feedback(
+    query: str,
+    rank: Callable[[str, int], Ranking[T]],
+    depth: int,
+    text_of: Callable[[T], str],
+) -> tuple[list[tuple[T, float]], int]:
+    """The best `depth` items for `query` by its words and, at lower weight,
+    by the words that set its best hits apart (`feedback_words`), with the
+    fused scores; and how many items the query's words matched. `rank` is the
+    store's BM25 ranking of some words."""
+    first, total, _ = rank(query, depth)
+    words = feedback_words(query, [(text_of(item), score) for item, score in first])
+    if not words:
+        return first, total
+    second = rank(" ".join(words), depth).scored
+    by_seq = {item.seq or 0: item for item, _ in [*second, *first]}
+    fused = fuse_feedback(
+        [(item.seq or 0, score) for item, score in first],
+        [(item.seq or 0, score) for item, score in second],
+    )
+    return [(by_seq[seq], score) for seq, score in fused[:depth]], total
+
+
+def _passage_text(passage: Passage) -> str:
+    return passage.text
+
+
 def search_passages(
     agent: AgentDeps,
     query: str,
@@ -439,11 +473,11 @@ def search_passages(
     depth = max(50, 3 * (offset + limit))
     filtered = bool(tags or start or end)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
-    # Alone, the words need rank only the page; fused, they need depth.
-    lexical_depth = depth if vector_search else offset + limit
-    lexical, total, _ = store.rank_passages(
-        agent_id, query, lexical_depth, tags, start, end, exact=offset + limit
-    )
+
+    def rank(words: str, count: int) -> Ranking[Passage]:
+        return store.rank_passages(agent_id, words, count, tags, start, end)
+
+    lexical, total = with_feedback(query, rank, max(FEEDBACK_DEPTH, depth), _passage_text)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
