@@ -100,14 +100,21 @@ class ScoreBound(NamedTuple):
 # own score. A question whose answer is spread over turns, or needs a second
 # hop ("where does Anna's brother live?" finds "my brother Tom"; "Tom" finds
 # "Tom lives in Porto"), is then found by the hits' words too. Measured on the
-# LoCoMo development split (lexical): recall@5/@10 64.6/73.6 -> 65.6/74.8;
+# LoCoMo development split (lexical): recall@5/@10 64.6/73.6 -> 65.3/75.2;
 # every setting near these did better than none, none much better than these.
-FEEDBACK_DEPTH = 100  # first-pass candidates: the words' rarity is judged among them
+# First-pass candidates, among which the words' rarity is judged: 100 gave
+# 65.6/74.8 on LoCoMo and cost more Python per search.
+FEEDBACK_DEPTH = 50
 FEEDBACK_HITS = 5  # the best hits the words are taken from
 FEEDBACK_WORDS = 5  # the words searched again
 FEEDBACK_WEIGHT = 0.35  # the second pass's weight, against the question's 1
+# The second pass scores at most this many rows (RANK_BUDGET for the first):
+# the words it takes from the hits may be common in the store, and it must
+# stay a small part of a search's time (about 5 ms at 100,000 passages).
+FEEDBACK_BUDGET = 1_000
 # A name in a hit counts twice: it is what a second hop searches for (on
-# LoCoMo, multi-hop recall@5 31.7 -> 32.9, overall unchanged within 0.1).
+# LoCoMo with 100 candidates, multi-hop recall@5 31.7 -> 32.9, overall
+# within 0.2).
 NAME_BOOST = 2.0
 # A word after another word's letters or a comma, not after ., ! or ? or a colon.
 _INNER_CAPITAL = re.compile(r"(?<=[\w,;])\s+(\w+)", re.UNICODE)
@@ -125,9 +132,13 @@ def feedback_words(
     but rare among them still tells them apart."""
     if not candidates or candidates[0][1] <= 0:
         return []
-    asked = set(fts_words(query))
+    # Stop words, the query's words, numbers and short words are left out.
+    skip = STOP_WORDS | set(fts_words(query))
     best = candidates[0][1]
-    words_of = [{w for w in fts_words(text) if _usable(w)} - asked for text, _ in candidates]
+    words_of = [
+        {w for w in _WORD.findall(text.lower()) if len(w) > 2 and not w.isdigit()} - skip
+        for text, _ in candidates
+    ]
     held: dict[str, int] = {}
     for words in words_of:
         for word in words:
@@ -150,10 +161,6 @@ def proper_names(text: str) -> set[str]:
         for match in _INNER_CAPITAL.finditer(text)
         if match.group(1)[0].isupper()
     }
-
-
-def _usable(word: str) -> bool:
-    return len(word) > 2 and not word.isdigit()
 
 
 def fuse_feedback(

@@ -38,7 +38,12 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.ranking import FEEDBACK_DEPTH, feedback_words, fuse_feedback
+from memgpt_lite.memory.ranking import (
+    FEEDBACK_BUDGET,
+    FEEDBACK_DEPTH,
+    feedback_words,
+    fuse_feedback,
+)
 from memgpt_lite.models import AgentState, Message, Passage
 from memgpt_lite.storage.protocol import (
     Owner,
@@ -433,19 +438,20 @@ def _hybrid(
 
 def with_feedback(
     query: str,
-    rank: Callable[[str, int], Ranking[T]],
+    rank: Callable[[str, int, int | None], Ranking[T]],
     depth: int,
     text_of: Callable[[T], str],
 ) -> tuple[list[tuple[T, float]], int]:
     """The best `depth` items for `query` by its words and, at lower weight,
     by the words that set its best hits apart (`feedback_words`), with the
     fused scores; and how many items the query's words matched. `rank` is the
-    store's BM25 ranking of some words."""
-    first, total, _ = rank(query, depth)
+    store's BM25 ranking of some words (words, depth, budget or None for the
+    store's own)."""
+    first, total, _ = rank(query, depth, None)
     words = feedback_words(query, [(text_of(item), score) for item, score in first])
     if not words:
         return first, total
-    second = rank(" ".join(words), depth).scored
+    second = rank(" ".join(words), depth, FEEDBACK_BUDGET).scored
     by_seq = {item.seq or 0: item for item, _ in [*second, *first]}
     fused = fuse_feedback(
         [(item.seq or 0, score) for item, score in first],
@@ -474,8 +480,10 @@ def search_passages(
     filtered = bool(tags or start or end)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
 
-    def rank(words: str, count: int) -> Ranking[Passage]:
-        return store.rank_passages(agent_id, words, count, tags, start, end)
+    def rank(words: str, count: int, budget: int | None) -> Ranking[Passage]:
+        if budget is None:
+            return store.rank_passages(agent_id, words, count, tags, start, end)
+        return store.rank_passages(agent_id, words, count, tags, start, end, budget=budget)
 
     lexical, total = with_feedback(query, rank, max(FEEDBACK_DEPTH, depth), _passage_text)
     hits = _finished(vector_search, lexical)
