@@ -18,6 +18,11 @@ A store with the `VectorSearch` capability (PostgreSQL with pgvector) finds
 the nearest vectors itself, with the similarities of the lexical hits, so
 nothing is loaded into the process (see `ServerHits`); other stores, and
 PostgreSQL without pgvector, use the in-process index.
+
+Before fusion, the words ranking is widened by pseudo-relevance feedback
+(`with_feedback`): the words that set the best hits apart are searched again,
+at lower weight, so a second hop or another mention of the same thing is
+found by the hits' words, not only the question's (memory/ranking.py).
 """
 
 from __future__ import annotations
@@ -34,9 +39,16 @@ import numpy as np
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
 from memgpt_lite.memory.dates import Period, dated_within, query_period
+from memgpt_lite.memory.ranking import (
+    FEEDBACK_BUDGET,
+    FEEDBACK_DEPTH,
+    feedback_words,
+    fuse_feedback,
+)
 from memgpt_lite.models import AgentState, Message, Passage
 from memgpt_lite.storage.protocol import (
     Owner,
+    Ranking,
     Storage,
     VectorCounters,
     VectorMatches,
@@ -425,6 +437,34 @@ def _hybrid(
     return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
 
 
+def with_feedback(
+    query: str,
+    rank: Callable[[str, int, int | None], Ranking[T]],
+    depth: int,
+    text_of: Callable[[T], str],
+) -> tuple[list[tuple[T, float]], int]:
+    """The best `depth` items for `query` by its words and, at lower weight,
+    by the words that set its best hits apart (`feedback_words`), with the
+    fused scores; and how many items the query's words matched. `rank` is the
+    store's BM25 ranking of some words (words, depth, budget or None for the
+    store's own)."""
+    first, total, _ = rank(query, depth, None)
+    words = feedback_words(query, [(text_of(item), score) for item, score in first])
+    if not words:
+        return first, total
+    second = rank(" ".join(words), depth, FEEDBACK_BUDGET).scored
+    by_seq = {item.seq or 0: item for item, _ in [*second, *first]}
+    fused = fuse_feedback(
+        [(item.seq or 0, score) for item, score in first],
+        [(item.seq or 0, score) for item, score in second],
+    )
+    return [(by_seq[seq], score) for seq, score in fused[:depth]], total
+
+
+def _passage_text(passage: Passage) -> str:
+    return passage.text
+
+
 def search_passages(
     agent: AgentDeps,
     query: str,
@@ -480,18 +520,14 @@ def _passage_page(
     """One page of the passages passing `filters`, by words and vectors."""
     store, agent_id = agent.store, agent.state.id
     tags, start, end, superseded, period = filters
-    # Alone, the words need rank only the page; fused or reranked by date, they need depth.
-    lexical_depth = depth if vector_search or period else offset + limit
-    lexical, total, _ = store.rank_passages(
-        agent_id,
-        query,
-        lexical_depth,
-        tags,
-        start,
-        end,
-        exact=offset + limit,
-        superseded=superseded,
-    )
+
+    def rank(words: str, count: int, budget: int | None) -> Ranking[Passage]:
+        extra = {} if budget is None else {"budget": budget}
+        return store.rank_passages(
+            agent_id, words, count, tags, start, end, superseded=superseded, **extra
+        )
+
+    lexical, total = with_feedback(query, rank, max(FEEDBACK_DEPTH, depth), _passage_text)
     if period:
         lexical, total = _passages_in_period(agent, query, lexical, total, offset + limit, filters)
     hits = _finished(vector_search, lexical)
@@ -546,15 +582,16 @@ def _passages_in_period(
     last = min(end or period.end, period.end)
     if inside >= page or first > last:
         return ranked, total
-    within, _, _ = agent.store.rank_passages(
-        agent.state.id,
-        query,
-        page,
-        tags,
-        None if first == date.min else first,
-        None if last == date.max else last,
-        superseded=superseded,
-    )
+    low, high = None if first == date.min else first, None if last == date.max else last
+
+    def rank(words: str, count: int, budget: int | None) -> Ranking[Passage]:
+        extra = {} if budget is None else {"budget": budget}
+        return agent.store.rank_passages(
+            agent.state.id, words, count, tags, low, high, superseded=superseded, **extra
+        )
+
+    # Scored as `lexical` was (with the feedback words), so the two compare.
+    within, _ = with_feedback(query, rank, page, _passage_text)
     seen = {p.seq for p, _ in lexical}
     lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
     return _date_boosted(lexical, period, lambda p: p.text)[0], max(total, len(lexical))

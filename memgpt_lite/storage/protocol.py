@@ -419,12 +419,14 @@ class Storage(Protocol):
         *,
         exact: int | None = None,
         superseded: bool | None = None,
+        budget: int = ...,
     ) -> Ranking[Passage]:
         """The agent's best `limit` passages for plain-text `query` (its words,
         as `search_messages` takes them; a passage's context counts less than
         its text), passing the filters (as `list_passages` has them), with
         scores. `exact`: how many of the first results `Ranking.proven`
-        vouches for (default: all)."""
+        vouches for (default: all). `budget`: at most how many matches are
+        scored (see memory/ranking.py; each store has its own default)."""
         ...
 
     # Vectors (one per passage or searchable message, once embedded)
