@@ -85,18 +85,25 @@ class TestServer:
             with self._admin() as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    def _wait_for_recovery(self, seconds: float = 60.0) -> None:
+    def _wait_for_recovery(self, seconds: float = 60.0, steady: int = 4) -> None:
+        """Wait until the server answers `steady` times in a row, half a second
+        apart: right after a backend crashed, a connection can still get in
+        before the postmaster resets every backend and recovers, and the
+        tests after it would then meet "in recovery mode"."""
         import psycopg
 
         deadline = time.monotonic() + seconds
-        while True:
+        answered = 0
+        while answered < steady:
             try:
-                self._admin().close()
-                return
+                with self._admin() as conn:
+                    conn.execute("SELECT 1")
+                answered += 1
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.5)
+                answered = 0
+            time.sleep(0.5)
 
     def _admin(self):  # noqa: ANN202 (psycopg is imported only when PostgreSQL is used)
         import psycopg

@@ -139,7 +139,11 @@ def test_every_letta_file_imports_and_steps(fake_llm, tmp_path, name):
         ("lettabot.af", ["skills (46: voice-memo"]),
         (
             "mock_alice.af",
-            ["tool rules (11: run_first", "'required_before_exit' (2): not supported here"],
+            [
+                "tool rules (11: run_first",
+                "'required_before_exit' (2): not supported here",
+                "'max_count_per_step' (1): not valid (tool rule 'max_count_per_step' on '': ",
+            ],
         ),
         (
             "test_agent.af",

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
-from memgpt_lite.tools.rules import ToolRule, rules_from_letta
+from memgpt_lite.tools.rules import LETTA_RULE_KINDS, ToolRule, rules_from_letta
 
 # Letta's agent types that only serve another agent (its sleep-time memory editor).
 HELPER_AGENT_TYPES = frozenset({"sleeptime_agent", "voice_sleeptime_agent"})
@@ -120,7 +120,7 @@ def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], lis
         for name in _asking(raw, agent)
         if name not in ruled
     ]
-    own, _ = rules_from_letta(raw_rules)
+    own, problems = rules_from_letta(raw_rules)
     approval_rules, approval_problems = rules_from_letta(flagged)
     rules = own + approval_rules
     notes = []
@@ -136,11 +136,19 @@ def imported_rules(raw: dict[str, Any], index: int) -> tuple[list[ToolRule], lis
         )
     notes += approval_problems
     left = Counter(str(r.get("type")) for r in raw_rules) - Counter(r.type for r in own)
-    notes += [
-        f"tool rules of kind {kind!r} ({n}): not supported here; left out"
-        for kind, n in left.items()
-    ]
+    notes += [_left_out(kind, n, problems) for kind, n in left.items()]
     return rules, notes
+
+
+def _left_out(kind: str, count: int, problems: list[str]) -> str:
+    """The note for the `count` rules of `kind` not imported: a kind we do
+    not enforce, or rules of one we do that are not valid (the first
+    problem said)."""
+    if kind not in LETTA_RULE_KINDS:
+        return f"tool rules of kind {kind!r} ({count}): not supported here; left out"
+    first = next((p for p in problems if p.startswith(f"tool rule {kind!r}")), "")
+    why = first.removesuffix("; left out")
+    return f"tool rules of kind {kind!r} ({count}): not valid ({why}); left out"
 
 
 def tool_set_of(raw: dict[str, Any], index: int) -> tuple[str, list[str]]:

@@ -165,14 +165,12 @@ def archival_memory_insert(
 ) -> str:
     """Save to archival memory, your unlimited long-term store. Write it so it can
     be found and understood later on its own; long text is split into passages.
-    When a fact changes (a move, a new job), save the new one with the ids of the
-    passages it makes out of date in replaces: they are kept, marked out of date.
-    Relative dates ("yesterday", "last week") are saved with the date they mean.
+    Relative dates ("yesterday") are saved with the date they mean.
 
     Args:
         content: The text to save.
         tags: Optional labels to filter by later, such as ["recipe", "family"].
-        replaces: Ids of passages this one makes out of date, e.g. the old address.
+        replaces: Ids of passages this one makes out of date (a fact that changed).
     """
     if not content.strip():
         raise ModelRetry("content is empty: there is nothing to save.")
@@ -231,8 +229,7 @@ def archival_memory_search(
     """Search archival memory for passages about something.
 
     Args:
-        query: Plain words describing what to find. It may name a time ("in May 2023",
-            "last summer", "before 2022"): passages of that time then rank first.
+        query: Plain words describing what to find; may name a time ("in May 2023").
         page: Which page of results, starting at 0.
         tags: Only passages with at least one of these tags.
         start_date: Only passages saved on or after this day, YYYY-MM-DD.

@@ -231,6 +231,7 @@ _LETTA_FIELDS = {
     "continue_loop": ("tool_name",),
     "requires_approval": ("tool_name",),
 }
+LETTA_RULE_KINDS = frozenset(_LETTA_FIELDS)
 
 
 def rules_from_letta(raw_rules: list[dict[str, Any]]) -> tuple[list[ToolRule], list[str]]:
