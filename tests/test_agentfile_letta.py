@@ -531,7 +531,9 @@ def test_a_letta_approval_request_left_unanswered_waits_here(fake_llm, tmp_path)
     ) in report.notes
     # Only the rule whose tool name is not valid here is left out.
     assert [n for n in report.notes if "left out" in n and "approval" in n] == [
-        "tool rules of kind 'requires_approval' (1): not supported here; left out"
+        "tool rules of kind 'requires_approval' (1): not valid (tool rule 'requires_approval' "
+        "on 'not valid!': tool_name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'); "
+        "left out"
     ]
     # The earlier request, followed by more conversation, cannot wait: it got an error result.
     assert "tool calls waiting for approval got an error result (they never ran)" in report.notes
