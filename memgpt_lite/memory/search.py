@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -437,22 +437,30 @@ def _hybrid(
     return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
 
 
+# The feedback pass's options for `rank_passages`: it scores few rows, and
+# leaves out the words found in more than that many passages. Such a word
+# adds little to a score (its IDF is low), and to compute that IDF FTS5 reads
+# every row holding it: at 1M synthetic passages the feedback pass took 13 ms
+# median, 28 ms at p95 with them, against a few ms without.
+FEEDBACK_OPTIONS: dict[str, Any] = {"budget": FEEDBACK_BUDGET, "drop_over_budget": True}
+
+
 def with_feedback(
     query: str,
-    rank: Callable[[str, int, int | None], Ranking[T]],
+    rank: Callable[[str, int, bool], Ranking[T]],
     depth: int,
     text_of: Callable[[T], str],
 ) -> tuple[list[tuple[T, float]], int]:
     """The best `depth` items for `query` by its words and, at lower weight,
     by the words that set its best hits apart (`feedback_words`), with the
     fused scores; and how many items the query's words matched. `rank` is the
-    store's BM25 ranking of some words (words, depth, budget or None for the
-    store's own)."""
-    first, total, _ = rank(query, depth, None)
+    store's BM25 ranking of some words (words, depth, and whether it is the
+    feedback pass: FEEDBACK_OPTIONS)."""
+    first, total, _ = rank(query, depth, False)
     words = feedback_words(query, [(text_of(item), score) for item, score in first])
     if not words:
         return first, total
-    second = rank(" ".join(words), depth, FEEDBACK_BUDGET).scored
+    second = rank(" ".join(words), depth, True).scored
     by_seq = {item.seq or 0: item for item, _ in [*second, *first]}
     fused = fuse_feedback(
         [(item.seq or 0, score) for item, score in first],
@@ -521,8 +529,8 @@ def _passage_page(
     store, agent_id = agent.store, agent.state.id
     tags, start, end, superseded, period = filters
 
-    def rank(words: str, count: int, budget: int | None) -> Ranking[Passage]:
-        extra = {} if budget is None else {"budget": budget}
+    def rank(words: str, count: int, feedback: bool) -> Ranking[Passage]:
+        extra = FEEDBACK_OPTIONS if feedback else {}
         return store.rank_passages(
             agent_id, words, count, tags, start, end, superseded=superseded, **extra
         )
@@ -584,8 +592,8 @@ def _passages_in_period(
         return ranked, total
     low, high = None if first == date.min else first, None if last == date.max else last
 
-    def rank(words: str, count: int, budget: int | None) -> Ranking[Passage]:
-        extra = {} if budget is None else {"budget": budget}
+    def rank(words: str, count: int, feedback: bool) -> Ranking[Passage]:
+        extra = FEEDBACK_OPTIONS if feedback else {}
         return agent.store.rank_passages(
             agent.state.id, words, count, tags, low, high, superseded=superseded, **extra
         )
