@@ -88,3 +88,24 @@ def test_the_tool_ranks_as_the_api_does(fake_llm, db_location):
     assert "Porto" in shown
     positions = [shown.index(p.text) for p in found]
     assert positions == sorted(positions)
+
+
+def test_the_feedback_pass_leaves_out_words_over_its_budget(db_location):
+    # A word in more passages than the budget is dropped from the query (its
+    # IDF is low, and costly for FTS5 to compute); with none left, no match.
+    agent = Agent.create("sam", "gpt-4o-mini", db=db_location)
+    texts = ["garden party", "garden tools", "garden gate", "harbour party"]
+    agent.archival.insert_many([Passage(agent_id=agent.state.id, text=t) for t in texts])
+
+    def ranked(words: str) -> list[str]:
+        ranking = agent.store.rank_passages(
+            agent.state.id, words, 10, budget=2, drop_over_budget=True
+        )
+        return sorted(p.text for p, _ in ranking.scored)
+
+    assert ranked("garden harbour") == ["harbour party"]
+    assert ranked("garden") == []
+    assert ranked("party") == ["garden party", "harbour party"]  # at the budget: kept
+    # Without it, a word over the budget still finds its newest matches.
+    newest = agent.store.rank_passages(agent.state.id, "garden", 10, budget=2)
+    assert sorted(p.text for p, _ in newest.scored) == ["garden gate", "garden tools"]

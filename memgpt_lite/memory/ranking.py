@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple, TypeVar
 
 RANK_BUDGET = 10_000
+Item = TypeVar("Item")
 BM25_K1 = 1.2
 
 # English function words: they match nearly everything and only add noise to an
@@ -108,9 +109,10 @@ FEEDBACK_DEPTH = 50
 FEEDBACK_HITS = 5  # the best hits the words are taken from
 FEEDBACK_WORDS = 5  # the words searched again
 FEEDBACK_WEIGHT = 0.35  # the second pass's weight, against the question's 1
-# The second pass scores at most this many rows (RANK_BUDGET for the first):
-# the words it takes from the hits may be common in the store, and it must
-# stay a small part of a search's time (about 5 ms at 100,000 passages).
+# The second pass scores at most this many rows (RANK_BUDGET for the first),
+# and leaves out the words found in more passages than that (search.py's
+# FEEDBACK_OPTIONS): the words it takes from the hits may be common in the
+# store, and it must stay a small part of a search's time.
 FEEDBACK_BUDGET = 1_000
 # A name in a hit counts twice: it is what a second hop searches for (on
 # LoCoMo with 100 candidates, multi-hop recall@5 31.7 -> 32.9, overall
@@ -177,3 +179,24 @@ def fuse_feedback(
         for item, score in scored:
             fused[item] = fused.get(item, 0.0) + (share * score / best if best > 0 else 0.0)
     return sorted(fused.items(), key=lambda pair: (-pair[1], -pair[0]))
+
+
+# A date named in a query ("in May 2023", "last summer") multiplies the word
+# score of the items of that period by this: it ranks them first among
+# matches about as good, without hiding a better match dated otherwise (or
+# dated only by words memory/dates.py cannot read).
+DATE_BOOST = 1.5
+
+
+def date_boosted(
+    scored: list[tuple[Item, float]], within: Callable[[Item], bool]
+) -> tuple[list[tuple[Item, float]], int]:
+    """The items reranked with those `within` the period boosted, and how
+    many those are."""
+    inside = [within(item) for item, _ in scored]
+    boosted = [
+        (item, score * DATE_BOOST if dated else score)
+        for (item, score), dated in zip(scored, inside, strict=True)
+    ]
+    # Stable: ties keep the store's order.
+    return sorted(boosted, key=lambda pair: -pair[1]), sum(inside)

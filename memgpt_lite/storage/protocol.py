@@ -420,13 +420,17 @@ class Storage(Protocol):
         exact: int | None = None,
         superseded: bool | None = None,
         budget: int = ...,
+        drop_over_budget: bool = False,
     ) -> Ranking[Passage]:
         """The agent's best `limit` passages for plain-text `query` (its words,
         as `search_messages` takes them; a passage's context counts less than
         its text), passing the filters (as `list_passages` has them), with
         scores. `exact`: how many of the first results `Ranking.proven`
         vouches for (default: all). `budget`: at most how many matches are
-        scored (see memory/ranking.py; each store has its own default)."""
+        scored (see memory/ranking.py; each store has its own default).
+        `drop_over_budget`: the words found in more than `budget` passages
+        (all agents' in SQLite, the agent's in PostgreSQL) are left out of the
+        query, as if not in it; with none left, nothing matches."""
         ...
 
     # Vectors (one per passage or searchable message, once embedded)

@@ -294,11 +294,14 @@ class ArchivalStore(TextSearch):
         exact: int | None = None,
         superseded: bool | None = None,
         budget: int = PG_RANK_BUDGET,
+        drop_over_budget: bool = False,
     ) -> Ranking[Passage]:
         """The best `limit` passages matching any word of `query`, with their
         BM25 scores (a passage's context counting half its text), and how many
         match; `Ranking.proven` says whether the first `exact` (default: all)
-        are the exact ranking (budgeted: see fulltext.py)."""
+        are the exact ranking (budgeted: see fulltext.py). With
+        `drop_over_budget`, a word in more than `budget` of the agent's
+        passages is left out of the query."""
         exact = limit if exact is None else min(exact, limit)
         found = self.ranked_rows(
             "passages",
@@ -309,6 +312,7 @@ class ArchivalStore(TextSearch):
             limit,
             exact,
             budget,
+            drop_over_budget,
         )
         return Ranking(
             [(passage_from_row(r), r[-1]) for r in found.rows], found.total, found.proven

@@ -153,6 +153,14 @@ class Query(NamedTuple):
     tokens: int  # their words, in all
 
 
+def within_budget(found: Query, budget: int) -> Query:
+    """`found` without the words in more than `budget` rows."""
+    kept = [i for i, w in enumerate(found.words) if found.hits[w] <= budget]
+    return found._replace(
+        words=[found.words[i] for i in kept], lexemes=[found.lexemes[i] for i in kept]
+    )
+
+
 class Scored(NamedTuple):
     rows: list[tuple[Any, ...]]  # the table's columns, then the score
     total: int
@@ -174,16 +182,23 @@ class TextSearch:
         limit: int,
         exact: int,
         budget: int,
+        drop_over_budget: bool = False,
     ) -> Scored:
         """The agent's best `limit` rows of `table` for `query` passing
         `filters` (SQL on the table's alias, with named parameters), as
         `columns` and score, best first; how many candidates passed; whether
-        the first `exact` are proven the exact ranking (memory/ranking.py)."""
+        the first `exact` are proven the exact ranking (memory/ranking.py).
+        With `drop_over_budget`, the words in more than `budget` rows are
+        left out (as SQLite's `within_budget`)."""
         words = [plain_text(w) for w in fts_words(query)]
         found = self._query(table, agent_id, list(dict.fromkeys(words)), budget + 1)
         if found is None:
             return Scored([], 0, True)
         found = self._estimate_capped(table, found, budget + 1)
+        if drop_over_budget:
+            found = within_budget(found, budget)
+            if not found.words:
+                return Scored([], 0, True)
         rare, common, over_budget = split_by_rarity(found.words, found.hits, budget)
         rows = self._score(
             table, agent_id, found, rare, budget if over_budget else 0, columns, filters, limit

@@ -223,6 +223,7 @@ class ArchivalStore(BudgetedSearch):
         exact: int | None = None,
         superseded: bool | None = None,
         budget: int = RANK_BUDGET,
+        drop_over_budget: bool = False,
     ) -> Ranking[Passage]:
         """The best `limit` passages matching any word of `query` (see
         `fts_words`), with their BM25 scores (higher is better), and how many
@@ -231,8 +232,11 @@ class ArchivalStore(BudgetedSearch):
         When the query's words match more than `budget` passages, only those
         holding its rarer words are scored (see RANK_BUDGET), and the count
         covers those; `Ranking.proven` says whether the first `exact` (default:
-        all) are still FTS5's exact ranking."""
+        all) are still FTS5's exact ranking. With `drop_over_budget`, a word
+        found in more than `budget` passages is left out of the query."""
         words = fts_words(query)
+        if drop_over_budget:
+            words = self.within_budget("passages", words, budget)
         if not words:
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
