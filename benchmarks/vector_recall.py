@@ -4,7 +4,7 @@ sentence embeddings.
     python benchmarks/vector_recall.py --data ../shared/bench/locomo/locomo_dev.json
     python benchmarks/vector_recall.py --data PATH --embedder endpoint:MODEL
 
-Above `search.EXACT_VECTOR_LIMIT` vectors, search picks candidates by the
+Above `vector_index.EXACT_VECTOR_LIMIT` vectors, search picks candidates by the
 Hamming distance of binary codes and compares only those exactly, so its
 recall is the share of the exact nearest neighbours among the candidates.
 `archival_scale.py` measures that on random vectors, the worst case; this
@@ -27,7 +27,7 @@ import numpy as np
 
 from memgpt_lite import ConfigError
 from memgpt_lite.embeddings.embedder import make_embedder
-from memgpt_lite.memory.search import VectorIndex
+from memgpt_lite.memory.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
 from memgpt_lite.storage.sqlite.store import Store
 

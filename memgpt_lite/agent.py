@@ -44,7 +44,8 @@ from memgpt_lite.memory import history
 from memgpt_lite.memory.archival import ArchivalMemory
 from memgpt_lite.memory.block_history import USER, pick_version
 from memgpt_lite.memory.core import default_blocks, set_block_value
-from memgpt_lite.memory.search import VectorIndex, check_embedder
+from memgpt_lite.memory.search import check_embedder
+from memgpt_lite.memory.vector_index import VectorIndex
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,

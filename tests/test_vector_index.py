@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memgpt_lite.memory import search
-from memgpt_lite.memory.search import VectorIndex
+from memgpt_lite.memory import vector_index
+from memgpt_lite.memory.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
 from memgpt_lite.storage.sqlite.store import Store
 
@@ -36,8 +36,8 @@ def exact_top(vectors: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int) 
 
 def test_large_indexes_find_nearly_the_exact_neighbours(store_and_agent, monkeypatch):
     store, agent_id = store_and_agent
-    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 1_000)
-    monkeypatch.setattr(search, "APPROXIMATE_CANDIDATES", 150)  # 3% of 5,000
+    monkeypatch.setattr(vector_index, "EXACT_VECTOR_LIMIT", 1_000)
+    monkeypatch.setattr(vector_index, "APPROXIMATE_CANDIDATES", 150)  # 3% of 5,000
     rng = np.random.default_rng(3)
     centres = rng.standard_normal((40, DIMENSION))
     vectors = clustered(rng, 5_000, centres)
@@ -59,8 +59,8 @@ def test_large_indexes_find_nearly_the_exact_neighbours(store_and_agent, monkeyp
 
 def test_vectors_stored_later_are_found_and_deletes_reload(store_and_agent, monkeypatch):
     store, agent_id = store_and_agent
-    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 100)
-    monkeypatch.setattr(search, "APPROXIMATE_CANDIDATES", 20)
+    monkeypatch.setattr(vector_index, "EXACT_VECTOR_LIMIT", 100)
+    monkeypatch.setattr(vector_index, "APPROXIMATE_CANDIDATES", 20)
     rng = np.random.default_rng(4)
     centres = rng.standard_normal((10, DIMENSION))
     first = clustered(rng, 500, centres)
@@ -94,9 +94,9 @@ def test_hamming_blocks_and_candidate_count(store_and_agent, monkeypatch):
     """Distances computed a block at a time (the last block partial) equal the
     bit counts of whole codes, and ties at the cut fill exactly `count` rows."""
     store, agent_id = store_and_agent
-    monkeypatch.setattr(search, "EXACT_VECTOR_LIMIT", 100)
-    monkeypatch.setattr(search, "_HAMMING_BLOCK", 777)
-    monkeypatch.setattr(search, "_GATHER_BLOCK", 64)
+    monkeypatch.setattr(vector_index, "EXACT_VECTOR_LIMIT", 100)
+    monkeypatch.setattr(vector_index, "_HAMMING_BLOCK", 777)
+    monkeypatch.setattr(vector_index, "_GATHER_BLOCK", 64)
     rng = np.random.default_rng(6)
     vectors = clustered(rng, 3_000, rng.standard_normal((20, DIMENSION)))
     seqs = np.arange(1, 3_001)
@@ -121,7 +121,8 @@ def test_server_hits_normalise_over_what_the_server_returned():
     """A store's own search (VectorSearch) returns the nearest items and the
     lexical hits' similarities: min-max runs over those, and an item with no
     vector scores 0, as with the in-process index."""
-    from memgpt_lite.memory.search import ServerHits, combine
+    from memgpt_lite.memory.search import combine
+    from memgpt_lite.memory.vector_index import ServerHits
     from memgpt_lite.storage.protocol import VectorMatches
 
     hits = ServerHits.of(VectorMatches([3, 1], {3: 0.9, 1: 0.5, 7: 0.1}))
