@@ -53,17 +53,13 @@ def waiting_note(agent_name: str, calls: Sequence[ToolCall]) -> str:
 def stored_waiting_calls(store: Storage, state: AgentState) -> list[ToolCall]:
     """The calls of `state`'s agent waiting for approval, read from the store
     alone, for `show`, which opens no agent (its custom tools are not at
-    hand). The same test as loop/approvals.waiting_answer: the newest message
-    is an answer with tool calls and no results. Of its calls, those that
-    the tool rules or the built-in tools ask approval for; all of them when
-    none is (a custom tool made with requires_approval=True)."""
-    from memgpt_lite.loop.approvals import calls_to_approve
+    hand). Of the waiting answer's calls, those that the tool rules or the
+    built-in tools ask approval for; all of them when none is (a custom tool
+    made with requires_approval=True)."""
+    from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
     from memgpt_lite.tools.rules import RuleBook
     from memgpt_lite.tools.sets import agent_tools
 
-    newest = store.last_messages(state.id, 1)
-    if not newest or newest[-1].role != "assistant" or not newest[-1].tool_calls:
-        return []
-    calls = newest[-1].tool_calls
+    answer = stored_waiting_answer(store, state.id)
     tools = agent_tools(state.settings.tool_set, {})
-    return calls_to_approve(tools, RuleBook(state.settings.tool_rules), calls) or list(calls)
+    return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ApprovalError
 from memgpt_lite.models import Approval, Message, ToolCall
+from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool
 
@@ -40,22 +41,34 @@ def calls_to_approve(
     return [call for call in calls if asks_approval(tools, rules, call)]
 
 
-def waiting_answer(agent: AgentDeps) -> Message | None:
-    """The agent's stored answer whose tool calls wait for approval, if any."""
-    newest = agent.store.last_messages(agent.state.id, 1)
+def calls_waiting(
+    tools: Mapping[str, Tool], rules: RuleBook, answer: Message | None
+) -> list[ToolCall]:
+    """The calls of the waiting `answer` that wait for the user's word: those
+    that need approval, or all of them should none need it any more (the
+    answer still waits: it has no results); none without an answer."""
+    if answer is None:
+        return []
+    return calls_to_approve(tools, rules, answer.tool_calls) or list(answer.tool_calls)
+
+
+def stored_waiting_answer(store: Storage, agent_id: str) -> Message | None:
+    """The agent's stored answer whose tool calls wait for approval, if any:
+    its newest message, when that is an answer with tool calls."""
+    newest = store.last_messages(agent_id, 1)
     if newest and newest[-1].role == "assistant" and newest[-1].tool_calls:
         return newest[-1]
     return None
 
 
+def waiting_answer(agent: AgentDeps) -> Message | None:
+    """The agent's stored answer whose tool calls wait for approval, if any."""
+    return stored_waiting_answer(agent.store, agent.state.id)
+
+
 def waiting_calls(agent: AgentDeps, tools: Mapping[str, Tool], rules: RuleBook) -> list[ToolCall]:
-    """The tool calls that wait for the user's approval, oldest first: those
-    of the waiting answer that need it (all of them, should none need it any
-    more, since the answer still waits for a word from the user)."""
-    answer = waiting_answer(agent)
-    if answer is None:
-        return []
-    return calls_to_approve(tools, rules, answer.tool_calls) or list(answer.tool_calls)
+    """The tool calls that wait for the user's approval, oldest first."""
+    return calls_waiting(tools, rules, waiting_answer(agent))
 
 
 def still_waiting(agent_name: str, calls: Sequence[ToolCall]) -> ApprovalError:

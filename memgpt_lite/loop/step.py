@@ -114,8 +114,8 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     waiting = approvals.waiting_answer(agent)
     if isinstance(message, str):
         if waiting is not None:
-            calls = approvals.calls_to_approve(run.tools, run.rules, waiting.tool_calls)
-            raise approvals.still_waiting(agent.state.name, calls or waiting.tool_calls)
+            calls = approvals.calls_waiting(run.tools, run.rules, waiting)
+            raise approvals.still_waiting(agent.state.name, calls)
         user = Message(agent_id=agent.state.id, role="user", content=message, step_id=run.step_id)
         agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
         run.result.messages.append(user)
@@ -138,8 +138,7 @@ async def _resume(
     answers = [answers] if isinstance(answers, Approval) else list(answers)
     if waiting is None:
         raise ApprovalError(f"agent {agent.state.name!r} has no tool call waiting for approval")
-    calls = waiting.tool_calls
-    asking = approvals.calls_to_approve(run.tools, run.rules, calls) or calls
+    asking = approvals.calls_waiting(run.tools, run.rules, waiting)
     decisions = approvals.decisions_for(asking, answers)
     run.step_id = waiting.step_id or run.step_id  # the turn's step goes on
     run.rules = approvals.turn_rules(agent, run.rules)
