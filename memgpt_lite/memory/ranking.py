@@ -40,12 +40,17 @@ _STOP_WORDS_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 _WORD = re.compile(r"\w+", re.UNICODE)
+# "What kind of music...": the frame says what sort of answer is wanted, and
+# "kind" matched every "your kind words" (LoCoMo, lexical: open-domain
+# recall@5 +1.1, the rest within 0.3).
+_QUESTION_FRAME = re.compile(r"\b(?:kinds?|types?|sorts?)\s+of\b", re.IGNORECASE)
 
 
 def fts_words(text: str) -> list[str]:
     """The words of `text` to search for: lower-cased, each once, stop words
-    left out (unless the text holds nothing else)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    and the frame of "what kind (type, sort) of" left out (unless the text
+    holds nothing else)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(_QUESTION_FRAME.sub(" ", text))))
     return [w for w in words if w not in STOP_WORDS] or words
 
 
@@ -200,3 +205,58 @@ def date_boosted(
     ]
     # Stable: ties keep the store's order.
     return sorted(boosted, key=lambda pair: -pair[1]), sum(inside)
+
+
+def query_names(query: str) -> set[str]:
+    """The capitalised words of a query that are not function words
+    (lower-cased): a question's first word is "What" or "When", a name
+    anywhere else; a query of keywords may begin with one."""
+    return {
+        word.lower()
+        for word in _WORD.findall(query)
+        if word[0].isupper() and word.lower() not in STOP_WORDS
+    }
+
+
+# Two signals of what a passage is about, weighed after the word score (and
+# after fusion with vectors), measured on the LoCoMo development split,
+# lexical; each alone and both together improved every category but
+# adversarial, whose questions ask one person about what another did.
+# A passage that begins with a name the query names is about that one
+# ("Melanie: we went camping", "Anna moved to Porto"); the query's other
+# matches may only mention them ("Thanks, Melanie!"). Multi-hop recall@5
+# 30.5 -> 36.3, temporal 76.6 -> 79.5, overall 66.0 -> 68.2; 2.0 did better on
+# those and worse overall (adversarial 74.5 -> 66.9).
+SUBJECT_BOOST = 1.5
+# A passage that ends by asking is less likely to hold the answer than one
+# that tells: it repeats the words ("What gave you the idea to start the
+# store?") and the answer comes after. Overall recall@5 with the boost
+# above: 68.2 -> 69.3.
+QUESTION_PENALTY = 0.8
+# A trailing parenthesis (an image's caption, a note) does not change what
+# the sentence before it does.
+_TRAILING_NOTE = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def aboutness(query_names: set[str]) -> Callable[[str], float]:
+    """The factor by which a passage's score is multiplied, from its text:
+    SUBJECT_BOOST when its first word is one of `query_names` (see
+    `proper_names`), QUESTION_PENALTY when it ends with a question mark."""
+
+    def factor(text: str) -> float:
+        first = _WORD.search(text)
+        named = first is not None and first.group(0).lower() in query_names
+        asks = _TRAILING_NOTE.sub("", text).rstrip().endswith("?")
+        return (SUBJECT_BOOST if named else 1.0) * (QUESTION_PENALTY if asks else 1.0)
+
+    return factor
+
+
+def reweighed(
+    query: str, scored: Sequence[tuple[Item, float]], text_of: Callable[[Item], str]
+) -> list[tuple[Item, float]]:
+    """`scored` (best first) with each score times its `aboutness` for
+    `query`, best first again (stable: ties keep their order)."""
+    factor = aboutness(query_names(query))
+    weighed = [(item, score * factor(text_of(item))) for item, score in scored]
+    return sorted(weighed, key=lambda pair: -pair[1])
