@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memgpt_lite import Agent, AgentSettings, LLMError
+from memgpt_lite import Agent, AgentSettings, LLMError, Message
 from memgpt_lite.loop import reflection
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel
@@ -71,6 +71,24 @@ def test_a_reflection_reads_only_what_is_new(tmp_path):
     agent.reflect()
     shown = reflection_request(model)["messages"][1]["content"]
     assert "second message" in shown and "first message" not in shown
+
+
+def test_a_long_history_is_read_a_page_at_a_time(tmp_path, monkeypatch):
+    # More system rows than a page, then more messages than one call reads:
+    # the first call reads the first MAX_MESSAGES, the next call the rest.
+    monkeypatch.setattr(reflection, "MAX_MESSAGES", 4)
+    model = ScriptedModel()
+    agent = make_agent(tmp_path / "a.db", model)
+    agent_id = agent.state.id
+    notes = [Message(agent_id=agent_id, role="system", content=f"note {i}") for i in range(9)]
+    said = [Message(agent_id=agent_id, role="user", content=f"said {i}") for i in range(6)]
+    agent.store.add_messages(notes + said)
+    model.enqueue(record(), record())
+    assert agent.reflect().messages_read == 6
+    first, second = [request.messages[1]["content"] for request in model.requests]
+    assert "said 0" in first and "said 3" in first and "said 4" not in first
+    assert "said 4" in second and "said 5" in second and "said 3" not in second
+    assert agent.store.get_agent("sam").reflected_seq == said[-1].seq
 
 
 @pytest.mark.parametrize(

@@ -110,11 +110,19 @@ def _schema() -> dict[str, object]:
 
 
 def _unread(agent: AgentDeps) -> list[Message]:
-    """The oldest messages no reflection has read, at most MAX_MESSAGES. A
-    waiting or unfinished answer is no part of it yet: tool messages are
-    read with the answer they belong to."""
-    messages = agent.store.messages_from(agent.state.id, agent.state.reflected_seq + 1)
-    return [m for m in messages if m.role in ("user", "assistant", "tool")][:MAX_MESSAGES]
+    """The oldest messages no reflection has read, at most MAX_MESSAGES, read
+    a page at a time (an agent's first reflection may follow years of
+    history). A waiting or unfinished answer is no part of it yet: tool
+    messages are read with the answer they belong to."""
+    unread: list[Message] = []
+    start = agent.state.reflected_seq + 1
+    while len(unread) < MAX_MESSAGES:
+        page = agent.store.first_messages(agent.state.id, start, MAX_MESSAGES)
+        unread += [m for m in page if m.role in ("user", "assistant", "tool")]
+        if len(page) < MAX_MESSAGES:
+            break
+        start = (page[-1].seq or 0) + 1
+    return unread[:MAX_MESSAGES]
 
 
 def _request(agent: AgentDeps, messages: Sequence[Message], related: str) -> list[dict[str, str]]:

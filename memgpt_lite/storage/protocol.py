@@ -273,6 +273,12 @@ class Storage(Protocol):
         """The agent's newest `limit` messages, oldest first."""
         ...
 
+    def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:
+        """The agent's oldest `limit` messages with `seq >= start_seq`, oldest
+        first: a page of history read without holding the rest (unlike
+        `messages_from`, which reads and may keep the whole window)."""
+        ...
+
     def recent_messages(
         self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
     ) -> tuple[list[Message], int]:

@@ -76,6 +76,17 @@ class MessageContract(ContractBase):
         assert contents(store.last_messages(state.id, 10)) == [f"m{i}" for i in range(5)]
         assert store.last_messages(state.id, 0) == []
 
+    def test_first_messages_page_from_a_seq(self, store):
+        sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+        store.add_messages([said(sam, f"m{i}") for i in range(3)] + [said(kim, "k")])
+        store.add_messages([said(sam, f"m{i}") for i in range(3, 6)])
+        seqs = [m.seq for m in store.messages_from(sam.id, 0)]
+        assert contents(store.first_messages(sam.id, 0, 2)) == ["m0", "m1"]
+        assert contents(store.first_messages(sam.id, seqs[2], 2)) == ["m2", "m3"]
+        assert contents(store.first_messages(sam.id, seqs[4], 10)) == ["m4", "m5"]
+        assert store.first_messages(sam.id, seqs[5] + 1, 10) == []
+        assert store.first_messages(sam.id, 0, 0) == []
+
     def test_recent_messages_page_from_the_newest_and_count_from_a_time(self, store):
         sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
         store.add_messages(

@@ -173,6 +173,16 @@ class MessageStore(TextSearch):
         return [message_from_row(r) for r in reversed(rows)]
 
     @guarded
+    def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:
+        """The agent's oldest `limit` messages from `start_seq`, oldest first."""
+        rows = self.conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = %s AND m.seq >= %s "
+            "ORDER BY m.seq LIMIT %s",
+            [agent_id, start_seq, limit],
+        ).fetchall()
+        return [message_from_row(r) for r in rows]
+
+    @guarded
     def recent_messages(
         self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
     ) -> tuple[list[Message], int]:

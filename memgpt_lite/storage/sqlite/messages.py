@@ -111,6 +111,17 @@ class MessageStore(BudgetedSearch):
         return [message_from_row(r) for r in reversed(rows.fetchall())]
 
     @guarded
+    def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:
+        """The agent's oldest `limit` messages from `start_seq`, oldest first
+        (not through the window cache: a page of history is no window)."""
+        rows = self.db.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? "
+            "ORDER BY m.seq LIMIT ?",
+            [agent_id, start_seq, limit],
+        )
+        return [message_from_row(r) for r in rows.fetchall()]
+
+    @guarded
     def recent_messages(
         self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
     ) -> tuple[list[Message], int]:
