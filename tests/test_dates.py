@@ -230,9 +230,15 @@ def test_a_date_in_the_query_ranks_the_passage_of_that_period_first(tmp_path):
     assert found[0].created_at.month == 7
 
 
-def test_a_passage_of_the_period_is_found_below_many_better_matches(tmp_path):
+@pytest.mark.parametrize("period_depth", [500, 60])
+def test_a_passage_of_the_period_is_found_below_many_better_matches(
+    tmp_path, monkeypatch, period_depth
+):
     """The period's passage ranks below the depth search looks at among all
-    matches: a second ranking, within the period, must bring it."""
+    matches: a ranking within the period must bring it. SQLite finds it with
+    the first ranking when among its best PERIOD_DEPTH (here 81 match), and
+    otherwise ranks again within the period."""
+    monkeypatch.setattr("memgpt_lite.storage.sqlite.archival.PERIOD_DEPTH", period_depth)
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
     add_fillers(agent, datetime(2023, 1, 1, tzinfo=UTC))
     march = datetime(2023, 3, 10, tzinfo=UTC)
@@ -282,3 +288,45 @@ def test_a_date_in_a_conversation_search_ranks_that_time_first(tmp_path):
     agent.store.add_messages(messages)
     found, _ = search_messages(agent, "bread in April 2023", 3)
     assert found[0].created_at.month == 4
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Went rowing on the lake.",
+        "Rowing on 2023-05-09 with Sam.",
+        "Rowing yesterday [2023-05-08] with Sam.",
+        "Rowing on May 8, 2023.",
+        "Rowing on the 8th of May 2023.",
+        "Rowing in May 2023, and in June.",
+        "Rowing in the summer of 2023.",
+        "Rowing in 2023.",
+        "Rowing in May, code kx20235, room 1999a.",
+        "Rowing last summer and in May.",
+        "Rowing [photo] on the lake.",
+    ],
+)
+def test_search_reads_the_dates_of_a_passage_as_dated_within_does(text):
+    """Search parses a passage's text only if it may hold an absolute date
+    (a year's digits or a bracket): the answer is `dated_within`'s."""
+    from memgpt_lite.memory.search import _passage_within
+
+    periods = [Period(date(2023, 5, 1), date(2023, 5, 31)), Period(date(2023, 1, 1), date.max)]
+    for period in periods:
+        for created in (datetime(2023, 5, 2, tzinfo=UTC), datetime(2024, 2, 2, tzinfo=UTC)):
+            stored = Passage(agent_id="a", text=text, created_at=created, seq=1)
+            assert _passage_within(period)(stored) == dated_within(text, created, period)
+
+
+def test_search_reads_each_text_for_its_own_dates():
+    """The dates read from a passage's text are kept by text and time, not by
+    passage: another text (or time) under the same id is read afresh."""
+    from memgpt_lite.memory.search import _passage_within
+
+    may = Period(date(2023, 5, 1), date(2023, 5, 31))
+    created = datetime(2024, 2, 2, tzinfo=UTC)
+    for text, inside in (("Rowing on May 8, 2023.", True), ("Rowing on June 8, 2023.", False)):
+        stored = Passage(id="p1", agent_id="a", text=text, created_at=created, seq=1)
+        assert _passage_within(may)(stored) is inside
+    moved = Passage(id="p1", agent_id="a", text="Rowing.", created_at=datetime(2023, 5, 3), seq=1)
+    assert _passage_within(may)(moved) is True

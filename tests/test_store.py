@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -183,10 +184,13 @@ def test_searches_start_from_the_full_text_index(tmp_path):
     store.db.conn.set_trace_callback(statements.append)
     store.search_messages(state.id, "m1 m2", 5)
     store.rank_passages(state.id, "p", 5)
+    store.rank_passages_in_period(state.id, "p", 5, period=(date(2026, 1, 1), None), period_limit=2)
     store.db.conn.set_trace_callback(None)
     # The joins of messages or passages with their full-text index.
-    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "JOIN" in s]
-    assert len(selects) == 2
+    selects = [
+        s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH")) and "JOIN" in s
+    ]
+    assert len(selects) == 3
     for sql in selects:
         plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql)]
         scans = [step for step in plan if step.startswith("SCAN ")]

@@ -439,6 +439,28 @@ class Storage(Protocol):
         query, as if not in it; with none left, nothing matches."""
         ...
 
+    def rank_passages_in_period(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        *,
+        period: tuple[date | None, date | None],
+        period_limit: int,
+        superseded: bool | None = None,
+    ) -> tuple[Ranking[Passage], list[tuple[Passage, float]] | None]:
+        """`rank_passages` (the store's default budget), and the best
+        `period_limit` passages with their scores as `rank_passages` would
+        rank them with `period` (first and last day, None: open) as the
+        `start` and `end` filters, within the given ones; or None if the
+        store cannot tell them from the ranking it made (the caller then
+        ranks within the period if it needs them). Archival search may need
+        both for a query naming a period, and a store may find both at once."""
+        ...
+
     # Vectors (one per passage or searchable message, once embedded)
 
     def add_vectors(

@@ -119,6 +119,28 @@ class PassageContract(ContractBase):
         assert store.rank_passages(state.id, "the is", 10).total == 2  # only stop words: kept
         assert store.rank_passages(state.id, "", 10) == ([], 0, True)
 
+    def test_ranking_with_a_period_finds_what_ranking_within_it_would(self, store):
+        state = new_agent(store)
+        days = ["2026-03-02", "2026-04-10", "2026-04-20", "2026-05-01", "2026-04-30"]
+        store.add_passages(
+            [
+                passage(state, f"garden {'rose ' * i}note {i}", created_at=day(f"{d} 12:00"))
+                for i, d in enumerate(days)
+            ]
+            + [passage(state, "garden", tags=["home"], created_at=day("2026-04-15 08:00"))]
+        )
+        april = (date(2026, 4, 1), date(2026, 4, 30))
+        for tags, start in ((None, None), (["home"], None), (None, date(2026, 4, 12))):
+            ranking, within = store.rank_passages_in_period(
+                state.id, "garden rose", 3, tags, start, period=april, period_limit=2
+            )
+            assert ranking == store.rank_passages(state.id, "garden rose", 3, tags, start)
+            low = max(start or april[0], april[0])
+            alone = store.rank_passages(state.id, "garden rose", 2, tags, low, april[1])
+            assert within is None or within == alone.scored
+        nothing = store.rank_passages_in_period(state.id, "", 3, period=april, period_limit=2)
+        assert nothing[0] == ([], 0, True) and not nothing[1]
+
 
 class VectorContract(ContractBase):
     def test_vectors_load_in_order_from_a_cursor(self, store):

@@ -317,3 +317,24 @@ class ArchivalStore(TextSearch):
         return Ranking(
             [(passage_from_row(r), r[-1]) for r in found.rows], found.total, found.proven
         )
+
+    @guarded
+    def rank_passages_in_period(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        tags: Sequence[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        *,
+        period: tuple[date | None, date | None],
+        period_limit: int,
+        superseded: bool | None = None,
+    ) -> tuple[Ranking[Passage], list[tuple[Passage, float]] | None]:
+        """`rank_passages`, and None for the period's best (see the
+        protocol): the caller ranks within the period when it needs them."""
+        ranking = self.rank_passages(
+            agent_id, query, limit, tags, start, end, superseded=superseded
+        )
+        return ranking, None
