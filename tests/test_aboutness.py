@@ -14,6 +14,7 @@ from memgpt_lite.memory.ranking import (
     SUBJECT_BOOST,
     aboutness,
     fts_words,
+    length_weights,
     query_names,
     reweighed,
 )
@@ -56,6 +57,21 @@ def test_reweighed_reorders_by_score_times_aboutness():
         ("Tom: fun.", 0.9),
         ("Caroline: Melanie, fun?", pytest.approx(QUESTION_PENALTY)),
     ]
+
+
+def test_passages_shorter_than_the_median_weigh_less():
+    assert length_weights([2, 8, 8, 20]) == [0.5, 1.0, 1.0, 1.0]
+    assert length_weights([3, 3, 3]) == [1.0, 1.0, 1.0]  # all short: none penalised
+    assert length_weights([0, 4]) == [0.0, 1.0]
+    assert length_weights([]) == []
+
+
+def test_a_short_reply_does_not_outrank_the_telling_passage():
+    scored = [("Melanie: camping!", 1.0), ("Melanie: we went camping at the lake.", 0.8)]
+    scored.append(("Melanie: the kids loved the camping trip in the hills.", 0.7))
+    ranked = [text for text, _ in reweighed("Melanie camping", scored, str)]
+    assert ranked[0] == "Melanie: we went camping at the lake."
+    assert ranked[-1] == "Melanie: camping!"  # 2 words of a median 7: weighed about 0.53
 
 
 def test_the_frame_of_a_question_is_not_searched():

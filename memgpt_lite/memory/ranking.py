@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
@@ -252,11 +253,39 @@ def aboutness(query_names: set[str]) -> Callable[[str], float]:
     return factor
 
 
+# BM25 favours short passages (for one matching word, a passage half the
+# average length scores about 1.26 times one of average length), and short
+# turns are seldom what a question asks for ("Thanks, Melanie!", "Gina: ;)").
+# A passage shorter than the median of those found counts the square root of
+# its share of that length. LoCoMo, lexical, with the weights above:
+# multi-hop recall@5/@10 37.5/46.8 -> 39.5/49.9, overall 69.1/77.6 ->
+# 69.8/77.5; the exponent 1 gave multi-hop 40.6 @5 but overall 69.0/76.5,
+# 0.25 gave 37.9 and 69.6/77.9. Relative to the median, a store of short
+# facts is not penalised as a whole.
+LENGTH_EXPONENT = 0.5
+
+
+def length_weights(lengths: Sequence[int]) -> list[float]:
+    """For passages of `lengths` (in words) found together, each one's
+    weight: 1 from the median length up, (length / median) ** LENGTH_EXPONENT
+    below it."""
+    if not lengths:
+        return []
+    middle = max(statistics.median(lengths), 1)
+    return [min(1.0, length / middle) ** LENGTH_EXPONENT for length in lengths]
+
+
 def reweighed(
     query: str, scored: Sequence[tuple[Item, float]], text_of: Callable[[Item], str]
 ) -> list[tuple[Item, float]]:
     """`scored` (best first) with each score times its `aboutness` for
-    `query`, best first again (stable: ties keep their order)."""
+    `query` and its `length_weights` among them, best first again (stable:
+    ties keep their order)."""
     factor = aboutness(query_names(query))
-    weighed = [(item, score * factor(text_of(item))) for item, score in scored]
+    texts = [text_of(item) for item, _ in scored]
+    lengths = length_weights([len(_WORD.findall(text)) for text in texts])
+    weighed = [
+        (item, score * factor(text) * length)
+        for (item, score), text, length in zip(scored, texts, lengths, strict=True)
+    ]
     return sorted(weighed, key=lambda pair: -pair[1])
