@@ -17,6 +17,7 @@ the budget, its newest RANK_BUDGET matches are the candidates.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -143,16 +144,15 @@ def feedback_words(
     # Stop words, the query's words, numbers and short words are left out.
     skip = STOP_WORDS | set(fts_words(query))
     best = candidates[0][1]
+    found_in = [set(_WORD.findall(text.lower())) for text, _ in candidates]
     words_of = [
-        {w for w in _WORD.findall(text.lower()) if len(w) > 2 and not w.isdigit()} - skip
-        for text, _ in candidates
+        {w for w in found if len(w) > 2 and not w.isdigit()} - skip
+        for found in found_in[:FEEDBACK_HITS]
     ]
-    held: dict[str, int] = {}
-    for words in words_of:
-        for word in words:
-            held[word] = held.get(word, 0) + 1
+    # How many candidates hold each word of the hits (only those are weighed).
+    held = {word: sum(word in found for found in found_in) for word in set().union(*words_of)}
     weight: dict[str, float] = {}
-    for (text, score), words in zip(candidates[:FEEDBACK_HITS], words_of, strict=False):
+    for (text, score), words in zip(candidates, words_of, strict=False):
         names = proper_names(text)
         for word in words:
             idf = math.log((len(candidates) + 1) / (held[word] + 0.5))
@@ -234,9 +234,6 @@ SUBJECT_BOOST = 1.5
 # store?") and the answer comes after. Overall recall@5 with the boost
 # above: 68.2 -> 69.3.
 QUESTION_PENALTY = 0.8
-# A trailing parenthesis (an image's caption, a note) does not change what
-# the sentence before it does.
-_TRAILING_NOTE = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def aboutness(query_names: set[str]) -> Callable[[str], float]:
@@ -245,12 +242,31 @@ def aboutness(query_names: set[str]) -> Callable[[str], float]:
     `proper_names`), QUESTION_PENALTY when it ends with a question mark."""
 
     def factor(text: str) -> float:
-        first = _WORD.search(text)
-        named = first is not None and first.group(0).lower() in query_names
-        asks = _TRAILING_NOTE.sub("", text).rstrip().endswith("?")
+        first, asks, _ = _traits(text)
+        named = first in query_names
         return (SUBJECT_BOOST if named else 1.0) * (QUESTION_PENALTY if asks else 1.0)
 
     return factor
+
+
+@functools.lru_cache(maxsize=4096)
+def _traits(text: str) -> tuple[str, bool, int]:
+    """A passage's first word (lower-cased), whether it ends by asking, and
+    its length in words. Kept for the passages of recent searches: a search
+    weighs most of its passages twice (`with_feedback`), and a store's
+    passages never change."""
+    first = _WORD.search(text)
+    asks = _without_trailing_note(text).endswith("?")
+    return (first.group(0).lower() if first else ""), asks, len(_WORD.findall(text))
+
+
+def _without_trailing_note(text: str) -> str:
+    """`text` without a parenthesis at its end (an image's caption, a note:
+    it does not change what the sentence before it does), stripped."""
+    text = text.rstrip()
+    if text.endswith(")") and (start := text.rfind("(")) >= 0:
+        return text[:start].rstrip()
+    return text
 
 
 # BM25 favours short passages (for one matching word, a passage half the
@@ -283,7 +299,7 @@ def reweighed(
     ties keep their order)."""
     factor = aboutness(query_names(query))
     texts = [text_of(item) for item, _ in scored]
-    lengths = length_weights([len(_WORD.findall(text)) for text in texts])
+    lengths = length_weights([_traits(text)[2] for text in texts])
     weighed = [
         (item, score * factor(text) * length)
         for (item, score), text, length in zip(scored, texts, lengths, strict=True)
