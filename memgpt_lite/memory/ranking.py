@@ -21,6 +21,7 @@ import functools
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
@@ -144,13 +145,16 @@ def feedback_words(
     # Stop words, the query's words, numbers and short words are left out.
     skip = STOP_WORDS | set(fts_words(query))
     best = candidates[0][1]
-    found_in = [set(_WORD.findall(text.lower())) for text, _ in candidates]
+    found_in = [_traits(text).words for text, _ in candidates]
     words_of = [
         {w for w in found if len(w) > 2 and not w.isdigit()} - skip
         for found in found_in[:FEEDBACK_HITS]
     ]
     # How many candidates hold each word of the hits (only those are weighed).
-    held = {word: sum(word in found for found in found_in) for word in set().union(*words_of)}
+    weighed = set().union(*words_of)
+    held: Counter[str] = Counter()
+    for found in found_in:
+        held.update(found & weighed)
     weight: dict[str, float] = {}
     for (text, score), words in zip(candidates, words_of, strict=False):
         names = proper_names(text)
@@ -242,22 +246,29 @@ def aboutness(query_names: set[str]) -> Callable[[str], float]:
     `proper_names`), QUESTION_PENALTY when it ends with a question mark."""
 
     def factor(text: str) -> float:
-        first, asks, _ = _traits(text)
+        first, asks, _, _ = _traits(text)
         named = first in query_names
         return (SUBJECT_BOOST if named else 1.0) * (QUESTION_PENALTY if asks else 1.0)
 
     return factor
 
 
+class _Traits(NamedTuple):
+    first: str  # the first word, lower-cased
+    asks: bool  # it ends with a question mark
+    words: frozenset[str]  # its words, lower-cased
+    length: int  # in words
+
+
 @functools.lru_cache(maxsize=4096)
-def _traits(text: str) -> tuple[str, bool, int]:
-    """A passage's first word (lower-cased), whether it ends by asking, and
-    its length in words. Kept for the passages of recent searches: a search
-    weighs most of its passages twice (`with_feedback`), and a store's
-    passages never change."""
-    first = _WORD.search(text)
+def _traits(text: str) -> _Traits:
+    """What weighing a passage reads of its text, kept for the passages of
+    recent searches: a search weighs most of its passages twice and takes
+    the feedback words from them (`with_feedback`), and a stored passage's
+    text never changes."""
+    words = _WORD.findall(text.lower())
     asks = _without_trailing_note(text).endswith("?")
-    return (first.group(0).lower() if first else ""), asks, len(_WORD.findall(text))
+    return _Traits(words[0] if words else "", asks, frozenset(words), len(words))
 
 
 def _without_trailing_note(text: str) -> str:
@@ -299,7 +310,7 @@ def reweighed(
     ties keep their order)."""
     factor = aboutness(query_names(query))
     texts = [text_of(item) for item, _ in scored]
-    lengths = length_weights([_traits(text)[2] for text in texts])
+    lengths = length_weights([_traits(text).length for text in texts])
     weighed = [
         (item, score * factor(text) * length)
         for (item, score), text, length in zip(scored, texts, lengths, strict=True)
