@@ -13,6 +13,11 @@ FTS5); when the results that must be exact all score above that bound, they
 are exactly the ranking of every match (MaxScore). Otherwise they are the best
 of the rows holding a rare word. When even the rarest word matches more than
 the budget, its newest RANK_BUDGET matches are the candidates.
+
+On top of the words' ranking, the arithmetic of archival search's other
+signals: pseudo-relevance feedback (`feedback_words`, `fuse_feedback`), a
+period named by the query (`date_boosted`) and what a passage is about
+(`reweighed`: its subject, whether it asks, its length).
 """
 
 from __future__ import annotations
@@ -223,9 +228,9 @@ def query_names(query: str) -> set[str]:
     }
 
 
-# Two signals of what a passage is about, weighed after the word score (and
-# after fusion with vectors), measured on the LoCoMo development split,
-# lexical; each alone and both together improved every category but
+# Two signals of what a passage is about, weighed on its word score (before
+# fusion with vectors: memory/search.py), measured on the LoCoMo development
+# split, lexical; each alone and both together improved every category but
 # adversarial, whose questions ask one person about what another did.
 # A passage that begins with a name the query names is about that one
 # ("Melanie: we went camping", "Anna moved to Porto"); the query's other
@@ -242,8 +247,9 @@ QUESTION_PENALTY = 0.8
 
 def aboutness(query_names: set[str]) -> Callable[[str], float]:
     """The factor by which a passage's score is multiplied, from its text:
-    SUBJECT_BOOST when its first word is one of `query_names` (see
-    `proper_names`), QUESTION_PENALTY when it ends with a question mark."""
+    SUBJECT_BOOST when its first word is one of `query_names` (see the
+    function of that name), QUESTION_PENALTY when it ends with a question
+    mark (a trailing parenthesis left out)."""
 
     def factor(text: str) -> float:
         first, asks, _, _ = _traits(text)

@@ -21,6 +21,9 @@ Before fusion, the words ranking is widened by pseudo-relevance feedback
 (`with_feedback`): the words that set the best hits apart are searched again,
 at lower weight, so a second hop or another mention of the same thing is
 found by the hits' words, not only the question's (memory/ranking.py).
+Then each passage's word score is weighed by what the passage is about
+(`reweighed`: whether it begins with a name the query names, ends by asking,
+or is much shorter than the others found).
 """
 
 from __future__ import annotations
