@@ -9,7 +9,14 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.dates import Period, annotate, dated_within, find_dates, query_period
+from memgpt_lite.memory.dates import (
+    ABSOLUTE_RULES,
+    Period,
+    annotate,
+    dated_within,
+    find_dates,
+    query_period,
+)
 from memgpt_lite.memory.search import search_messages
 from memgpt_lite.models import Message
 from memgpt_lite.testing import call, reply, say
@@ -306,16 +313,23 @@ def test_a_date_in_a_conversation_search_ranks_that_time_first(tmp_path):
         "Rowing [photo] on the lake.",
     ],
 )
-def test_search_reads_the_dates_of_a_passage_as_dated_within_does(text):
-    """Search parses a passage's text only if it may hold an absolute date
-    (a year's digits or a bracket): the answer is `dated_within`'s."""
+def test_search_reads_the_dates_of_a_passage_as_a_full_parse_does(text):
+    """`dated_within` (which search uses) parses a text only if it may hold
+    an absolute date (a year's digits or a bracket), and keeps what it read:
+    the answer is that of parsing every text with every absolute rule."""
     from memgpt_lite.memory.search import _passage_within
+
+    def parsed_within(text: str, created: datetime, period: Period) -> bool:
+        return period.contains(created.date()) or any(
+            not m.relative and period.start <= m.period.start and m.period.end <= period.end
+            for m in find_dates(text, created, ABSOLUTE_RULES)
+        )
 
     periods = [Period(date(2023, 5, 1), date(2023, 5, 31)), Period(date(2023, 1, 1), date.max)]
     for period in periods:
         for created in (datetime(2023, 5, 2, tzinfo=UTC), datetime(2024, 2, 2, tzinfo=UTC)):
             stored = Passage(agent_id="a", text=text, created_at=created, seq=1)
-            assert _passage_within(period)(stored) == dated_within(text, created, period)
+            assert _passage_within(period)(stored) == parsed_within(text, created, period)
 
 
 def test_search_reads_each_text_for_its_own_dates():

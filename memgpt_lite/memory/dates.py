@@ -20,6 +20,7 @@ the future ("will", "going to", ...); "next Friday" is the first one after it.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -454,7 +455,24 @@ def dated_within(text: str, created_at: datetime, period: Period) -> bool:
     relative to a time other than the item's."""
     if period.contains(created_at.date()):
         return True
+    if _MAY_HOLD_DATE.search(text) is None:
+        return False
     return any(
-        not m.relative and period.start <= m.period.start and m.period.end <= period.end
-        for m in find_dates(text, created_at, ABSOLUTE_RULES)
+        period.start <= dated.start and dated.end <= period.end
+        for dated in _absolute_dates(text, created_at)
     )
+
+
+# What an absolute date in stored text holds: a year's digits, or the "[" of
+# an annotation (ABSOLUTE_RULES match only text holding a "<year>" or
+# "<bracket>" token, or a month or season name with its year). Text without
+# either is dated by its stored time alone, unparsed.
+_MAY_HOLD_DATE = re.compile(r"\[|(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _absolute_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
+    """The periods of the absolute dates in a stored text, kept across
+    searches: the same items come up again, and parsing them (about 70 µs
+    each) was 4 ms of a dated archival search's 50."""
+    return tuple(m.period for m in find_dates(text, created_at, ABSOLUTE_RULES) if not m.relative)

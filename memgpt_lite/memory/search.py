@@ -28,9 +28,7 @@ or is much shorter than the others found).
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, date, datetime
@@ -40,13 +38,7 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.dates import (
-    ABSOLUTE_RULES,
-    Period,
-    dated_within,
-    find_dates,
-    query_period,
-)
+from memgpt_lite.memory.dates import Period, dated_within, query_period
 from memgpt_lite.memory.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
@@ -341,40 +333,13 @@ def _passage_page(
     return _hybrid(lexical, hits, fetch, limit, offset, total)
 
 
-# What an absolute date in stored text holds: a year's digits, or the "[" of
-# an annotation (memory/dates.py: the rules `dated_within` reads run only on
-# text holding a "<year>" or "<bracket>" token, or a month or season name
-# with its year). Text without either is dated by its stored time alone.
-_MAY_HOLD_DATE = re.compile(r"\[|(?<!\d)(?:19|20)\d\d(?!\d)")
-
-
-@functools.lru_cache(maxsize=4096)
-def _absolute_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
-    """The periods of the absolute dates in a stored text, as `dated_within`
-    reads them: a function of the text alone (the key holds the time too),
-    kept across searches, since the same passages come up again and parsing
-    them (about 70 µs each) was 4 ms of a dated search's 50."""
-    return tuple(m.period for m in find_dates(text, created_at, ABSOLUTE_RULES) if not m.relative)
-
-
 def _passage_within(period: Period) -> Callable[[Passage], bool]:
-    """Whether a passage belongs to `period`, as `dated_within` tells: it
-    was stored then, or its text names a date inside it (each passage read
-    once: `_passages_in_period` asks again after adding to the ranking)."""
-    known: dict[int, bool] = {}
+    """Whether a passage belongs to `period` (`dated_within`, which keeps
+    the dates it read of recent texts: `_passages_in_period` asks again
+    after adding to the ranking)."""
 
     def within(passage: Passage) -> bool:
-        seq = passage.seq or 0
-        if seq not in known:
-            text, created_at = passage.text, passage.created_at
-            known[seq] = period.contains(created_at.date()) or (
-                _MAY_HOLD_DATE.search(text) is not None
-                and any(
-                    period.start <= dated.start and dated.end <= period.end
-                    for dated in _absolute_dates(text, created_at)
-                )
-            )
-        return known[seq]
+        return dated_within(passage.text, passage.created_at, period)
 
     return within
 
