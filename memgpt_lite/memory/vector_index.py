@@ -189,10 +189,7 @@ class VectorHits:
         row = self.row_of.get(seq)
         if row is None:
             return 0.0
-        if self.high <= self.low:
-            return 1.0
-        score = float(self.matrix[row] @ self.query)
-        return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
+        return _min_max(float(self.matrix[row] @ self.query), self.low, self.high)
 
 
 @dataclass
@@ -225,11 +222,15 @@ class ServerHits:
         """Cosine similarity to the query, min-max normalised over the items
         returned (0 for an item with no vector)."""
         score = self.scores.get(seq)
-        if score is None:
-            return 0.0
-        if self.high <= self.low:
-            return 1.0
-        return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
+        return 0.0 if score is None else _min_max(score, self.low, self.high)
+
+
+def _min_max(score: float, low: float, high: float) -> float:
+    """`score` scaled from [low, high] to [0, 1] (clipped); 1 when all
+    scores are equal."""
+    if high <= low:
+        return 1.0
+    return min(1.0, max(0.0, (score - low) / (high - low)))
 
 
 Hits = VectorHits | ServerHits
