@@ -22,7 +22,7 @@ from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 from memgpt_lite.storage.records import check_supersession, text_hash
-from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
+from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 
@@ -267,9 +267,8 @@ class ArchivalStore(BudgetedSearch):
         if not words:
             return Ranking([], 0, proven=True)
         exact = limit if exact is None else min(exact, limit)
-        candidates = self.candidates("passages", words, budget)
         filters = passage_filters(tags, start, end, superseded)
-        source, args = self._agents_source(agent_id, candidates.source, candidates.args, filters)
+        candidates, source, args = self._scored(agent_id, words, budget, filters)
         rows, total = self.top_rows("passages", _PASSAGE_COLUMNS, source, args, limit)
         ranked = [(_passage(r), r[-1]) for r in rows]
         return Ranking(ranked, total, candidates.left_out.proves([s for _, s in ranked], exact))
@@ -297,9 +296,8 @@ class ArchivalStore(BudgetedSearch):
         words = fts_words(query)
         if not words:
             return Ranking([], 0, proven=True), []
-        candidates = self.candidates("passages", words, RANK_BUDGET)
         filters = passage_filters(tags, start, end, superseded)
-        source, args = self._agents_source(agent_id, candidates.source, candidates.args, filters)
+        candidates, source, args = self._scored(agent_id, words, RANK_BUDGET, filters)
         where, params = passage_filters(None, *period)
         depth = max(limit, PERIOD_DEPTH)
         rows = self.db.execute(
@@ -314,6 +312,15 @@ class ArchivalStore(BudgetedSearch):
         # fewer than `period_limit` found, one of them may be next.
         known = len(within) >= period_limit or total <= depth
         return Ranking(top, total, proven), within if known else None
+
+    def _scored(
+        self, agent_id: str, words: Sequence[str], budget: int, filters: tuple[str, list[Any]]
+    ) -> tuple[Candidates, str, list[Any]]:
+        """The budgeted candidates of `words` (`candidates`), and the SQL
+        yielding those of the agent's that pass `filters`, with its args."""
+        candidates = self.candidates("passages", words, budget)
+        source, args = self._agents_source(agent_id, candidates.source, candidates.args, filters)
+        return candidates, source, args
 
     def _agents_source(
         self,
