@@ -375,10 +375,7 @@ class _PassageRanker:
     def __call__(self, words: str, count: int, feedback: bool) -> Ranking[Passage]:
         tags, start, end, superseded, _ = self.filters
         if feedback or self.period is None:
-            extra = FEEDBACK_OPTIONS if feedback else {}
-            return self.store.rank_passages(
-                self.agent_id, words, count, tags, start, end, superseded=superseded, **extra
-            )
+            return self._rank(words, count, feedback, start, end)
         ranking, self.in_period = self.store.rank_passages_in_period(
             self.agent_id,
             words,
@@ -397,11 +394,18 @@ class _PassageRanker:
         the first call brought, if the store could tell."""
         if not feedback and self.in_period is not None:
             return Ranking(self.in_period[:count], len(self.in_period), proven=False)
-        tags, _, _, superseded, _ = self.filters
         low, high = self.period or (None, None)
+        return self._rank(words, count, feedback, low, high)
+
+    def _rank(
+        self, words: str, count: int, feedback: bool, start: date | None, end: date | None
+    ) -> Ranking[Passage]:
+        """`rank_passages` between `start` and `end`, with the page's other
+        filters (and FEEDBACK_OPTIONS for the feedback pass)."""
+        tags, _, _, superseded, _ = self.filters
         extra = FEEDBACK_OPTIONS if feedback else {}
         return self.store.rank_passages(
-            self.agent_id, words, count, tags, low, high, superseded=superseded, **extra
+            self.agent_id, words, count, tags, start, end, superseded=superseded, **extra
         )
 
 
