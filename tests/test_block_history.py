@@ -78,29 +78,12 @@ def authors(agent: Agent, label: str) -> list[tuple[str, str]]:
 
 
 def test_the_agents_tools_and_the_user_each_leave_a_version(db_location):
-    model = ScriptedModel(
-        reply(
-            tool_calls=[
-                call(
-                    "core_memory_append",
-                    label="human",
-                    content="Likes: tea",
-                    request_heartbeat=True,
-                )
-            ]
-        ),
-        reply(
-            tool_calls=[
-                call(
-                    "core_memory_append",
-                    label="human",
-                    content="Likes: tea",
-                    request_heartbeat=True,
-                )
-            ]
-        ),
-        say("Noted."),
+    append = reply(
+        tool_calls=[
+            call("core_memory_append", label="human", content="Likes: tea", request_heartbeat=True)
+        ]
     )
+    model = ScriptedModel(append, append, say("Noted."))
     sam = make_agent(db_location, model)
     assert sam.step("I like tea").replies == ["Noted."]  # the second append changed nothing
     sam.set_block("human", "Name: Alice\nLikes: coffee")
