@@ -3,12 +3,14 @@ archival passages and recall messages; the arithmetic is in memory/ranking.py.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 from sqlite_utils import Database
 
 from memgpt_lite.memory.ranking import ScoreBound, common_words_bound, split_by_rarity
+from memgpt_lite.storage.sqlite.side_reader import Row, SideReader
 
 Indexed = Literal["passages", "messages"]
 # BM25 column weights: a passage's text counts twice its context.
@@ -22,23 +24,68 @@ def fts_any(words: Sequence[str]) -> str:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-class Candidates(NamedTuple):
-    """The rows a budgeted query scores: `source` is SQL yielding (seq, score),
-    higher better, with its `args`, and what is known of the rows left out."""
+class Part(NamedTuple):
+    """One full-text query of a ranking: SQL yielding (seq, score), higher
+    better, and its args."""
 
-    source: str
+    sql: str
     args: list[Any]
+
+
+class Candidates(NamedTuple):
+    """The rows a budgeted query scores, as one or two queries (`parts`): the
+    matches of the rare words, and, when the query has common words too, the
+    rows among them that also hold one, scored for all the words. A row's
+    score is its best in any part; every row of a later part is one of the
+    first's. And what is known of the rows left out."""
+
+    parts: list[Part]
     left_out: ScoreBound
+
+    def filtered(self, wrap: Callable[[Part], Part]) -> Candidates:
+        """The same with each part's SQL wrapped (by a filter on its rows)."""
+        return self._replace(parts=[wrap(part) for part in self.parts])
+
+
+def best_rows(results: Sequence[Sequence[Row]], score: int, limit: int) -> list[Row]:
+    """The best `limit` of the rows several parts yielded (each row begins
+    with its seq; `score` is its score's index), each seq once with its best
+    score, in the order of a ranking: score, then the newest first."""
+    best: dict[int, Row] = {}
+    for rows in results:
+        for row in rows:
+            kept = best.get(row[0])
+            if kept is None or row[score] > kept[score]:
+                best[row[0]] = row
+    return sorted(best.values(), key=lambda row: (-row[score], -row[0]))[:limit]
+
+
+# The best `limit` rows of a part (seq, score) as `columns` of the table,
+# then the score and how many rows the part yields. Only seqs and scores
+# are sorted; rows are read for the top. The part is materialized and
+# counted apart: a window's COUNT(*) OVER () cost about 2 ms more at 1M
+# passages (same rows).
+_TOP = """
+WITH b AS MATERIALIZED ({source})
+SELECT {columns}, t.score, t.total FROM (
+    SELECT b.seq, b.score, (SELECT count(*) FROM b) AS total FROM b
+    ORDER BY b.score DESC, b.seq DESC LIMIT ?
+) t CROSS JOIN {table} {alias} ON {alias}.seq = t.seq
+ORDER BY t.score DESC, t.seq DESC
+"""
 
 
 class BudgetedSearch:
-    """Mixed into `Store`, which provides `db`."""
+    """Mixed into `Store`, which provides `db`, `side_reader` and
+    `in_transaction`."""
 
     db: Database
+    side_reader: SideReader
+    in_transaction: Callable[[], bool]
 
     def candidates(self, table: Indexed, words: Sequence[str], budget: int) -> Candidates:
-        """The SQL scoring the matches of `words` (non-empty) in `table`'s
-        full-text index within `budget` (see memory/ranking.py)."""
+        """The queries scoring the matches of `words` (non-empty) in
+        `table`'s full-text index within `budget` (see memory/ranking.py)."""
         rows, hits = self._word_hits(table, words, cap=budget + 1)
         rare, common, over_budget = split_by_rarity(words, hits, budget)
         floor = 0
@@ -52,14 +99,28 @@ class BudgetedSearch:
             f"SELECT rowid AS seq, -{_BM25[table]} AS score FROM {table}_fts "
             f"WHERE {table}_fts MATCH ? AND rowid >= ?"
         )
+        rare_part = Part(score, [fts_any(rare), floor])
         if not common:
-            return Candidates(score, [fts_any(rare), floor], ScoreBound(None, floor == 0))
-        both = f"({fts_any(rare)}) AND ({fts_any(common)})"
+            return Candidates([rare_part], ScoreBound(None, floor == 0))
+        both = Part(score, [f"({fts_any(rare)}) AND ({fts_any(common)})", floor])
         return Candidates(
-            f"SELECT seq, max(score) AS score FROM ({score} UNION ALL {score}) GROUP BY seq",
-            [fts_any(rare), floor, both, floor],
-            ScoreBound(common_words_bound(rows, hits, common), floor == 0),
+            [rare_part, both], ScoreBound(common_words_bound(rows, hits, common), floor == 0)
         )
+
+    def run_parts(self, statements: Sequence[Part]) -> list[list[Row]]:
+        """The rows of each statement (one per part of a ranking). The first
+        runs on the store's connection while the others run on the side
+        reader, at the same time; all run here, one after the other, inside
+        a transaction or snapshot, whose view the side reader does not share."""
+        if len(statements) == 1 or self.in_transaction() or self.db.conn.in_transaction:
+            return [self.db.execute(sql, args).fetchall() for sql, args in statements]
+        others = [self.side_reader.submit(sql, args) for sql, args in statements[1:]]
+        try:
+            first = self.db.execute(statements[0].sql, statements[0].args).fetchall()
+            return [first, *(future.result() for future in others)]
+        except BaseException:  # Ctrl-C or an error: the side query must not run on
+            self.side_reader.interrupt()
+            raise
 
     def within_budget(self, table: Indexed, words: Sequence[str], budget: int) -> list[str]:
         """The `words` found in at most `budget` rows of `table`'s index. A
@@ -72,24 +133,17 @@ class BudgetedSearch:
         return [w for w in words if hits[w] <= budget]
 
     def top_rows(
-        self, table: Indexed, columns: str, source: str, args: list[Any], limit: int
-    ) -> tuple[list[tuple[Any, ...]], int]:
-        """The best `limit` rows of `source` (seq, score), best first, each as
-        `columns` of `table` followed by its score, and how many rows `source`
-        yields. Only seqs and scores are sorted; rows are read for the top.
-        `source` is materialized and counted apart: a window's COUNT(*) OVER
-        () cost about 2 ms more at 1M passages (same rows)."""
+        self, table: Indexed, columns: str, parts: Sequence[Part], limit: int
+    ) -> tuple[list[Row], int]:
+        """The best `limit` rows of a ranking's `parts` (each a `Candidates`
+        part, maybe filtered), best first, each as `columns` of `table`
+        followed by its score, and how many rows the ranking holds."""
         alias = _ALIAS[table]
-        rows = self.db.execute(
-            f"WITH b AS MATERIALIZED ({source}) "
-            f"SELECT {columns}, t.score, t.total FROM ("
-            "SELECT b.seq, b.score, (SELECT count(*) FROM b) AS total FROM b "
-            "ORDER BY b.score DESC, b.seq DESC LIMIT ?"
-            f") t CROSS JOIN {table} {alias} ON {alias}.seq = t.seq "
-            "ORDER BY t.score DESC, t.seq DESC",
-            [*args, limit],
-        ).fetchall()
-        return [row[:-1] for row in rows], rows[0][-1] if rows else 0
+        top = functools.partial(_TOP.format, columns=columns, table=table, alias=alias)
+        results = self.run_parts([Part(top(source=sql), [*args, limit]) for sql, args in parts])
+        rows = best_rows(results, -2, limit)
+        # The later parts' rows are among the first's: it counts them all.
+        return [row[:-1] for row in rows], results[0][0][-1] if results[0] else 0
 
     def _word_hits(
         self, table: Indexed, words: Sequence[str], cap: int

@@ -19,7 +19,7 @@ from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.records import tool_calls_json
-from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch
+from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 from memgpt_lite.storage.sqlite.window_cache import (
@@ -180,15 +180,16 @@ class MessageStore(BudgetedSearch):
         words = fts_words(query)
         if not words:
             return Ranking([], 0, proven=True)
-        candidates = self.candidates("messages", words, budget)
         # CROSS JOIN makes SQLite start from the full-text match; left to
         # itself it scans every message of the agent and probes the index.
-        source = (
-            f"SELECT b.seq, b.score FROM ({candidates.source}) b "
-            f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP}"
+        candidates = self.candidates("messages", words, budget).filtered(
+            lambda part: Part(
+                f"SELECT b.seq, b.score FROM ({part.sql}) b "
+                f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{_NOT_IN_STEP}",
+                [*part.args, agent_id, exclude_step_id, exclude_step_id],
+            )
         )
-        args = [*candidates.args, agent_id, exclude_step_id, exclude_step_id]
-        rows, total = self.top_rows("messages", MESSAGE_COLUMNS, source, args, limit)
+        rows, total = self.top_rows("messages", MESSAGE_COLUMNS, candidates.parts, limit)
         scored = [(message_from_row(r[:10]), r[10]) for r in rows]
         return Ranking(scored, total, candidates.left_out.proves([s for _, s in scored], limit))
 

@@ -4,12 +4,15 @@ SQLite through sqlite-utils, in WAL mode so readers never block the writer.
 All SQL lives in this package, one module per part of the store: agents and
 blocks (agents.py), messages (messages.py), passages and vectors
 (archival.py), full-text ranking (fulltext.py), step locks (locks.py), token
-usage (usage.py), the users' API keys (keys.py), and
-transactions with the lock that lets threads share a store (transactions.py).
+usage (usage.py), the users' API keys (keys.py),
+transactions with the lock that lets threads share a store (transactions.py),
+and a second connection that runs one part of a ranking beside the first
+(side_reader.py).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -21,6 +24,7 @@ from memgpt_lite.storage.sqlite.keys import KeyStore
 from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
+from memgpt_lite.storage.sqlite.side_reader import SideReader
 from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
 from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
@@ -39,6 +43,7 @@ class Store(
         self.window_cache = WindowCache()
         conn, self.read_only = connect(self.path, busy_timeout_seconds)
         self.db = Database(conn)
+        self.side_reader = SideReader(self._side_connection)
         try:
             self._prepare()
         except BaseException:
@@ -66,8 +71,14 @@ class Store(
                 with self.transaction():
                     migrations.apply(self.db)
 
+    def _side_connection(self) -> sqlite3.Connection:
+        conn = connect(self.path, self.busy_timeout_seconds)[0]
+        conn.execute("PRAGMA cache_size = -65536")  # as the store's own (see _prepare)
+        return conn
+
     @guarded
     def close(self) -> None:
+        self.side_reader.close()
         self.db.close()
 
     def __enter__(self) -> Store:
