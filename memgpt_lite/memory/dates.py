@@ -463,6 +463,17 @@ def dated_within(text: str, created_at: datetime, period: Period) -> bool:
     )
 
 
+def tells_past(text: str, created_at: datetime) -> bool:
+    """Whether a stored text holds an absolute date (an annotation, an ISO
+    date, "May 8, 2023") of a period that ended before the item was stored:
+    it tells of something past ("we went camping last week [2023-05-01..
+    2023-05-07]")."""
+    if _MAY_HOLD_DATE.search(text) is None:
+        return False
+    day = created_at.date()
+    return any(dated.end < day for dated in _absolute_dates(text, created_at))
+
+
 # What an absolute date in stored text holds: a year's digits, or the "[" of
 # an annotation (ABSOLUTE_RULES match only text holding a "<year>" or
 # "<bracket>" token, or a month or season name with its year). Text without

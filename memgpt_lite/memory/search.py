@@ -23,7 +23,8 @@ at lower weight, so a second hop or another mention of the same thing is
 found by the hits' words, not only the question's (memory/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
-or is much shorter than the others found).
+or is much shorter than the others found; for a question in the present
+perfect, whether it tells of the subject's dated past).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.dates import Period, dated_within, query_period
+from memgpt_lite.memory.dates import Period, dated_within, query_period, tells_past
 from memgpt_lite.memory.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
@@ -234,16 +235,17 @@ def with_feedback(
     rank: Callable[[str, int, bool], Ranking[T]],
     depth: int,
     text_of: Callable[[T], str],
+    told_past: Callable[[T], bool] | None = None,
 ) -> tuple[list[tuple[T, float]], int]:
     """The best `depth` items for `query` by its words and, at lower weight,
     by the words that set its best hits apart (`feedback_words`), with the
     fused scores; and how many items the query's words matched. `rank` is the
     store's BM25 ranking of some words (words, depth, and whether it is the
-    feedback pass: FEEDBACK_OPTIONS)."""
+    feedback pass: FEEDBACK_OPTIONS); `told_past` as `reweighed` takes it."""
     first, total, _ = rank(query, depth, False)
     # The words are taken from the hits that are most about the query's
     # subject (`reweighed`): multi-hop recall@5 on LoCoMo +0.7.
-    about = reweighed(query, first, text_of)
+    about = reweighed(query, first, text_of, told_past)
     words = feedback_words(query, [(text_of(item), score) for item, score in about])
     if not words:
         return first, total
@@ -258,6 +260,10 @@ def with_feedback(
 
 def _passage_text(passage: Passage) -> str:
     return passage.text
+
+
+def _passage_told_past(passage: Passage) -> bool:
+    return tells_past(passage.text, passage.created_at)
 
 
 def search_passages(
@@ -316,13 +322,15 @@ def _passage_page(
     store, agent_id = agent.store, agent.state.id
     tags, start, end, superseded, period = filters
     rank = _PassageRanker(agent, filters, offset + limit)
-    lexical, total = with_feedback(query, rank, max(FEEDBACK_DEPTH, depth), _passage_text)
+    lexical, total = with_feedback(
+        query, rank, max(FEEDBACK_DEPTH, depth), _passage_text, _passage_told_past
+    )
     if period:
         lexical, total = _passages_in_period(rank, query, lexical, total)
     # What each passage is about weighs on its word score, before fusion
     # with vectors: after it, the same factor outweighed the vectors
     # (LoCoMo with the local embedder: overall recall@5 68.3 -> 66.9).
-    lexical = reweighed(query, lexical, _passage_text)
+    lexical = reweighed(query, lexical, _passage_text, _passage_told_past)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
@@ -430,7 +438,9 @@ def _passages_in_period(
     if inside >= rank.page or rank.period is None:
         return ranked, total
     # Scored as `lexical` was (with the feedback words), so the two compare.
-    within, _ = with_feedback(query, rank.within_period, rank.page, _passage_text)
+    within, _ = with_feedback(
+        query, rank.within_period, rank.page, _passage_text, _passage_told_past
+    )
     seen = {p.seq for p, _ in lexical}
     lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
     return date_boosted(lexical, within_period)[0], max(total, len(lexical))
