@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
+from memgpt_lite.memory.ranking import STOP_WORDS
+
 
 class Period(NamedTuple):
     """Days from `start` to `end`, both included."""
@@ -487,3 +489,45 @@ def _absolute_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
     searches: the same items come up again, and parsing them (about 70 µs
     each) was 4 ms of a dated archival search's 50."""
     return tuple(m.period for m in find_dates(text, created_at, ABSOLUTE_RULES) if not m.relative)
+
+
+# "before she moved", "after the accident", "since we met": a period bounded
+# by an event, not a date. When the query names no date, search finds the
+# event in memory (its best match by these words) and bounds the period by
+# when it happened (search.py `_event_period`).
+_EVENT_BOUND = re.compile(
+    r"\b(?P<bound>before|after|since|until|till)\s+(?P<event>[^?.!,;:]+)", re.IGNORECASE
+)
+_CONTENT_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+
+
+class EventBound(NamedTuple):
+    """A query's period bounded by an event: from it on (`after`, "since"),
+    or up to it."""
+
+    after: bool
+    event: str  # the words naming it
+
+
+def event_bound(query: str) -> EventBound | None:
+    """The event that bounds the period a query asks about, if it names one
+    by a few words ("before she moved to Berlin"; not "after that")."""
+    match = _EVENT_BOUND.search(query)
+    if match is None:
+        return None
+    event = match.group("event").strip()
+    words = {w.lower() for w in _CONTENT_WORD.findall(event)}
+    if not words - STOP_WORDS - {"one", "ones"}:  # "after that", "before this one"
+        return None
+    return EventBound(match.group("bound").lower() in ("after", "since"), event)
+
+
+def bounded_by(bound: EventBound, text: str, created_at: datetime) -> Period:
+    """The period before or after the event a stored item tells of: dated by
+    the first absolute date in its text ("moved yesterday [2023-05-07]"), or
+    by when it was stored. The event's own days are included: what a question
+    asks about often happened then too ("how did she feel after the
+    accident?")."""
+    dated = _absolute_dates(text, created_at) if _MAY_HOLD_DATE.search(text) else ()
+    span = dated[0] if dated else Period(created_at.date(), created_at.date())
+    return Period(span.start, date.max) if bound.after else Period(date.min, span.end)

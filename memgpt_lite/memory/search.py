@@ -39,7 +39,14 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.dates import Period, dated_within, query_period, tells_past
+from memgpt_lite.memory.dates import (
+    Period,
+    bounded_by,
+    dated_within,
+    event_bound,
+    query_period,
+    tells_past,
+)
 from memgpt_lite.memory.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
@@ -258,6 +265,21 @@ def with_feedback(
     return [(by_seq[seq], score) for seq, score in fused[:depth]], total
 
 
+def named_period(
+    query: str, best_match: Callable[[str], tuple[str, datetime] | None]
+) -> Period | None:
+    """The period `query` names: its dates ("in May 2023", "last week"), or
+    else the time before or after an event it names ("before she moved to
+    Berlin"), which `best_match` finds in memory (the text and time of the
+    item that best matches some words; None: nothing matches)."""
+    period = query_period(query, datetime.now(UTC))
+    bound = event_bound(query) if period is None else None
+    if bound is None:
+        return period
+    event = best_match(bound.event)
+    return bounded_by(bound, *event) if event else None
+
+
 def _passage_text(passage: Passage) -> str:
     return passage.text
 
@@ -286,7 +308,12 @@ def search_passages(
     any_replaced = store.list_passages(agent_id, 0, superseded=True)[1] > 0
     filtered = bool(tags or start or end or any_replaced)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
-    filters = _PassageFilters(tags, start, end, period=query_period(query, datetime.now(UTC)))
+
+    def best_passage(words: str) -> tuple[str, datetime] | None:
+        best = store.rank_passages(agent_id, words, 1).scored
+        return (best[0][0].text, best[0][0].created_at) if best else None
+
+    filters = _PassageFilters(tags, start, end, period=named_period(query, best_passage))
     if not any_replaced:
         return _passage_page(agent, query, vector_search, limit, offset, depth, filters)
     current = filters._replace(superseded=False)
@@ -453,7 +480,12 @@ def search_messages(
     query = clean_text(query)  # it reaches the store and the embedder
     store, agent_id = agent.store, agent.state.id
     depth = max(50, 3 * (offset + limit))
-    period = query_period(query, datetime.now(UTC))
+
+    def best_message(words: str) -> tuple[str, datetime] | None:
+        best = store.rank_messages(agent_id, words, 1, exclude_step_id).scored
+        return (best[0][0].content or "", best[0][0].created_at) if best else None
+
+    period = named_period(query, best_message)
     vector_search = _start_vector_search(agent, "message", query, depth)
     if vector_search is None and period is None:  # words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)

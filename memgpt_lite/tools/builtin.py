@@ -229,7 +229,8 @@ def archival_memory_search(
     """Search archival memory for passages about something.
 
     Args:
-        query: Plain words describing what to find; may name a time ("in May 2023").
+        query: Plain words describing what to find; may name a time ("in May 2023",
+            "before she moved").
         page: Which page of results, starting at 0.
         tags: Only passages with at least one of these tags.
         start_date: Only passages saved on or after this day, YYYY-MM-DD.
