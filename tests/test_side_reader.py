@@ -4,6 +4,7 @@ same results as one after the other, and never inside a transaction."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -119,4 +120,21 @@ def test_an_interrupted_side_read_fails_and_the_reader_serves_the_next(tmp_path)
     assert reader.submit("SELECT ?", [7]).result(timeout=10) == [(7,)]
     reader.close()
     assert reader.submit("SELECT 1", []).result(timeout=10) == [(1,)]  # opened again
+    reader.close()
+
+
+def test_a_forked_child_reads_with_its_own_thread_and_connection(tmp_path):
+    """The parent's worker thread does not exist in a forked child: the child
+    would wait for it forever."""
+    reader = SideReader(lambda: sqlite3.connect(tmp_path / "a.db", check_same_thread=False))
+    assert reader.submit("SELECT 1", []).result(timeout=10) == [(1,)]
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its read completes
+        ok = False
+        try:
+            ok = reader.submit("SELECT 2", []).result(timeout=10) == [(2,)]
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
     reader.close()

@@ -13,6 +13,7 @@ query starts: a caller inside a transaction or snapshot must not use it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,10 +30,13 @@ class SideReader:
         self._open_connection = open_connection
         self._conn: sqlite3.Connection | None = None
         self._worker: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
         self.reads = 0  # queries submitted
 
     def submit(self, sql: str, args: list[Any]) -> Future[list[Row]]:
         """Start `sql` in the worker thread; its rows arrive in the future."""
+        if self._pid != os.getpid():  # a forked child: the thread and connection stayed behind
+            self._worker, self._conn, self._pid = None, None, os.getpid()
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memgpt-side-read")
         self.reads += 1
