@@ -237,15 +237,14 @@ def test_a_date_in_the_query_ranks_the_passage_of_that_period_first(tmp_path):
     assert found[0].created_at.month == 7
 
 
-@pytest.mark.parametrize("period_depth", [500, 60])
-def test_a_passage_of_the_period_is_found_below_many_better_matches(
-    tmp_path, monkeypatch, period_depth
-):
+@pytest.mark.parametrize("deepest", [10_000, 0])
+def test_a_passage_of_the_period_is_found_below_many_better_matches(tmp_path, monkeypatch, deepest):
     """The period's passage ranks below the depth search looks at among all
     matches: a ranking within the period must bring it. SQLite finds it with
-    the first ranking when among its best PERIOD_DEPTH (here 81 match), and
-    otherwise ranks again within the period."""
-    monkeypatch.setattr("memgpt_lite.storage.sqlite.archival.PERIOD_DEPTH", period_depth)
+    the first ranking when it may look deep enough for the period's share of
+    passages (storage/sqlite/period_depth.py; here 81 match), and otherwise
+    ranks again within the period."""
+    monkeypatch.setattr("memgpt_lite.storage.sqlite.period_depth.PERIOD_DEPTH_MAX", deepest)
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
     add_fillers(agent, datetime(2023, 1, 1, tzinfo=UTC))
     march = datetime(2023, 3, 10, tzinfo=UTC)

@@ -57,7 +57,8 @@ def test_the_period_part_of_a_two_part_ranking_is_what_ranking_within_it_gives(s
     they are the best of all the rows (`rank_passages` with the same budget,
     within the period)."""
     monkeypatch.setattr("memgpt_lite.storage.sqlite.archival.RANK_BUDGET", 60)
-    monkeypatch.setattr("memgpt_lite.storage.sqlite.archival.PERIOD_DEPTH", 40)
+    # Not deeper than 40: a narrow period's passages are not looked for.
+    monkeypatch.setattr("memgpt_lite.storage.sqlite.period_depth.PERIOD_DEPTH_MAX", 40)
     state = new_agent(store)
     dated_passages(store, state.id)
     known = 0

@@ -23,6 +23,7 @@ from memgpt_lite.models import Passage
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 from memgpt_lite.storage.records import check_supersession, text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates, Part, best_rows
+from memgpt_lite.storage.sqlite.period_depth import PeriodDepth
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
 from memgpt_lite.storage.sqlite.transactions import guarded
 
@@ -97,12 +98,9 @@ SELECT {columns}, t.score, t.total, t.part FROM (
 ) t CROSS JOIN passages p ON p.seq = t.seq
 ORDER BY t.part, t.score DESC, t.seq DESC
 """
-# How many of a ranking's best rows `rank_passages_in_period` looks among
-# for the period's: a month of a year's passages is about 40 of 500.
-PERIOD_DEPTH = 500
 
 
-class ArchivalStore(BudgetedSearch):
+class ArchivalStore(BudgetedSearch, PeriodDepth):
     """Passages and vectors. Mixed into `Store`, which provides `db`, `lock`,
     `transaction` and `snapshot`."""
 
@@ -290,18 +288,18 @@ class ArchivalStore(BudgetedSearch):
         superseded: bool | None = None,
     ) -> tuple[Ranking[Passage], list[tuple[Passage, float]] | None]:
         """`rank_passages`, and the best `period_limit` of the passages it
-        ranks that were stored within `period`, if found among its best
-        PERIOD_DEPTH (see the protocol). One evaluation of the full-text
-        query serves both: ranking again within the period cost as much as
-        the first ranking (the candidates, chosen by the words alone, are
-        the same)."""
+        ranks that were stored within `period`, if found among its best (how
+        many: period_depth.py; see the protocol). One evaluation of the
+        full-text query serves both: ranking again within the period cost as
+        much as the first ranking (the candidates, chosen by the words alone,
+        are the same)."""
         words = fts_words(query)
         if not words:
             return Ranking([], 0, proven=True), []
         filters = passage_filters(tags, start, end, superseded)
         candidates = self._scored(agent_id, words, RANK_BUDGET, filters)
         where, params = passage_filters(None, *period)
-        depth = max(limit, PERIOD_DEPTH)
+        depth = self.period_depth(agent_id, period, limit, period_limit)
         results = self.run_parts(
             [
                 Part(
