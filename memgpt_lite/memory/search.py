@@ -24,7 +24,9 @@ found by the hits' words, not only the question's (memory/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
 or is much shorter than the others found; for a question in the present
-perfect, whether it tells of the subject's dated past).
+perfect, whether it tells of the subject's dated past). A period the query
+names, by dates ("in May 2023") or by an event found in memory ("before she
+moved"; `named_period`), ranks its items first.
 """
 
 from __future__ import annotations
