@@ -457,8 +457,6 @@ def dated_within(text: str, created_at: datetime, period: Period) -> bool:
     relative to a time other than the item's."""
     if period.contains(created_at.date()):
         return True
-    if _MAY_HOLD_DATE.search(text) is None:
-        return False
     return any(
         period.start <= dated.start and dated.end <= period.end
         for dated in _absolute_dates(text, created_at)
@@ -470,8 +468,6 @@ def tells_past(text: str, created_at: datetime) -> bool:
     date, "May 8, 2023") of a period that ended before the item was stored:
     it tells of something past ("we went camping last week [2023-05-01..
     2023-05-07]")."""
-    if _MAY_HOLD_DATE.search(text) is None:
-        return False
     day = created_at.date()
     return any(dated.end < day for dated in _absolute_dates(text, created_at))
 
@@ -483,18 +479,26 @@ def tells_past(text: str, created_at: datetime) -> bool:
 _MAY_HOLD_DATE = re.compile(r"\[|(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
-@functools.lru_cache(maxsize=4096)
 def _absolute_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
-    """The periods of the absolute dates in a stored text, kept across
-    searches: the same items come up again, and parsing them (about 70 µs
-    each) was 4 ms of a dated archival search's 50."""
+    """The periods of the absolute dates in a stored text; none, unparsed,
+    when it holds neither a year nor a bracket."""
+    if _MAY_HOLD_DATE.search(text) is None:
+        return ()
+    return _parsed_dates(text, created_at)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
+    """`_absolute_dates` parsed, kept across searches: the same items come
+    up again, and parsing them (about 70 µs each) was 4 ms of a dated
+    archival search's 50."""
     return tuple(m.period for m in find_dates(text, created_at, ABSOLUTE_RULES) if not m.relative)
 
 
 # "before she moved", "after the accident", "since we met": a period bounded
 # by an event, not a date. When the query names no date, search finds the
 # event in memory (its best match by these words) and bounds the period by
-# when it happened (search.py `_event_period`).
+# when it happened (search.py `named_period`).
 _EVENT_BOUND = re.compile(
     r"\b(?P<bound>before|after|since|until|till)\s+(?P<event>[^?.!,;:]+)", re.IGNORECASE
 )
@@ -528,6 +532,6 @@ def bounded_by(bound: EventBound, text: str, created_at: datetime) -> Period:
     by when it was stored. The event's own days are included: what a question
     asks about often happened then too ("how did she feel after the
     accident?")."""
-    dated = _absolute_dates(text, created_at) if _MAY_HOLD_DATE.search(text) else ()
+    dated = _absolute_dates(text, created_at)
     span = dated[0] if dated else Period(created_at.date(), created_at.date())
     return Period(span.start, date.max) if bound.after else Period(date.min, span.end)
