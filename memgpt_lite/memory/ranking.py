@@ -252,11 +252,17 @@ def aboutness(query_names: set[str]) -> Callable[[str], float]:
     mark (a trailing parenthesis left out)."""
 
     def factor(text: str) -> float:
-        first, asks, _, _ = _traits(text)
-        named = first in query_names
+        named = begins_with_one_of(text, query_names)
+        asks = _traits(text).asks
         return (SUBJECT_BOOST if named else 1.0) * (QUESTION_PENALTY if asks else 1.0)
 
     return factor
+
+
+def begins_with_one_of(text: str, names: set[str]) -> bool:
+    """Whether `text` begins with one of `names` (lower-cased): it is about
+    that one."""
+    return _traits(text).first in names
 
 
 class _Traits(NamedTuple):
@@ -352,8 +358,8 @@ def reweighed(
     """`scored` (best first) with each score times its `aboutness` for
     `query` and its `length_weights` among them, and, for a query asking for
     experiences, EXPERIENCE_BOOST for the subject's passages `told_past`
-    says tell of a dated past event (when given); best first again (stable: ties keep their
-    order)."""
+    says tell of a dated past event (when given); best first again (stable:
+    ties keep their order)."""
     names = query_names(query)
     factor = aboutness(names)
     past = told_past if names and asks_experience(query) else None
@@ -361,7 +367,7 @@ def reweighed(
     lengths = length_weights([_traits(text).length for text in texts])
 
     def experience(item: Item, text: str) -> float:
-        if past is None or _traits(text).first not in names or not past(item):
+        if past is None or not begins_with_one_of(text, names) or not past(item):
             return 1.0
         return EXPERIENCE_BOOST
 
