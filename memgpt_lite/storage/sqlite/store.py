@@ -29,6 +29,12 @@ from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
 from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
+# Up to 64 MiB of pages cached per connection (the store's and its side
+# reader's), not SQLite's 2 MB: a search of a large archive re-reads the same
+# index pages, and fetching them from the OS again costs 10% of it at 1M
+# passages.
+CACHE_SIZE = "PRAGMA cache_size = -65536"
+
 
 class Store(
     Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore, KeyStore
@@ -58,10 +64,7 @@ class Store(
             # NORMAL is durable across application crashes in WAL mode; only a
             # power cut can lose the last commits, never corrupt the file.
             self.db.execute("PRAGMA synchronous = NORMAL")
-            # Up to 64 MiB of pages cached per connection, not SQLite's 2 MB:
-            # a search of a large archive re-reads the same index pages, and
-            # fetching them from the OS again costs 10% of it at 1M passages.
-            self.db.execute("PRAGMA cache_size = -65536")
+            self.db.execute(CACHE_SIZE)
             if self.read_only:
                 check_schema(self.db, migrations, self.path, read_only=True)
                 return
@@ -73,7 +76,7 @@ class Store(
 
     def _side_connection(self) -> sqlite3.Connection:
         conn = connect(self.path, self.busy_timeout_seconds)[0]
-        conn.execute("PRAGMA cache_size = -65536")  # as the store's own (see _prepare)
+        conn.execute(CACHE_SIZE)
         return conn
 
     @guarded
