@@ -12,7 +12,9 @@ this way: the ranking within the period will be needed anyway.
 
 At 1M passages spread over a year, a fixed depth of 500 cost 3.4 ms (mean)
 more than a plain ranking, 200 cost 0.8 ms, and both found a month's
-passages for all 200 queries; a week needs about 600, a year's share less.
+passages for all 200 queries. With the sample, a month is looked for 130
+deep (1.5 ms more; 1 of 200 queries then ranked again within it), a week
+390, a year no deeper than the page, a day not at all.
 """
 
 from __future__ import annotations
