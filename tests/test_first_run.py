@@ -1,15 +1,15 @@
-"""What a new user meets first: the README's commands as written, creating an
+"""What a new user meets first: the documented commands as written, creating an
 agent again from Python, the default persona, and the errors bad input gives."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from docs_text import section, section_commands
 
 from memgpt_lite import Agent, Block, default_blocks
 from memgpt_lite.cli.main import cli
@@ -18,8 +18,6 @@ from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.models import AgentSettings, AgentState, AgentStats
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, say
-
-README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def run(*args: str, input: str | None = None) -> Result:
@@ -31,28 +29,7 @@ def _agents() -> list[tuple[AgentState, AgentStats]]:
         return store.list_agents()
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
-
-
-def readme_commands(title: str) -> list[list[str]]:
-    """The `memgpt-lite ...` lines of a README section's first code block,
-    continuation lines joined and trailing comments dropped."""
-    block = re.search(r"\n```\n(.*?)\n```\n", readme_section(title), re.S)
-    assert block is not None, f"no code block in README section {title!r}"
-    joined = block.group(1).replace("\\\n", " ")
-    commands = []
-    for line in joined.splitlines():
-        words = shlex.split(line, comments=True)
-        assert words[0] == "memgpt-lite", line
-        commands.append(words[1:])
-    return commands
-
-
-# README "Managing agents"
+# docs "Managing agents" (cli/agents.md)
 
 
 def test_managing_agents_commands_run_as_written(
@@ -63,7 +40,7 @@ def test_managing_agents_commands_run_as_written(
         (tmp_path / name).write_text(text + "\n")
     monkeypatch.setenv("VISUAL", "true")  # an editor that leaves the text as it is
     fake_llm.responder = lambda body: say("Noted.")
-    create, *rest = readme_commands("Managing agents")
+    create, *rest = section_commands("cli/agents.md", "Managing agents")
     assert create[0] == "create"
     created = run(*create)
     assert created.exit_code == 0, created.output
@@ -209,7 +186,7 @@ def test_create_with_exist_ok_refuses_arguments_the_stored_agent_differs_from(
 def test_database_choice_is_documented_and_works_as_documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    configuration = readme_section("Configuration")
+    configuration = section("getting-started/configuration.md", "Configuration")
     assert "`MEMGPT_LITE_DB`" in configuration and "`--db FILE`" in configuration
     from_env, from_flag = tmp_path / "env.db", tmp_path / "flag.db"
     monkeypatch.setenv("MEMGPT_LITE_DB", str(from_env))
