@@ -20,9 +20,8 @@ from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
 from memgpt_lite.errors import ConfigError, validation_messages
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import AgentState, AgentStats, Block
+    from memgpt_lite.models import AgentState, AgentStats, Block, RequiresApprovalToolRule
     from memgpt_lite.storage.protocol import Storage
-    from memgpt_lite.tools.rules import RequiresApprovalToolRule
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).
