@@ -23,11 +23,12 @@ from memgpt_lite.agent_setup import Wanted, new_state, stored_as_wanted
 from memgpt_lite.config import check_timeout, resolve_db
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.endpoint import check_base_url
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.loop import approvals, reflection, runner
+from memgpt_lite.loop import approvals, reflection
 from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.loop.reflection import ReflectionReport

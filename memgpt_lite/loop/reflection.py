@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 
 from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ConfigError, LLMError, MemGPTError, ModelRetry, NotFoundError
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.model import Completion, complete
-from memgpt_lite.loop import runner
 from memgpt_lite.loop.compaction import transcript_line
 from memgpt_lite.loop.window import core_memory_overflow
 from memgpt_lite.memory.archival import ArchivalMemory

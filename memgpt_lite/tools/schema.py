@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_message
-from memgpt_lite.loop import runner
+from memgpt_lite.llm import runner
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
