@@ -62,6 +62,12 @@ def _target(
     return ProbeTarget(url, key, chosen, window, window_source, embedder, seconds, name)
 
 
+def _embedding_dimension(model: str, base_url: str, api_key: str, timeout: float) -> int:
+    from memgpt_lite.embeddings.embedder import embedding_dimension  # loads numpy: when asked
+
+    return embedding_dimension(model, base_url, api_key, timeout)
+
+
 def _line(result: CheckResult) -> str:
     label, colour = _LABELS[result.status]
     return f"{click.style(f'{label:<4}', fg=colour)}  {result.name}: {result.detail}"
@@ -100,7 +106,7 @@ def doctor(
     shown_model = repr(target.model) if target.model else "no model"
     click.echo(f"Checking {target.base_url} with {shown_model}{whose}")
     counts = {"ok": 0, "warn": 0, "fail": 0, "skip": 0}
-    for result in run_checks(target):
+    for result in run_checks(target, _embedding_dimension):
         counts[result.status] += 1
         click.echo(_line(result))
     summary = f"{counts['ok']} ok, {counts['warn']} warning(s), {counts['fail']} failed"

@@ -120,6 +120,15 @@ class EndpointEmbedder:
         return _vectors(json_answer(response, name, json.loads), len(batch), self.name)
 
 
+def embedding_dimension(model: str, base_url: str, api_key: str, timeout: float) -> int:
+    """The dimension of one vector from the endpoint's `model`, asked once with
+    no retries (`memgpt-lite doctor`: a diagnosis reports, never masks)."""
+    embedder = EndpointEmbedder(
+        model, base_url=base_url, api_key=api_key, max_retries=0, timeout_seconds=timeout
+    )
+    return int(embedder.embed(["memgpt-lite doctor"]).shape[1])
+
+
 def _vectors(data: Any, expected: int, name: str) -> list[list[float]]:
     """The embeddings in an answer, in input order, or an LLMError."""
     items = data.get("data") if isinstance(data, dict) else None
