@@ -29,7 +29,6 @@ from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.dates import annotate
-from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.memory.search import (
     backfill,
     check_embedder,
@@ -38,6 +37,7 @@ from memgpt_lite.memory.search import (
     search_passages,
 )
 from memgpt_lite.models import AgentState, Passage, utcnow
+from memgpt_lite.storage.core.words import fts_words
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Hybrid search over archival passages and recall messages.
 
 Lexical ranking is the store's BM25 (SQLite FTS5: porter stemming, stop words
-dropped, any input taken as plain words; see memory/ranking.py for large
-memories). With
+dropped, any input taken as plain words; see storage/core/words.py for
+large memories). With
 an embedder, the query is also embedded and compared with the agent's stored
 vectors (the in-process index of vector_index.py), and
 the two are fused by a convex combination of normalised scores: BM25 over the

@@ -433,7 +433,7 @@ class Storage(Protocol):
         its text), passing the filters (as `list_passages` has them), with
         scores. `exact`: how many of the first results `Ranking.proven`
         vouches for (default: all). `budget`: at most how many matches are
-        scored (see memory/ranking.py; each store has its own default).
+        scored (see storage/core/words.py; each store has its own default).
         `drop_over_budget`: the words found in more than `budget` passages
         (all agents' in SQLite, the agent's in PostgreSQL) are left out of the
         query, as if not in it; with none left, nothing matches."""
