@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memgpt_lite.cli.base import store_for, timeout_option
-from memgpt_lite.config import effective_config
+from memgpt_lite.settings.resolve import effective_config
 
 if TYPE_CHECKING:
     from memgpt_lite.llm.probe import CheckResult, ProbeTarget
@@ -23,8 +23,8 @@ def _endpoint(
     llm: LLMConfig, base_url: str | None, timeout: float | None
 ) -> tuple[str, str, float]:
     """The URL, key and timeout to use for `llm`, a --base-url flag winning."""
-    from memgpt_lite.llm.endpoint import check_base_url
-    from memgpt_lite.llm.openai_chat import resolve_endpoint, resolve_timeout
+    from memgpt_lite.settings.endpoint import check_base_url
+    from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 
     if base_url is not None:
         base_url = check_base_url(base_url, "--base-url")

@@ -30,7 +30,6 @@ import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.endpoint import (
-    URL_EXAMPLE,
     AsyncClients,
     EndpointCall,
     background_loop,
@@ -42,6 +41,7 @@ from memgpt_lite.llm.endpoint import (
 from memgpt_lite.llm.model import Completion
 from memgpt_lite.llm.openai_chat import TIMEOUT_HINT, OpenAIChatModel
 from memgpt_lite.models import LLMConfig
+from memgpt_lite.settings.endpoint import URL_EXAMPLE
 from memgpt_lite.text import parse_json
 
 CheckStatus = Literal["ok", "warn", "fail", "skip"]
