@@ -32,17 +32,17 @@ from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
-from memgpt_lite.loop.window import (
+from memgpt_lite.memory.archival import ArchivalMemory
+from memgpt_lite.memory.block_history import USER, pick_version
+from memgpt_lite.memory.core import default_blocks, set_block_value
+from memgpt_lite.memory.recall import history
+from memgpt_lite.memory.recall.window import (
     ContextOverview,
     compile_context,
     core_memory_overflow,
     overview,
     unanswered,
 )
-from memgpt_lite.memory import history
-from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.block_history import USER, pick_version
-from memgpt_lite.memory.core import default_blocks, set_block_value
 from memgpt_lite.memory.search import check_embedder
 from memgpt_lite.memory.vector_index import VectorIndex
 from memgpt_lite.models import (
@@ -445,7 +445,7 @@ class Agent:
         self.state = self.store.update_agent(self.state.id, use)
         self._llm = self._counter = self._tool_tokens = None  # built for the old model
 
-    # History edits (see history.py)
+    # History edits (see memory/recall/history.py)
 
     def pop_exchanges(self, n: int = 1) -> int:
         """Delete the last `n` exchanges (a user message and all that followed

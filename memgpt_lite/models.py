@@ -329,7 +329,7 @@ class AgentSettings(BaseModel):
     context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
     # The window the agent works in when its model's is larger, so a long
     # conversation does not send the whole model window every turn. None: the
-    # default (loop/window.py DEFAULT_WORKING_WINDOW); 0: the model's whole window.
+    # default (memory/recall/window.py DEFAULT_WORKING_WINDOW); 0: the model's whole window.
     working_window: int | None = Field(default=None, ge=0, le=MAX_STORED_INT)
     reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
     warning_threshold: float = Field(default=0.75, gt=0, le=1)

@@ -352,7 +352,7 @@ def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
 
 
 def _window_text(state: AgentState) -> str:
-    from memgpt_lite.loop.window import window_for_model, working_window
+    from memgpt_lite.memory.recall.window import window_for_model, working_window
 
     settings = state.settings
     model_window = settings.context_window or window_for_model(state.llm.model)

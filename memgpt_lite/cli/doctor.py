@@ -41,7 +41,7 @@ def _target(
 ) -> ProbeTarget:
     """What to check: agent NAME's endpoint and model, else the configured defaults."""
     from memgpt_lite.llm.probe import ProbeTarget
-    from memgpt_lite.loop.window import window_for_model
+    from memgpt_lite.memory.recall.window import window_for_model
     from memgpt_lite.models import LLMConfig
 
     if name is not None:

@@ -135,7 +135,7 @@ def retry(
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone. Output and exit status as
     for `send`."""
-    from memgpt_lite.memory.history import pop_for_retry
+    from memgpt_lite.memory.recall.history import pop_for_retry
 
     output = output_mode(verbose, quiet, as_json)
     agent = _agent_for(ctx, name, timeout, output)

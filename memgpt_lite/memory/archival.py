@@ -41,7 +41,7 @@ from memgpt_lite.storage.core.words import fts_words
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
-    from memgpt_lite.deps import AgentDeps
+    from memgpt_lite.memory.deps import MemoryDeps
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class InsertReport:
 class ArchivalMemory:
     """An agent's archival memory."""
 
-    def __init__(self, agent: AgentDeps) -> None:
+    def __init__(self, agent: MemoryDeps) -> None:
         self.agent = agent
 
     @property
