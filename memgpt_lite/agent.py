@@ -32,9 +32,9 @@ from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
-from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.block_history import USER, pick_version
-from memgpt_lite.memory.core import default_blocks, set_block_value
+from memgpt_lite.memory.archival.passages import ArchivalMemory
+from memgpt_lite.memory.core.block_history import USER, pick_version
+from memgpt_lite.memory.core.blocks import default_blocks, set_block_value
 from memgpt_lite.memory.recall import history
 from memgpt_lite.memory.recall.window import (
     ContextOverview,
@@ -43,8 +43,8 @@ from memgpt_lite.memory.recall.window import (
     overview,
     unanswered,
 )
-from memgpt_lite.memory.search import check_embedder
-from memgpt_lite.memory.vector_index import VectorIndex
+from memgpt_lite.memory.retrieval.search import check_embedder
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, validation_messages
-from memgpt_lite.memory.core import memory_prompt
+from memgpt_lite.memory.core.blocks import memory_prompt
 from memgpt_lite.models import AgentSettings, AgentState, LLMConfig
 from memgpt_lite.settings.resolve import resolve_endpoint
 from memgpt_lite.settings.values import Settings

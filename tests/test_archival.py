@@ -19,8 +19,8 @@ from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
 from memgpt_lite.cli.main import cli
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, EndpointEmbedder, make_embedder
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.memory.archival import chunk_text
-from memgpt_lite.memory.search import combine
+from memgpt_lite.memory.archival.chunks import chunk_text
+from memgpt_lite.memory.retrieval.search import combine
 from memgpt_lite.testing import call, drop, error, reply, say
 
 
@@ -230,7 +230,7 @@ def test_embedder_mismatch_is_refused_until_reembedded(db_location):
     agent = Agent.load("sam", db=db_location)
     assert agent.archival.reembed(SynonymEmbedder("test:other", dimension=16)) == 1
     assert (agent.state.embedding_model, agent.state.embedding_dimension) == ("test:other", 16)
-    # "tonight" gains its date (memory/dates.py)
+    # "tonight" gains its date (memory/retrieval/dates.py)
     assert agent.archival.search("rain")[0][0].text.startswith("storm warning tonight [")
 
 

@@ -290,7 +290,7 @@ def test_without_pgvector_vectors_are_bytes_and_the_notice_is_given_once_when_ma
     first.add_vectors(state.id, "passage", [1, 2, 3], vectors)
     loaded = second.load_vectors(state.id, "passage", 0, DIMENSION)
     assert np.array_equal(loaded.matrix, vectors)
-    from memgpt_lite.memory.vector_index import VectorIndex
+    from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 
     index = VectorIndex(second, state.id, "passage", DIMENSION)
     assert index.search(vectors[1], 1).ranked == [2]

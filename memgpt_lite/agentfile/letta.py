@@ -54,7 +54,7 @@ from memgpt_lite.agentfile.schema import (
     FilePassage,
     validation_problems,
 )
-from memgpt_lite.memory.core import load_prompt
+from memgpt_lite.memory.core.blocks import load_prompt
 from memgpt_lite.models import (
     AGENT_NAME_PATTERN,
     DEFAULT_BLOCK_LIMIT,

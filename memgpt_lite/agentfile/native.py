@@ -52,7 +52,7 @@ from memgpt_lite.agentfile.schema import (
 )
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.memory.block_history import IMPORT
+from memgpt_lite.memory.core.block_history import IMPORT
 from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.protocol import Owner, Storage

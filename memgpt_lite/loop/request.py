@@ -35,7 +35,7 @@ from memgpt_lite.loop.events import (
 )
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
-from memgpt_lite.memory.core import load_prompt, memory_prompt
+from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
 from memgpt_lite.memory.recall.window import (
     CompiledContext,
     budget_error,

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from memgpt_lite.embeddings.embedder import Embedder
     from memgpt_lite.llm.tokens import TokenCounter
-    from memgpt_lite.memory.vector_index import VectorIndex
     from memgpt_lite.models import AgentState, Message
     from memgpt_lite.storage.protocol import Owner, Storage
 
@@ -50,8 +49,10 @@ class MemoryDeps(Protocol):
         """Use `embedder` from now on (it must match the stored vectors)."""
         ...
 
-    def vector_index(self, owner: Owner) -> VectorIndex:
-        """The in-memory index of the agent's stored vectors of one kind."""
+    def vector_index(self, owner: Owner) -> Any:
+        """The in-memory index of the agent's stored vectors of one kind (a
+        retrieval/vector_index.py `VectorIndex`; not named here, which would
+        tie this protocol and retrieval/ to each other)."""
         ...
 
     def context_messages(self) -> list[Message]:

@@ -574,7 +574,7 @@ class VectorSearch(Protocol):
     the database itself (PostgreSQL with pgvector), so search need not load
     an agent's vectors into the process. Search uses it when the store has it
     and `server_vectors` is True; otherwise it keeps its in-process index
-    (memory/vector_index.py), built from `load_vectors`."""
+    (memory/retrieval/vector_index.py), built from `load_vectors`."""
 
     # Whether `nearest_vectors` can be used on this database (fixed when it opens).
     server_vectors: bool

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from memgpt_lite.errors import ContextBudgetError
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
-from memgpt_lite.memory.core import join_sections, render_block, system_sections
+from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
 from memgpt_lite.models import Block, Message, utcnow
 

@@ -1,5 +1,5 @@
 """Full-text words and budgeted BM25: what both storage backends' full-text
-queries share, and memory's ranking builds on (memory/ranking.py
+queries share, and memory's ranking builds on (memory/retrieval/ranking.py
 weighs, fuses and dates what they return).
 
 `fts_words` makes a query's words: lower-cased, each once, stop words left

@@ -112,7 +112,7 @@ def fuse_feedback(
 # A date named in a query ("in May 2023", "last summer") multiplies the word
 # score of the items of that period by this: it ranks them first among
 # matches about as good, without hiding a better match dated otherwise (or
-# dated only by words memory/dates.py cannot read).
+# dated only by words memory/retrieval/dates.py cannot read).
 DATE_BOOST = 1.5
 
 
@@ -142,7 +142,7 @@ def query_names(query: str) -> set[str]:
 
 
 # Two signals of what a passage is about, weighed on its word score (before
-# fusion with vectors: memory/search.py), measured on the LoCoMo development
+# fusion with vectors: memory/retrieval/search.py), measured on the LoCoMo development
 # split, lexical; each alone and both together improved every category but
 # adversarial, whose questions ask one person about what another did.
 # A passage that begins with a name the query names is about that one
@@ -233,7 +233,7 @@ def length_weights(lengths: Sequence[int]) -> list[float]:
 # with when it happened ("we went camping last week"), in passages that may
 # share no word with the question. A passage that begins with a name the
 # query names (SUBJECT_BOOST) and tells of a dated past event (a date in its
-# text before its own: memory/dates.py `tells_past`) weighs EXPERIENCE_BOOST
+# text before its own: memory/retrieval/dates.py `tells_past`) weighs EXPERIENCE_BOOST
 # more. On LoCoMo, among the 30 passages found for each multi-hop question
 # holding "has/have", 36-42% of the evidence holds a resolved date, 13-16%
 # of the rest.

@@ -20,7 +20,7 @@ PostgreSQL without pgvector, use the in-process index.
 Before fusion, the words ranking is widened by pseudo-relevance feedback
 (`with_feedback`): the words that set the best hits apart are searched again,
 at lower weight, so a second hop or another mention of the same thing is
-found by the hits' words, not only the question's (memory/ranking.py).
+found by the hits' words, not only the question's (memory/retrieval/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
 or is much shorter than the others found; for a question in the present
@@ -41,7 +41,7 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.dates import (
+from memgpt_lite.memory.retrieval.dates import (
     Period,
     bounded_by,
     dated_within,
@@ -49,7 +49,7 @@ from memgpt_lite.memory.dates import (
     query_period,
     tells_past,
 )
-from memgpt_lite.memory.ranking import (
+from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
     date_boosted,
@@ -57,7 +57,7 @@ from memgpt_lite.memory.ranking import (
     fuse_feedback,
     reweighed,
 )
-from memgpt_lite.memory.vector_index import (
+from memgpt_lite.memory.retrieval.vector_index import (
     Hits,
     ServerHits,
     StartedSearch,
