@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     "--db",
     # A str, not a pathlib.Path: a postgresql:// URL is a location too. Still
     # click.Path, which keeps a file name's bytes (plain text would be
-    # cleaned, see CleanText). config.resolve_db falls back to
+    # cleaned, see CleanText). settings.resolve.resolve_db falls back to
     # $MEMGPT_LITE_DB, then config.toml, and expands `~`.
     type=click.Path(dir_okay=False),
     metavar="FILE|URL",
