@@ -43,7 +43,7 @@ Measured, for each size:
   pg_database_size) and the process's peak RSS.
 
 `--dated` adds a month of the passages' year to every query ("... in May
-2026"), to measure what the date signal of memory/dates.py costs: such a
+2026"), to measure what the date signal of memory/retrieval/dates.py costs: such a
 query ranks deeper and runs a second ranking within the month.
 
 Each size's database is fresh, of the backend `--db` names (databases.py):
@@ -302,7 +302,7 @@ def insert_all(agent, corpus: Corpus, size: int) -> dict:
 def store_all_vectors(agent, embedder: StubEmbedder, stored: int) -> dict:
     """A vector for every passage, by seq ranges (not `unembedded_passages`,
     which would warm up the pending check measured later)."""
-    from memgpt_lite.memory.search import store_vectors
+    from memgpt_lite.memory.retrieval.search import store_vectors
 
     agent.set_embedder(embedder)
     vector_seconds, last_seq, embedded = 0.0, 0, 0
@@ -321,7 +321,7 @@ def store_all_vectors(agent, embedder: StubEmbedder, stored: int) -> dict:
 def hybrid_phase(agent, embedder: StubEmbedder, warmup: list[str], queries: list[str]) -> dict:
     """The index's first load, the first check for unembedded passages, then
     the hybrid searches and the index's recall."""
-    from memgpt_lite.memory.search import backfill
+    from memgpt_lite.memory.retrieval.search import backfill
 
     started = time.perf_counter()
     index = agent.vector_index("passage")
@@ -359,7 +359,7 @@ def not_measured(lexical: list[dict]) -> dict:
 
 def dated(queries: list[str]) -> list[str]:
     """The queries naming a month of the passages' year ("... in May 2026"):
-    search then also ranks that month's passages (memory/dates.py)."""
+    search then also ranks that month's passages (memory/retrieval/dates.py)."""
     month = datetime.now(UTC) - timedelta(days=120)
     return [f"{q} in {month:%B %Y}" for q in queries]
 

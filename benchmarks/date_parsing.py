@@ -1,4 +1,4 @@
-"""The cost of time parsing (memory/dates.py): per insert and per query.
+"""The cost of time parsing (memory/retrieval/dates.py): per insert and per query.
 
     python benchmarks/date_parsing.py [--data ../shared/bench/locomo/locomo_dev.json]
 
@@ -28,7 +28,7 @@ import numpy as np
 from archival_scale import Corpus
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.dates import annotate, query_period
+from memgpt_lite.memory.retrieval.dates import annotate, query_period
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 ROUNDS = 3

@@ -36,7 +36,7 @@ from memgpt_lite import Agent, MemGPTError, Store
 from memgpt_lite.agentfile.native import export_agent, import_agent
 from memgpt_lite.cli.main import cli
 from memgpt_lite.cli.scripting import ExitStatus
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call_raw, reply, say
 from memgpt_lite.testing.hostile import (
     ARGV_BYTES,

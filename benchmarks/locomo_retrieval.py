@@ -29,7 +29,7 @@ from pathlib import Path
 from databases import Databases, add_db_option, backends, label
 
 from memgpt_lite import Agent, ConfigError, Passage
-from memgpt_lite.embeddings.embedder import make_embedder
+from memgpt_lite.agent_setup import embedder_for
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10)
@@ -65,7 +65,7 @@ def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
 def load_agent(db: str, turns, embedder_spec: str | None) -> tuple[Agent, dict[str, set[str]]]:
     agent = Agent.create("locomo", "gpt-4o-mini", db=db)
     if embedder_spec:
-        agent.set_embedder(make_embedder(embedder_spec))
+        agent.set_embedder(embedder_for(embedder_spec, agent.process_settings))
     # A turn's context is the turn before it: "Yes, it was great!" is about
     # whatever the other speaker just asked.
     passages = [

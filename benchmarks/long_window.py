@@ -138,7 +138,7 @@ def main() -> None:
                 agent.step(f"Turn {i}: anything new?")
                 times.append((time.perf_counter() - started) * 1000)
             window = len(agent.context_messages())
-            from memgpt_lite.loop.window import compile_context
+            from memgpt_lite.memory.recall.window import compile_context
 
             compiled = compile_context(agent)
             body = {

@@ -23,7 +23,7 @@ from fake_endpoint import fake_endpoint
 
 from memgpt_lite import Agent, AgentSettings
 from memgpt_lite.llm.prices import cost, dollars
-from memgpt_lite.loop.window import DEFAULT_WORKING_WINDOW, budget_for
+from memgpt_lite.memory.recall.window import DEFAULT_WORKING_WINDOW, budget_for
 
 MODEL_WINDOW = 128_000
 TOPICS = ["the garden", "a trip to Lisbon", "the new job", "chess openings", "sourdough bread"]

@@ -37,8 +37,10 @@ from pathlib import Path
 _FIRST_COUNT = """
 import sys, time
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.settings.resolve import cache_dir
+folder = cache_dir()
 started, cpu = time.perf_counter(), time.process_time()
-TokenCounter(sys.argv[1]).count_text("How many tokens is this?")
+TokenCounter(sys.argv[1], folder).count_text("How many tokens is this?")
 print((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000)
 """
 MODELS = {"o200k_base": "gpt-4o-mini", "cl100k_base": "gpt-4"}

@@ -101,7 +101,7 @@ class BareClient:
         self.stream = stream
 
     def request(self, agent) -> dict:
-        from memgpt_lite.loop.window import compile_context
+        from memgpt_lite.memory.recall.window import compile_context
 
         compiled = compile_context(agent)
         request = {

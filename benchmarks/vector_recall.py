@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from memgpt_lite import ConfigError
-from memgpt_lite.embeddings.embedder import make_embedder
-from memgpt_lite.memory.vector_index import VectorIndex
+from memgpt_lite.agent_setup import embedder_for
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
+from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.sqlite.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -72,7 +73,7 @@ def main() -> None:
     texts = [text for item in data for _, text, _ in turns_of(item["conversation"])]
     questions = [qa["question"] for item in data for qa in item["qa"]]
     try:
-        embedder = make_embedder(args.embedder)
+        embedder = embedder_for(args.embedder, resolve_settings())
         started = time.perf_counter()
         vectors = embedder.embed(texts)
         queries = embedder.embed(questions)

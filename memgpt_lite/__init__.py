@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         ReadOnlyError,
         StoreError,
     )
-    from memgpt_lite.memory.core import default_blocks
+    from memgpt_lite.memory.core.blocks import default_blocks
     from memgpt_lite.models import (
         AgentSettings,
         AgentState,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # Each public name and the module that defines it.
 _EXPORTS = {
     "Agent": "agent",
-    "default_blocks": "memory.core",
+    "default_blocks": "memory.core.blocks",
     "AlreadyExistsError": "errors",
     "ApprovalError": "errors",
     "BusyError": "errors",

@@ -19,33 +19,32 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memgpt_lite.agent_setup import Wanted, new_state, stored_as_wanted
-from memgpt_lite.config import check_timeout, resolve_db
-from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
+from memgpt_lite.agent_setup import Wanted, embedder_for, new_state, stored_as_wanted
+from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
-from memgpt_lite.llm.endpoint import check_base_url
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.model import Model
-from memgpt_lite.llm.openai_chat import OpenAIChatModel, resolve_timeout
+from memgpt_lite.llm.openai_chat import OpenAIChatModel
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.loop import approvals, reflection, runner
+from memgpt_lite.loop import approvals, reflection
 from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
-from memgpt_lite.loop.window import (
+from memgpt_lite.memory.archival.passages import ArchivalMemory
+from memgpt_lite.memory.core.block_history import USER, pick_version
+from memgpt_lite.memory.core.blocks import default_blocks, set_block_value
+from memgpt_lite.memory.recall import history
+from memgpt_lite.memory.recall.window import (
     ContextOverview,
     compile_context,
     core_memory_overflow,
     overview,
     unanswered,
 )
-from memgpt_lite.memory import history
-from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.block_history import USER, pick_version
-from memgpt_lite.memory.core import default_blocks, set_block_value
-from memgpt_lite.memory.search import check_embedder
-from memgpt_lite.memory.vector_index import VectorIndex
+from memgpt_lite.memory.retrieval.search import check_embedder
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,
@@ -57,6 +56,14 @@ from memgpt_lite.models import (
     StepResult,
     ToolCall,
 )
+from memgpt_lite.settings.endpoint import check_base_url, check_timeout
+from memgpt_lite.settings.resolve import (
+    resolve_db,
+    resolve_endpoint,
+    resolve_settings,
+    resolve_timeout,
+)
+from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
@@ -69,13 +76,13 @@ log = logging.getLogger(__name__)
 ToolLike = Tool | Callable[..., Any]
 
 
-def _open_store(store: Storage | None, db: str | Path | None) -> Storage:
+def _open_store(store: Storage | None, db: str | Path | None, settings: Settings) -> Storage:
     """`store`, else the database at `db` (a SQLite file or a postgresql://
     URL), else the one the command line would use: $MEMGPT_LITE_DB, then `db`
     in config.toml, then the default file."""
     if store is not None:
         return store
-    return open_storage(str(resolve_db(db).value))
+    return open_storage(str(resolve_db(db).value), settings=settings.storage)
 
 
 def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
@@ -89,7 +96,13 @@ def _custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
 
 
 class Agent:
-    """A MemGPT-style agent. Make one with `Agent.create`, reopen it with `Agent.load`."""
+    """A MemGPT-style agent. Make one with `Agent.create`, reopen it with `Agent.load`.
+
+    The agent is an edge of the settings: `process_settings` (as
+    `resolve_settings` gives them; by default resolved from the environment
+    when the agent is made) and, when it builds its model, its endpoint and
+    timeout (`resolve_endpoint`, `resolve_timeout`: the environment and
+    config.toml as they are then) are handed to what it builds."""
 
     def __init__(
         self,
@@ -102,9 +115,13 @@ class Agent:
         timeout: float | None = None,
         embedder: Embedder | None = None,
         llm: Model | None = None,
+        process_settings: Settings | None = None,
     ) -> None:
         self.state = state
         self.store = store
+        self.process_settings = (
+            process_settings if process_settings is not None else resolve_settings()
+        )
         self.archival = ArchivalMemory(self)
         self._embedder = embedder
         self._vector_indexes: dict[str, VectorIndex] = {}
@@ -152,6 +169,7 @@ class Agent:
         llm: Model | None = None,
         exist_ok: bool = False,
         owner: str = DEFAULT_USER,
+        process_settings: Settings | None = None,
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
@@ -163,7 +181,9 @@ class Agent:
         `llm` is the model to call instead of the endpoint's (any `Model`, such
         as the in-process fakes of memgpt_lite.testing.model); not stored.
         `db`: a SQLite file or a postgresql:// URL (default: as the command
-        line chooses, see `config.resolve_db`); `store`: an open `Storage`.
+        line chooses, see `settings.resolve.resolve_db`); `store`: an open
+        `Storage`. `process_settings`: as an edge resolved them
+        (`resolve_settings`); None: resolved here from the environment.
         `owner`: the user the agent belongs to (the HTTP server's users; the
         command line's and the library's agents belong to "local").
 
@@ -194,7 +214,8 @@ class Agent:
             raise ConfigError(f"block labels must be unique, got {labels}")
         llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
         state = new_state(name, llm_config, system, list(custom), settings, owner)
-        store = _open_store(store, db)
+        resolved = process_settings if process_settings is not None else resolve_settings()
+        store = _open_store(store, db, resolved)
         try:
             store.create_agent(state, blocks)
         except AlreadyExistsError:
@@ -209,7 +230,14 @@ class Agent:
             )
             state = stored_as_wanted(store, wanted)
         agent = cls(
-            state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
+            state,
+            store,
+            tools,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            llm=llm,
+            process_settings=resolved,
         )
         if embedder is not None and not isinstance(embedder, str):
             agent.set_embedder(embedder)
@@ -228,15 +256,25 @@ class Agent:
         db: str | Path | None = None,
         store: Storage | None = None,
         llm: Model | None = None,
+        process_settings: Settings | None = None,
     ) -> Agent:
         """Reopen a stored agent by name. Pass the same custom tools it was
         created with (and its embedder, if not built from its settings).
         `timeout` limits each model request, for this session only; `llm`
-        is a model to call instead of the endpoint's."""
-        store = _open_store(store, db)
+        is a model to call instead of the endpoint's; `process_settings` as
+        for `create`."""
+        resolved = process_settings if process_settings is not None else resolve_settings()
+        store = _open_store(store, db, resolved)
         state = store.get_agent(name)
         agent = cls(
-            state, store, tools, base_url=base_url, api_key=api_key, timeout=timeout, llm=llm
+            state,
+            store,
+            tools,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            llm=llm,
+            process_settings=resolved,
         )
         if embedder is not None:
             agent.set_embedder(embedder)
@@ -249,8 +287,9 @@ class Agent:
         """The agent's embedder, built from `settings.embedder` on first use."""
         if self._embedder is None and self.state.settings.embedder:
             base_url, api_key = self._endpoint
-            self._embedder = make_embedder(
+            self._embedder = embedder_for(
                 self.state.settings.embedder,
+                self.process_settings,
                 base_url=base_url or self.state.llm.base_url,
                 api_key=api_key,
             )
@@ -381,7 +420,7 @@ class Agent:
     @property
     def token_counter(self) -> TokenCounter:
         if self._counter is None:
-            self._counter = TokenCounter(self.state.llm.model)
+            self._counter = TokenCounter(self.state.llm.model, self.process_settings.cache_dir)
         return self._counter
 
     def context_overview(self) -> ContextOverview:
@@ -406,7 +445,7 @@ class Agent:
         self.state = self.store.update_agent(self.state.id, use)
         self._llm = self._counter = self._tool_tokens = None  # built for the old model
 
-    # History edits (see history.py)
+    # History edits (see memory/recall/history.py)
 
     def pop_exchanges(self, n: int = 1) -> int:
         """Delete the last `n` exchanges (a user message and all that followed
@@ -490,6 +529,7 @@ class Agent:
             timeout=self._timeout,
             embedder=self._embedder,
             llm=self._given_llm,
+            process_settings=self.process_settings,
         )
 
     # Approvals (loop/approvals.py)
@@ -536,10 +576,10 @@ class Agent:
     def llm(self) -> Model:
         """The model the agent calls: the one given, or its endpoint's."""
         if self._llm is None:
-            base_url, api_key = self._endpoint
-            self._llm = OpenAIChatModel(
-                self.state.llm, base_url=base_url, api_key=api_key, timeout=self._timeout
-            )
+            config = self.state.llm
+            endpoint = resolve_endpoint(config, *self._endpoint)
+            timeout = resolve_timeout(config, self._timeout)
+            self._llm = OpenAIChatModel(config, endpoint.base_url, endpoint.api_key, timeout)
         return self._llm
 
 

@@ -1,6 +1,7 @@
 """A new agent's state, and whether a stored agent is the one asked for:
 `Agent.create(..., exist_ok=True)` opens an agent of that name only if it
-has what the caller chose (model, settings, system prompt, blocks)."""
+has what the caller chose (model, settings, system prompt, blocks). And an
+agent's embedder, built with what the settings resolve (`embedder_for`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name, make_embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, validation_messages
-from memgpt_lite.memory.core import memory_prompt
+from memgpt_lite.memory.core.blocks import memory_prompt
 from memgpt_lite.models import AgentSettings, AgentState, LLMConfig
+from memgpt_lite.settings.resolve import resolve_endpoint
+from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
+
+
+def embedder_for(
+    spec: str, settings: Settings, base_url: str | None = None, api_key: str | None = None
+) -> Embedder:
+    """The embedder `spec` names ("local" or "endpoint:MODEL"), built with
+    what the edge resolves: an endpoint embedder's URL and key (the arguments,
+    else $OPENAI_BASE_URL / $OPENAI_API_KEY, else config.toml's URL; asked
+    only for one), the local model's folder (`settings`)."""
+    kind, _, model = check_embedder_name(spec).partition(":")
+    if kind == "endpoint":
+        base_url, api_key = resolve_endpoint(LLMConfig(model=model), base_url, api_key)
+    return make_embedder(
+        spec, base_url=base_url, api_key=api_key, local_model_dir=settings.embedding_model_dir
+    )
 
 
 def new_state(

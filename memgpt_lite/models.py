@@ -21,7 +21,6 @@ from pydantic import (
 )
 
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
-from memgpt_lite.tools.rules import ToolRule
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
@@ -259,6 +258,69 @@ class LLMConfig(BaseModel):
         return dumped
 
 
+# Tool rules: which tools the model may call when within a step. Letta's
+# kinds, names and fields; tools/rules.py makes and applies them.
+
+ToolName = Annotated[CleanStr, Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+
+
+class _Rule(BaseModel):
+    """A tool rule (tools/rules.py applies them): the tool it is about."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_name: ToolName
+
+
+class TerminalToolRule(_Rule):
+    """The step ends once this tool ran."""
+
+    type: Literal["exit_loop"] = "exit_loop"
+
+
+class InitToolRule(_Rule):
+    """A step's first tool call must be this tool (or another init tool)."""
+
+    type: Literal["run_first"] = "run_first"
+
+
+class ChildToolRule(_Rule):
+    """After this tool, only its children may be called."""
+
+    type: Literal["constrain_child_tools"] = "constrain_child_tools"
+    children: list[ToolName]
+
+
+class MaxCountPerStepToolRule(_Rule):
+    """This tool runs at most `max_count_limit` times in one step."""
+
+    type: Literal["max_count_per_step"] = "max_count_per_step"
+    max_count_limit: int = Field(ge=1)
+
+
+class ContinueToolRule(_Rule):
+    """The step goes on after this tool, as if it asked for a heartbeat."""
+
+    type: Literal["continue_loop"] = "continue_loop"
+
+
+class RequiresApprovalToolRule(_Rule):
+    """A call of this tool waits for the user's approval before it runs."""
+
+    type: Literal["requires_approval"] = "requires_approval"
+
+
+ToolRule = Annotated[
+    TerminalToolRule
+    | InitToolRule
+    | ChildToolRule
+    | MaxCountPerStepToolRule
+    | ContinueToolRule
+    | RequiresApprovalToolRule,
+    Field(discriminator="type"),
+]
+
+
 class AgentSettings(BaseModel):
     """Per-agent settings. Thresholds are fractions of the context window."""
 
@@ -267,7 +329,7 @@ class AgentSettings(BaseModel):
     context_window: int | None = Field(default=None, gt=0)  # None: from the model's name
     # The window the agent works in when its model's is larger, so a long
     # conversation does not send the whole model window every turn. None: the
-    # default (loop/window.py DEFAULT_WORKING_WINDOW); 0: the model's whole window.
+    # default (memory/recall/window.py DEFAULT_WORKING_WINDOW); 0: the model's whole window.
     working_window: int | None = Field(default=None, ge=0, le=MAX_STORED_INT)
     reply_reserve_tokens: int | None = Field(default=None, ge=0)  # None: 10%, at most 4096
     warning_threshold: float = Field(default=0.75, gt=0, le=1)
@@ -282,7 +344,7 @@ class AgentSettings(BaseModel):
     # How to embed archival passages and messages: "local" (offline MiniLM),
     # "endpoint:MODEL" (the agent's endpoint), or None for lexical search only.
     embedder: CleanStr | None = None
-    # Which tools the model may call when within a step (tools/rules.py).
+    # Which tools the model may call when within a step (the rules above).
     tool_rules: list[ToolRule] = Field(default_factory=list)
     # Reflect (loop/reflection.py) in the background after this many turns
     # that no reflection has read yet; None: only when asked.

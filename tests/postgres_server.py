@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 TEST_PG_ENV = "MEMGPT_LITE_TEST_PG"
-VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"  # as storage/postgres/migrations.py reads it
+VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"  # as settings/resolve.py reads it
 _TEMPLATE = "memgpt_lite_template"
 
 
@@ -111,6 +111,7 @@ class TestServer:
         return psycopg.connect(self.url, autocommit=True)
 
     def _make_template(self) -> str:
+        from memgpt_lite.settings.resolve import resolve_settings
         from memgpt_lite.storage.postgres.connect import close_pool
         from memgpt_lite.storage.postgres.store import PostgresStore
 
@@ -118,7 +119,8 @@ class TestServer:
         with self._admin() as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         url = with_database(self.url, name)
-        PostgresStore(url).close()  # migrated once, copied for each test
+        # Migrated once, copied for each test; made as the environment says (VECTORS_ENV).
+        PostgresStore(url, settings=resolve_settings().storage).close()
         close_pool(url)
         return name
 

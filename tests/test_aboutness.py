@@ -1,7 +1,7 @@
 """What a passage is about, weighed after the word score: a passage that
 begins with a name the query names is about that one, and a passage that
 ends by asking holds the answer less often than one that tells
-(memory/ranking.py `aboutness`, applied by memory/search.py)."""
+(memory/retrieval/ranking.py `aboutness`, applied by memory/retrieval/search.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.ranking import (
+from memgpt_lite.memory.retrieval.ranking import (
     QUESTION_PENALTY,
     SUBJECT_BOOST,
     aboutness,

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from memgpt_lite import Agent, Block, Message
 from memgpt_lite.cli.editor import edit_text
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import home_dir
+from memgpt_lite.settings.resolve import home_dir
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 

@@ -26,8 +26,8 @@ from memgpt_lite.agentfile.native import (
 )
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import StoreError
-from memgpt_lite.loop.window import compile_context
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.recall.window import compile_context
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import ToolCall
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say

@@ -7,13 +7,20 @@ knowing each other). `from memgpt_lite.x import y`, where `y` is a module, is an
 edge to `memgpt_lite.x.y`; otherwise to `memgpt_lite.x`. A package is the
 module of its `__init__.py`; importing a submodule is not counted as an edge to
 its parents' `__init__`, which is why those must import nothing (checked below).
+
+On that graph: no module cycle, and no cycle between packages either (the
+top-level parts, and the subpackages of any one package); every top-level part
+sits in a layer (`LAYERS`) and imports nothing from a layer above its own; and
+the parts below the edges (`SETTINGS_FREE`) reach no module that reads the
+environment or config.toml: settings are resolved at the edges (the command
+line, the server, `Agent`) and handed down.
 """
 
 from __future__ import annotations
 
 import ast
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,14 +33,42 @@ MAX_LINES = 650
 EMPTY_INITS = (
     "loop",
     "memory",
+    "memory.core",
+    "memory.recall",
+    "memory.archival",
+    "memory.retrieval",
     "tools",
     "llm",
     "embeddings",
+    "settings",
     "storage",
+    "storage.core",
     "agentfile",
     "cli",
     "server",
 )
+
+# The layers, from the bottom: a part may import its own layer and those
+# below. Peers of one layer may import each other, but never in a cycle (the
+# package cycle test). `__init__` is the package's own module, `memgpt_lite`.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("text",),
+    ("errors",),
+    ("models",),
+    ("settings",),
+    ("llm", "embeddings", "storage"),
+    ("testing",),  # test doubles of the model endpoint, for the layers above
+    ("memory",),
+    ("tools",),
+    ("loop",),
+    ("agent", "agent_setup", "keys"),
+    ("agentfile",),
+    ("cli", "server", "__init__", "__main__"),
+)
+# What may not read the environment or config.toml, even through another module.
+SETTINGS_FREE = ("llm", "storage", "memory", "loop", "tools", "embeddings")
+# How a module reads the environment: `os.environ`, `os.getenv`, ...
+ENV_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 
 Graph = dict[str, set[str]]
 
@@ -172,6 +207,121 @@ def describe(found: list[list[str]]) -> str:
     return "\n".join(" -> ".join(cycle) for cycle in short)
 
 
+def part_of(module: str) -> str:
+    """The top-level part a module belongs to: `memgpt_lite.memory.core.blocks`
+    is in `memory`, `memgpt_lite.agent` in `agent`, `memgpt_lite` in `__init__`."""
+    names = module.split(".")
+    return names[1] if len(names) > 1 else "__init__"
+
+
+def collapsed(graph: Mapping[str, set[str]], group: Callable[[str], str | None]) -> Graph:
+    """The graph of the groups `group` puts modules in (None: left out), with
+    an edge wherever a module of one group imports a module of another."""
+    result: Graph = {}
+    for module, imported in graph.items():
+        source = group(module)
+        if source is None:
+            continue
+        targets = result.setdefault(source, set())
+        targets |= {g for child in imported if (g := group(child)) is not None and g != source}
+    return result
+
+
+def package_cycles(graph: Mapping[str, set[str]], root: str = PACKAGE) -> list[list[str]]:
+    """The cycles between packages: between the top-level parts of `root`, and
+    between the children (subpackages and modules) of each package."""
+    packages = {".".join(m.split(".")[:n]) for m in graph for n in range(1, m.count(".") + 1)}
+    packages.add(root)
+
+    def child_of(package: str) -> Callable[[str], str | None]:
+        def group(module: str) -> str | None:
+            if not module.startswith(package + "."):
+                return None
+            return package + "." + module[len(package) + 1 :].split(".")[0]
+
+        return group
+
+    found: list[list[str]] = []
+    for package in sorted(packages):
+        found += cycles(collapsed(graph, child_of(package)))
+    return found
+
+
+def layer_problems(graph: Mapping[str, set[str]], layers: Sequence[Sequence[str]]) -> list[str]:
+    """Each import against `layers` (a part importing from a higher layer),
+    and each part that is in no layer, one line apiece."""
+    level = {part: number for number, members in enumerate(layers) for part in members}
+    problems = sorted(
+        f"{part} is in no layer" for part in {part_of(m) for m in graph} if part not in level
+    )
+    for module, imported in sorted(graph.items()):
+        source = part_of(module)
+        for child in sorted(imported):
+            target = part_of(child)
+            if source in level and target in level and level[target] > level[source]:
+                problems.append(f"{module} imports {child}: {target} is above {source}")
+    return problems
+
+
+def env_reads(source: str) -> list[str]:
+    """How `source` reads the environment or a TOML file: `os.environ` and the
+    other ENV_NAMES of `os`, and `tomllib` (config.toml), one entry per use."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ENV_NAMES
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        ):
+            found.append(f"os.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [
+                f"os.{a.name} (line {node.lineno})" for a in node.names if a.name in ENV_NAMES
+            ]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            found += [f"tomllib (line {node.lineno})" for n in names if n == "tomllib"]
+    return found
+
+
+def reached(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for child in graph.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def settings_reads(
+    graph: Mapping[str, set[str]], readers: Mapping[str, list[str]], parts: Iterable[str]
+) -> list[str]:
+    """Each module of `parts` that reads the environment or config.toml itself
+    or through a module it reaches (`readers`: the modules that read, and how)."""
+    problems = []
+    for module in sorted(graph):
+        if part_of(module) not in parts:
+            continue
+        if readers.get(module):
+            problems.append(f"{module} reads {', '.join(readers[module])}")
+        through = sorted(m for m in reached(graph, module) if readers.get(m))
+        if through:
+            problems.append(f"{module} reaches {', '.join(through)}, which read settings")
+    return problems
+
+
+def package_readers(root: Path = PACKAGE_DIR) -> dict[str, list[str]]:
+    return {
+        module: found
+        for module, path in package_sources(root).items()
+        if (found := env_reads(path.read_text(encoding="utf-8")))
+    }
+
+
 # The checker itself: a test that cannot fail is no test.
 
 
@@ -204,6 +354,86 @@ def test_cycles_are_found_and_reported_once_each():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_package_cycles_are_found_at_every_level():
+    graph = {
+        "p": set(),
+        "p.a.x": {"p.b.y"},  # a -> b
+        "p.b.y": {"p.b.z"},  # inside b: no cycle between packages
+        "p.b.z": {"p.a.w"},  # b -> a: a cycle of a and b, though no module cycle
+        "p.a.w": set(),
+        "p.c.s.one": {"p.c.t.two"},  # under c, its subpackages s and t import each other
+        "p.c.t.two": {"p.c.s.three"},
+        "p.c.s.three": set(),
+    }
+    assert cycles(graph) == []
+    assert package_cycles(graph, "p") == [["p.a", "p.b", "p.a"], ["p.c.s", "p.c.t", "p.c.s"]]
+    del graph["p.c.t.two"]
+    graph["p.b.z"] = set()
+    assert package_cycles(graph, "p") == []
+
+
+def test_imports_against_the_layers_and_unplaced_parts_are_found():
+    layers = (("low",), ("mid", "peer"), ("top", "__init__"))
+    graph = {
+        "pkg": {"pkg.top"},
+        "pkg.top": {"pkg.mid.a"},
+        "pkg.mid.a": {"pkg.low", "pkg.peer.b"},  # down, and to a peer of its layer
+        "pkg.peer.b": set(),
+        "pkg.low": {"pkg.mid.a"},  # up: against the layers
+        "pkg.stray": {"pkg.low"},  # in no layer
+    }
+    assert layer_problems(graph, layers) == [
+        "stray is in no layer",
+        "pkg.low imports pkg.mid.a: mid is above low",
+    ]
+    del graph["pkg.stray"]
+    graph["pkg.low"] = set()
+    assert layer_problems(graph, layers) == []
+
+
+def test_reads_of_the_environment_and_config_files_are_found():
+    source = """
+import os
+import tomllib
+from os import environ, getenv, path
+a = os.environ["HOME"]
+b = os.environ.get("X")
+c = os.getenv("Y")
+d = os.path.join("x", "y")
+def later():
+    from tomllib import loads
+"""
+    assert sorted(env_reads(source)) == [
+        "os.environ (line 4)",
+        "os.environ (line 5)",
+        "os.environ (line 6)",
+        "os.getenv (line 4)",
+        "os.getenv (line 7)",
+        "tomllib (line 10)",
+        "tomllib (line 3)",
+    ]
+    assert env_reads("import os\nos.path.exists(os.sep)\nenviron = {}\n") == []
+
+
+def test_a_read_of_settings_is_found_through_the_modules_that_lead_to_it():
+    graph = {
+        "p.llm.a": {"p.llm.b"},
+        "p.llm.b": {"p.settings.paths"},
+        "p.settings.paths": set(),
+        "p.settings.resolve": {"p.settings.paths"},
+        "p.llm.c": {"p.settings.resolve"},  # through one import
+        "p.llm.d": {"p.llm.c"},  # through two
+        "p.cli.main": {"p.settings.resolve"},  # an edge, not in the parts checked
+    }
+    readers = {"p.settings.resolve": ["os.environ (line 3)"], "p.llm.b": []}
+    assert settings_reads(graph, readers, ["llm"]) == [  # a and b reach only paths
+        "p.llm.c reaches p.settings.resolve, which read settings",
+        "p.llm.d reaches p.settings.resolve, which read settings",
+    ]
+    readers["p.llm.a"] = ["os.getenv (line 9)"]
+    assert settings_reads(graph, readers, ["llm"])[0] == "p.llm.a reads os.getenv (line 9)"
+
+
 def test_the_graph_covers_the_package():
     graph = import_graph()
     assert f"{PACKAGE}.cli.main" in graph
@@ -224,6 +454,21 @@ def test_no_import_cycles():
     assert not found, f"import cycles:\n{describe(found)}\nmodules tangled together:\n{tangles}"
 
 
+def test_no_cycles_between_packages():
+    found = package_cycles(import_graph())
+    assert not found, f"packages importing each other:\n{describe(found)}"
+
+
+def test_no_import_against_the_layers():
+    problems = layer_problems(import_graph(), LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_settings_are_read_only_at_the_edges():
+    problems = settings_reads(import_graph(), package_readers(), SETTINGS_FREE)
+    assert not problems, "\n".join(problems)
+
+
 def test_modules_are_short():
     lines = {
         module: len(path.read_text(encoding="utf-8").splitlines())
@@ -235,7 +480,7 @@ def test_modules_are_short():
 
 @pytest.mark.parametrize("subpackage", EMPTY_INITS)
 def test_subpackage_init_imports_nothing_from_the_package(subpackage):
-    path = PACKAGE_DIR / subpackage / "__init__.py"
+    path = PACKAGE_DIR / subpackage.replace(".", "/") / "__init__.py"
     module = f"{PACKAGE}.{subpackage}"
     imports = imported_names(ast.parse(path.read_text(encoding="utf-8")), module, True)
     ours = [base for base, _ in imports if base == PACKAGE or base.startswith(PACKAGE + ".")]

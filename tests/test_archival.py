@@ -19,8 +19,8 @@ from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
 from memgpt_lite.cli.main import cli
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, EndpointEmbedder, make_embedder
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.memory.archival import chunk_text
-from memgpt_lite.memory.search import combine
+from memgpt_lite.memory.archival.chunks import chunk_text
+from memgpt_lite.memory.retrieval.search import combine
 from memgpt_lite.testing import call, drop, error, reply, say
 
 
@@ -230,7 +230,7 @@ def test_embedder_mismatch_is_refused_until_reembedded(db_location):
     agent = Agent.load("sam", db=db_location)
     assert agent.archival.reembed(SynonymEmbedder("test:other", dimension=16)) == 1
     assert (agent.state.embedding_model, agent.state.embedding_dimension) == ("test:other", 16)
-    # "tonight" gains its date (memory/dates.py)
+    # "tonight" gains its date (memory/retrieval/dates.py)
     assert agent.archival.search("rain")[0][0].text.startswith("storm warning tonight [")
 
 
@@ -243,7 +243,13 @@ def test_hostile_queries_with_an_embedder(db_location, query):
 
 
 def test_endpoint_embedder_batches_and_retries(fake_llm, tmp_path):
-    embedder = EndpointEmbedder("text-embedding-3-small", batch_size=2, max_retries=1)
+    embedder = EndpointEmbedder(
+        "text-embedding-3-small",
+        base_url=fake_llm.base_url,
+        api_key=fake_llm.api_key,
+        batch_size=2,
+        max_retries=1,
+    )
     fake_llm.enqueue_embeddings(error(429, "slow down", headers={"Retry-After": "0"}))
     vectors = embedder.embed(["one", "two", "three", "four", "five"])
     assert vectors.shape == (5, 64) and embedder.dimension == 64
@@ -254,7 +260,12 @@ def test_endpoint_embedder_batches_and_retries(fake_llm, tmp_path):
 
 
 def test_endpoint_embedder_error_is_the_endpoints_own_message(fake_llm):
-    embedder = EndpointEmbedder("text-embedding-3-small", max_retries=0)
+    embedder = EndpointEmbedder(
+        "text-embedding-3-small",
+        base_url=fake_llm.base_url,
+        api_key=fake_llm.api_key,
+        max_retries=0,
+    )
     fake_llm.enqueue_embeddings(error(400, "model not loaded"))
     with pytest.raises(LLMError) as caught:
         embedder.embed(["x"])

@@ -17,7 +17,7 @@ from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.memory.block_history import history_diffs
+from memgpt_lite.memory.core.block_history import history_diffs
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel

@@ -18,7 +18,7 @@ from memgpt_lite import Agent, Block
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.cli.editor import keep_text
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import home_dir
+from memgpt_lite.settings.resolve import home_dir
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, reply, say
 

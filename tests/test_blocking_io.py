@@ -8,9 +8,9 @@ import asyncio
 import httpx2
 
 from memgpt_lite import Agent
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.blocking_io import BlockingTransport, blocking_http_client
 from memgpt_lite.llm.endpoint import _ssl_context
-from memgpt_lite.loop import runner
 from memgpt_lite.testing import say
 
 

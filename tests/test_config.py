@@ -10,7 +10,12 @@ from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import config_path, default_db_path, effective_config, load_file_config
+from memgpt_lite.settings.resolve import (
+    config_path,
+    default_db_path,
+    effective_config,
+    load_file_config,
+)
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 

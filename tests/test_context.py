@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from memgpt_lite import Agent, AgentSettings, Block, ConfigError, ContextBudgetError, tool
 from memgpt_lite.cli.main import cli
 from memgpt_lite.loop.compaction import choose_cut
-from memgpt_lite.loop.window import budget_for, window_for_model
+from memgpt_lite.memory.recall.window import budget_for, window_for_model
 from memgpt_lite.models import Message
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 

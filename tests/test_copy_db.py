@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from memgpt_lite import Agent, Block
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
-from memgpt_lite.loop.window import compile_context
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.recall.window import compile_context
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.storage.copy import AgentCopy, copy_database
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage

@@ -1,4 +1,4 @@
-"""Time-aware memory: dates found and resolved in text (memory/dates.py),
+"""Time-aware memory: dates found and resolved in text (memory/retrieval/dates.py),
 written beside relative ones when archival memory stores them, and read from
 search queries to rank the passages and messages of the period they name."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.dates import (
+from memgpt_lite.memory.retrieval.dates import (
     ABSOLUTE_RULES,
     Period,
     annotate,
@@ -17,7 +17,7 @@ from memgpt_lite.memory.dates import (
     find_dates,
     query_period,
 )
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
 from memgpt_lite.testing import call, reply, say
 
@@ -316,7 +316,7 @@ def test_search_reads_the_dates_of_a_passage_as_a_full_parse_does(text):
     """`dated_within` (which search uses) parses a text only if it may hold
     an absolute date (a year's digits or a bracket), and keeps what it read:
     the answer is that of parsing every text with every absolute rule."""
-    from memgpt_lite.memory.search import _passage_within
+    from memgpt_lite.memory.retrieval.search import _passage_within
 
     def parsed_within(text: str, created: datetime, period: Period) -> bool:
         return period.contains(created.date()) or any(
@@ -334,7 +334,7 @@ def test_search_reads_the_dates_of_a_passage_as_a_full_parse_does(text):
 def test_search_reads_each_text_for_its_own_dates():
     """The dates read from a passage's text are kept by text and time, not by
     passage: another text (or time) under the same id is read afresh."""
-    from memgpt_lite.memory.search import _passage_within
+    from memgpt_lite.memory.retrieval.search import _passage_within
 
     may = Period(date(2023, 5, 1), date(2023, 5, 31))
     created = datetime(2024, 2, 2, tzinfo=UTC)

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from memgpt_lite import Agent
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import config_path, default_db_path, effective_config, resolve_db
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.settings.resolve import config_path, default_db_path, effective_config, resolve_db
 from memgpt_lite.storage.location import (
     describe,
     is_postgres,

@@ -1,7 +1,7 @@
 """A query bounded by an event rather than a date ("before she moved to
 Berlin", "after the accident"): search finds the event in memory and ranks
-first what happened before or after it (memory/dates.py `event_bound`,
-`bounded_by`; memory/search.py `named_period`)."""
+first what happened before or after it (memory/retrieval/dates.py `event_bound`,
+`bounded_by`; memory/retrieval/search.py `named_period`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.dates import EventBound, Period, bounded_by, event_bound
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.retrieval.dates import EventBound, Period, bounded_by, event_bound
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY
+from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY
 from memgpt_lite.testing import FakeOpenAIServer, call, reply
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -1,6 +1,6 @@
 """A question in the present perfect asks for its subject's experiences: the
 subject's passages that tell of a dated past event weigh more
-(memory/ranking.py EXPERIENCE_BOOST, memory/dates.py `tells_past`)."""
+(memory/retrieval/ranking.py EXPERIENCE_BOOST, memory/retrieval/dates.py `tells_past`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ from datetime import UTC, datetime
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.dates import tells_past
-from memgpt_lite.memory.ranking import EXPERIENCE_BOOST, SUBJECT_BOOST, asks_experience, reweighed
+from memgpt_lite.memory.retrieval.dates import tells_past
+from memgpt_lite.memory.retrieval.ranking import (
+    EXPERIENCE_BOOST,
+    SUBJECT_BOOST,
+    asks_experience,
+    reweighed,
+)
 
 AT = datetime(2023, 5, 8, 12, tzinfo=UTC)
 

@@ -1,12 +1,12 @@
 """Pseudo-relevance feedback in archival search: the words that set the best
-hits apart are searched again (memory/ranking.py, memory/search.py)."""
+hits apart are searched again (memory/retrieval/ranking.py, memory/retrieval/search.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.ranking import feedback_words, fuse_feedback, proper_names
+from memgpt_lite.memory.retrieval.ranking import feedback_words, fuse_feedback, proper_names
 from memgpt_lite.testing import call, reply, say
 
 # A second hop: the question names Anna's brother; only the first hit names

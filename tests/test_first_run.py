@@ -13,9 +13,9 @@ from docs_text import section, section_commands
 
 from memgpt_lite import Agent, Block, default_blocks
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import default_db_path
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.models import AgentSettings, AgentState, AgentStats
+from memgpt_lite.settings.resolve import default_db_path
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, say
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memgpt_lite import Agent, ConfigError, LLMError, Message, NotFoundError
-from memgpt_lite.memory.history import unanswered_note
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.recall.history import unanswered_note
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 

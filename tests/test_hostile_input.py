@@ -26,7 +26,7 @@ from memgpt_lite import Agent, ConfigError, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, call_raw, reply, say
 from memgpt_lite.testing.hostile import (

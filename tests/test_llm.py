@@ -325,7 +325,7 @@ def test_dropped_connections_after_the_retries(fake_llm, tmp_path):
 
 
 def test_empty_reply_is_a_completion_the_loop_can_tell(fake_llm):
-    client = LLMClient(LLMConfig(model="gpt-4o-mini"))
+    client = LLMClient(LLMConfig(model="gpt-4o-mini"), fake_llm.base_url, fake_llm.api_key)
     messages = [{"role": "user", "content": "hi"}]
     fake_llm.enqueue(reply(), reply("  \n"), reply("hello"), reply(tool_calls=[call("f")]))
     empty, blank, text, calls = (
@@ -339,7 +339,7 @@ def test_empty_reply_is_a_completion_the_loop_can_tell(fake_llm):
 def test_model_output_is_made_valid(fake_llm):
     """Lone surrogates (JSON-escaped, as models send them) in the text, the
     arguments and the id; arguments sent as an object; content as parts."""
-    client = LLMClient(LLMConfig(model="gpt-4o-mini"))
+    client = LLMClient(LLMConfig(model="gpt-4o-mini"), fake_llm.base_url, fake_llm.api_key)
     messages = [{"role": "user", "content": "hi"}]
     fake_llm.enqueue(
         reply(

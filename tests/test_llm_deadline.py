@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memgpt_lite import Agent, LLMError
-from memgpt_lite.loop import runner
+from memgpt_lite.llm import runner
 from memgpt_lite.testing import FakeOpenAIServer, cut, drip, error, hang, reply, say
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from memgpt_lite import LLMError
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.answer import merge_deltas
 from memgpt_lite.llm.model import Completion, Model, TextDelta, ToolCallDelta
 from memgpt_lite.llm.openai_chat import ContextWindowExceeded, LLMClient, OpenAIChatModel
-from memgpt_lite.loop import runner
 from memgpt_lite.models import LLMConfig
 from memgpt_lite.testing import (
     FakeOpenAIServer,

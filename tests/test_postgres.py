@@ -18,9 +18,11 @@ from postgres_server import with_database
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
 from memgpt_lite.models import AgentState, Block, LLMConfig
+from memgpt_lite.settings.resolve import resolve_settings
+from memgpt_lite.settings.values import PG_VECTORS_ENV
 from memgpt_lite.storage.postgres import store as store_module
 from memgpt_lite.storage.postgres.connect import close_pool
-from memgpt_lite.storage.postgres.migrations import MIGRATIONS, VECTORS_ENV
+from memgpt_lite.storage.postgres.migrations import MIGRATIONS
 from memgpt_lite.storage.postgres.store import PostgresStore
 from memgpt_lite.storage.protocol import VectorSearch
 
@@ -69,9 +71,10 @@ def store(pg_url: str) -> Iterator[PostgresStore]:
 
 
 def _open_and_close(url: str) -> str:
-    """In a spawned process: open (so migrate) the database; '' or the error."""
+    """In a spawned process: open (so migrate) the database, with the settings
+    of its environment, as the command line would; '' or the error."""
     try:
-        PostgresStore(url).close()
+        PostgresStore(url, settings=resolve_settings().storage).close()
     except StoreError as exc:
         return str(exc)
     return ""
@@ -269,14 +272,16 @@ def test_unembedded_items_are_those_without_a_vector(store):
 def test_without_pgvector_vectors_are_bytes_and_the_notice_is_given_once_when_made(
     empty_url, monkeypatch, caplog
 ):
-    monkeypatch.setenv(VECTORS_ENV, "off")
+    monkeypatch.setenv(PG_VECTORS_ENV, "off")
+    settings = resolve_settings().storage  # as an edge resolves the variable
     with caplog.at_level(logging.WARNING, logger="memgpt_lite.storage.postgres.store"):
-        first, second = PostgresStore(empty_url), PostgresStore(empty_url)
+        first = PostgresStore(empty_url, settings=settings)
+        second = PostgresStore(empty_url, settings=settings)
     from memgpt_lite.storage.postgres import store as store_module
 
     monkeypatch.setattr(store_module, "_prepared", {})  # as another process opens it
     with caplog.at_level(logging.WARNING, logger="memgpt_lite.storage.postgres.store"):
-        PostgresStore(empty_url).close()
+        PostgresStore(empty_url, settings=settings).close()
     notices = [r.getMessage() for r in caplog.records if "pgvector" in r.getMessage()]
     assert len(notices) == 1 and "searched in this process" in notices[0]
     assert not first.server_vectors and not second.server_vectors
@@ -285,7 +290,7 @@ def test_without_pgvector_vectors_are_bytes_and_the_notice_is_given_once_when_ma
     first.add_vectors(state.id, "passage", [1, 2, 3], vectors)
     loaded = second.load_vectors(state.id, "passage", 0, DIMENSION)
     assert np.array_equal(loaded.matrix, vectors)
-    from memgpt_lite.memory.vector_index import VectorIndex
+    from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 
     index = VectorIndex(second, state.id, "passage", DIMENSION)
     assert index.search(vectors[1], 1).ranked == [2]

@@ -22,8 +22,19 @@ HEAVY = (
     "tiktoken",
     "rich",
 )
-# Ours that --help may load: the command definitions, paths and errors.
-LIGHT_OURS = ("memgpt_lite", "memgpt_lite.cli", "memgpt_lite.config", "memgpt_lite.errors")
+# Ours that --help may load: the command definitions, paths and errors, and
+# the settings' resolution with what it hands down (not settings.effective:
+# pydantic's models of the settings).
+LIGHT_OURS = (
+    "memgpt_lite",
+    "memgpt_lite.cli",
+    "memgpt_lite.errors",
+    "memgpt_lite.settings",
+    "memgpt_lite.settings.resolve",
+    "memgpt_lite.settings.endpoint",
+    "memgpt_lite.settings.folders",
+    "memgpt_lite.settings.values",
+)
 
 # Runs each --help in one fresh interpreter and prints, per command line, the
 # modules that it added.
@@ -84,4 +95,5 @@ def test_the_probe_sees_heavy_imports():
     assert _heavy("openai.types") and _heavy("numpy") and _heavy("rich.console")
     assert _heavy("memgpt_lite.agent") and _heavy("memgpt_lite.models")
     assert not _heavy("click") and not _heavy("memgpt_lite.cli.base")
-    assert not _heavy("memgpt_lite.config")
+    assert not _heavy("memgpt_lite.settings.resolve")
+    assert _heavy("memgpt_lite.settings.effective")

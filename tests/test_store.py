@@ -18,8 +18,8 @@ from contract.agents import protocol_members
 from sqlite_utils import Database
 
 from memgpt_lite import Agent, Store, StoreError
-from memgpt_lite.memory.ranking import fts_words
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
+from memgpt_lite.storage.core.words import fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.connect import file_problem
 from memgpt_lite.storage.sqlite.fulltext import fts_any

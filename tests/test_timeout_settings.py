@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from memgpt_lite import Agent, ConfigError, LLMError
 from memgpt_lite.cli.main import cli
-from memgpt_lite.config import config_path
-from memgpt_lite.llm.openai_chat import LLMClient
 from memgpt_lite.models import LLMConfig
+from memgpt_lite.settings.resolve import config_path, resolve_timeout
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, hang, say
 
@@ -40,7 +39,7 @@ def limit_in_force(agent: Agent, server: FakeOpenAIServer) -> str:
 def test_argument_then_agent_then_env_then_file_then_default(fake_llm, tmp_path, monkeypatch):
     db = tmp_path / "a.db"
     Agent.create("plain", "gpt-4o-mini", db=db, llm_options={"max_retries": 0})
-    assert LLMClient(LLMConfig(model="m")).timeout == 300.0  # the default
+    assert resolve_timeout(LLMConfig(model="m")) == 300.0  # the default
     write_config("timeout = 0.25\n")
     assert limit_in_force(Agent.load("plain", db=db), fake_llm) == "0.25"
     monkeypatch.setenv("MEMGPT_LITE_TIMEOUT", "0.2")

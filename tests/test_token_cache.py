@@ -17,7 +17,6 @@ import pytest
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
-from memgpt_lite.config import cache_dir
 from memgpt_lite.llm import tokens
 from memgpt_lite.llm.tokens import (
     build_encoding,
@@ -26,6 +25,7 @@ from memgpt_lite.llm.tokens import (
     parse_cache,
     read_cached_ranks,
 )
+from memgpt_lite.settings.resolve import cache_dir
 
 SAMPLES = [
     "Hello, world! My name is Alice and I like bees.",
@@ -197,7 +197,8 @@ def test_a_new_process_counts_from_the_cache_its_predecessor_wrote(tmp_path, ref
     # get_encoding builds once per process; the cache is what the next one reuses.
     script = (
         "from memgpt_lite.llm.tokens import TokenCounter\n"
-        f"print(TokenCounter('gpt-4o-mini').count_text({SAMPLES[1]!r}))\n"
+        "from memgpt_lite.settings.resolve import cache_dir\n"
+        f"print(TokenCounter('gpt-4o-mini', cache_dir()).count_text({SAMPLES[1]!r}))\n"
     )
     env = {**os.environ, "MEMGPT_LITE_HOME": str(tmp_path / "home")}
     counts = []

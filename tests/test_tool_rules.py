@@ -14,15 +14,17 @@ from pydantic import TypeAdapter, ValidationError
 from memgpt_lite import Agent, AgentSettings, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
-from memgpt_lite.testing import call, reply, say
-from memgpt_lite.testing.model import ScriptedModel
-from memgpt_lite.tools.rules import (
+from memgpt_lite.models import (
     ChildToolRule,
     ContinueToolRule,
     InitToolRule,
     MaxCountPerStepToolRule,
     TerminalToolRule,
     ToolRule,
+)
+from memgpt_lite.testing import call, reply, say
+from memgpt_lite.testing.model import ScriptedModel
+from memgpt_lite.tools.rules import (
     at_most,
     continues,
     ends_step,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memgpt_lite.memory import vector_index
-from memgpt_lite.memory.vector_index import VectorIndex
+from memgpt_lite.memory.retrieval import vector_index
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
 from memgpt_lite.storage.sqlite.store import Store
 
@@ -121,8 +121,8 @@ def test_server_hits_normalise_over_what_the_server_returned():
     """A store's own search (VectorSearch) returns the nearest items and the
     lexical hits' similarities: min-max runs over those, and an item with no
     vector scores 0, as with the in-process index."""
-    from memgpt_lite.memory.search import combine
-    from memgpt_lite.memory.vector_index import ServerHits
+    from memgpt_lite.memory.retrieval.search import combine
+    from memgpt_lite.memory.retrieval.vector_index import ServerHits
     from memgpt_lite.storage.protocol import VectorMatches
 
     hits = ServerHits.of(VectorMatches([3, 1], {3: 0.9, 1: 0.5, 7: 0.1}))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memgpt_lite import Agent, AgentSettings
-from memgpt_lite.loop.window import compile_context
+from memgpt_lite.memory.recall.window import compile_context
 from memgpt_lite.models import Message, ToolCall
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say

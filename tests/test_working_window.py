@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import ContextBudgetError
-from memgpt_lite.loop.window import DEFAULT_WORKING_WINDOW, budget_for
+from memgpt_lite.memory.recall.window import DEFAULT_WORKING_WINDOW, budget_for
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 

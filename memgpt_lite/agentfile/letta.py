@@ -54,8 +54,7 @@ from memgpt_lite.agentfile.schema import (
     FilePassage,
     validation_problems,
 )
-from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
-from memgpt_lite.memory.core import load_prompt
+from memgpt_lite.memory.core.blocks import load_prompt
 from memgpt_lite.models import (
     AGENT_NAME_PATTERN,
     DEFAULT_BLOCK_LIMIT,
@@ -63,6 +62,7 @@ from memgpt_lite.models import (
     LLMConfig,
     utcnow,
 )
+from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.tools.schema import TOOL_NAME_PATTERN
 from memgpt_lite.tools.sets import TOOL_SETS
 

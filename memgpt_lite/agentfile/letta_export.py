@@ -39,9 +39,9 @@ from typing import Any
 
 from memgpt_lite.agentfile.schema import AgentFile, FileMessage
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
-from memgpt_lite.loop.window import window_for_model
+from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import utcnow
+from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 

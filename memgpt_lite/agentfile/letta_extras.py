@@ -9,8 +9,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from memgpt_lite.models import ToolRule
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
-from memgpt_lite.tools.rules import LETTA_RULE_KINDS, ToolRule, rules_from_letta
+from memgpt_lite.tools.rules import LETTA_RULE_KINDS, rules_from_letta
 
 # Letta's agent types that only serve another agent (its sleep-time memory editor).
 HELPER_AGENT_TYPES = frozenset({"sleeptime_agent", "voice_sleeptime_agent"})

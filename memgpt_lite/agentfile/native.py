@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from memgpt_lite.agent_setup import embedder_for
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
@@ -49,10 +50,11 @@ from memgpt_lite.agentfile.schema import (
     FilePassage,
     validation_problems,
 )
-from memgpt_lite.embeddings.embedder import Embedder, make_embedder
+from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.memory.block_history import IMPORT
+from memgpt_lite.memory.core.block_history import IMPORT
 from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
+from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
 
@@ -492,7 +494,8 @@ def store_agent_file(
     state = _new_state(data, name, owner)
     blocks = _new_blocks(data.blocks, shared_blocks)
     if isinstance(embedder, str):
-        embedder = make_embedder(embedder, base_url=data.llm.base_url)
+        # Built here, from the environment's settings: a name in an import.
+        embedder = embedder_for(embedder, resolve_settings(), base_url=data.llm.base_url)
     model, dimension, message_vectors, passage_vectors = _plan_vectors(data, messages, embedder)
     state.embedding_model, state.embedding_dimension = model, dimension
     if embedder is not None:

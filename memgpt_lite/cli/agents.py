@@ -15,14 +15,20 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import TextOrFile, confirm_or_stop, db_location, print_rows, store_for
-from memgpt_lite.config import ENV_VARS, configured_base_url, effective_config
+from memgpt_lite.cli.base import (
+    TextOrFile,
+    confirm_or_stop,
+    db_location,
+    print_rows,
+    settings_for,
+    store_for,
+)
 from memgpt_lite.errors import ConfigError, validation_messages
+from memgpt_lite.settings.resolve import ENV_VARS, configured_base_url, effective_config
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import AgentState, AgentStats, Block
+    from memgpt_lite.models import AgentState, AgentStats, Block, RequiresApprovalToolRule
     from memgpt_lite.storage.protocol import Storage
-    from memgpt_lite.tools.rules import RequiresApprovalToolRule
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).
@@ -207,8 +213,8 @@ def create(
     """
     from memgpt_lite.agent import Agent
     from memgpt_lite.embeddings.embedder import check_embedder_name
-    from memgpt_lite.llm.endpoint import check_base_url
     from memgpt_lite.models import AgentSettings
+    from memgpt_lite.settings.endpoint import check_base_url
 
     flags = {"model": model, "embedder": embedder, "context_window": context_window}
     config = effective_config(flags)
@@ -238,6 +244,7 @@ def create(
         ),
         embedder=embedder_name,
         store=store_for(ctx),
+        process_settings=settings_for(ctx),
     )
     origin = "" if model else f", model from {config.model.source}"
     click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
@@ -316,14 +323,14 @@ def rename(ctx: click.Context, old: str, new: str) -> None:
     """Rename agent OLD to NEW; its memory and history stay."""
     from memgpt_lite.agent import Agent
 
-    agent = Agent(store_for(ctx).get_agent(old), store_for(ctx))
+    agent = Agent(store_for(ctx).get_agent(old), store_for(ctx), process_settings=settings_for(ctx))
     agent.rename(new)
     click.echo(f"Renamed agent {old!r} to {new!r}.")
 
 
 def _endpoint(state: AgentState) -> tuple[str, str]:
-    """The URL the agent will call and why (mirrors llm.resolve_endpoint)."""
-    from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+    """The URL the agent will call and why (mirrors settings.resolve.resolve_endpoint)."""
+    from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
 
     if state.llm.base_url:
         return state.llm.base_url, "stored with the agent"
@@ -345,7 +352,7 @@ def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
 
 
 def _window_text(state: AgentState) -> str:
-    from memgpt_lite.loop.window import window_for_model, working_window
+    from memgpt_lite.memory.recall.window import window_for_model, working_window
 
     settings = state.settings
     model_window = settings.context_window or window_for_model(state.llm.model)
@@ -474,7 +481,7 @@ def blocks(
     if new_text is not None and edit:
         raise ConfigError("give --set or --edit, not both")
     store = store_for(ctx)
-    agent = Agent(store.get_agent(name), store)
+    agent = Agent(store.get_agent(name), store, process_settings=settings_for(ctx))
     if history or revert is not None:
         chosen = [new_text is not None, edit, history, revert is not None]
         click.echo(history_command(agent, label, revert, sum(chosen) > 1))
@@ -530,7 +537,7 @@ def show_config(
     a password in its URL is shown as ***. API keys never go in the file;
     set OPENAI_API_KEY.
     """
-    from memgpt_lite.llm.openai_chat import OPENAI_DEFAULT_BASE_URL
+    from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
     from memgpt_lite.storage.location import redacted
 
     flags = {

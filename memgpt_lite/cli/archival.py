@@ -170,13 +170,13 @@ def archival_load(ctx: click.Context, path: Path, tags: tuple[str, ...]) -> None
 @click.pass_context
 def archival_reembed(ctx: click.Context, spec: str | None) -> None:
     """Replace every stored vector using EMBEDDER, e.g. after changing models."""
-    from memgpt_lite.embeddings.embedder import make_embedder
+    from memgpt_lite.agent_setup import embedder_for
 
     agent = _agent(ctx)
     spec = spec or agent.state.settings.embedder
     if not spec:
         raise click.ClickException("no embedder: pass --embedder local or endpoint:MODEL")
-    embedder = make_embedder(spec, base_url=agent.state.llm.base_url)
+    embedder = embedder_for(spec, agent.process_settings, base_url=agent.state.llm.base_url)
     done = agent.archival.reembed(embedder)
     click.echo(
         f"re-embedded {done} passages with {embedder.name}; messages follow at their next search"

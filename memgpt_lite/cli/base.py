@@ -5,7 +5,7 @@ registers them all on its group.
 
 Start-up: `memgpt-lite --help`, and each command's `--help`, import the
 modules of `cli/` that define commands, so those import only click, the
-standard library, `config` and `errors` at module level. What a command needs
+standard library, the light modules of `settings` and `errors` at module level. What a command needs
 to run (the agent, the store, pydantic, rich, openai: about a second of
 imports) is imported inside the function that uses it. `tests/test_startup.py`
 checks this and `benchmarks/startup.py` measures it.
@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memgpt_lite.config import DEFAULT_TIMEOUT_SECONDS, resolve_db
 from memgpt_lite.errors import MemGPTError, validation_messages
+from memgpt_lite.settings.endpoint import DEFAULT_TIMEOUT_SECONDS
+from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
+    from memgpt_lite.settings.values import Settings
     from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
@@ -182,6 +184,16 @@ def db_location(ctx: click.Context) -> str:
     return root.obj["location"]
 
 
+def settings_for(ctx: click.Context) -> Settings:
+    """The process's settings (the environment's), resolved once per command
+    and handed to the store and the agents it opens."""
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    if "settings" not in root.obj:
+        root.obj["settings"] = resolve_settings()
+    return root.obj["settings"]
+
+
 def store_for(ctx: click.Context) -> Storage:
     """The store at `db_location`, opened once per command."""
     from memgpt_lite.storage.open import open_storage
@@ -189,7 +201,7 @@ def store_for(ctx: click.Context) -> Storage:
     root = ctx.find_root()
     root.ensure_object(dict)
     if "store" not in root.obj:
-        root.obj["store"] = open_storage(db_location(ctx))
+        root.obj["store"] = open_storage(db_location(ctx), settings=settings_for(ctx).storage)
         root.call_on_close(root.obj["store"].close)
     return root.obj["store"]
 
@@ -203,6 +215,8 @@ def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> A
     """Agent NAME from the command's store; `timeout` limits each model request."""
     from memgpt_lite.agent import Agent
 
-    agent = Agent.load(name, store=store_for(ctx), timeout=timeout)
+    agent = Agent.load(
+        name, store=store_for(ctx), timeout=timeout, process_settings=settings_for(ctx)
+    )
     agent.on_wait = say_waiting
     return agent

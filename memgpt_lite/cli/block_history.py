@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.memory.block_history import history_diffs
+from memgpt_lite.memory.core.block_history import history_diffs
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent

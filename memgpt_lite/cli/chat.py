@@ -12,20 +12,23 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import load_agent, say_waiting, store_for, timeout_option
+from memgpt_lite.cli.base import load_agent, say_waiting, settings_for, store_for, timeout_option
 from memgpt_lite.cli.log import show_details
-from memgpt_lite.config import effective_config
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.settings.resolve import effective_config
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
+    from memgpt_lite.settings.values import Settings
     from memgpt_lite.storage.protocol import Storage
 
 # Offered when neither the environment nor config.toml names a model.
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
+def create_interactively(
+    store: Storage, timeout: float | None = None, process_settings: Settings | None = None
+) -> Agent:
     """Ask for a name and a model until an agent can be created. The model
     offered, the context window and the embedder come from the environment
     and config.toml, as for `memgpt-lite create`; the persona and human blocks
@@ -44,7 +47,13 @@ def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
         model = click.prompt("Model", default=default_model, err=err).strip()
         try:
             agent = Agent.create(
-                name, model, settings=settings, embedder=embedder, store=store, timeout=timeout
+                name,
+                model,
+                settings=settings,
+                embedder=embedder,
+                store=store,
+                timeout=timeout,
+                process_settings=process_settings,
             )
         except (ConfigError, AlreadyExistsError) as exc:
             click.echo(f"Error: {exc}", err=err)
@@ -53,7 +62,9 @@ def create_interactively(store: Storage, timeout: float | None = None) -> Agent:
         return agent
 
 
-def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
+def choose_agent(
+    store: Storage, timeout: float | None = None, process_settings: Settings | None = None
+) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
     from memgpt_lite.agent import Agent
 
@@ -63,7 +74,7 @@ def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
     rows = store.list_agents()
     if not rows:
         click.echo("No agents yet: let's create one.", err=err)
-        return create_interactively(store, timeout)
+        return create_interactively(store, timeout, process_settings)
     for number, (state, stats) in enumerate(rows, start=1):
         line = f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)"
         click.echo(line, err=err)
@@ -72,11 +83,16 @@ def choose_agent(store: Storage, timeout: float | None = None) -> Agent:
     while True:
         answer = click.prompt("Chat with", default="1", err=err).strip()
         if answer.lower() in ("n", "new"):
-            return create_interactively(store, timeout)
+            return create_interactively(store, timeout, process_settings)
         if answer.isdigit() and 1 <= int(answer) <= len(rows):
-            return Agent.load(names[int(answer) - 1], store=store, timeout=timeout)
+            chosen = names[int(answer) - 1]
+            return Agent.load(
+                chosen, store=store, timeout=timeout, process_settings=process_settings
+            )
         if answer in names:
-            return Agent.load(answer, store=store, timeout=timeout)
+            return Agent.load(
+                answer, store=store, timeout=timeout, process_settings=process_settings
+            )
         click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.", err=err)
 
 
@@ -108,6 +124,6 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
     if name:
         agent = load_agent(ctx, name, timeout)
     else:
-        agent = choose_agent(store_for(ctx), timeout)
+        agent = choose_agent(store_for(ctx), timeout, settings_for(ctx))
         agent.on_wait = say_waiting
     ChatSession(agent, verbose=verbose).run()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memgpt_lite.cli.base import store_for, timeout_option
-from memgpt_lite.config import effective_config
+from memgpt_lite.settings.resolve import effective_config
 
 if TYPE_CHECKING:
     from memgpt_lite.llm.probe import CheckResult, ProbeTarget
@@ -23,8 +23,8 @@ def _endpoint(
     llm: LLMConfig, base_url: str | None, timeout: float | None
 ) -> tuple[str, str, float]:
     """The URL, key and timeout to use for `llm`, a --base-url flag winning."""
-    from memgpt_lite.llm.endpoint import check_base_url
-    from memgpt_lite.llm.openai_chat import resolve_endpoint, resolve_timeout
+    from memgpt_lite.settings.endpoint import check_base_url
+    from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 
     if base_url is not None:
         base_url = check_base_url(base_url, "--base-url")
@@ -41,7 +41,7 @@ def _target(
 ) -> ProbeTarget:
     """What to check: agent NAME's endpoint and model, else the configured defaults."""
     from memgpt_lite.llm.probe import ProbeTarget
-    from memgpt_lite.loop.window import window_for_model
+    from memgpt_lite.memory.recall.window import window_for_model
     from memgpt_lite.models import LLMConfig
 
     if name is not None:
@@ -60,6 +60,12 @@ def _target(
         window, window_source = window_for_model(chosen or ""), "from the model's name"
     url, key, seconds = _endpoint(llm, base_url, timeout)
     return ProbeTarget(url, key, chosen, window, window_source, embedder, seconds, name)
+
+
+def _embedding_dimension(model: str, base_url: str, api_key: str, timeout: float) -> int:
+    from memgpt_lite.embeddings.embedder import embedding_dimension  # loads numpy: when asked
+
+    return embedding_dimension(model, base_url, api_key, timeout)
 
 
 def _line(result: CheckResult) -> str:
@@ -100,7 +106,7 @@ def doctor(
     shown_model = repr(target.model) if target.model else "no model"
     click.echo(f"Checking {target.base_url} with {shown_model}{whose}")
     counts = {"ok": 0, "warn": 0, "fail": 0, "skip": 0}
-    for result in run_checks(target):
+    for result in run_checks(target, _embedding_dimension):
         counts[result.status] += 1
         click.echo(_line(result))
     summary = f"{counts['ok']} ok, {counts['warn']} warning(s), {counts['fail']} failed"

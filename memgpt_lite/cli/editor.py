@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memgpt_lite.config import ensure_folder, home_dir
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.settings.resolve import ensure_folder, home_dir
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent

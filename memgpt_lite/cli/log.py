@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from memgpt_lite.config import home_dir
+from memgpt_lite.settings.resolve import home_dir
 
 LOG_FILENAME = "memgpt_lite.log"
 LOG_FILE_BYTES = 1_000_000

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     "--db",
     # A str, not a pathlib.Path: a postgresql:// URL is a location too. Still
     # click.Path, which keeps a file name's bytes (plain text would be
-    # cleaned, see CleanText). config.resolve_db falls back to
+    # cleaned, see CleanText). settings.resolve.resolve_db falls back to
     # $MEMGPT_LITE_DB, then config.toml, and expands `~`.
     type=click.Path(dir_okay=False),
     metavar="FILE|URL",
@@ -135,7 +135,7 @@ def retry(
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone. Output and exit status as
     for `send`."""
-    from memgpt_lite.memory.history import pop_for_retry
+    from memgpt_lite.memory.recall.history import pop_for_retry
 
     output = output_mode(verbose, quiet, as_json)
     agent = _agent_for(ctx, name, timeout, output)

@@ -19,14 +19,14 @@ from rich.text import Text
 from memgpt_lite.cli.block_history import history_text
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.loop.window import UNKNOWN_MODEL_WINDOW, known_window
-from memgpt_lite.memory.history import pop_for_retry
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.recall.history import pop_for_retry
+from memgpt_lite.memory.recall.window import UNKNOWN_MODEL_WINDOW, known_window
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Approval
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
-    from memgpt_lite.loop.window import ContextOverview
+    from memgpt_lite.memory.recall.window import ContextOverview
     from memgpt_lite.models import AgentState, Message, Passage
 
 T = TypeVar("T")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import httpx2
@@ -31,8 +32,9 @@ from memgpt_lite.llm.endpoint import (
     json_answer,
     run_sync,
 )
-from memgpt_lite.llm.openai_chat import resolve_endpoint
 from memgpt_lite.models import LLMConfig
+from memgpt_lite.settings.endpoint import choose_endpoint
+from memgpt_lite.settings.values import EMBEDDING_MODEL_DIR_ENV
 
 
 @runtime_checkable
@@ -56,7 +58,9 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
 
 
 class EndpointEmbedder:
-    """Embeddings from an OpenAI-compatible endpoint."""
+    """Embeddings from an OpenAI-compatible endpoint: `base_url` and `api_key`
+    as the caller resolved them (an edge: settings/resolve.py
+    `resolve_endpoint`), else OpenAI's URL and no key."""
 
     def __init__(
         self,
@@ -72,7 +76,7 @@ class EndpointEmbedder:
         self.name = f"endpoint:{model}"
         self.dimension: int | None = None
         self.batch_size = batch_size
-        self.base_url, key = resolve_endpoint(LLMConfig(model=model), base_url, api_key)
+        self.base_url, key = choose_endpoint(LLMConfig(model=model), base_url, api_key)
         self.max_retries = max_retries
         self.timeout_seconds = timeout_seconds
         timeout = client_timeout(timeout_seconds)
@@ -120,6 +124,15 @@ class EndpointEmbedder:
         return _vectors(json_answer(response, name, json.loads), len(batch), self.name)
 
 
+def embedding_dimension(model: str, base_url: str, api_key: str, timeout: float) -> int:
+    """The dimension of one vector from the endpoint's `model`, asked once with
+    no retries (`memgpt-lite doctor`: a diagnosis reports, never masks)."""
+    embedder = EndpointEmbedder(
+        model, base_url=base_url, api_key=api_key, max_retries=0, timeout_seconds=timeout
+    )
+    return int(embedder.embed(["memgpt-lite doctor"]).shape[1])
+
+
 def _vectors(data: Any, expected: int, name: str) -> list[list[float]]:
     """The embeddings in an answer, in input order, or an LLMError."""
     items = data.get("data") if isinstance(data, dict) else None
@@ -151,12 +164,21 @@ def check_embedder_name(spec: str, source: str | None = None) -> str:
 
 
 def make_embedder(
-    spec: str, *, base_url: str | None = None, api_key: str | None = None
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    local_model_dir: Path | None = None,
 ) -> Embedder:
-    """An embedder from its setting: "local" (offline MiniLM) or "endpoint:MODEL"."""
+    """An embedder from its setting: "local" (offline MiniLM, from
+    `local_model_dir` when the settings name one: `Settings.embedding_model_dir`)
+    or "endpoint:MODEL" (at `base_url` with `api_key`). The caller passes
+    them as an edge resolved them (agent_setup.py `embedder_for`)."""
     kind, _, model = check_embedder_name(spec).partition(":")
     if kind == "local":
         from memgpt_lite.embeddings.local import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        if local_model_dir is None:
+            return MiniLMEmbedder()
+        return MiniLMEmbedder(local_model_dir, model_dir_source=EMBEDDING_MODEL_DIR_ENV)
     return EndpointEmbedder(model, base_url=base_url, api_key=api_key)

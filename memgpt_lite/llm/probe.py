@@ -5,8 +5,10 @@ Each check is one `CheckResult`: ok, a warning (the agent copes, as with the
 tool_choice and streaming fallbacks), a failure (the agent cannot work), or
 skipped because a check it needs did not pass. Every problem is one line that
 says what to fix. Requests go through the same code as the agent's
-(`OpenAIChatModel`, `EndpointCall`, `EndpointEmbedder`), so the doctor sees
-what a step would see, with no retries: a diagnosis reports, never masks.
+(`OpenAIChatModel`, `EndpointCall`, and the `EndpointEmbedder` behind the
+`EmbeddingProbe` the caller passes: embeddings/ builds on llm/, not the
+reverse), so the doctor sees what a step would see, with no retries: a
+diagnosis reports, never masks.
 
 Servers report a model's context window on its `GET /models` entry under
 different names: `context_length` (OpenRouter, LM Studio),
@@ -19,7 +21,7 @@ ours above it is a failure, one below it is fine.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,7 +30,6 @@ import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.endpoint import (
-    URL_EXAMPLE,
     AsyncClients,
     EndpointCall,
     background_loop,
@@ -40,9 +41,13 @@ from memgpt_lite.llm.endpoint import (
 from memgpt_lite.llm.model import Completion
 from memgpt_lite.llm.openai_chat import TIMEOUT_HINT, OpenAIChatModel
 from memgpt_lite.models import LLMConfig
+from memgpt_lite.settings.endpoint import URL_EXAMPLE
 from memgpt_lite.text import parse_json
 
 CheckStatus = Literal["ok", "warn", "fail", "skip"]
+# The dimension of one vector from an endpoint's embedding model, asked with no
+# retries: (model, base URL, API key, timeout) -> dimension, or an LLMError.
+EmbeddingProbe = Callable[[str, str, str, float], int]
 # Every check, in the order they run.
 CHECK_NAMES = (
     "reachable",
@@ -245,8 +250,9 @@ class _Checks:
     """The checks against one target, in order; each may leave what later
     ones need (the model list, whether the chat works)."""
 
-    def __init__(self, target: ProbeTarget) -> None:
+    def __init__(self, target: ProbeTarget, embedding_dimension: EmbeddingProbe) -> None:
         self.target = target
+        self.embedding_dimension = embedding_dimension
         self.endpoint = Endpoint(target.base_url, target.api_key, target.timeout)
         self.models_response: httpx2.Response | None = None
         self.entries: list[ModelEntry] | None = None  # None: not listed
@@ -364,21 +370,14 @@ class _Checks:
                 f"the agent uses the {spec} embedder" if spec else "no embedder: word search only"
             )
             return _skip(name, f"not used ({used})")
-        from memgpt_lite.embeddings.embedder import EndpointEmbedder  # loads numpy
-
-        model = spec.removeprefix("endpoint:")
-        embedder = EndpointEmbedder(
-            model,
-            base_url=self.target.base_url,
-            api_key=self.target.api_key,
-            max_retries=0,
-            timeout_seconds=self.target.timeout,
-        )
+        model, target = spec.removeprefix("endpoint:"), self.target
         try:
-            vectors = embedder.embed(["memgpt-lite doctor"])
+            dimension = self.embedding_dimension(
+                model, target.base_url, target.api_key, target.timeout
+            )
         except LLMError as exc:
             return _fail(name, f"{model!r}: {exc}")
-        return _ok(name, f"{model!r} gives {vectors.shape[1]}-dimensional vectors")
+        return _ok(name, f"{model!r} gives {dimension}-dimensional vectors")
 
     def context_window(self) -> CheckResult:
         name, ours = "context window", self.target.context_window
@@ -403,10 +402,11 @@ class _Checks:
         return _ok(name, f"we use {used}; the server reports {theirs:,} ({field})")
 
 
-def run_checks(target: ProbeTarget) -> Iterator[CheckResult]:
+def run_checks(target: ProbeTarget, embedding_dimension: EmbeddingProbe) -> Iterator[CheckResult]:
     """The checks, one by one as each finishes; a check whose prerequisite
-    did not pass is skipped."""
-    checks = _Checks(target)
+    did not pass is skipped. `embedding_dimension` asks the endpoint's
+    embedding model, for an endpoint embedder."""
+    checks = _Checks(target, embedding_dimension)
     try:
         reachable = checks.reachable()
         yield reachable

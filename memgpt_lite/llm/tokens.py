@@ -7,7 +7,8 @@ their SHA-256 against the hashes tiktoken itself expects: the counts are exact,
 and the fast Rust encoder does the work.
 
 Parsing a vocabulary file (base64 lines) takes a few hundred milliseconds, on
-every `send`; so the parsed tokens are cached on disk (`config.cache_dir()`) in
+every `send`; so the parsed tokens are cached on disk (in the folder the edge
+resolved, settings/resolve.py `cache_dir()`, given to `TokenCounter`) in
 a compact binary file that loads several times faster. The cache is only ever
 an accelerator: it is keyed by the bundled file's SHA-256, checked against its
 own digest on every read, written atomically, and anything wrong with it (torn,
@@ -33,7 +34,6 @@ import re
 import struct
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
-from memgpt_lite.config import cache_dir
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.llm.request_body import RequestMessage
 
@@ -102,11 +101,17 @@ def encoding_name(model: str) -> str:
     return name if name in _ENCODINGS else "o200k_base"
 
 
-@cache
-def get_encoding(name: str) -> tiktoken.Encoding:
+_built: dict[str, tiktoken.Encoding] = {}
+
+
+def get_encoding(name: str, cache_folder: Path | None = None) -> tiktoken.Encoding:
     """The encoding `name`, built once per process from the bundled vocabulary
-    (through the on-disk cache), never from the network."""
-    return build_encoding(name, cache_dir())
+    (through the on-disk cache in `cache_folder`, when the first caller gives
+    one; None: no cache), never from the network."""
+    encoding = _built.get(name)
+    if encoding is None:
+        encoding = _built[name] = build_encoding(name, cache_folder)
+    return encoding
 
 
 def build_encoding(name: str, cache_folder: Path | None) -> tiktoken.Encoding:
@@ -276,10 +281,11 @@ class Sent(NamedTuple):
 
 class TokenCounter:
     """Counts chat requests for one model, and keeps what it built for the
-    messages of the context window (`sent`)."""
+    messages of the context window (`sent`). `cache_folder`: where the parsed
+    vocabulary is cached (`Settings.cache_dir`); None: not cached on disk."""
 
-    def __init__(self, model: str) -> None:
-        self.encoding = get_encoding(encoding_name(model))
+    def __init__(self, model: str, cache_folder: Path | None = None) -> None:
+        self.encoding = get_encoding(encoding_name(model), cache_folder)
         self._message_cache: dict[str, int] = {}  # count_message's, by cache_key
         self._sent: dict[str, Sent] = {}  # the last window's, by message id
         self._part_counts: dict[str, int] = {}  # count_text's, of the parts of long texts

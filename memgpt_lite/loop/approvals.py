@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ApprovalError
 from memgpt_lite.models import Approval, Message, ToolCall
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool
 

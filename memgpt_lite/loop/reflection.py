@@ -25,17 +25,17 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ConfigError, LLMError, MemGPTError, ModelRetry, NotFoundError
+from memgpt_lite.llm import runner
 from memgpt_lite.llm.model import Completion, complete
-from memgpt_lite.loop import runner
 from memgpt_lite.loop.compaction import transcript_line
-from memgpt_lite.loop.window import core_memory_overflow
-from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.block_history import REFLECTION
-from memgpt_lite.memory.core import load_prompt, set_block_value
+from memgpt_lite.memory.archival.passages import ArchivalMemory
+from memgpt_lite.memory.core.block_history import REFLECTION
+from memgpt_lite.memory.core.blocks import load_prompt, set_block_value
+from memgpt_lite.memory.recall.window import core_memory_overflow
 from memgpt_lite.models import AgentState, Block, Message, UsageRecord, new_id, utcnow
 from memgpt_lite.text import JSONProblem, parse_arguments
+from memgpt_lite.tools.deps import AgentDeps
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ContextFullError, LLMError
 from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, ToolCallDelta
 from memgpt_lite.loop.compaction import compact
@@ -36,9 +35,15 @@ from memgpt_lite.loop.events import (
 )
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
-from memgpt_lite.loop.window import CompiledContext, budget_error, budget_for, compile_context
-from memgpt_lite.memory.core import load_prompt, memory_prompt
+from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
+from memgpt_lite.memory.recall.window import (
+    CompiledContext,
+    budget_error,
+    budget_for,
+    compile_context,
+)
 from memgpt_lite.models import SEND_MESSAGE, AgentState, Message, StepResult
+from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool
 

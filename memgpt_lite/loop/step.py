@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Protocol
 
-from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ApprovalError, ContextFullError, MemGPTError
 from memgpt_lite.llm.model import Completion
 from memgpt_lite.loop import approvals
@@ -49,6 +48,7 @@ from memgpt_lite.models import (
     UsageRecord,
     new_id,
 )
+from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
 

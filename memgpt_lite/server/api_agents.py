@@ -76,6 +76,7 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         embedder=body.embedder,
         store=ctx.store,
         owner=user,
+        process_settings=ctx.settings,
     )
 
 
@@ -117,7 +118,7 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
 
     with ctx.store.transaction():
         if body.name is not None and body.name != state.name:
-            agent = Agent(state, ctx.store)
+            agent = Agent(state, ctx.store, process_settings=ctx.settings)
             agent.rename(body.name)
         return ctx.store.update_agent(state.id, change)
 

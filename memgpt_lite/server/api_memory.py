@@ -16,8 +16,8 @@ from memgpt_lite.agentfile.native import (
     parse_agent_file,
     store_agent_file,
 )
-from memgpt_lite.loop.window import ContextOverview
-from memgpt_lite.memory.block_history import server_author
+from memgpt_lite.memory.core.block_history import server_author
+from memgpt_lite.memory.recall.window import ContextOverview
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.bodies import BlockSet, PassageIn
 from memgpt_lite.server.context import Context, User

@@ -18,7 +18,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memgpt_lite.config import resolve_db
 from memgpt_lite.errors import (
     AlreadyExistsError,
     BusyError,
@@ -32,6 +31,7 @@ from memgpt_lite.errors import (
 )
 from memgpt_lite.server.context import ServerContext, Unauthorized
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
+from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 from memgpt_lite.storage.open import open_storage
 
 # Request bodies larger than this are refused with 413 (agent files are the largest).
@@ -152,9 +152,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = open_storage(db)
+        settings = resolve_settings()  # once, for every request of this app
+        store = open_storage(db, settings=settings.storage)
         steps = StepRunner(step_threads)
-        app.state.context = ServerContext(store=store, steps=steps, auth=auth)
+        app.state.context = ServerContext(store=store, steps=steps, auth=auth, settings=settings)
         try:
             yield
         finally:

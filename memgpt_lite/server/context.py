@@ -1,5 +1,6 @@
-"""What every route shares: the open store, the step runner, and the rule
-that a user sees only their own agents.
+"""What every route shares: the open store, the step runner, the settings
+resolved when the app started, and the rule that a user sees only their own
+agents.
 
 Routes get these through FastAPI dependencies (`context`, `current_user`),
 never through globals, so one process can serve two apps (the tests do).
@@ -17,10 +18,11 @@ from fastapi import Depends, Request
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.keys import user_for_key
-from memgpt_lite.llm.endpoint import check_base_url
-from memgpt_lite.llm.openai_chat import PLACEHOLDER_KEY, resolve_endpoint
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.steps import StepRunner
+from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
+from memgpt_lite.settings.resolve import resolve_endpoint, resolve_settings
+from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
 
 
@@ -37,6 +39,8 @@ class ServerContext:
     store: Storage
     steps: StepRunner
     auth: bool = True
+    # The process's settings, resolved once (app.py), handed to every agent.
+    settings: Settings = field(default_factory=resolve_settings)
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
@@ -66,7 +70,7 @@ class ServerContext:
     def agent(self, user: str, ref: str) -> Agent:
         """The user's agent, opened on the server's store."""
         state = self.agent_state(user, ref)
-        return Agent(state, self.store, api_key=endpoint_key(state))
+        return Agent(state, self.store, api_key=endpoint_key(state), process_settings=self.settings)
 
     def step_agent(self, user: str, ref: str) -> Agent:
         """The user's agent for a step: the `Agent` of its last step, with
@@ -89,7 +93,7 @@ class ServerContext:
             agent = kept[1]
             agent.state = state
         else:
-            agent = Agent(state, self.store, api_key=key)
+            agent = Agent(state, self.store, api_key=key, process_settings=self.settings)
         with self._kept_lock:
             self._kept[state.id] = (built_for, agent)
             while len(self._kept) > KEPT_AGENTS:

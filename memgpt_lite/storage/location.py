@@ -4,7 +4,9 @@
 Pure string work, no backend imported: `open_storage` dispatches on it, and
 everything that shows a location (the CLI, error messages, logs) shows
 `redacted(location)`, so a password in a URL never reaches the screen, a log
-or a file. `describe` names a server database for one-line errors.
+or a file. `describe` names a server database for one-line errors. Telling a
+URL from a path (`scheme`, `is_url`) is the settings' too (settings/folders.py:
+a `db` in config.toml may be either).
 """
 
 from __future__ import annotations
@@ -14,25 +16,13 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-# A URL's scheme: letters first, then letters, digits, "+", "-" or ".", then
-# "://". A Windows path ("C:\\x") has no "//" after its colon.
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+from memgpt_lite.settings.folders import is_url, scheme
+
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 SQLITE_PREFIX = "sqlite:///"
 MASK = "***"
 # Query parameters libpq reads a secret from (`?password=...`).
 _SECRET_PARAMS = {"password", "sslpassword"}
-
-
-def scheme(location: str | os.PathLike[str]) -> str | None:
-    """The URL scheme of `location`, lower-cased; None for a path."""
-    match = _SCHEME.match(os.fspath(location))
-    return None if match is None else match.group(1).lower()
-
-
-def is_url(text: str | os.PathLike[str]) -> bool:
-    """Whether `text` is a URL (`scheme://...`) rather than a file path."""
-    return scheme(text) is not None
 
 
 def is_postgres(location: str | os.PathLike[str]) -> bool:

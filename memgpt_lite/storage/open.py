@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.settings.values import StorageSettings
 from memgpt_lite.storage.location import is_postgres, scheme, sqlite_path
 
 if TYPE_CHECKING:
@@ -23,16 +24,22 @@ POSTGRES_DRIVER = ("psycopg", "psycopg_pool")
 MISSING_DRIVER = 'PostgreSQL storage needs its driver: pip install "memgpt-lite[postgres]"'
 
 
-def open_storage(location: str | os.PathLike[str], busy_timeout_seconds: float = 30.0) -> Storage:
+def open_storage(
+    location: str | os.PathLike[str],
+    busy_timeout_seconds: float = 30.0,
+    settings: StorageSettings | None = None,
+) -> Storage:
     """The storage at `location`: a path (or a `sqlite:///path` URL) opens
     that SQLite file, created if missing; a `postgresql://user@host:5432/db`
     URL opens that PostgreSQL database. `busy_timeout_seconds`: how long a
-    write waits for another connection's lock. Raises ConfigError for a URL
-    no backend serves or a missing driver, StoreError when the database
-    cannot be opened."""
+    write waits for another connection's lock. `settings`: as the edge
+    resolved them (how errors name folders, a new PostgreSQL database's
+    choices); None: the defaults. Raises ConfigError for a URL no backend
+    serves or a missing driver, StoreError when the database cannot be
+    opened."""
     text = os.fspath(location)
     if is_postgres(text):
-        return _open_postgres(text, busy_timeout_seconds)
+        return _open_postgres(text, busy_timeout_seconds, settings)
     path = sqlite_path(text)
     if path is None:
         if scheme(text) == "sqlite":
@@ -44,14 +51,16 @@ def open_storage(location: str | os.PathLike[str], busy_timeout_seconds: float =
         )
     from memgpt_lite.storage.sqlite.store import Store  # only when opened: it loads sqlite
 
-    return Store(path, busy_timeout_seconds=busy_timeout_seconds)
+    return Store(path, busy_timeout_seconds=busy_timeout_seconds, settings=settings)
 
 
-def _open_postgres(url: str, busy_timeout_seconds: float) -> Storage:
+def _open_postgres(
+    url: str, busy_timeout_seconds: float, settings: StorageSettings | None
+) -> Storage:
     # Checked before the import, so that a missing driver is this one line
     # rather than an ImportError from inside the backend.
     if any(importlib.util.find_spec(name) is None for name in POSTGRES_DRIVER):
         raise ConfigError(MISSING_DRIVER)
     from memgpt_lite.storage.postgres.store import PostgresStore
 
-    return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds)
+    return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds, settings=settings)

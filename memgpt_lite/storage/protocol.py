@@ -433,7 +433,7 @@ class Storage(Protocol):
         its text), passing the filters (as `list_passages` has them), with
         scores. `exact`: how many of the first results `Ranking.proven`
         vouches for (default: all). `budget`: at most how many matches are
-        scored (see memory/ranking.py; each store has its own default).
+        scored (see storage/core/words.py; each store has its own default).
         `drop_over_budget`: the words found in more than `budget` passages
         (all agents' in SQLite, the agent's in PostgreSQL) are left out of the
         query, as if not in it; with none left, nothing matches."""
@@ -574,7 +574,7 @@ class VectorSearch(Protocol):
     the database itself (PostgreSQL with pgvector), so search need not load
     an agent's vectors into the process. Search uses it when the store has it
     and `server_vectors` is True; otherwise it keeps its in-process index
-    (memory/vector_index.py), built from `load_vectors`."""
+    (memory/retrieval/vector_index.py), built from `load_vectors`."""
 
     # Whether `nearest_vectors` can be used on this database (fixed when it opens).
     server_vectors: bool

@@ -13,9 +13,9 @@ from urllib.parse import unquote
 from pydantic import ValidationError
 
 from memgpt_lite.errors import AlreadyExistsError, ModelRetry, validation_message
-from memgpt_lite.loop.window import core_memory_overflow
-from memgpt_lite.memory.block_history import agent_author
-from memgpt_lite.memory.core import check_editable, set_block_value
+from memgpt_lite.memory.core.block_history import agent_author
+from memgpt_lite.memory.core.blocks import check_editable, set_block_value
+from memgpt_lite.memory.recall.window import core_memory_overflow
 from memgpt_lite.models import Block
 from memgpt_lite.tools.schema import ToolContext
 

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from datetime import date
 
 from memgpt_lite.errors import ConfigError, ModelRetry, NotFoundError
-from memgpt_lite.loop.window import core_memory_overflow
-from memgpt_lite.memory.archival import ArchivalMemory
-from memgpt_lite.memory.block_history import agent_author
-from memgpt_lite.memory.core import append_to_block, replace_in_block
-from memgpt_lite.memory.search import search_messages
+from memgpt_lite.memory.archival.passages import ArchivalMemory
+from memgpt_lite.memory.core.block_history import agent_author
+from memgpt_lite.memory.core.blocks import append_to_block, replace_in_block
+from memgpt_lite.memory.recall.window import core_memory_overflow
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Block, Message, Passage
 from memgpt_lite.tools.schema import Tool, ToolContext, tool
 

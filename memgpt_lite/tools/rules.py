@@ -1,6 +1,8 @@
 """Tool rules: which tools the model may call when, within one step.
 
-The kinds Letta users rely on, with Letta's names and fields:
+The rules themselves are data, in models.py (an agent's settings hold them);
+here are the functions that make them and `RuleBook`, which applies them. The
+kinds Letta users rely on, with Letta's names and fields:
 
 - `TerminalToolRule` (`exit_loop`): the tool ends the step once it ran;
 - `InitToolRule` (`run_first`): a step's first tool call must be one of these;
@@ -22,68 +24,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from memgpt_lite.text import CleanStr
+from memgpt_lite.models import (
+    ChildToolRule,
+    ContinueToolRule,
+    InitToolRule,
+    MaxCountPerStepToolRule,
+    RequiresApprovalToolRule,
+    TerminalToolRule,
+    ToolRule,
+)
 
-ToolName = Annotated[CleanStr, Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
-
-
-class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tool_name: ToolName
-
-
-class TerminalToolRule(_Rule):
-    """The step ends once this tool ran."""
-
-    type: Literal["exit_loop"] = "exit_loop"
-
-
-class InitToolRule(_Rule):
-    """A step's first tool call must be this tool (or another init tool)."""
-
-    type: Literal["run_first"] = "run_first"
-
-
-class ChildToolRule(_Rule):
-    """After this tool, only its children may be called."""
-
-    type: Literal["constrain_child_tools"] = "constrain_child_tools"
-    children: list[ToolName]
-
-
-class MaxCountPerStepToolRule(_Rule):
-    """This tool runs at most `max_count_limit` times in one step."""
-
-    type: Literal["max_count_per_step"] = "max_count_per_step"
-    max_count_limit: int = Field(ge=1)
-
-
-class ContinueToolRule(_Rule):
-    """The step goes on after this tool, as if it asked for a heartbeat."""
-
-    type: Literal["continue_loop"] = "continue_loop"
-
-
-class RequiresApprovalToolRule(_Rule):
-    """A call of this tool waits for the user's approval before it runs."""
-
-    type: Literal["requires_approval"] = "requires_approval"
-
-
-ToolRule = Annotated[
-    TerminalToolRule
-    | InitToolRule
-    | ChildToolRule
-    | MaxCountPerStepToolRule
-    | ContinueToolRule
-    | RequiresApprovalToolRule,
-    Field(discriminator="type"),
-]
 _RULE_LIST: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule])
 
 

@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_message
-from memgpt_lite.loop import runner
+from memgpt_lite.llm import runner
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
-    from memgpt_lite.deps import AgentDeps
     from memgpt_lite.models import AgentState
     from memgpt_lite.storage.protocol import Storage
+    from memgpt_lite.tools.deps import AgentDeps
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import pytest
 
 from contract.base import ContractBase, day, new_agent, passage, said
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.vector_index import VectorIndex
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import Passage
 from memgpt_lite.testing.embeddings import fake_embedding
 

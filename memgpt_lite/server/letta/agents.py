@@ -16,14 +16,14 @@ from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
-from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentState, AgentStats
+from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentState, AgentStats, RequiresApprovalToolRule
 from memgpt_lite.server import bodies as ours
 from memgpt_lite.server.api_agents import create_agent, update_agent
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import CreateAgent, LettaBody, MemoryBlock, UpdateAgent
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.views import agent_view
-from memgpt_lite.tools.rules import RequiresApprovalToolRule, needs_approval, rules_from_letta
+from memgpt_lite.tools.rules import needs_approval, rules_from_letta
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 

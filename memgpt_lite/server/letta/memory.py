@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
-from memgpt_lite.memory.block_history import server_author
+from memgpt_lite.memory.core.block_history import server_author
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreatePassage

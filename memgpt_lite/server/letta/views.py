@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from memgpt_lite.loop.window import window_for_model
+from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import AgentState, Block, Passage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS

@@ -20,7 +20,7 @@ positions (they come first) give its count.
 
 Unlike SQLite's FTS5 table, which holds every agent's rows, statistics here
 are the agent's own: its row count, its words and its matches. The budget
-logic (memory/ranking.py) is SQLite's, with a smaller budget
+logic (storage/core/words.py) is SQLite's, with a smaller budget
 (`PG_RANK_BUDGET`): the rarest words choose at most that many candidates
 (over budget, the newest matches), the others only add to their scores, and
 `ScoreBound` says when that is the exact ranking. A word's matches are
@@ -46,7 +46,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memgpt_lite.memory.ranking import (
+from memgpt_lite.storage.core.words import (
     BM25_K1,
     ScoreBound,
     common_words_bound,
@@ -187,7 +187,7 @@ class TextSearch:
         """The agent's best `limit` rows of `table` for `query` passing
         `filters` (SQL on the table's alias, with named parameters), as
         `columns` and score, best first; how many candidates passed; whether
-        the first `exact` are proven the exact ranking (memory/ranking.py).
+        the first `exact` are proven the exact ranking (storage/core/words.py).
         With `drop_over_budget`, the words in more than `budget` rows are
         left out (as SQLite's `within_budget`)."""
         words = [plain_text(w) for w in fts_words(query)]

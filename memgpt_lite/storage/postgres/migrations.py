@@ -9,11 +9,14 @@ first one creates the schema SQLite reached in ten steps.
 Every opening checks the list; the first process to find migrations pending
 applies them under an advisory lock, so ten processes opening a new database
 at once migrate it once and the other nine wait, then find nothing to do.
+
+A new database's choices (its search language, pgvector or not) come from the
+`PostgresOptions` the store was opened with (`chosen`): the edge that
+resolved the settings passes them, and each migration receives them.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
@@ -21,19 +24,13 @@ import psycopg
 from psycopg import sql
 
 from memgpt_lite.errors import ConfigError, StoreError
+from memgpt_lite.settings.values import PG_LANGUAGE_ENV, PostgresOptions
 
-Migration = Callable[[psycopg.Connection], None]
+Migration = Callable[[psycopg.Connection, PostgresOptions], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 # pg_advisory_xact_lock's key for applying migrations: any constant no other
 # application on the server is likely to use ("memgpt" in ASCII).
 MIGRATION_LOCK = 0x6D656D677074
-# The text search configuration new databases use for stemming and stop words;
-# a database keeps the one it was created with (see `search_language`).
-LANGUAGE_ENV = "MEMGPT_LITE_PG_LANGUAGE"
-# "off": a new database stores vectors as float32 bytes, searched in each
-# process as with SQLite, even where the server has pgvector (for tests, and
-# for servers whose pgvector should not be used). A database keeps its choice.
-VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"
 
 
 def migration(function: Migration) -> Migration:
@@ -42,7 +39,7 @@ def migration(function: Migration) -> Migration:
 
 
 @migration
-def m001_initial(conn: psycopg.Connection) -> None:
+def m001_initial(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     conn.execute(
         """
         CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -146,14 +143,16 @@ def m001_initial(conn: psycopg.Connection) -> None:
         CREATE INDEX token_usage_step ON token_usage(agent_id, step_id);
         """
     )
-    language = os.environ.get(LANGUAGE_ENV, "english")
+    language = chosen.search_language
     if not conn.execute("SELECT 1 FROM pg_ts_config WHERE cfgname = %s", [language]).fetchone():
-        raise ConfigError(f"${LANGUAGE_ENV}: PostgreSQL has no text search language {language!r}")
+        raise ConfigError(
+            f"${PG_LANGUAGE_ENV}: PostgreSQL has no text search language {language!r}"
+        )
     conn.execute("INSERT INTO settings VALUES ('search_language', %s)", [language])
 
 
 @migration
-def m002_vectors(conn: psycopg.Connection) -> None:
+def m002_vectors(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """One vector per passage or searchable message: pgvector's `vector` when
     the server has the extension (searched there, by an HNSW index per
     dimension, made when the first vectors of that dimension arrive), else
@@ -162,7 +161,7 @@ def m002_vectors(conn: psycopg.Connection) -> None:
         "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
     ).fetchone()
     kind = "bytea"
-    if available and os.environ.get(VECTORS_ENV, "").strip().lower() != "off":
+    if available and chosen.server_vectors:
         try:
             with conn.transaction():  # a savepoint: a role that may not create it goes on
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -188,7 +187,7 @@ def m002_vectors(conn: psycopg.Connection) -> None:
 
 
 @migration
-def m003_text_search(conn: psycopg.Connection) -> None:
+def m003_text_search(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """What BM25 needs that a tsvector lacks, and stop words kept.
 
     FTS5 indexes every word; PostgreSQL's language configurations drop stop
@@ -240,7 +239,7 @@ def m003_text_search(conn: psycopg.Connection) -> None:
 
 
 @migration
-def m004_users_and_api_keys(conn: psycopg.Connection) -> None:
+def m004_users_and_api_keys(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """Users, for the HTTP server: each agent belongs to one (`owner`; the
     agents that exist already belong to the default user 'local'), and
     `api_keys` holds the SHA-256 of each key's secret (see keys.py), kept
@@ -263,7 +262,7 @@ def m004_users_and_api_keys(conn: psycopg.Connection) -> None:
 
 
 @migration
-def m005_passage_supersession(conn: psycopg.Connection) -> None:
+def m005_passage_supersession(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """Facts that change: a passage replaced by a newer one is kept, with the
     id of the passage that replaced it and when (SQLite's m012). The partial
     index finds what a passage replaced, and whether an agent has any
@@ -279,7 +278,7 @@ def m005_passage_supersession(conn: psycopg.Connection) -> None:
 
 
 @migration
-def m006_block_history(conn: psycopg.Connection) -> None:
+def m006_block_history(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """Every value a block held, with when and who set it (`author`, see
     `BlockVersion`), so an edit can be read back as a diff and undone. A
     block's history goes with the block. The blocks that exist already start
@@ -302,7 +301,7 @@ def m006_block_history(conn: psycopg.Connection) -> None:
 
 
 @migration
-def m007_reflected_seq(conn: psycopg.Connection) -> None:
+def m007_reflected_seq(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """The newest message seq a reflection has read (loop/reflection.py)."""
     conn.execute("ALTER TABLE agents ADD COLUMN reflected_seq BIGINT NOT NULL DEFAULT 0")
 
@@ -332,11 +331,11 @@ def check_schema(names: list[str], where: str) -> list[tuple[str, Migration]]:
     return [(name, function) for name, function in MIGRATIONS if name not in names]
 
 
-def migrate(conn: psycopg.Connection, where: str) -> list[str]:
+def migrate(conn: psycopg.Connection, where: str, chosen: PostgresOptions) -> list[str]:
     """Apply the pending migrations in one transaction, under the advisory
     lock, checking again once it is held (another process may have applied
     them while this one waited); returns the names this call applied.
-    `conn` is in autocommit mode."""
+    `conn` is in autocommit mode; `chosen`: a new database's choices."""
     done: list[str] = []
     if not check_schema(applied(conn), where):
         return done
@@ -348,7 +347,7 @@ def migrate(conn: psycopg.Connection, where: str) -> list[str]:
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
         for name, function in check_schema(applied(conn), where):
-            function(conn)
+            function(conn, chosen)
             conn.execute("INSERT INTO memgpt_lite_migrations (name) VALUES (%s)", [name])
             done.append(name)
     return done

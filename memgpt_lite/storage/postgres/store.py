@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import psycopg
 
+from memgpt_lite.settings.values import PostgresOptions, StorageSettings
 from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
@@ -58,7 +59,9 @@ class PostgresStore(
     to share between threads (see transactions.py); many processes and hosts
     may open the same database."""
 
-    def __init__(self, url: str, busy_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self, url: str, busy_timeout_seconds: float = 30.0, settings: StorageSettings | None = None
+    ) -> None:
         self.url = url
         self.busy_timeout_seconds = busy_timeout_seconds
         self._init_transactions()
@@ -67,12 +70,13 @@ class PostgresStore(
             conn = connect(url)
             try:
                 with server_errors(url):
-                    prepared = _prepared[url] = self._prepare(conn)
+                    chosen = (settings or StorageSettings()).postgres  # for a new database
+                    prepared = _prepared[url] = self._prepare(conn, chosen)
             finally:
                 conn.close()
         self.read_only, self.search_language, self.server_vectors = prepared
 
-    def _prepare(self, conn: psycopg.Connection) -> _Prepared:
+    def _prepare(self, conn: psycopg.Connection, chosen: PostgresOptions) -> _Prepared:
         """Read-only check and migrations, on a connection of its own (a bad
         server fails here, at once, in one line)."""
         where = describe(self.url)
@@ -89,7 +93,7 @@ class PostgresStore(
                 )
         created = False
         if not read_only:
-            created = "m002_vectors" in migrate(conn, where)
+            created = "m002_vectors" in migrate(conn, where, chosen)
         language = conn.execute(
             "SELECT value FROM settings WHERE key = 'search_language'"
         ).fetchone()[0]

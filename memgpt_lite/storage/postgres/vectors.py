@@ -10,7 +10,7 @@ never later finds a new vector of that agent below N.
 With pgvector, `nearest_vectors` searches on the server (the `VectorSearch`
 capability of storage/protocol.py): one partial HNSW index per dimension,
 made when the first vectors of that dimension arrive (`vectors_hnsw_<dim>`),
-on `vector::vector(<dim>)` with cosine distance. Without it, memory/vector_index.py
+on `vector::vector(<dim>)` with cosine distance. Without it, memory/retrieval/vector_index.py
 loads the vectors into its in-process index, as for SQLite.
 """
 

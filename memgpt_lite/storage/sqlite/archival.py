@@ -18,8 +18,8 @@ import numpy as np
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 from memgpt_lite.storage.records import check_supersession, text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates, Part, best_rows

@@ -9,6 +9,10 @@ A database that may only be read still serves every read: SQLite opens a file
 without write permission read-only by itself, and a WAL database in a folder
 where its `-wal` and `-shm` files cannot be created is opened as immutable
 (nothing else can be writing it then, or those files would exist).
+
+Errors name a folder as the `FolderNames` the store was opened with say (the
+home folder with the variable that chose it): the edge that resolved the
+settings passes them, so nothing here reads the environment.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ from pathlib import Path
 
 from sqlite_utils import Database, Migrations
 
-from memgpt_lite.config import ensure_folder, folder_label
 from memgpt_lite.errors import BusyError, ConfigError, ReadOnlyError, StoreError
+from memgpt_lite.settings.folders import FolderNames
 
 _NOTHING_CHANGED = "nothing was changed"
+PLAIN_NAMES = FolderNames()  # every folder by its path
 
 
-def file_problem(path: Path, exc: BaseException) -> StoreError | None:
+def file_problem(
+    path: Path, exc: BaseException, names: FolderNames = PLAIN_NAMES
+) -> StoreError | None:
     """A one-line StoreError for an SQLite error about the file at `path`
     (read-only, full, busy, cannot open, I/O, not a database); None for any
     other error, an SQL bug above all, which must keep its traceback."""
@@ -37,7 +44,7 @@ def file_problem(path: Path, exc: BaseException) -> StoreError | None:
         return None
     primary = code & 0xFF
     if primary == sqlite3.SQLITE_READONLY:
-        return ReadOnlyError(f"{read_only_reason(path)}; {_NOTHING_CHANGED}")
+        return ReadOnlyError(f"{read_only_reason(path, names)}; {_NOTHING_CHANGED}")
     if primary == sqlite3.SQLITE_FULL:
         return StoreError(f"the disk holding {path} is full; {_NOTHING_CHANGED}")
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
@@ -46,7 +53,7 @@ def file_problem(path: Path, exc: BaseException) -> StoreError | None:
             f"{_NOTHING_CHANGED}, try again"
         )
     if primary == sqlite3.SQLITE_CANTOPEN:
-        return StoreError(f"cannot open the database {path}: {_cannot_open_reason(path)}")
+        return StoreError(f"cannot open the database {path}: {_cannot_open_reason(path, names)}")
     if primary == sqlite3.SQLITE_IOERR:
         return StoreError(
             f"the disk holding {path} failed to read or write ({exc}); {_NOTHING_CHANGED}"
@@ -57,37 +64,39 @@ def file_problem(path: Path, exc: BaseException) -> StoreError | None:
 
 
 @contextmanager
-def file_errors(path: Path) -> Iterator[None]:
+def file_errors(path: Path, names: FolderNames = PLAIN_NAMES) -> Iterator[None]:
     """Raise SQLite's errors about the file at `path` as `file_problem` words
     them; let every other error through as it is."""
     try:
         yield
     except sqlite3.Error as exc:
-        problem = file_problem(path, exc)
+        problem = file_problem(path, exc, names)
         if problem is None:
             raise
         raise problem from exc
 
 
-def read_only_reason(path: Path) -> str:
+def read_only_reason(path: Path, names: FolderNames = PLAIN_NAMES) -> str:
     if path.exists() and not os.access(path.parent, os.W_OK):
-        return f"the database {path} is read-only (its folder {folder_label(path.parent)} is)"
+        return f"the database {path} is read-only (its folder {names.label(path.parent)} is)"
     return f"the database {path} is read-only"
 
 
-def _cannot_open_reason(path: Path) -> str:
+def _cannot_open_reason(path: Path, names: FolderNames) -> str:
     if not path.exists() and not os.access(path.parent, os.W_OK):
-        return f"{folder_label(path.parent)} is read-only, so it cannot be created there"
+        return f"{names.label(path.parent)} is read-only, so it cannot be created there"
     if path.is_dir():
         return "it is a folder"
     return "the file or its folder cannot be read"
 
 
-def connect(path: Path, busy_timeout_seconds: float) -> tuple[sqlite3.Connection, bool]:
+def connect(
+    path: Path, busy_timeout_seconds: float, names: FolderNames = PLAIN_NAMES
+) -> tuple[sqlite3.Connection, bool]:
     """A connection to the database at `path` (created if missing), and
     whether this process may only read it. Raises a one-line StoreError."""
     try:
-        ensure_folder(path.parent)
+        names.ensure(path.parent)
     except ConfigError as exc:
         raise StoreError(f"cannot open the database {path}: {exc}") from None
     conn = None
@@ -100,13 +109,13 @@ def connect(path: Path, busy_timeout_seconds: float) -> tuple[sqlite3.Connection
         if conn is not None:
             conn.close()
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY_DIRECTORY:
-            return _immutable(path, busy_timeout_seconds), True
-        with file_errors(path):
+            return _immutable(path, busy_timeout_seconds, names), True
+        with file_errors(path, names):
             raise
     return conn, not os.access(path, os.W_OK)
 
 
-def _immutable(path: Path, busy_timeout_seconds: float) -> sqlite3.Connection:
+def _immutable(path: Path, busy_timeout_seconds: float, names: FolderNames) -> sqlite3.Connection:
     """A WAL database whose -wal and -shm cannot be created (a read-only
     folder): no process has it open, so its file holds every commit and
     nothing can change it while we read. A -wal left behind (a writer that
@@ -114,7 +123,7 @@ def _immutable(path: Path, busy_timeout_seconds: float) -> sqlite3.Connection:
     wal = path.with_name(path.name + "-wal")
     if wal.exists() and wal.stat().st_size > 0:
         raise ReadOnlyError(
-            f"cannot read {path}: {folder_label(path.parent)} is read-only and {wal.name} holds "
+            f"cannot read {path}: {names.label(path.parent)} is read-only and {wal.name} holds "
             "changes not yet in the database; open it once where it can be written"
         )
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
@@ -129,7 +138,13 @@ def _schema_number(names: list[str]) -> int:
     return max(numbers, default=0)
 
 
-def check_schema(db: Database, migrations: Migrations, path: Path, read_only: bool) -> bool:
+def check_schema(
+    db: Database,
+    migrations: Migrations,
+    path: Path,
+    read_only: bool,
+    names: FolderNames = PLAIN_NAMES,
+) -> bool:
     """Whether migrations are pending. Refuses a database written by a newer
     memgpt_lite (it has migrations this version does not know), and one that
     needs migrating but may only be read."""
@@ -145,7 +160,7 @@ def check_schema(db: Database, migrations: Migrations, path: Path, read_only: bo
     pending = [m.name for m in migrations.pending(db)]
     if pending and read_only:
         raise ReadOnlyError(
-            f"{read_only_reason(path)} and needs upgrading from schema "
+            f"{read_only_reason(path, names)} and needs upgrading from schema "
             f"{_schema_number(applied)} to {_schema_number(known)}; open it once where "
             "it can be written"
         )

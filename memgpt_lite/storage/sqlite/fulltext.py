@@ -1,5 +1,5 @@
 """FTS5 queries for budgeted BM25 ranking (a part of `Store`), shared by
-archival passages and recall messages; the arithmetic is in memory/ranking.py."""
+archival passages and recall messages; the arithmetic is in storage/core/words.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from sqlite_utils import Database
 
-from memgpt_lite.memory.ranking import ScoreBound, common_words_bound, split_by_rarity
+from memgpt_lite.storage.core.words import ScoreBound, common_words_bound, split_by_rarity
 from memgpt_lite.storage.sqlite.side_reader import Row, SideReader
 
 Indexed = Literal["passages", "messages"]
@@ -85,7 +85,7 @@ class BudgetedSearch:
 
     def candidates(self, table: Indexed, words: Sequence[str], budget: int) -> Candidates:
         """The queries scoring the matches of `words` (non-empty) in
-        `table`'s full-text index within `budget` (see memory/ranking.py)."""
+        `table`'s full-text index within `budget` (see storage/core/words.py)."""
         rows, hits = self._word_hits(table, words, cap=budget + 1)
         rare, common, over_budget = split_by_rarity(words, hits, budget)
         floor = 0

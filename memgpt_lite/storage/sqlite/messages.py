@@ -15,8 +15,8 @@ from typing import Any
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
+from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.records import tool_calls_json
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from memgpt_lite.settings.values import StorageSettings
 from memgpt_lite.storage.sqlite.agents import AgentStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
@@ -42,12 +43,19 @@ class Store(
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 
-    def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout_seconds: float = 30.0,
+        settings: StorageSettings | None = None,
+    ) -> None:
         self.path = Path(path).expanduser()
         self.busy_timeout_seconds = busy_timeout_seconds
+        # How errors name a folder (the edge's settings; default: by its path).
+        self.folder_names = (settings or StorageSettings()).folder_names
         self._init_transactions()
         self.window_cache = WindowCache()
-        conn, self.read_only = connect(self.path, busy_timeout_seconds)
+        conn, self.read_only = connect(self.path, busy_timeout_seconds, self.folder_names)
         self.db = Database(conn)
         self.side_reader = SideReader(self._side_connection)
         try:
@@ -59,23 +67,23 @@ class Store(
     def _prepare(self) -> None:
         """Settings, WAL mode and migrations; without a write when none is due,
         so that a database this process may only read serves its reads."""
-        with file_errors(self.path):
+        with file_errors(self.path, self.folder_names):
             self.db.execute("PRAGMA foreign_keys = ON")
             # NORMAL is durable across application crashes in WAL mode; only a
             # power cut can lose the last commits, never corrupt the file.
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute(CACHE_SIZE)
             if self.read_only:
-                check_schema(self.db, migrations, self.path, read_only=True)
+                check_schema(self.db, migrations, self.path, True, self.folder_names)
                 return
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 self.db.enable_wal()
-            if check_schema(self.db, migrations, self.path, read_only=False):
+            if check_schema(self.db, migrations, self.path, False, self.folder_names):
                 with self.transaction():
                     migrations.apply(self.db)
 
     def _side_connection(self) -> sqlite3.Connection:
-        conn = connect(self.path, self.busy_timeout_seconds)[0]
+        conn = connect(self.path, self.busy_timeout_seconds, self.folder_names)[0]
         conn.execute(CACHE_SIZE)
         return conn
 

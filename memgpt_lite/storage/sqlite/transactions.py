@@ -34,6 +34,7 @@ from typing import Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
 from sqlite_utils import Database
 
 from memgpt_lite.errors import ReadOnlyError
+from memgpt_lite.settings.folders import FolderNames
 from memgpt_lite.storage.sqlite.connect import file_errors, file_problem, read_only_reason
 from memgpt_lite.storage.tasks import check_task, current_task
 
@@ -41,6 +42,7 @@ from memgpt_lite.storage.tasks import check_task, current_task
 class _Guardable(Protocol):
     lock: threading.RLock
     path: Path
+    folder_names: FolderNames
     task_with_transaction: object | None
 
 
@@ -62,7 +64,7 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
             try:
                 return method(self, *args, **kwargs)
             except sqlite3.Error as exc:
-                problem = file_problem(self.path, exc)
+                problem = file_problem(self.path, exc, self.folder_names)
                 if problem is None:
                     raise
                 raise problem from exc
@@ -82,11 +84,12 @@ class _Level(NamedTuple):
 
 
 class Transactions:
-    """Mixed into `Store`, which provides `db`, `path`, `read_only`,
-    `busy_timeout_seconds` and the two hooks below."""
+    """Mixed into `Store`, which provides `db`, `path`, `folder_names`,
+    `read_only`, `busy_timeout_seconds` and the two hooks below."""
 
     db: Database
     path: Path
+    folder_names: FolderNames  # how errors name a folder
     read_only: bool
     busy_timeout_seconds: float
     renew_held_leases: Callable[[], None]  # before each commit (locks.py)
@@ -156,13 +159,15 @@ class Transactions:
         try:
             if self._levels and self.task_with_transaction is not None:
                 check_task(self.task_with_transaction)
-            with file_errors(self.path):
+            with file_errors(self.path, self.folder_names):
                 self._rollback_leftover()
                 outermost = not conn.in_transaction
                 savepoint = None
                 if outermost:
                     if write and self.read_only:
-                        raise ReadOnlyError(f"{read_only_reason(self.path)}; nothing was changed")
+                        raise ReadOnlyError(
+                            f"{read_only_reason(self.path, self.folder_names)}; nothing was changed"
+                        )
                     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 elif write:
                     savepoint = f"nested_{self._levels}"
@@ -188,7 +193,7 @@ class Transactions:
         conn = self.db.conn
         committed = False
         try:
-            with file_errors(self.path):
+            with file_errors(self.path, self.folder_names):
                 if level.outermost:
                     committed = self._end_outermost(level, commit)
                 elif level.savepoint is not None:

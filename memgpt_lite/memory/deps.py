@@ -1,9 +1,13 @@
-"""What the loop, the memory tiers and the tools may reach of an agent.
+"""What the memory tiers may reach of an agent.
 
-`Agent` (agent.py) satisfies this protocol; the modules it is built from take
-an `AgentDeps` instead of the agent, so none of them imports agent.py, and a
-tool sees these dependencies rather than the whole facade. `state` is the
-agent's row as last read; code that changes it stores the change through
+`Agent` (agent.py) satisfies this protocol; memory takes a `MemoryDeps`
+instead of the agent, so nothing here imports agent.py, the loop or the
+tools. It is what a tier needs: the agent's row, its store, its token
+counter, its embedder and vector indexes, the messages of its context
+window and the tool schemas that share the window with them, and the step
+lock that history edits hold. The loop and the tools take the wider
+`AgentDeps` (tools/deps.py), which adds the model. `state` is the agent's
+row as last read; code that changes it stores the change through
 `store.update_agent` and keeps the returned state here.
 """
 
@@ -14,22 +18,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from memgpt_lite.embeddings.embedder import Embedder
-    from memgpt_lite.llm.model import Model
     from memgpt_lite.llm.tokens import TokenCounter
     from memgpt_lite.models import AgentState, Message
-    from memgpt_lite.storage.protocol import Storage
+    from memgpt_lite.storage.protocol import Owner, Storage
 
 
-class AgentDeps(Protocol):
-    """An agent's state and the services a step uses."""
+class MemoryDeps(Protocol):
+    """An agent's state and the services its memory uses."""
 
     state: AgentState
     store: Storage
-
-    @property
-    def llm(self) -> Model:
-        """The model the agent calls."""
-        ...
 
     @property
     def embedder(self) -> Embedder | None:
@@ -40,7 +38,7 @@ class AgentDeps(Protocol):
     def token_counter(self) -> TokenCounter: ...
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The `tools` list of a request."""
+        """The `tools` list of a request (they take room in the window)."""
         ...
 
     def tool_tokens(self) -> int:
@@ -51,8 +49,10 @@ class AgentDeps(Protocol):
         """Use `embedder` from now on (it must match the stored vectors)."""
         ...
 
-    def vector_index(self, owner: str) -> Any:
-        """The in-memory index of the agent's stored vectors of one kind."""
+    def vector_index(self, owner: Owner) -> Any:
+        """The in-memory index of the agent's stored vectors of one kind (a
+        retrieval/vector_index.py `VectorIndex`; not named here, which would
+        tie this protocol and retrieval/ to each other)."""
         ...
 
     def context_messages(self) -> list[Message]:

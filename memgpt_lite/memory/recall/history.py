@@ -23,30 +23,30 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.loop.window import unanswered
+from memgpt_lite.memory.recall.window import unanswered
 from memgpt_lite.models import Message
 from memgpt_lite.text import clean_text
 
 if TYPE_CHECKING:
-    from memgpt_lite.deps import AgentDeps
+    from memgpt_lite.memory.deps import MemoryDeps
 
 _FOLDED = "older messages are folded into the summary and cannot be edited"
 
 
-def _window(agent: AgentDeps) -> list[Message]:
+def _window(agent: MemoryDeps) -> list[Message]:
     """The messages in the context window, with the agent state read fresh:
     another process may have compacted or added messages meanwhile."""
     agent.state = agent.store.get_agent(agent.state.id)
     return agent.context_messages()
 
 
-def exchange_starts(agent: AgentDeps) -> list[Message]:
+def exchange_starts(agent: MemoryDeps) -> list[Message]:
     """The user messages in the context window, oldest first: one per exchange
     that can be edited."""
     return [m for m in _window(agent) if m.role == "user"]
 
 
-def pop_exchanges(agent: AgentDeps, n: int = 1) -> int:
+def pop_exchanges(agent: MemoryDeps, n: int = 1) -> int:
     """Delete the last `n` exchanges, in one transaction. Returns how many
     messages were deleted. Refuses (deleting nothing) when fewer than `n`
     exchanges are in the context window."""
@@ -67,7 +67,7 @@ def pop_exchanges(agent: AgentDeps, n: int = 1) -> int:
     return deleted
 
 
-def last_user_message(agent: AgentDeps) -> Message:
+def last_user_message(agent: MemoryDeps) -> Message:
     """The user message that starts the last exchange in the context window."""
     starts = exchange_starts(agent)
     if not starts:
@@ -75,7 +75,7 @@ def last_user_message(agent: AgentDeps) -> Message:
     return starts[-1]
 
 
-def pop_for_retry(agent: AgentDeps) -> str:
+def pop_for_retry(agent: MemoryDeps) -> str:
     """Remove the last exchange and return its user message, to send again."""
     with agent.step_lock():
         text = last_user_message(agent).content or ""
@@ -84,7 +84,7 @@ def pop_for_retry(agent: AgentDeps) -> str:
 
 
 def _edit_last(
-    agent: AgentDeps, text: str, what: str, edit: Callable[[Message, str], Message | None]
+    agent: MemoryDeps, text: str, what: str, edit: Callable[[Message, str], Message | None]
 ) -> Message:
     """Apply `edit` to the newest message in the window it accepts (it returns
     the edited copy, or None to look further back), and store the result."""
@@ -108,7 +108,7 @@ def _with_thought(message: Message, text: str) -> Message | None:
     return message.model_copy(update={"content": text})
 
 
-def rethink(agent: AgentDeps, text: str) -> Message:
+def rethink(agent: MemoryDeps, text: str) -> Message:
     """Replace the inner thought of the agent's last response that made tool calls."""
     return _edit_last(agent, text, "inner thought", _with_thought)
 
@@ -129,13 +129,13 @@ def _with_reply(message: Message, text: str) -> Message | None:
     return None
 
 
-def rewrite(agent: AgentDeps, text: str) -> Message:
+def rewrite(agent: MemoryDeps, text: str) -> Message:
     """Replace the agent's last reply: the message of its last send_message
     call, or its last plain-text answer."""
     return _edit_last(agent, text, "reply", _with_reply)
 
 
-def unanswered_note(agent: AgentDeps, resend: str, drop: str) -> str | None:
+def unanswered_note(agent: MemoryDeps, resend: str, drop: str) -> str | None:
     """If the user's last message went unanswered (its step failed or was
     cancelled before the model responded), one line saying so and naming the
     commands that send it again and drop it; else None."""

@@ -1,7 +1,7 @@
 """Archival memory, the unbounded tier: `agent.archival.insert/search/list/...`.
 
-Long text is cut into retrievable chunks of a few hundred tokens, on paragraph
-and sentence boundaries where it can be. An exact duplicate of a stored
+Long text is cut into retrievable chunks of a few hundred tokens (chunks.py).
+An exact duplicate of a stored
 passage is skipped (and reported). An insert, and a load of many files, is
 all or nothing: every passage of it is stored, or none is. With an embedder,
 new passages are embedded before they are stored; if the embedder's endpoint
@@ -16,8 +16,7 @@ ranks them after the current ones, and `history` shows the chain of a fact.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -27,10 +26,9 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, LLMError
-from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.memory.dates import annotate
-from memgpt_lite.memory.ranking import fts_words
-from memgpt_lite.memory.search import (
+from memgpt_lite.memory.archival.chunks import CHUNK_TOKENS, chunk_text
+from memgpt_lite.memory.retrieval.dates import annotate
+from memgpt_lite.memory.retrieval.search import (
     backfill,
     check_embedder,
     embed_texts,
@@ -38,48 +36,15 @@ from memgpt_lite.memory.search import (
     search_passages,
 )
 from memgpt_lite.models import AgentState, Passage, utcnow
+from memgpt_lite.storage.core.words import fts_words
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
-    from memgpt_lite.deps import AgentDeps
+    from memgpt_lite.memory.deps import MemoryDeps
 
 log = logging.getLogger(__name__)
 
-CHUNK_TOKENS = 300
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text", ".csv", ".json", ".log"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _units(counter: TokenCounter, text: str, max_tokens: int) -> Iterator[tuple[str, str]]:
-    """(piece, separator) pairs no longer than `max_tokens`: paragraphs, else
-    sentences, else plain token windows."""
-    for paragraph in re.split(r"\n\s*\n", text.strip()):
-        paragraph = paragraph.strip()
-        if not paragraph:
-            continue
-        if counter.count_text(paragraph) <= max_tokens:
-            yield paragraph, "\n\n"
-            continue
-        for sentence in _SENTENCE_END.split(paragraph):
-            tokens = counter.encoding.encode_ordinary(sentence)
-            for i in range(0, len(tokens), max_tokens):
-                yield counter.encoding.decode(tokens[i : i + max_tokens]).strip(), " "
-
-
-def chunk_text(counter: TokenCounter, text: str, max_tokens: int = CHUNK_TOKENS) -> list[str]:
-    """Cut `text` into chunks of at most about `max_tokens` tokens."""
-    chunks: list[str] = []
-    current, used = "", 0
-    for piece, separator in _units(counter, text, max_tokens):
-        size = counter.count_text(piece)
-        if current and used + size > max_tokens:
-            chunks.append(current)
-            current, used = "", 0
-        current = f"{current}{separator}{piece}" if current else piece
-        used += size
-    if current:
-        chunks.append(current)
-    return chunks
 
 
 def _read_text(file: Path) -> str:
@@ -116,7 +81,7 @@ class InsertReport:
 class ArchivalMemory:
     """An agent's archival memory."""
 
-    def __init__(self, agent: AgentDeps) -> None:
+    def __init__(self, agent: MemoryDeps) -> None:
         self.agent = agent
 
     @property
@@ -172,7 +137,7 @@ class ArchivalMemory:
         """Store prepared passages (no chunking), for bulk loads: all or none.
         Relative dates in their text are resolved at each passage's own time
         (an imported conversation's dates, or now) and written beside them
-        ("yesterday [2023-05-07]", see memory/dates.py)."""
+        ("yesterday [2023-05-07]", see memory/retrieval/dates.py)."""
         passages = [_dated(p) for p in passages]
         return self._store(passages, self._embed_new(passages) or {})
 

@@ -20,7 +20,7 @@ def load_prompt(name: str) -> str:
     packaged = resources.files("memgpt_lite") / "prompts" / f"{name}.md"
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8").strip()
-    source_tree = Path(__file__).resolve().parents[2] / "prompts" / f"{name}.md"
+    source_tree = Path(__file__).resolve().parents[3] / "prompts" / f"{name}.md"
     return source_tree.read_text(encoding="utf-8").strip()
 
 

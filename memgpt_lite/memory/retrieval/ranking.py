@@ -1,23 +1,9 @@
-"""Budgeted BM25 ranking that stays fast on large full-text indexes: the
-arithmetic, shared by archival passages and recall messages. The queries that
-use it are the storage backend's (SQLite: `storage/sqlite/fulltext.py`).
-
-Scoring every match of a word found in half of a million rows costs FTS5
-about a second. So the rarest query words, together matching at most
-RANK_BUDGET rows, choose the candidates, and the other words only add to
-their scores. BM25 is a sum over words: a candidate's full score is the larger
-of its score for the rare words alone and its score for `rare AND common`
-(each word once). A row holding none of the rare words scores at most the sum
-of the other words' largest possible BM25 terms (IDF * (k1 + 1), k1 = 1.2 in
-FTS5); when the results that must be exact all score above that bound, they
-are exactly the ranking of every match (MaxScore). Otherwise they are the best
-of the rows holding a rare word. When even the rarest word matches more than
-the budget, its newest RANK_BUDGET matches are the candidates.
-
-On top of the words' ranking, the arithmetic of archival search's other
-signals: pseudo-relevance feedback (`feedback_words`, `fuse_feedback`), a
-period named by the query (`date_boosted`) and what a passage is about
-(`reweighed`: its subject, whether it asks, its length).
+"""The ranking policy above storage: the store returns candidates with their
+raw word scores (budgeted BM25: storage/core/words.py, whose words and stop
+words this module shares), and here they are weighed and fused with archival
+search's other signals: pseudo-relevance feedback (`feedback_words`,
+`fuse_feedback`), a period named by the query (`date_boosted`) and what a
+passage is about (`reweighed`: its subject, whether it asks, its length).
 """
 
 from __future__ import annotations
@@ -27,85 +13,12 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
-RANK_BUDGET = 10_000
+from memgpt_lite.storage.core.words import STOP_WORDS, WORD, fts_words
+
 Item = TypeVar("Item")
-BM25_K1 = 1.2
-
-# English function words: they match nearly everything and only add noise to an
-# OR query. A query made only of them is searched as it is.
-_STOP_WORDS_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is
-    it its itself just let me more most my myself no nor not now of off on once only or other
-    our ours ourselves out over own same she should so some such than that the their theirs
-    them themselves then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours yourself
-    yourselves s t d ll m re ve
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-_WORD = re.compile(r"\w+", re.UNICODE)
-# "What kind of music...": the frame says what sort of answer is wanted, and
-# "kind" matched every "your kind words" (LoCoMo, lexical: open-domain
-# recall@5 +1.1, the rest within 0.3).
-_QUESTION_FRAME = re.compile(r"\b(?:kinds?|types?|sorts?)\s+of\b", re.IGNORECASE)
-
-
-def fts_words(text: str) -> list[str]:
-    """The words of `text` to search for: lower-cased, each once, stop words
-    and the frame of "what kind (type, sort) of" left out (unless the text
-    holds nothing else)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(_QUESTION_FRAME.sub(" ", text))))
-    return [w for w in words if w not in STOP_WORDS] or words
-
-
-def fts5_idf(rows: int, hits: int) -> float:
-    """FTS5's BM25 IDF of a word found in `hits` of `rows` rows (fts5_aux.c)."""
-    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0 else 1e-6
-
-
-class WordSplit(NamedTuple):
-    """A query's words split by how often they match."""
-
-    rare: list[str]  # they choose the candidates
-    common: list[str]  # they only add to the candidates' scores
-    over_budget: bool  # even the rarest word matches more rows than the budget
-
-
-def split_by_rarity(words: Sequence[str], hits: Mapping[str, int], budget: int) -> WordSplit:
-    """The rarest of `words` (non-empty) that together match at most
-    `budget` rows (at least one), given how many rows hold each word."""
-    order = sorted(words, key=lambda w: hits[w])  # rarest first
-    chosen, scored = 1, hits[order[0]]
-    while chosen < len(order) and scored + hits[order[chosen]] <= budget:
-        scored += hits[order[chosen]]
-        chosen += 1
-    return WordSplit(order[:chosen], order[chosen:], scored > budget)
-
-
-def common_words_bound(rows: int, hits: Mapping[str, int], common: Sequence[str]) -> float:
-    """The best BM25 score a row holding only `common` words can reach."""
-    return sum(fts5_idf(rows, hits[w]) * (BM25_K1 + 1) for w in common)
-
-
-class ScoreBound(NamedTuple):
-    """What is known of the rows a budgeted ranking left unscored."""
-
-    bound: float | None  # the best score of a row with no rare word; None: no other words
-    complete: bool  # every match of the rare words was scored
-
-    def proves(self, scores: Sequence[float], exact: int) -> bool:
-        """Whether the first `exact` of `scores`, best first, are exactly the
-        ranking of every match."""
-        if not self.complete:
-            return False
-        if self.bound is None or exact == 0:
-            return True
-        return len(scores) >= exact and scores[exact - 1] > self.bound
 
 
 # Pseudo-relevance feedback: the words that set the best hits apart from the
@@ -199,7 +112,7 @@ def fuse_feedback(
 # A date named in a query ("in May 2023", "last summer") multiplies the word
 # score of the items of that period by this: it ranks them first among
 # matches about as good, without hiding a better match dated otherwise (or
-# dated only by words memory/dates.py cannot read).
+# dated only by words memory/retrieval/dates.py cannot read).
 DATE_BOOST = 1.5
 
 
@@ -223,13 +136,13 @@ def query_names(query: str) -> set[str]:
     anywhere else; a query of keywords may begin with one."""
     return {
         word.lower()
-        for word in _WORD.findall(query)
+        for word in WORD.findall(query)
         if word[0].isupper() and word.lower() not in STOP_WORDS
     }
 
 
 # Two signals of what a passage is about, weighed on its word score (before
-# fusion with vectors: memory/search.py), measured on the LoCoMo development
+# fusion with vectors: memory/retrieval/search.py), measured on the LoCoMo development
 # split, lexical; each alone and both together improved every category but
 # adversarial, whose questions ask one person about what another did.
 # A passage that begins with a name the query names is about that one
@@ -278,7 +191,7 @@ def _traits(text: str) -> _Traits:
     recent searches: a search weighs most of its passages twice and takes
     the feedback words from them (`with_feedback`), and a stored passage's
     text never changes."""
-    words = _WORD.findall(text.lower())
+    words = WORD.findall(text.lower())
     asks = _without_trailing_note(text).endswith("?")
     return _Traits(words[0] if words else "", asks, frozenset(words), len(words))
 
@@ -320,7 +233,7 @@ def length_weights(lengths: Sequence[int]) -> list[float]:
 # with when it happened ("we went camping last week"), in passages that may
 # share no word with the question. A passage that begins with a name the
 # query names (SUBJECT_BOOST) and tells of a dated past event (a date in its
-# text before its own: memory/dates.py `tells_past`) weighs EXPERIENCE_BOOST
+# text before its own: memory/retrieval/dates.py `tells_past`) weighs EXPERIENCE_BOOST
 # more. On LoCoMo, among the 30 passages found for each multi-hop question
 # holding "has/have", 36-42% of the evidence holds a resolved date, 13-16%
 # of the rest.

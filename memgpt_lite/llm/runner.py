@@ -1,12 +1,15 @@
-"""Running the async step core from synchronous code.
+"""Running the async step core (and a tool's coroutine) from synchronous code.
+
+Here, beside the event loops of the model client (endpoint.py, blocking_io.py)
+it shares, so that the loop, the tools and the agent above all reach it.
 
 `run(coro)` runs a coroutine to its end for a synchronous caller. In a thread
 with no running event loop (a script, the CLI, a worker thread) it runs on
 that thread's own event loop, kept for the next call so that the model
 client's pooled connections are reused; everything stays in the caller's
 thread. Since nothing else runs on that loop, its HTTP may block the thread
-(llm/blocking_io.py), which is cheaper. Inside a running loop (Jupyter), it
-runs on the private background loop of llm/endpoint.py instead, since a loop
+(blocking_io.py), which is cheaper. Inside a running loop (Jupyter), it
+runs on the private background loop of endpoint.py instead, since a loop
 cannot be re-entered.
 
 Ctrl-C, wherever it lands, cancels the coroutine and lets it unwind (the step

@@ -1,8 +1,8 @@
 """Hybrid search over archival passages and recall messages.
 
 Lexical ranking is the store's BM25 (SQLite FTS5: porter stemming, stop words
-dropped, any input taken as plain words; see memory/ranking.py for large
-memories). With
+dropped, any input taken as plain words; see storage/core/words.py for
+large memories). With
 an embedder, the query is also embedded and compared with the agent's stored
 vectors (the in-process index of vector_index.py), and
 the two are fused by a convex combination of normalised scores: BM25 over the
@@ -20,7 +20,7 @@ PostgreSQL without pgvector, use the in-process index.
 Before fusion, the words ranking is widened by pseudo-relevance feedback
 (`with_feedback`): the words that set the best hits apart are searched again,
 at lower weight, so a second hop or another mention of the same thing is
-found by the hits' words, not only the question's (memory/ranking.py).
+found by the hits' words, not only the question's (memory/retrieval/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
 or is much shorter than the others found; for a question in the present
@@ -41,7 +41,7 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.dates import (
+from memgpt_lite.memory.retrieval.dates import (
     Period,
     bounded_by,
     dated_within,
@@ -49,7 +49,7 @@ from memgpt_lite.memory.dates import (
     query_period,
     tells_past,
 )
-from memgpt_lite.memory.ranking import (
+from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
     date_boosted,
@@ -57,7 +57,7 @@ from memgpt_lite.memory.ranking import (
     fuse_feedback,
     reweighed,
 )
-from memgpt_lite.memory.vector_index import (
+from memgpt_lite.memory.retrieval.vector_index import (
     Hits,
     ServerHits,
     StartedSearch,
@@ -72,7 +72,7 @@ from memgpt_lite.storage.protocol import (
 from memgpt_lite.text import clean_text, clean_texts
 
 if TYPE_CHECKING:
-    from memgpt_lite.deps import AgentDeps
+    from memgpt_lite.memory.deps import MemoryDeps
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int
     return sorted(items, key=lambda item: (-score(item), -item))
 
 
-def check_embedder(agent: AgentDeps) -> None:
+def check_embedder(agent: MemoryDeps) -> None:
     """Refuse an embedder other than the one the agent's vectors came from."""
     embedder, state = agent.embedder, agent.state
     if embedder is None or state.embedding_model is None:
@@ -110,7 +110,7 @@ def check_embedder(agent: AgentDeps) -> None:
         )
 
 
-def embed_texts(agent: AgentDeps, texts: Sequence[str]) -> np.ndarray | None:
+def embed_texts(agent: MemoryDeps, texts: Sequence[str]) -> np.ndarray | None:
     """The agent's embedder's vectors for `texts`, None without an embedder
     (a call to the endpoint or the local model: nothing is written)."""
     if agent.embedder is None:
@@ -121,7 +121,7 @@ def embed_texts(agent: AgentDeps, texts: Sequence[str]) -> np.ndarray | None:
 
 
 def record_vectors(
-    agent: AgentDeps, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+    agent: MemoryDeps, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
 ) -> None:
     """Store vectors made by `embed_texts`; record the agent's embedding space
     on first use (the field alone, read fresh: another process may have
@@ -143,7 +143,7 @@ def record_vectors(
 
 
 def store_vectors(
-    agent: AgentDeps, owner: Owner, seqs: Sequence[int], texts: Sequence[str]
+    agent: MemoryDeps, owner: Owner, seqs: Sequence[int], texts: Sequence[str]
 ) -> None:
     """Embed and store; record the agent's embedding space on first use."""
     vectors = embed_texts(agent, texts) if seqs else None
@@ -151,7 +151,7 @@ def store_vectors(
         record_vectors(agent, owner, seqs, vectors)
 
 
-def backfill(agent: AgentDeps, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
+def backfill(agent: MemoryDeps, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
     """Embed up to `limit` stored items that have no vector yet (none in a
     database this process may only read: search uses the vectors it has)."""
     if agent.store.read_only:
@@ -177,7 +177,7 @@ _VECTOR_THREAD: ThreadPoolExecutor | None = None
 
 
 def _start_vector_search(
-    agent: AgentDeps, owner: Owner, query: str, depth: int
+    agent: MemoryDeps, owner: Owner, query: str, depth: int
 ) -> StartedSearch | None:
     """Embed `query` and start the vector search on a worker thread (numpy
     releases the GIL, so it overlaps the full-text query), or, when the store
@@ -291,7 +291,7 @@ def _passage_told_past(passage: Passage) -> bool:
 
 
 def search_passages(
-    agent: AgentDeps,
+    agent: MemoryDeps,
     query: str,
     limit: int,
     offset: int = 0,
@@ -339,7 +339,7 @@ class _PassageFilters(NamedTuple):
 
 
 def _passage_page(
-    agent: AgentDeps,
+    agent: MemoryDeps,
     query: str,
     vector_search: StartedSearch | None,
     limit: int,
@@ -403,7 +403,7 @@ class _PassageRanker:
     the period cost as much as the first (at 1M passages, p95 of dated
     searches 123 ms against 55 without)."""
 
-    def __init__(self, agent: AgentDeps, filters: _PassageFilters, page: int) -> None:
+    def __init__(self, agent: MemoryDeps, filters: _PassageFilters, page: int) -> None:
         self.store, self.agent_id = agent.store, agent.state.id
         self.filters, self.page = filters, page
         self.period = _period_bounds(filters)
@@ -476,7 +476,7 @@ def _passages_in_period(
 
 
 def search_messages(
-    agent: AgentDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
+    agent: MemoryDeps, query: str, limit: int, offset: int = 0, exclude_step_id: str | None = None
 ) -> tuple[list[Message], int]:
     """One page of the agent's past user and assistant messages for `query`."""
     query = clean_text(query)  # it reaches the store and the embedder

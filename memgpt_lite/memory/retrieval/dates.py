@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
-from memgpt_lite.memory.ranking import STOP_WORDS
+from memgpt_lite.storage.core.words import STOP_WORDS
 
 
 class Period(NamedTuple):

@@ -26,26 +26,53 @@ Data derived from installed packages (the token vocabularies) is cached in
 `$MEMGPT_LITE_HOME/cache` when `$MEMGPT_LITE_HOME` is set, else in
 `$XDG_CACHE_HOME/memgpt_lite` (`~/.cache/memgpt_lite`); deleting it is safe.
 
-Every command imports this module, so it stays light: the pydantic models of
-the settings are in `settings.py`, imported by the functions that build them.
+This is the one module that reads the environment and config.toml: the
+edges (the command line, the server, `Agent`) call it and hand the layers
+below what it resolved (values.py, endpoint.py). Every command imports it, so
+it stays light: the pydantic models of the settings are in `effective.py`,
+imported by the functions that build them.
 """
 
 from __future__ import annotations
 
-import errno
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.errors import ConfigError, validation_message
+from memgpt_lite.settings.endpoint import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Endpoint,
+    check_timeout,
+    choose_endpoint,
+    choose_timeout,
+)
+from memgpt_lite.settings.folders import (
+    CACHE_DIRNAME,
+    CONFIG_FILENAME,
+    DB_FILENAME,
+    FolderNames,
+    is_url,
+)
+from memgpt_lite.settings.values import (
+    EMBEDDING_MODEL_DIR_ENV,
+    PG_LANGUAGE_ENV,
+    PG_VECTORS_ENV,
+    PostgresOptions,
+    Settings,
+)
 
 if TYPE_CHECKING:
-    from memgpt_lite.settings import ConfigValue, EffectiveConfig, FileConfig, SettingValue
+    from memgpt_lite.models import LLMConfig
+    from memgpt_lite.settings.effective import (
+        ConfigValue,
+        EffectiveConfig,
+        FileConfig,
+        SettingValue,
+    )
 
-DB_FILENAME = "memgpt_lite.db"
-CONFIG_FILENAME = "config.toml"
+HOME_ENV = "MEMGPT_LITE_HOME"
 
 # The environment variable of each setting, in the order `memgpt-lite config` shows them.
 ENV_VARS = {
@@ -57,17 +84,12 @@ ENV_VARS = {
     "db": "MEMGPT_LITE_DB",
 }
 DEFAULT_SOURCE = "default"
-# One model request as a whole may take this long: local models on a CPU and
-# reasoning models can take minutes to answer, and nothing arrives before the
-# whole answer is ready.
-DEFAULT_TIMEOUT_SECONDS = 300.0
 DEFAULTS: dict[str, SettingValue] = {"timeout": DEFAULT_TIMEOUT_SECONDS}
-CACHE_DIRNAME = "cache"
 
 
 def home_dir() -> Path:
     """The directory for memgpt_lite's files: `$MEMGPT_LITE_HOME` or `~/.memgpt_lite`."""
-    configured = os.environ.get("MEMGPT_LITE_HOME")
+    configured = os.environ.get(HOME_ENV)
     return Path(configured).expanduser() if configured else Path.home() / ".memgpt_lite"
 
 
@@ -75,7 +97,7 @@ def cache_dir() -> Path:
     """The folder for caches: `$MEMGPT_LITE_HOME/cache` when the home is set
     (a custom home keeps everything, as tests and sandboxes want), else
     `$XDG_CACHE_HOME/memgpt_lite`, where backups and cleaners expect caches."""
-    if os.environ.get("MEMGPT_LITE_HOME"):
+    if os.environ.get(HOME_ENV):
         return home_dir() / CACHE_DIRNAME
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     # The XDG spec ignores a relative path: it would depend on the working folder.
@@ -83,32 +105,31 @@ def cache_dir() -> Path:
     return base / "memgpt_lite"
 
 
-def folder_label(folder: Path) -> str:
-    """How an error names `folder`: with the variable that chose it, when it is
-    the home folder, so the user knows what to change."""
-    if os.environ.get("MEMGPT_LITE_HOME") and folder == home_dir():
-        return f"$MEMGPT_LITE_HOME ({folder})"
-    return str(folder)
-
-
-def folder_problem(folder: Path, exc: OSError) -> str:
-    """Why `folder` cannot hold our files, in one line that names it (or the
-    file in its way: the home folder, when it is a file)."""
-    label = folder_label(folder)
-    if isinstance(exc, FileExistsError | NotADirectoryError):
-        in_the_way = next((p for p in (folder, *folder.parents) if p.exists()), folder)
-        return f"{folder_label(in_the_way)} is a file, not a folder"
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"{label} is read-only"
-    return f"cannot use the folder {label}: {exc.strerror or exc}"
+def folder_names() -> FolderNames:
+    """How errors name our folders: the home folder with the variable that
+    chose it, when one did, so the user knows what to change."""
+    return FolderNames(((home_dir(), HOME_ENV),) if os.environ.get(HOME_ENV) else ())
 
 
 def ensure_folder(folder: Path) -> None:
     """Create `folder` if needed; a ConfigError naming it if it cannot be."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(folder_problem(folder, exc)) from None
+    folder_names().ensure(folder)
+
+
+def resolve_settings() -> Settings:
+    """The settings of this process that are not an agent's own, from the
+    environment: what an edge hands down (values.py)."""
+    model_dir = os.environ.get(EMBEDDING_MODEL_DIR_ENV)
+    return Settings(
+        home=home_dir(),
+        cache_dir=cache_dir(),
+        folder_names=folder_names(),
+        postgres=PostgresOptions(
+            search_language=os.environ.get(PG_LANGUAGE_ENV, "english"),
+            server_vectors=os.environ.get(PG_VECTORS_ENV, "").strip().lower() != "off",
+        ),
+        embedding_model_dir=Path(model_dir).expanduser() if model_dir else None,
+    )
 
 
 def default_db_path() -> Path:
@@ -127,8 +148,6 @@ def _default(key: str) -> SettingValue:
 def _db_location(setting: ConfigValue, path: Path) -> ConfigValue:
     """The `db` setting as `open_storage` takes it: a URL as written, a path
     with `~` expanded and, when it comes from config.toml, relative to it."""
-    from memgpt_lite.storage.location import is_url
-
     text = str(setting.value)
     if is_url(text):
         return setting
@@ -161,7 +180,7 @@ def load_file_config(path: Path | None = None) -> FileConfig:
 
     from pydantic import ValidationError
 
-    from memgpt_lite.settings import FileConfig
+    from memgpt_lite.settings.effective import FileConfig
 
     path = path or config_path()
     try:
@@ -189,28 +208,41 @@ def configured_base_url() -> str | None:
     return load_file_config().base_url
 
 
-def check_timeout(value: object, source: str) -> float:
-    """`value` as a number of seconds, or a ConfigError naming `source`."""
-    seconds = value
-    if isinstance(value, str):
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = None
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not (math.isfinite(seconds) and seconds > 0)
-    ):
-        raise ConfigError(f"{source} must be a positive number of seconds, got {value!r}")
-    return float(seconds)
-
-
 def configured_timeout() -> ConfigValue:
     """The request timeout from $MEMGPT_LITE_TIMEOUT, else config.toml, else the
     default, with its source: what an agent without its own uses."""
     path = config_path()
     return _setting("timeout", None, path, lambda: load_file_config(path))
+
+
+def resolve_endpoint(
+    config: LLMConfig, base_url: str | None = None, api_key: str | None = None
+) -> Endpoint:
+    """The base URL and API key to use: from the arguments, then the agent's
+    config (its own key, if it has one), then OPENAI_BASE_URL /
+    OPENAI_API_KEY, then (the URL only) `base_url` in config.toml, read only
+    if needed. A malformed URL is a ConfigError naming where it came from."""
+    return choose_endpoint(
+        config,
+        base_url,
+        api_key,
+        url_fallbacks=(
+            lambda: (os.environ.get("OPENAI_BASE_URL"), "$OPENAI_BASE_URL"),
+            lambda: (configured_base_url(), f"base_url in {config_path()}"),
+        ),
+        key_fallback=os.environ.get("OPENAI_API_KEY"),
+    )
+
+
+def resolve_timeout(config: LLMConfig, timeout: float | None = None) -> float:
+    """The limit on one request, in seconds: the argument, then the agent's own
+    (`llm.timeout_seconds`), then $MEMGPT_LITE_TIMEOUT, config.toml, the default."""
+
+    def configured() -> float:
+        setting = configured_timeout()
+        return check_timeout(setting.value, setting.source)
+
+    return choose_timeout(config, timeout, configured)
 
 
 def _from_env(key: str) -> SettingValue:
@@ -236,7 +268,7 @@ def _setting(
 ) -> ConfigValue:
     """One setting: `flag` (None: not given), else the environment, else the
     config file at `path` (read by `from_file` only if needed), else the default."""
-    from memgpt_lite.settings import ConfigValue
+    from memgpt_lite.settings.effective import ConfigValue
 
     if flag is not None:
         return ConfigValue(value=flag, source="--" + key.replace("_", "-"))
@@ -252,7 +284,7 @@ def effective_config(
 ) -> EffectiveConfig:
     """Each setting from `flags` (None: not given), else the environment, else
     the config file, else the default. A bad file or variable is a ConfigError."""
-    from memgpt_lite.settings import EffectiveConfig
+    from memgpt_lite.settings.effective import EffectiveConfig
 
     flags = flags or {}
     path = path or config_path()

@@ -1,11 +1,14 @@
-"""The context window: what the next request holds, and its token budget.
+"""The context window: what of recall memory the next request holds, and its
+token budget. Recall-tier logic, so the memory tools and history edits use
+it; the loop (loop/request.py, loop/compaction.py) owns the step that sends
+the request, makes it fit and evicts.
 
 The request is the system message (instructions, core memory blocks,
 metadata and the recursive summary), the messages in the window, and the tool
 schemas. Each is counted against the agent's window minus a reserve for the
 reply (`Budget`). A single huge message is clipped with a marker in the request
 (never in storage), and messages whose step failed before the model answered
-are left out. request.py makes a request fit; compaction.py evicts.
+are left out.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memgpt_lite.deps import AgentDeps
 from memgpt_lite.errors import ContextBudgetError
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
-from memgpt_lite.memory.core import join_sections, render_block, system_sections
+from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
+from memgpt_lite.memory.deps import MemoryDeps
 from memgpt_lite.models import Block, Message, utcnow
 
 # Context windows of well-known models, by name prefix; the first match wins,
@@ -94,7 +97,7 @@ class Budget:
         return self.compact_at - max(MIN_MESSAGE_ROOM, self.compact_at // 4)
 
 
-def budget_for(agent: AgentDeps) -> Budget:
+def budget_for(agent: MemoryDeps) -> Budget:
     settings = agent.state.settings
     model_window = settings.context_window or window_for_model(agent.state.llm.model)
     window = working_window(model_window, settings.working_window)
@@ -169,7 +172,7 @@ def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[
 
 
 def compile_context(
-    agent: AgentDeps, clip_tokens: int | None = None, step_id: str | None = None
+    agent: MemoryDeps, clip_tokens: int | None = None, step_id: str | None = None
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
     progress. Messages over `clip_tokens` (default: half the room left for
@@ -215,12 +218,12 @@ def compile_context(
     )
 
 
-def _fixed_tokens(agent: AgentDeps, system: dict[str, Any]) -> int:
+def _fixed_tokens(agent: MemoryDeps, system: dict[str, Any]) -> int:
     """Tokens of a request besides its messages: system message, tools, primer."""
     return agent.token_counter.count_message(system) + agent.tool_tokens() + REPLY_PRIMER_TOKENS
 
 
-def core_memory_overflow(agent: AgentDeps, block: Block, new_value: str) -> str | None:
+def core_memory_overflow(agent: MemoryDeps, block: Block, new_value: str) -> str | None:
     """Why giving `block` the value `new_value` would crowd the conversation
     out of the agent's context window, or None if the edit is fine. An edit
     that does not grow the system message is always fine, so an agent already
@@ -242,7 +245,9 @@ def core_memory_overflow(agent: AgentDeps, block: Block, new_value: str) -> str 
     )
 
 
-def budget_error(agent: AgentDeps, compiled: CompiledContext, budget: Budget) -> ContextBudgetError:
+def budget_error(
+    agent: MemoryDeps, compiled: CompiledContext, budget: Budget
+) -> ContextBudgetError:
     counter = agent.token_counter
     sizes = [f"{name} {counter.count_text(text)}" for name, text in compiled.sections]
     sizes.append(f"tool schemas {agent.tool_tokens()}")
@@ -276,7 +281,7 @@ class ContextOverview(BaseModel):
     messages_in_storage: int
 
 
-def overview(agent: AgentDeps) -> ContextOverview:
+def overview(agent: MemoryDeps) -> ContextOverview:
     compiled, budget, counter = compile_context(agent), budget_for(agent), agent.token_counter
     sections = {name: counter.count_text(text) for name, text in compiled.sections}
     sections["messages"] = sum(compiled.message_tokens)

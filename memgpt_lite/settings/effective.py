@@ -1,9 +1,9 @@
 """The models of the settings: what `config.toml` may hold, and each effective
-setting with where it came from. `config.py` resolves them.
+setting with where it came from. `resolve.py` resolves them.
 
-Apart from `config.py` because pydantic takes tens of milliseconds to import
-and build these: every command reads paths from `config.py`, and only the ones
-that resolve settings load this module.
+Apart from `resolve.py` because pydantic takes tens of milliseconds to import
+and build these: every command reads paths from `resolve.py`, and only the
+ones that resolve settings load this module.
 """
 
 from __future__ import annotations
