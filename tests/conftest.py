@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from backends import is_postgres
 from postgres_server import TEST_PG_ENV, TestServer
+from turns import DESCRIPTION, turn
 
 from memgpt_lite.testing import FakeOpenAIServer
 
@@ -60,6 +61,17 @@ def _test_pg_addresses() -> set[tuple[str, int]]:
         return set()
     found = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     return {(str(a[4][0]), int(a[4][1])) for a in found}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", DESCRIPTION)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Each test in its turn: alone if marked so (see turns.py)."""
+    with turn(item):
+        yield
 
 
 @pytest.fixture(autouse=True)

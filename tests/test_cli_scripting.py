@@ -109,15 +109,21 @@ def test_bad_input_is_one_line_with_the_bad_input_status(fake_llm, db, args, std
     assert user_messages(db) == [] and fake_llm.requests == []
 
 
-def test_a_file_that_is_not_utf8_or_is_a_folder(fake_llm, db, tmp_path):
-    latin = tmp_path / "latin1.txt"
+def test_a_file_that_is_not_utf8_or_is_a_folder(fake_llm, db, tmp_path, monkeypatch):
+    # Names relative to the test's folder: an error shows at most 80
+    # characters of the argument, and how long tmp_path is depends on the
+    # machine (the user's name, the pytest-xdist worker's folder).
+    monkeypatch.chdir(tmp_path)
+    latin = Path("latin1.txt")
     latin.write_bytes(b"na\xefve\n")
     result = run("send", "sam", f"@{latin}", db=db)
     assert result.exit_code == 2
     assert result.stderr == f"Error: @{latin} is not UTF-8 text (byte 2)\n"
-    folder = run("send", "sam", f"@{tmp_path}", db=db)
+    notes = Path("notes")
+    notes.mkdir()
+    folder = run("send", "sam", f"@{notes}", db=db)
     assert folder.exit_code == 2
-    assert folder.stderr == f"Error: cannot read @{tmp_path}: Is a directory\n"
+    assert folder.stderr == f"Error: cannot read @{notes}: Is a directory\n"
     assert user_messages(db) == []
 
 

@@ -265,6 +265,7 @@ def claim_from_elsewhere(db: str, agent_id: str, lease_seconds: float) -> None:
         assert store.take_step_lock(agent_id, holder, lease_seconds, lambda _: True) is None
 
 
+@pytest.mark.alone  # The step must find the other host's 1 s lease still running.
 def test_a_holder_on_another_host_keeps_the_lock_until_its_lease_runs_out(fake_llm, db_location):
     db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)

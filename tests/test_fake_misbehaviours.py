@@ -167,6 +167,7 @@ def test_misbehaviours_are_checked_at_enqueue(fake_llm: FakeOpenAIServer, item: 
     assert fake_llm.pending() == 0
 
 
+@pytest.mark.alone  # The HTML page must come back within the client's 0.2 s timeout.
 def test_embeddings_take_the_misbehaviours_too(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.enqueue_embeddings(html(), hang())
     client = client_for(fake_llm, timeout=0.2)

@@ -224,6 +224,7 @@ def test_drop_is_recovered_by_one_retry(fake_llm: FakeOpenAIServer) -> None:
     assert len(fake_llm.requests) == 2
 
 
+@pytest.mark.alone  # The second request must be answered within the client's 0.1 s timeout.
 def test_delay_makes_the_client_time_out(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.enqueue(reply("slow", delay=0.5), reply("fast"))
     client = client_for(fake_llm, timeout=0.1)

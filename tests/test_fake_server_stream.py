@@ -212,6 +212,7 @@ def test_a_cut_plain_answer_sends_half_its_body(fake_llm: FakeOpenAIServer) -> N
     assert len(body) == length // 2
 
 
+@pytest.mark.alone  # Both events must arrive within the client's 0.3 s timeout.
 def test_a_cut_may_hang_instead(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.enqueue(cut(reply("Hello world"), after=2, hang=True))
     client = client_for(fake_llm, timeout=0.3)

@@ -17,6 +17,10 @@ from memgpt_lite import Agent, LLMError
 from memgpt_lite.llm import runner
 from memgpt_lite.testing import FakeOpenAIServer, cut, drip, error, hang, reply, say
 
+# Limits of 0.3 to 1.2 s: a request after a timeout must still be answered
+# within them, and a run of retries counted as the server saw it.
+pytestmark = pytest.mark.alone
+
 
 def make_agent(tmp_path, timeout: float | None = None, **llm_options: Any) -> Agent:
     options = {"max_retries": 4} | llm_options

@@ -303,6 +303,7 @@ def test_failures_before_the_stream_are_retried(fake_llm, first):
     assert completion.content == "fine" and completion.streamed
 
 
+@pytest.mark.alone  # Its first chunks must arrive within the 0.5 s limit.
 def test_a_hang_mid_stream_ends_at_the_limit(fake_llm, drive):
     fake_llm.enqueue(cut(reply("Hello world"), after=2, hang=True))
     message, chunks = failure(model_for(fake_llm, timeout=0.5), drive=drive)
@@ -313,6 +314,7 @@ def test_a_hang_mid_stream_ends_at_the_limit(fake_llm, drive):
     assert chunks == [TextDelta("Hell")]
 
 
+@pytest.mark.alone  # Its first chunks must arrive within the 0.5 s limit.
 def test_a_drip_of_a_stream_ends_at_the_limit(fake_llm, drive):
     fake_llm.stream_piece_chars = 1
     fake_llm.enqueue(drip(reply("x" * 200), interval=0.01, chunk=40))

@@ -36,6 +36,7 @@ def limit_in_force(agent: Agent, server: FakeOpenAIServer) -> str:
     return message.split(" did not answer within ")[1].split(" s ")[0]
 
 
+@pytest.mark.alone  # Its last step must be answered within a 0.15 s limit.
 def test_argument_then_agent_then_env_then_file_then_default(fake_llm, tmp_path, monkeypatch):
     db = tmp_path / "a.db"
     Agent.create("plain", "gpt-4o-mini", db=db, llm_options={"max_retries": 0})
