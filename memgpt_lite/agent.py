@@ -2,7 +2,7 @@
 tiers, its tools and its model, and four ways to run a step.
 
 `step()`, `astep()`, `stream()` and `astream()` all drive the one step core
-in loop/step.py, which yields typed events (loop/events.py): `step` and
+in loop/step.py, which yields typed events (events.py): `step` and
 `astep` return the step's result (or raise its error), `stream` and `astream`
 hand over each event as it happens, the reply's words included.
 """
@@ -22,13 +22,13 @@ from pydantic import ValidationError
 from memgpt_lite.agent_setup import Wanted, embedder_for, new_state, stored_as_wanted
 from memgpt_lite.embeddings.embedder import Embedder, check_embedder_name
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ModelRetry, validation_messages
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.llm import runner
 from memgpt_lite.llm.model import Model
 from memgpt_lite.llm.openai_chat import OpenAIChatModel
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop import approvals, reflection
 from memgpt_lite.loop.compaction import CompactionReport, compact
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import StepInput, run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
@@ -483,7 +483,7 @@ class Agent:
 
     def stream(self, user_message: StepInput) -> Iterator[StepEvent]:
         """`step`, as the events of the step while they happen (see
-        loop/events.py): the model's words as it writes them, each tool call
+        events.py): the model's words as it writes them, each tool call
         and result, each reply. The last event is `StepFinished` (with the
         result) or `StepFailed` (with the error, which is not raised). Leaving
         the loop early stops the step; what it stored stays consistent."""

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from memgpt_lite import Agent, AgentSettings, Approval, ApprovalError, tool
-from memgpt_lite.loop.events import ApprovalRequested, StepFinished, StepStarted
+from memgpt_lite.events import ApprovalRequested, StepFinished, StepStarted
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel
 from memgpt_lite.tools.rules import at_most, needs_approval, runs_first

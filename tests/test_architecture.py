@@ -54,7 +54,7 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors",),
-    ("models",),
+    ("models", "events"),  # events: what a step reports, plain data like models
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memgpt_lite import Agent
-from memgpt_lite.loop.events import STEP_EVENT, StepFinished
+from memgpt_lite.events import STEP_EVENT, StepFinished
 from memgpt_lite.server.app import create_app
 from memgpt_lite.testing.script import Reply, call, error, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer

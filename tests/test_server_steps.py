@@ -15,7 +15,7 @@ import pytest
 
 from memgpt_lite import Agent
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.loop.events import StepEvent, StepFinished
+from memgpt_lite.events import StepEvent, StepFinished
 from memgpt_lite.models import DEFAULT_USER
 from memgpt_lite.server.context import ServerContext
 from memgpt_lite.server.steps import StepRunner

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from memgpt_lite import Agent, LLMError, tool
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     STEP_EVENT,
     MessageDelta,
     ReplyDelivered,

@@ -402,7 +402,7 @@ def show(ctx: click.Context, name: str) -> None:
     the tokens it has used, with their cost in dollars for models whose
     prices are known."""
     from memgpt_lite.cli.approvals import calls_text, stored_waiting_calls
-    from memgpt_lite.storage.location import redacted
+    from memgpt_lite.settings.folders import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
     from memgpt_lite.tools.rules import describe
 
@@ -538,7 +538,7 @@ def show_config(
     set OPENAI_API_KEY.
     """
     from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
-    from memgpt_lite.storage.location import redacted
+    from memgpt_lite.settings.folders import redacted
 
     flags = {
         "model": model,

@@ -59,8 +59,8 @@ def copy_db(src: str, dst: str) -> None:
 
     Example: memgpt-lite copy-db agents.db postgresql://sam@localhost/agents
     """
+    from memgpt_lite.settings.folders import redacted
     from memgpt_lite.storage.copy import copy_database
-    from memgpt_lite.storage.location import redacted
 
     keys: list[int] = []
     copied = copy_database(src, dst, on_keys=keys.append)

@@ -35,11 +35,10 @@ from memgpt_lite.cli.approvals import call_text
 from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.cli.repl_commands import COMMANDS, run_command
 from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.llm.prices import dollars, total_cost, turn_cost_text
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-from memgpt_lite.loop.step import StepInput
 from memgpt_lite.memory.recall.history import unanswered_note
-from memgpt_lite.models import Approval, StepResult, ToolCall
+from memgpt_lite.models import Approval, StepInput, StepResult, ToolCall
 from memgpt_lite.settings.resolve import ensure_folder, home_dir
 
 PROMPT = "you> "

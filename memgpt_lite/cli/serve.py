@@ -71,7 +71,7 @@ def serve(
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
-    from memgpt_lite.storage.location import is_postgres, redacted
+    from memgpt_lite.settings.folders import is_postgres, redacted
 
     location = db_location(ctx)
     if workers > 1 and not is_postgres(location):

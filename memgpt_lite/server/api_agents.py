@@ -17,9 +17,8 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepResult
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepInput, StepResult
 from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.sse import frame, sse_response

@@ -41,7 +41,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from memgpt_lite.errors import MemGPTError, NotFoundError
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     MessageDelta,
     ReplyDelivered,
     RequestSent,

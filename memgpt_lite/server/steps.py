@@ -22,9 +22,8 @@ from typing import TypeVar
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepStarted
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import StepResult
+from memgpt_lite.events import StepEvent, StepFailed, StepStarted
+from memgpt_lite.models import StepInput, StepResult
 
 T = TypeVar("T")
 

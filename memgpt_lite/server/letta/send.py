@@ -20,7 +20,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
 from memgpt_lite.errors import ApprovalError, LLMError
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     MessageDelta,
     RequestSent,
     StepEvent,
@@ -30,8 +30,7 @@ from memgpt_lite.loop.events import (
     ThoughtDelta,
     ToolCallStarted,
 )
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import Message, StepResult, utcnow
+from memgpt_lite.models import Message, StepInput, StepResult, utcnow
 from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
