@@ -195,10 +195,8 @@ def _printed(events: Iterable[StepEvent], output: Output) -> StepFinished | Step
 def _failure(agent: Agent, failed: StepFailed) -> click.ClickException:
     """The step's error as one line that also says how to send the message
     again or drop it; the status tells an endpoint failure from the rest."""
-    from memgpt_lite.memory.recall.history import unanswered_note
-
     name = agent.state.name
-    note = unanswered_note(agent, f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
+    note = agent.history.unanswered_note(f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
     # One line, so scripts and logs keep one line per failure.
     error = click.ClickException(
         f"{failed.message} — {note[0].lower()}{note[1:]}" if note else failed.message

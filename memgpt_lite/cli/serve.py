@@ -7,7 +7,7 @@ import os
 
 import click
 
-from memgpt_lite.cli.base import db_location, store_for
+from memgpt_lite.cli.base import db_location, workspace_for
 from memgpt_lite.cli.scripting import BadInput
 
 SERVER_EXTRA = 'the server needs its extra: pip install "memgpt-lite[server]"'
@@ -78,7 +78,9 @@ def serve(
         raise BadInput(
             "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
         )
-    store_for(ctx)  # the database opens (and is upgraded) here, or the command fails in one line
+    workspace_for(
+        ctx
+    )  # the database opens (and is upgraded) here, or the command fails in one line
     os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
     click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)

@@ -1,7 +1,8 @@
 """The step core: one async generator runs a step and yields its events.
 
 `agent.step()`, `agent.astep()`, `agent.stream()` and `agent.astream()` all
-drive `run_step`; there is no other loop. A step stores the user's message,
+drive `run_step`, through the agent's runner (agent/runner.py), which is the
+`StepHost` here; there is no other loop. A step stores the user's message,
 then calls the model, runs the tools it asked for, and goes on while a tool
 asked for a heartbeat or failed, up to the step limit. An answer with a call
 that needs the user's approval ends the step instead; the step that carries
