@@ -324,13 +324,13 @@ def hybrid_phase(agent, embedder: StubEmbedder, warmup: list[str], queries: list
     from memgpt_lite.memory.retrieval.search import backfill
 
     started = time.perf_counter()
-    index = agent.vector_index("passage")
+    index = agent.runner.vector_index("passage")
     index.refresh()
     index_load = time.perf_counter() - started
     # The first hybrid search in a process also checks for passages without
     # a vector (to embed them); later searches look only past what it saw.
     started = time.perf_counter()
-    assert backfill(agent, "passage") == 0
+    assert backfill(agent.runner, "passage") == 0
     pending_check = time.perf_counter() - started
     timed_searches(agent, warmup, embedder)
     hybrid = timed_searches(agent, queries, embedder)

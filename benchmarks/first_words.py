@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memgpt_lite import Agent
-from memgpt_lite.loop.events import MessageDelta, ThoughtDelta
+from memgpt_lite.events import MessageDelta, ThoughtDelta
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.testing import FakeOpenAIServer, say
 

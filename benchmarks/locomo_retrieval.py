@@ -29,7 +29,7 @@ from pathlib import Path
 from databases import Databases, add_db_option, backends, label
 
 from memgpt_lite import Agent, ConfigError, Passage
-from memgpt_lite.agent_setup import embedder_for
+from memgpt_lite.agent.setup import embedder_for
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10)

@@ -54,7 +54,7 @@ def user_message(turn: int) -> str:
 
 def found_by_search(agent: Agent, turns: int) -> int:
     search = BUILTIN_TOOLS["conversation_search"]
-    context = ToolContext(deps=agent, step_id="benchmark")
+    context = ToolContext(deps=agent.runner, step_id="benchmark")
     found = 0
     for turn in range(1, turns + 1):
         word = unique_word(turn)

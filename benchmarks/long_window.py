@@ -140,7 +140,7 @@ def main() -> None:
             window = len(agent.context_messages())
             from memgpt_lite.memory.recall.window import compile_context
 
-            compiled = compile_context(agent)
+            compiled = compile_context(agent.runner)
             body = {
                 "model": "m",
                 "messages": compiled.request_messages,

@@ -47,7 +47,7 @@ def conversation(turns: int, working_window: int | None, base_url: str, api_key:
             api_key=api_key,
             settings=AgentSettings(working_window=working_window),
         )
-        window = budget_for(agent).window
+        window = budget_for(agent.runner).window
         prompts: list[int] = []
         completion = compactions = 0
         started = time.perf_counter()

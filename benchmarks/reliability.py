@@ -155,7 +155,7 @@ def stepping_child(db: str, base_url: str, api_key: str, journal: str, start: in
     """Step the agent forever, noting each message before and after its step."""
     agent = Agent.load("chaos", db=db, base_url=base_url, api_key=api_key)
     agent.on_wait = lambda message: None  # the killed holder's lock is taken over at once
-    agent.token_counter.count_text("warm up")  # loads the vocabulary before the first step
+    agent.runner.token_counter.count_text("warm up")  # loads the vocabulary before the first step
     fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     os.write(fd, f"ready {start}\n".encode())
     for i in range(start, start + 100_000):
@@ -238,7 +238,7 @@ def sending_child(
     db: str, name: str, endpoint: dict[str, str], sender: int, sends: int, start: Any, results: Any
 ) -> None:
     agent = Agent.load(name, db=db, **endpoint)
-    agent.token_counter.count_text("warm up")  # loads the vocabulary before the first step
+    agent.runner.token_counter.count_text("warm up")  # loads the vocabulary before the first step
     waits: list[str] = []
     agent.on_wait = waits.append  # counted, not printed
     crossed, errors = 0, Counter()

@@ -79,7 +79,7 @@ def free_port() -> int:
 
 def make_key(db: str, user: str) -> str:
     """A new API key of `user` in the database at `db`."""
-    from memgpt_lite.keys import create_key
+    from memgpt_lite.agent.keys import create_key
     from memgpt_lite.storage.open import open_storage
 
     with open_storage(db) as store:

@@ -103,7 +103,7 @@ class BareClient:
     def request(self, agent) -> dict:
         from memgpt_lite.memory.recall.window import compile_context
 
-        compiled = compile_context(agent)
+        compiled = compile_context(agent.runner)
         request = {
             "model": agent.state.llm.model,
             "messages": [dict(m) for m in compiled.request_messages],

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memgpt_lite import ConfigError
-from memgpt_lite.agent_setup import embedder_for
+from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Block, LLMConfig
 from memgpt_lite.settings.resolve import resolve_settings

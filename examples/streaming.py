@@ -16,7 +16,7 @@ import argparse
 import asyncio
 
 from memgpt_lite import Agent, Block, NotFoundError
-from memgpt_lite.loop.events import MessageDelta, StepFailed, ToolCallStarted
+from memgpt_lite.events import MessageDelta, StepFailed, ToolCallStarted
 
 NAMES = ("stream-ada", "stream-lin", "stream-sam")
 

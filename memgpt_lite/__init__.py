@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.agent.agent import Agent
     from memgpt_lite.errors import (
         AlreadyExistsError,
         ApprovalError,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 # Each public name and the module that defines it.
 _EXPORTS = {
-    "Agent": "agent",
+    "Agent": "agent.agent",
     "default_blocks": "memory.core.blocks",
     "AlreadyExistsError": "errors",
     "ApprovalError": "errors",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -489,6 +490,11 @@ class Approval(BaseModel):
     approve: bool
     reason: CleanStr = ""
     tool_call_id: CleanStr | None = None
+
+
+# What a step answers: the user's message, or the user's answer to the tool
+# calls waiting for approval (loop/approvals.py).
+StepInput = str | Approval | Sequence[Approval]
 
 
 class StepResult(BaseModel):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from memgpt_lite.keys import create_key
+from memgpt_lite.agent.keys import create_key
 from memgpt_lite.server.app import create_app
 from memgpt_lite.storage.open import open_storage
 

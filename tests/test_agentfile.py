@@ -128,7 +128,7 @@ def make_rich_agent(db: str, fake_llm: FakeOpenAIServer) -> Agent:
     )
     agent.step("Where is order 7?")
     fake_llm.enqueue(reply(content="Alice talked about tea, her name and order 7."))
-    report = agent.summarize()
+    report = agent.runner.summarize()
     assert report.evicted > 0 and report.summarized and fake_llm.pending() == 0
     agent.archival.insert("Alice's sister Beth gardens.", tags=["family"])
     agent.archival.insert(
@@ -137,7 +137,7 @@ def make_rich_agent(db: str, fake_llm: FakeOpenAIServer) -> Agent:
         created_at=datetime(2025, 3, 1, 9, 30, tzinfo=UTC),
     )
     agent.archival.insert(" ".join(f"Long note sentence {i}." for i in range(200)))
-    search_messages(agent, "tea", 5)  # embeds the messages too
+    search_messages(agent.runner, "tea", 5)  # embeds the messages too
     return Agent.load("sam", db=db, tools=[check_order_status])
 
 
@@ -174,7 +174,7 @@ def block_fields(agent: Agent) -> list[dict]:
 
 def test_round_trip_into_another_database(fake_llm, tmp_path, db_location, another_db_location):
     agent = make_rich_agent(db_location, fake_llm)
-    window_before = compile_context(agent).request_messages[1:]
+    window_before = compile_context(agent.runner).request_messages[1:]
     assert 0 < len(window_before) < len(message_fields(agent))  # compacted: a real window
     path = tmp_path / "sam.json"
     write_agent_file(agent.store, "sam", path)

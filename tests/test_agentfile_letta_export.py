@@ -125,7 +125,7 @@ def make_agent(db: Path, fake_llm) -> Agent:
     )
     agent.step('{"type": "not a marker", "text": "Remember my name"}')
     fake_llm.enqueue(reply(content="Alice said hello and asked me to remember."))
-    assert agent.summarize().summarized
+    assert agent.runner.summarize().summarized
     note = Message(agent_id=agent.state.id, role="system", content="Heartbeat: timer fired")
     agent.store.add_messages([note])
     fake_llm.enqueue(say("Still here."))

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from memgpt_lite import Agent, AgentSettings, Approval, ApprovalError, tool
-from memgpt_lite.loop.events import ApprovalRequested, StepFinished, StepStarted
+from memgpt_lite.events import ApprovalRequested, StepFinished, StepStarted
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel
 from memgpt_lite.tools.rules import at_most, needs_approval, runs_first
@@ -251,7 +251,7 @@ def test_a_compaction_while_waiting_keeps_the_waiting_answer_answerable(fake_llm
     fake_llm.enqueue(reply(tool_calls=[call("delete_file", path="/a", request_heartbeat=True)]))
     agent.step("delete /a")
     fake_llm.enqueue(say("Summary of the talk."))
-    assert agent.summarize().evicted > 0
+    assert agent.runner.summarize().evicted > 0
     assert agent.pending_approvals()[0].name == "delete_file"
     fake_llm.enqueue(say("Deleted."))
     assert agent.approve().replies == ["Deleted."]  # the fake server validated the request

@@ -13,7 +13,11 @@ top-level parts, and the subpackages of any one package); every top-level part
 sits in a layer (`LAYERS`) and imports nothing from a layer above its own; and
 the parts below the edges (`SETTINGS_FREE`) reach no module that reads the
 environment or config.toml: settings are resolved at the edges (the command
-line, the server, `Agent`) and handed down.
+line, the server, `Agent`) and handed down. The command line and the server
+import nothing of the loop or the store (`APART`): they go through the agent
+layer, its application layer above all (agent/workspace.py). And `Agent`
+stays the user's object, at most `AGENT_MAX_METHODS` functions in its class
+body, with no base class and no `__getattr__` to hide more behind.
 """
 
 from __future__ import annotations
@@ -54,19 +58,30 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors",),
-    ("models",),
+    ("models", "events"),  # events: what a step reports, plain data like models
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above
     ("memory",),
     ("tools",),
     ("loop",),
-    ("agent", "agent_setup", "keys"),
+    ("agent",),
     ("agentfile",),
     ("cli", "server", "__init__", "__main__"),
 )
 # What may not read the environment or config.toml, even through another module.
 SETTINGS_FREE = ("llm", "storage", "memory", "loop", "tools", "embeddings")
+# Parts that may not import others, though those are below them: the command
+# line and the server reach steps and stored state through the agent layer.
+APART: dict[str, tuple[str, ...]] = {
+    "cli": ("loop", "storage"),
+    "server": ("loop", "storage"),
+}
+# The most functions `Agent`'s class body may define, every kind counted:
+# configuration and memory access, and the drivers of a step; the rest is its
+# runner's (agent/runner.py), its history's or its archival memory's.
+AGENT_SOURCE = PACKAGE_DIR / "agent" / "agent.py"
+AGENT_MAX_METHODS = 25
 # How a module reads the environment: `os.environ`, `os.getenv`, ...
 ENV_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 
@@ -314,6 +329,36 @@ def settings_reads(
     return problems
 
 
+def imports_kept_apart(
+    graph: Mapping[str, set[str]], apart: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """Each import of a part that `apart` keeps that part from, one line apiece."""
+    problems = []
+    for module, imported in sorted(graph.items()):
+        banned = apart.get(part_of(module), ())
+        problems += [
+            f"{module} imports {child}: {part_of(module)} goes through the agent layer"
+            for child in sorted(imported)
+            if part_of(child) in banned
+        ]
+    return problems
+
+
+def class_functions(source: str, name: str) -> tuple[list[str], list[str]]:
+    """The functions defined in the body of class `name` (methods, properties
+    and their setters, class and static methods, dunders, private ones: every
+    `def`), and the names of its bases."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            functions = [
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            return functions, [ast.unparse(base) for base in node.bases]
+    raise AssertionError(f"no class {name} in the source")
+
+
 def package_readers(root: Path = PACKAGE_DIR) -> dict[str, list[str]]:
     return {
         module: found
@@ -434,6 +479,49 @@ def test_a_read_of_settings_is_found_through_the_modules_that_lead_to_it():
     assert settings_reads(graph, readers, ["llm"])[0] == "p.llm.a reads os.getenv (line 9)"
 
 
+def test_imports_a_part_is_kept_apart_from_are_found():
+    graph = {
+        "p.cli.main": {"p.agent.workspace", "p.loop.events"},
+        "p.server.app": {"p.storage.open"},
+        "p.agent.workspace": {"p.storage.open", "p.loop.step"},  # not kept apart
+    }
+    apart = {"cli": ("loop", "storage"), "server": ("loop", "storage")}
+    assert imports_kept_apart(graph, apart) == [
+        "p.cli.main imports p.loop.events: cli goes through the agent layer",
+        "p.server.app imports p.storage.open: server goes through the agent layer",
+    ]
+    graph["p.cli.main"] = {"p.agent.workspace"}
+    graph["p.server.app"] = set()
+    assert imports_kept_apart(graph, apart) == []
+
+
+def test_every_function_of_a_class_body_is_counted():
+    source = """
+class Thing(Base, mixins.More):
+    size = 3
+
+    def __init__(self): ...
+    @property
+    def name(self): ...
+    @name.setter
+    def name(self, value): ...
+    @classmethod
+    def make(cls): ...
+    async def run(self): ...
+    def _helper(self):
+        def inner(): ...
+    class Nested:
+        def elsewhere(self): ...
+
+def outside(): ...
+"""
+    functions, bases = class_functions(source, "Thing")
+    assert functions == ["__init__", "name", "name", "make", "run", "_helper"]
+    assert bases == ["Base", "mixins.More"]
+    with pytest.raises(AssertionError):
+        class_functions(source, "Missing")
+
+
 def test_the_graph_covers_the_package():
     graph = import_graph()
     assert f"{PACKAGE}.cli.main" in graph
@@ -467,6 +555,23 @@ def test_no_import_against_the_layers():
 def test_settings_are_read_only_at_the_edges():
     problems = settings_reads(import_graph(), package_readers(), SETTINGS_FREE)
     assert not problems, "\n".join(problems)
+
+
+def test_the_command_line_and_the_server_go_through_the_agent_layer():
+    problems = imports_kept_apart(import_graph(), APART)
+    assert not problems, "\n".join(problems)
+
+
+def test_agent_stays_small():
+    functions, bases = class_functions(AGENT_SOURCE.read_text(encoding="utf-8"), "Agent")
+    assert len(functions) <= AGENT_MAX_METHODS, (
+        f"Agent defines {len(functions)} functions, over {AGENT_MAX_METHODS}: {functions}; "
+        "move what runs steps to its runner (agent/runner.py)"
+    )
+    # Nothing may hide more behavior behind the count: no base class (a
+    # mixin), no attribute forwarding.
+    assert bases == [], f"Agent has bases {bases}"
+    assert not {"__getattr__", "__getattribute__"} & set(functions)
 
 
 def test_modules_are_short():

@@ -371,7 +371,7 @@ def test_an_insert_that_fails_part_way_in_a_step_keeps_none_of_it(fake_llm, tmp_
     first passages must not stay while the tool reports failure."""
     agent = make_agent(tmp_path)
     text = long_text(12)
-    assert len(chunk_text(agent.token_counter, text)) > 20
+    assert len(chunk_text(agent.runner.token_counter, text)) > 20
     fake_llm.enqueue(
         reply(tool_calls=[call("archival_memory_insert", content=text, request_heartbeat=True)]),
         say("I could not save it."),

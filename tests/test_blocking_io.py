@@ -15,7 +15,7 @@ from memgpt_lite.testing import say
 
 
 def transport_of(agent: Agent, loop: asyncio.AbstractEventLoop) -> object:
-    client = agent.llm._clients.for_loop(loop)  # type: ignore[attr-defined]
+    client = agent.runner.llm._clients.for_loop(loop)  # type: ignore[attr-defined]
     return client._client._transport
 
 

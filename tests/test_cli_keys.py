@@ -12,8 +12,8 @@ import sys
 from backends import open_db, without_notices
 from click.testing import CliRunner
 
+from memgpt_lite.agent.keys import KEY_PREFIX, hash_key, user_for_key
 from memgpt_lite.cli.main import cli
-from memgpt_lite.keys import KEY_PREFIX, hash_key, user_for_key
 
 SECRET = re.compile(rf"^{KEY_PREFIX}[A-Za-z0-9_-]{{43}}\n$")
 

@@ -18,7 +18,7 @@ from docs_text import page
 
 from memgpt_lite.cli.main import cli
 from memgpt_lite.cli.scripting import ExitStatus
-from memgpt_lite.loop.events import STEP_EVENT
+from memgpt_lite.events import STEP_EVENT
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
@@ -219,7 +219,7 @@ def test_the_docs_document_every_event_type_and_field():
     its table must name every event type and every field each one serializes."""
     from typing import get_args
 
-    from memgpt_lite.loop.events import StepEvent
+    from memgpt_lite.events import StepEvent
 
     scripting = page("cli/scripting.md")
     section = scripting.split("| `type` | other fields |", 1)[1].split("\n\n", 1)[0]

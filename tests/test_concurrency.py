@@ -182,7 +182,7 @@ def test_a_waiting_send_says_so_and_stores_nothing_until_its_turn(fake_llm, db_l
     Agent.create("sam", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     holder = Agent.load("sam", db=db)
-    with holder.step_lock():
+    with holder.runner.step_lock():
         process = cli_send(db, "sam", "hello")
         waiting = stderr_line(process)
         assert waiting == (
@@ -199,7 +199,7 @@ def test_ctrl_c_while_waiting_just_stops_waiting(fake_llm, db_location):
     db = db_location
     Agent.create("sam", "gpt-4o-mini", db=db)
     holder = Agent.load("sam", db=db)
-    with holder.step_lock() as lock:
+    with holder.runner.step_lock() as lock:
         process = cli_send(db, "sam", "hello")
         assert "waiting..." in stderr_line(process)
         process.send_signal(signal.SIGINT)
@@ -217,7 +217,7 @@ def test_other_agents_step_while_one_is_busy(fake_llm, db_location):
     Agent.create("bob", "gpt-4o-mini", db=db)
     fake_llm.responder = echo
     sam = Agent.load("sam", db=db)
-    with sam.step_lock():
+    with sam.runner.step_lock():
         # A lock for the whole database would make bob wait here until the
         # timeout, and the test fail.
         out, err = cli_send(db, "bob", "hi bob").communicate(timeout=60)
@@ -229,7 +229,7 @@ HOLDER = textwrap.dedent(
     import sys, time
     from memgpt_lite import Agent
     agent = Agent.load("sam", db=sys.argv[1])
-    with agent.step_lock():
+    with agent.runner.step_lock():
         print("held", flush=True)
         time.sleep(120)
     """
@@ -285,7 +285,7 @@ def test_a_holder_on_another_host_keeps_the_lock_until_its_lease_runs_out(fake_l
 def test_a_step_that_lost_its_lock_cannot_commit(fake_llm, db_location):
     db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
-    with agent.step_lock():
+    with agent.runner.step_lock():
         # Its lease ran out and a process elsewhere took the lock over.
         claim_from_elsewhere(db, agent.state.id, lease_seconds=60)
         with pytest.raises(ConflictError, match="taken over"):
@@ -298,7 +298,7 @@ def test_a_step_that_lost_its_lock_cannot_commit(fake_llm, db_location):
 def test_every_commit_renews_the_lease(fake_llm, db_location):
     db = db_location
     agent = Agent.create("sam", "gpt-4o-mini", db=db)
-    with agent.step_lock():
+    with agent.runner.step_lock():
         # As if the lease had run out.
         execute_sql(db, "UPDATE step_locks SET expires_at = ?", [time.time() - 1])
         assert agent.store.step_lock_holder(agent.state.id).expires_at < time.time()
@@ -319,15 +319,15 @@ def test_history_edits_and_summaries_wait_for_a_step(fake_llm, db_location):
         agent.on_wait = waits.append
         if what == "pop":
             with pytest.raises(ConfigError, match="only 0 exchange"):
-                agent.pop_exchanges(1)
+                agent.history.pop_exchanges(1)
         else:
-            agent.summarize()
+            agent.runner.summarize()
         finished.append(what)
 
     holder = Agent.load("sam", db=db)
     for what in ("pop", "summarize"):
         waits.clear()
-        with holder.step_lock():
+        with holder.runner.step_lock():
             thread = threading.Thread(target=edit, args=(what,))
             thread.start()
             while not waits:  # until it says that it waits

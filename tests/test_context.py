@@ -70,7 +70,7 @@ def test_default_windows_and_budget(tmp_path, fake_llm):
     assert window_for_model("gpt-4.1-nano") == 1_047_576
     assert window_for_model("openai/gpt-4o") == 128_000
     assert window_for_model("llama3.2") == 8_192
-    budget = budget_for(make_agent(tmp_path, window=4096))
+    budget = budget_for(make_agent(tmp_path, window=4096).runner)
     assert (budget.window, budget.reserve, budget.compact_at, budget.warning_at) == (
         4096,
         410,
@@ -110,7 +110,7 @@ def test_proactive_compaction_keeps_every_request_in_the_window(server, tmp_path
     server.responder = model
     agent = make_agent(tmp_path, db=db_location)
     results = chat(agent, range(40))
-    budget = budget_for(agent)
+    budget = budget_for(agent.runner)
     assert sum(r.compactions for r in results) >= 2
     assert server.rejections == []
     assert all(r.prompt_tokens_estimate <= budget.compact_at for r in results)
@@ -302,7 +302,7 @@ def test_forced_summary_and_context_overview(server, tmp_path):
         "tool schemas",
     }
     assert before.sections["messages"] > 0 and before.messages_in_storage == 12
-    report = agent.summarize()
+    report = agent.runner.summarize()
     assert report.evicted >= 5 and report.summarized
     after = agent.context_overview()
     assert after.messages_in_context == 12 - report.evicted

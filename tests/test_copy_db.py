@@ -69,14 +69,14 @@ def make_agents(src: str, fake_llm: FakeOpenAIServer) -> None:
         fake_llm.enqueue(say(f"Noted: {text}"))
         sam.step(text)
     fake_llm.enqueue(reply(content="Alice loves tea; her sister Beth gardens."))
-    assert sam.summarize().evicted > 0  # the window now starts after the first message
+    assert sam.runner.summarize().evicted > 0  # the window now starts after the first message
     sam.archival.insert("Alice's sister Beth gardens.", tags=["family"])
     sam.archival.insert(
         "Tea: Alice likes oolong.",
         tags=["food", "tea"],
         created_at=datetime(2025, 3, 1, 9, 30, tzinfo=UTC),
     )
-    search_messages(sam, "tea", 5)  # embeds the messages too
+    search_messages(sam.runner, "tea", 5)  # embeds the messages too
     ada = Agent.create("ada", "gpt-4o", db=src, blocks=[Block(label="persona"), team])
     fake_llm.enqueue(say("Hello."))
     ada.step("Hello Ada")
@@ -144,9 +144,9 @@ def test_copy_db_copies_every_agent_whole(locations, fake_llm):
         assert after.block_owners(team) == ["ada", "sam"]  # created once, linked to both
         assert after.get_agent("sam").context_start > 0
     # The copy carries on: the same request as from the source, accepted.
-    expected = compile_context(Agent.load("sam", db=src)).request_messages
+    expected = compile_context(Agent.load("sam", db=src).runner).request_messages
     copied = Agent.load("sam", db=dst)
-    assert compile_context(copied).request_messages == expected
+    assert compile_context(copied.runner).request_messages == expected
     assert copied.archival.search("oolong")[0][0].text == "Tea: Alice likes oolong."
     fake_llm.enqueue(say("Still here."))
     assert copied.step("Are you there?").replies == ["Still here."]

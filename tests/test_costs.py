@@ -236,7 +236,7 @@ def test_the_summarizer_s_tokens_are_stored_too(fake_llm: FakeOpenAIServer, db_l
     for turn in range(4):
         agent.step(f"Turn {turn}: the garden has roses")
     before = agent.store.usage_by_model(agent.state.id)[0]
-    report = agent.summarize()
+    report = agent.runner.summarize()
     assert report.summarized
     after = agent.store.usage_by_model(agent.state.id)[0]
     summaries = [r for r in fake_llm.chat_requests if "tools" not in r]
@@ -248,6 +248,6 @@ def test_the_summarizer_s_tokens_are_stored_too(fake_llm: FakeOpenAIServer, db_l
     )
     for turn in range(4):
         agent.step(f"Turn {turn}: the pond has fish")
-    agent.summarize()
+    agent.runner.summarize()
     last = agent.store.usage_by_model(agent.state.id)[0]
     assert last.estimated_requests == 1  # the summary without reported usage

@@ -292,7 +292,7 @@ def test_a_date_in_a_conversation_search_ranks_that_time_first(tmp_path):
         for month in (2, 4, 9)
     ]
     agent.store.add_messages(messages)
-    found, _ = search_messages(agent, "bread in April 2023", 3)
+    found, _ = search_messages(agent.runner, "bread in April 2023", 3)
     assert found[0].created_at.month == 4
 
 

@@ -94,7 +94,7 @@ def test_conversation_search_ranks_first_what_was_said_after_the_event(tmp_path)
     )
 
     def search(query: str) -> list[Message]:
-        return search_messages(agent, query, 5)[0]
+        return search_messages(agent.runner, query, 5)[0]
 
     assert ahead(search("how do I feel about driving after the accident?"), nervous, great)
     assert ahead(search("how do I feel about driving before the accident?"), great, nervous)

@@ -61,15 +61,15 @@ def test_pop_removes_whole_exchanges_and_search_forgets_them(fake_llm, db_locati
     chat(fake_llm, agent, "bananas", "I like bananas")
     chat(fake_llm, agent, "cherries", "I like cherries")
     assert len(agent.context_messages()) == 15
-    assert search_messages(agent, "cherries", 5)[1] == 3
+    assert search_messages(agent.runner, "cherries", 5)[1] == 3
 
-    assert agent.pop_exchanges(2) == 10
+    assert agent.history.pop_exchanges(2) == 10
     assert roles(agent) == ["user", "assistant", "tool", "assistant", "tool"]
     assert [m.content for m in agent.context_messages() if m.role == "user"] == ["apples"]
     assert agent.store.agent_stats(agent.state.id).message_count == 5
-    assert search_messages(agent, "cherries", 5) == ([], 0)
-    assert search_messages(agent, "bananas", 5) == ([], 0)
-    assert search_messages(agent, "apples", 5)[1] == 3
+    assert search_messages(agent.runner, "cherries", 5) == ([], 0)
+    assert search_messages(agent.runner, "bananas", 5) == ([], 0)
+    assert search_messages(agent.runner, "apples", 5)[1] == 3
 
     request = next_call_is_accepted(fake_llm, agent)
     sent = [m["content"] for m in request["messages"] if m["role"] == "user"]
@@ -81,33 +81,33 @@ def test_pop_refuses_exchanges_folded_into_the_summary(fake_llm, db_location):
     for fruit in ("apples", "bananas", "cherries"):
         chat(fake_llm, agent, fruit, f"I like {fruit}")
     fake_llm.enqueue(reply("Talked about fruit."))  # the summarizer's answer
-    assert agent.summarize().evicted > 0
+    assert agent.runner.summarize().evicted > 0
     window = agent.context_messages()
     in_window = [m for m in window if m.role == "user"]
     assert window[0].seq > 1 and 1 <= len(in_window) < 3
     before = agent.store.agent_stats(agent.state.id).message_count
 
     with pytest.raises(ConfigError, match=rf"only {len(in_window)} exchange\(s\) are in the"):
-        agent.pop_exchanges(len(in_window) + 1)
+        agent.history.pop_exchanges(len(in_window) + 1)
     assert agent.store.agent_stats(agent.state.id).message_count == before
-    popped = agent.pop_exchanges(len(in_window))
+    popped = agent.history.pop_exchanges(len(in_window))
     assert popped == len([m for m in window if m.seq >= in_window[0].seq])
     assert agent.store.agent_stats(agent.state.id).message_count == before - popped
     with pytest.raises(ConfigError, match="only 0 exchange"):
-        agent.pop_exchanges(1)
+        agent.history.pop_exchanges(1)
     with pytest.raises(ConfigError, match="at least 1"):
-        agent.pop_exchanges(0)
+        agent.history.pop_exchanges(0)
     next_call_is_accepted(fake_llm, agent)
 
 
 def test_edits_with_nothing_to_edit(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
     with pytest.raises(ConfigError, match="no reply in the context window"):
-        agent.rewrite("anything")
+        agent.history.rewrite("anything")
     with pytest.raises(ConfigError, match="no inner thought in the context window"):
-        agent.rethink("anything")
+        agent.history.rethink("anything")
     with pytest.raises(ConfigError, match="no user message"):
-        agent.retry()
+        agent.runner.retry()
     assert fake_llm.requests == []
 
 
@@ -117,7 +117,7 @@ def test_pop_after_a_step_the_model_never_answered(fake_llm, tmp_path):
     fake_llm.enqueue(reply("no tools, no text", finish_reason="stop"))
     # The user message is stored first; here only a text reply follows.
     agent.step("dangling")
-    assert agent.pop_exchanges() == 2
+    assert agent.history.pop_exchanges() == 2
     assert roles(agent)[-1] == "tool"
     next_call_is_accepted(fake_llm, agent)
 
@@ -126,25 +126,25 @@ def test_retry_resends_the_last_user_message(fake_llm, db_location):
     agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "Wrongful")
     fake_llm.enqueue(say("Better answer"))
-    result = agent.retry()
+    result = agent.runner.retry()
     assert result.replies == ["Better answer"]
     assert roles(agent) == ["user", "assistant", "tool"]
     assert agent.context_messages()[0].content == "apples"
     assert fake_llm.rejections == []
     last = fake_llm.chat_requests[-1]["messages"]
     assert [m["content"] for m in last if m["role"] == "user"] == ["apples"]
-    assert search_messages(agent, "wrongful", 5) == ([], 0)
+    assert search_messages(agent.runner, "wrongful", 5) == ([], 0)
 
 
 def test_rethink_replaces_the_last_thought(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
     chat(fake_llm, agent, "apples", "I like apples")
-    edited = agent.rethink("I should talk about pears")
+    edited = agent.history.rethink("I should talk about pears")
     assert edited.content == "I should talk about pears"
     stored = [m for m in agent.context_messages() if m.role == "assistant"]
     assert [m.content for m in stored] == ["thinking about apples", "I should talk about pears"]
-    assert search_messages(agent, "pears", 5)[1] == 1
-    assert search_messages(agent, "answering", 5) == ([], 0)
+    assert search_messages(agent.runner, "pears", 5)[1] == 1
+    assert search_messages(agent.runner, "answering", 5) == ([], 0)
     request = next_call_is_accepted(fake_llm, agent)
     contents = [m.get("content") for m in request["messages"]]
     assert "I should talk about pears" in contents
@@ -153,13 +153,13 @@ def test_rethink_replaces_the_last_thought(fake_llm, tmp_path):
 def test_rewrite_replaces_the_sent_message(fake_llm, db_location):
     agent = make_agent_in(db_location)
     chat(fake_llm, agent, "apples", "I like apples")
-    agent.rewrite("I love pears")
+    agent.history.rewrite("I love pears")
     last = agent.context_messages()[-2]
     assert last.tool_calls[0].name == "send_message"
     assert json.loads(last.tool_calls[0].arguments) == {"message": "I love pears"}
     assert last.content == "answering apples"  # the thought is kept
-    assert search_messages(agent, "pears", 5)[1] == 1
-    assert search_messages(agent, "like", 5) == ([], 0)
+    assert search_messages(agent.runner, "pears", 5)[1] == 1
+    assert search_messages(agent.runner, "like", 5) == ([], 0)
     request = next_call_is_accepted(fake_llm, agent)
     arguments = [
         c["function"]["arguments"] for m in request["messages"] for c in m.get("tool_calls", [])
@@ -173,7 +173,7 @@ def test_rewrite_replaces_the_last_of_two_replies(fake_llm, tmp_path):
         reply(tool_calls=[call("send_message", message="one"), call("send_message", message="two")])
     )
     agent.step("talk")
-    agent.rewrite("TWO")
+    agent.history.rewrite("TWO")
     calls = agent.context_messages()[-3].tool_calls
     assert [json.loads(c.arguments)["message"] for c in calls] == ["one", "TWO"]
     next_call_is_accepted(fake_llm, agent)
@@ -183,12 +183,12 @@ def test_rewrite_replaces_a_plain_text_reply(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
     fake_llm.enqueue(reply("Plain hello"))
     agent.step("hi")
-    agent.rewrite("Plain goodbye")
+    agent.history.rewrite("Plain goodbye")
     assert agent.context_messages()[-1].content == "Plain goodbye"
     with pytest.raises(ConfigError, match="no inner thought"):
-        agent.rethink("nothing with tool calls here")
+        agent.history.rethink("nothing with tool calls here")
     with pytest.raises(ConfigError, match="empty"):
-        agent.rewrite("   ")
+        agent.history.rewrite("   ")
     next_call_is_accepted(fake_llm, agent)
 
 
@@ -196,7 +196,7 @@ def test_edits_reach_the_token_count(fake_llm, tmp_path):
     agent = make_agent(tmp_path)
     chat(fake_llm, agent, "apples", "short")
     before = agent.context_overview().sections["messages"]
-    agent.rewrite("a much longer reply " * 50)
+    agent.history.rewrite("a much longer reply " * 50)
     after = agent.context_overview().sections["messages"]
     assert after > before + 100
 
@@ -213,7 +213,7 @@ def test_an_edited_message_is_embedded_again(fake_llm, db_location):
         "sam", "gpt-4o-mini", db=db_location, embedder="endpoint:text-embedding-3-small"
     )
     chat(fake_llm, agent, "apples", "I like apples")
-    search_messages(agent, "apples", 5)  # embeds the stored messages
+    search_messages(agent.runner, "apples", 5)  # embeds the stored messages
 
     def embedded() -> list[int]:
         state = agent.state
@@ -223,9 +223,9 @@ def test_an_edited_message_is_embedded_again(fake_llm, db_location):
     before = embedded()
     last = agent.context_messages()[-2]
     assert last.seq in before
-    agent.rewrite("I love pears")
+    agent.history.rewrite("I love pears")
     assert embedded() == [seq for seq in before if seq != last.seq]
-    found, _ = search_messages(agent, "pears", 5)
+    found, _ = search_messages(agent.runner, "pears", 5)
     assert sorted(embedded()) == sorted(before)
     assert found[0].id == last.id
     assert fake_llm.rejections == []
@@ -252,14 +252,14 @@ def test_failed_sends_are_kept_unanswered_and_left_out_of_later_requests(fake_ll
         fake_llm.enqueue(error(400, "the model is loading"))
         with pytest.raises(LLMError):
             agent.step(text)
-    assert [m.content for m in agent.unanswered()] == ["first lost", "second lost"]
+    assert [m.content for m in agent.history.unanswered()] == ["first lost", "second lost"]
     fake_llm.enqueue(say("fresh"))
     assert agent.step("a new question").replies == ["fresh"]
     # The good turn answers its own message, not a heap of old ones.
     assert user_texts(fake_llm.chat_requests[-1]) == ["apples", "a new question"]
     assert fake_llm.rejections == []
     # Nothing the user typed is lost: both stay in recall memory.
-    assert search_messages(agent, "lost", 5)[1] == 2
+    assert search_messages(agent.runner, "lost", 5)[1] == 2
 
 
 def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, db_location):
@@ -267,17 +267,19 @@ def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, db_locatio
     fake_llm.enqueue(error(400, "the model is loading"))
     with pytest.raises(LLMError):
         agent.step("are you there?")
-    note = unanswered_note(agent, "/retry", "/pop")
+    note = unanswered_note(agent.runner, "/retry", "/pop")
     assert note == 'Your message "are you there?" was not answered: /retry sends it again, ' + (
         "/pop drops it."
     )
     fake_llm.enqueue(say("yes"))
-    assert agent.retry().replies == ["yes"]
+    assert agent.runner.retry().replies == ["yes"]
     assert [m.content for m in agent.context_messages() if m.role == "user"] == ["are you there?"]
-    assert agent.unanswered() == [] and unanswered_note(agent, "/retry", "/pop") is None
+    assert (
+        agent.history.unanswered() == [] and unanswered_note(agent.runner, "/retry", "/pop") is None
+    )
     fake_llm.enqueue(error(400, "the model is loading"))
     with pytest.raises(LLMError):
         agent.step("still there?")
-    assert agent.pop_exchanges(1) == 1
-    assert agent.unanswered() == []
+    assert agent.history.pop_exchanges(1) == 1
+    assert agent.history.unanswered() == []
     next_call_is_accepted(fake_llm, agent)

@@ -191,7 +191,7 @@ def test_tool_run_never_raises_for_arguments(tmp_path, name):
     """The tool runner alone, over more seeds than the loop test can afford."""
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
     runner = agent.tools[name]
-    context = ToolContext(deps=agent, step_id="step-fuzz")
+    context = ToolContext(deps=agent.runner, step_id="step-fuzz")
     for seed in range(3):
         for arguments in hostile_arguments(VALID_ARGUMENTS[name], random.Random(f"{seed}:{name}")):
             outcome = runner.run(context, arguments, 2000)
@@ -221,10 +221,10 @@ def test_python_api_takes_unclean_strings(fake_llm, tmp_path):
     assert agent.archival.list(tags=["tag" + UNCLEAN])[1] == 1
     with pytest.raises(MemGPTError):
         agent.archival.get(passage_id + UNCLEAN)
-    found, _ = search_messages(agent, "Hello " + UNCLEAN, 5)
+    found, _ = search_messages(agent.runner, "Hello " + UNCLEAN, 5)
     assert found and all(_clean(m.content) for m in found)
-    agent.rethink("A thought " + UNCLEAN)
-    agent.rewrite("A reply " + UNCLEAN)
+    agent.history.rethink("A thought " + UNCLEAN)
+    agent.history.rewrite("A reply " + UNCLEAN)
     agent.set_model("gpt-4o-mini" + UNCLEAN)
     assert agent.state.llm.model == "gpt-4o-mini" + "x\ufffdy\ufffd"
     agent.set_model("gpt-4o-mini")

@@ -1,4 +1,4 @@
-"""Users and API keys: memgpt_lite/keys.py, agents' owners through the
+"""Users and API keys: memgpt_lite/agent/keys.py, agents' owners through the
 library and agent files, databases made before users, and copy-db. The
 store's part is the storage contract (tests/contract/keys.py); the commands
 are in test_cli_keys.py."""
@@ -12,9 +12,9 @@ import pytest
 from backends import execute_sql, is_postgres, open_db
 
 from memgpt_lite.agent import Agent
+from memgpt_lite.agent.keys import KEY_PREFIX, create_key, hash_key, user_for_key
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
-from memgpt_lite.keys import KEY_PREFIX, create_key, hash_key, user_for_key
 from memgpt_lite.models import DEFAULT_USER, ApiKey
 from memgpt_lite.storage.copy import copy_database
 from memgpt_lite.storage.open import open_storage

@@ -135,7 +135,7 @@ def test_seconds_in_calls_counts_the_time_in_the_endpoint(fake_llm, tmp_path):
     result = agent.step("hi")
     elapsed = time.perf_counter() - started
     assert 0 < result.llm_seconds <= elapsed
-    assert agent.llm.seconds_in_calls == result.llm_seconds
+    assert agent.runner.llm.seconds_in_calls == result.llm_seconds
 
 
 def _ctrl_c_during_step(agent: Agent, fake_llm: FakeOpenAIServer, when: str) -> None:

@@ -21,7 +21,7 @@ import pytest
 np = pytest.importorskip("numpy", reason="numpy is needed for local embeddings (dev extra)")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is needed (dev extra)")
 
-from memgpt_lite.agent_setup import embedder_for  # noqa: E402
+from memgpt_lite.agent.setup import embedder_for  # noqa: E402
 from memgpt_lite.embeddings import local as local_embedder  # noqa: E402  (after the importorskip guards)
 from memgpt_lite.embeddings.local import (  # noqa: E402
     MiniLMEmbedder,

@@ -47,7 +47,7 @@ def agent(tmp_path) -> Agent:
 
 
 def run(agent: Agent, name: str, **arguments) -> ToolOutcome:
-    context = ToolContext(deps=agent, step_id="step-test")
+    context = ToolContext(deps=agent.runner, step_id="step-test")
     return agent.tools[name].run(context, json.dumps(arguments), 6000)
 
 
@@ -472,7 +472,7 @@ def test_hostile_arguments_get_a_readable_refusal_never_a_tool_failure(tmp_path,
         db=tmp_path / "f.db",
         settings=AgentSettings(tool_set=tool_set),
     )
-    context = ToolContext(deps=agent, step_id="step-fuzz")
+    context = ToolContext(deps=agent.runner, step_id="step-fuzz")
     base = HOSTILE_BASES[(tool_set, name)]
     for seed in range(2):
         for arguments in hostile_arguments(base, random.Random(f"{seed}:{name}")):

@@ -223,7 +223,7 @@ def test_a_kill_mid_step_leaves_the_last_committed_state(fake_llm, tmp_path, db_
     # ...but the response was never stored: no call is left without a result,
     # and the user's message, stored before the call, is left unanswered.
     assert [(m.role, m.content) for m in agent.context_messages()] == [("user", "start the job")]
-    assert [m.content for m in agent.unanswered()] == ["start the job"]
+    assert [m.content for m in agent.history.unanswered()] == ["start the job"]
     fake_llm.enqueue(say("where were we?"))
     assert agent.step("hello?").replies == ["where were we?"]
     assert fake_llm.rejections == []
@@ -300,11 +300,13 @@ def test_a_memory_pressure_alert_keeps_a_compaction_made_meanwhile(fake_llm, db_
     fill_history(first, 12)
     second = Agent.load("sam", db=db)  # another Agent object, with its own connection
     fake_llm.enqueue(reply("A summary of the early talk."))
-    assert second.summarize().evicted > 0
+    assert second.runner.summarize().evicted > 0
     compacted = stored_state(db)
     assert compacted.context_start > 0 and first.state.context_start == 0
 
-    add_pressure_alert(StepRun(first, "step-1"), compile_context(first))  # from the stale copy
+    add_pressure_alert(
+        StepRun(first.runner, "step-1"), compile_context(first.runner)
+    )  # from the stale copy
     after = stored_state(db)
     assert (after.context_start, after.summary) == (compacted.context_start, compacted.summary)
     assert after.pressure_warned

@@ -42,7 +42,7 @@ def test_reflect_saves_facts_as_dated_passages_and_rewrites_the_human_block(tmp_
             blocks=[{"label": "human", "value": "Lives in Lisbon. Works at a bakery."}],
         )
     )
-    report = agent.reflect()
+    report = agent.runner.reflect()
     assert report.messages_read == 3  # the user, the answer, its send_message result
     assert report.facts_added == 2 and report.blocks_changed == ["human"]
     assert agent.block("human").value == "Lives in Lisbon. Works at a bakery."
@@ -57,7 +57,7 @@ def test_reflect_saves_facts_as_dated_passages_and_rewrites_the_human_block(tmp_
     assert "I moved to Lisbon yesterday" in shown and '<block label="human"' in shown
     # Everything was read: a second reflection has nothing to do and asks nothing.
     asked = len(model.requests)
-    assert agent.reflect().messages_read == 0 and len(model.requests) == asked
+    assert agent.runner.reflect().messages_read == 0 and len(model.requests) == asked
 
 
 def test_a_reflection_reads_only_what_is_new(tmp_path):
@@ -65,10 +65,10 @@ def test_a_reflection_reads_only_what_is_new(tmp_path):
     agent = make_agent(tmp_path / "a.db", model)
     agent.step("first message")
     model.enqueue(record())
-    agent.reflect()
+    agent.runner.reflect()
     model.enqueue(say("Noted."), record())
     agent.step("second message")
-    agent.reflect()
+    agent.runner.reflect()
     shown = reflection_request(model)["messages"][1]["content"]
     assert "second message" in shown and "first message" not in shown
 
@@ -84,7 +84,7 @@ def test_a_long_history_is_read_a_page_at_a_time(tmp_path, monkeypatch):
     said = [Message(agent_id=agent_id, role="user", content=f"said {i}") for i in range(6)]
     agent.store.add_messages(notes + said)
     model.enqueue(record(), record())
-    assert agent.reflect().messages_read == 6
+    assert agent.runner.reflect().messages_read == 6
     first, second = [request.messages[1]["content"] for request in model.requests]
     assert "said 0" in first and "said 3" in first and "said 4" not in first
     assert "said 4" in second and "said 5" in second and "said 3" not in second
@@ -104,11 +104,11 @@ def test_an_unusable_answer_changes_nothing_and_the_messages_stay_unread(tmp_pat
     agent.step("I moved to Lisbon.")
     model.enqueue(answer)
     with pytest.raises(LLMError, match="record_reflection"):
-        agent.reflect()
+        agent.runner.reflect()
     assert agent.archival.count() == 0
     assert agent.store.get_agent("sam").reflected_seq == 0
     model.enqueue(record(facts=[{"text": "The user moved to Lisbon."}]))
-    assert agent.reflect().facts_added == 1
+    assert agent.runner.reflect().facts_added == 1
 
 
 def test_block_changes_the_reflection_may_not_make_are_noted_not_made(tmp_path):
@@ -124,7 +124,7 @@ def test_block_changes_the_reflection_may_not_make_are_noted_not_made(tmp_path):
             ]
         )
     )
-    report = agent.reflect()
+    report = agent.runner.reflect()
     assert report.blocks_changed == []
     assert [n.split(":")[0] for n in report.notes] == ["block 'human'", "block 'nope'"]
     assert "over its limit" in report.notes[0]
@@ -150,7 +150,7 @@ def test_reflection_through_the_fake_server(fake_llm, tmp_path):
         say("Nice!"), record(facts=[{"text": "The user adopted a cat on 2024-03-01."}])
     )
     agent.step("I adopted a cat today.")
-    report = agent.reflect()  # the server validated the request and the tool schema
+    report = agent.runner.reflect()  # the server validated the request and the tool schema
     assert report.facts_added == 1
     body = fake_llm.chat_requests[-1]
     assert body["tools"][0]["function"]["name"] == "record_reflection"
@@ -193,11 +193,11 @@ def test_copy_db_keeps_what_was_read_in_the_new_numbering(tmp_path):
     model = ScriptedModel(say("Hi."), record(), say("Again."))
     agent = make_agent(tmp_path / "a.db", model)
     agent.step("first")
-    agent.reflect()
+    agent.runner.reflect()
     agent.step("second")  # unread
     # The destination numbers messages after its own: the seqs all change.
     other = Agent.create("other", "gpt-4o-mini", db=tmp_path / "b.db", llm=ScriptedModel())
-    other.llm.enqueue(*[say("Fine.")] * 3)
+    other.runner.llm.enqueue(*[say("Fine.")] * 3)
     for n in range(3):
         other.step(f"filler {n}")
     other.store.close()
@@ -225,7 +225,7 @@ def test_a_fact_supersedes_what_it_makes_out_of_date_and_duplicates_merge(tmp_pa
             duplicates=[{"keep": same, "drop": [again]}],
         )
     )
-    report = agent.reflect()
+    report = agent.runner.reflect()
     shown = reflection_request(model)["messages"][1]["content"]
     assert f"[{old}]" in shown  # the model was shown the passage it replaced
     assert report.facts_added == 1 and report.passages_superseded == 2

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memgpt_lite import Agent
-from memgpt_lite.loop.events import STEP_EVENT, StepFinished
+from memgpt_lite.events import STEP_EVENT, StepFinished
 from memgpt_lite.server.app import create_app
 from memgpt_lite.testing.script import Reply, call, error, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
@@ -58,7 +58,7 @@ def test_health_needs_no_key_and_everything_else_does(db: str) -> None:
 
 
 def test_a_revoked_key_is_refused(db: str) -> None:
-    from memgpt_lite.keys import create_key
+    from memgpt_lite.agent.keys import create_key
     from memgpt_lite.storage.open import open_storage
 
     with open_storage(db) as store:

@@ -17,7 +17,7 @@ import openai
 import pytest
 from letta_client import ConflictError, Letta, NotFoundError, UnprocessableEntityError
 
-from memgpt_lite.loop.events import STEP_EVENT, StepEvent
+from memgpt_lite.events import STEP_EVENT, StepEvent
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
 from tests.serving import live_server, new_key

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from memgpt_lite import Agent
+from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.loop.events import StepEvent, StepFinished
+from memgpt_lite.events import StepEvent, StepFinished
 from memgpt_lite.models import DEFAULT_USER
 from memgpt_lite.server.context import ServerContext
 from memgpt_lite.server.steps import StepRunner
+from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.testing.model import FunctionModel
@@ -113,14 +115,14 @@ def test_a_result_whose_caller_was_cancelled_is_still_stored_before_the_next(sam
 def test_an_agents_steps_share_one_agent_until_its_model_changes(sam: Sam) -> None:
     store = sam.store
     Agent.create("bobs", "gpt-4o-mini", store=store, owner="bob")
-    context = ServerContext(store=store, steps=StepRunner(1))
+    context = ServerContext(workspace=Workspace(store, resolve_settings()), steps=StepRunner(1))
     first = context.step_agent(DEFAULT_USER, "sam")
-    first.token_counter.count_text("counted once")
+    first.runner.token_counter.count_text("counted once")
     again = context.step_agent(DEFAULT_USER, "sam")
     assert again is first  # its model client and token counts with it
     store.update_agent(first.state.id, lambda state: setattr(state.llm, "model", "gpt-4o"))
     changed = context.step_agent(DEFAULT_USER, "sam")
-    assert changed is not first and changed.token_counter is not first.token_counter
+    assert changed is not first and changed.runner.token_counter is not first.runner.token_counter
     with pytest.raises(NotFoundError):
         context.step_agent(DEFAULT_USER, "bobs")
     context.steps.close()

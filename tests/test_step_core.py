@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from memgpt_lite import Agent, LLMError, tool
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     STEP_EVENT,
     MessageDelta,
     ReplyDelivered,
@@ -113,7 +113,7 @@ def test_a_failed_step_ends_the_stream_with_its_error_and_step_raises_it(fake_ll
     failed = events[-1]
     assert isinstance(failed, StepFailed) and failed.error_type == "LLMError"
     assert "on a break" in failed.message and "error" not in failed.model_dump()
-    assert [m.content for m in agent.unanswered()] == ["hello"]
+    assert [m.content for m in agent.history.unanswered()] == ["hello"]
 
     fake_llm.enqueue(error(400, "still on a break"))
     with pytest.raises(LLMError, match="still on a break"):
@@ -309,4 +309,4 @@ def test_a_model_error_fails_the_step_with_nothing_half_stored(tmp_path):
     with pytest.raises(LLMError, match="tired"):
         agent.step("hello")
     assert [m.role for m in agent.context_messages()] == ["user"]
-    assert [m.content for m in agent.unanswered()] == ["hello"]
+    assert [m.content for m in agent.history.unanswered()] == ["hello"]

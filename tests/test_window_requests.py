@@ -40,7 +40,7 @@ def check_as_fresh(path: Path, sent: list[dict]) -> None:
     own last answer (an assistant message and its tool result, stored since)."""
     fresh = Agent.load("sam", db=path)
     try:
-        expected = compile_context(fresh).request_messages[1:]
+        expected = compile_context(fresh.runner).request_messages[1:]
     finally:
         fresh.store.close()
     assert json.loads(json.dumps(expected[:-2])) == sent
@@ -111,9 +111,9 @@ def test_a_change_through_another_store_is_in_the_next_request(
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda agent: agent.rethink("A new thought."),
-        lambda agent: agent.rewrite("A new reply."),
-        lambda agent: agent.pop_exchanges(1),
+        lambda agent: agent.history.rethink("A new thought."),
+        lambda agent: agent.history.rewrite("A new reply."),
+        lambda agent: agent.history.pop_exchanges(1),
     ],
     ids=["rethink", "rewrite", "pop"],
 )
@@ -139,11 +139,11 @@ def test_after_a_compaction_the_request_is_what_a_fresh_agent_sends(fake_llm, db
     agent = make_agent(path)
     for text in ("one", "two", "three", "four"):
         agent.step(text)
-    agent.summarize()
+    agent.runner.summarize()
     assert agent.state.context_start > 0
     agent.step("after")
     fresh = Agent.load("sam", db=path)
-    expected = compile_context(fresh).request_messages[1:-2]
+    expected = compile_context(fresh.runner).request_messages[1:-2]
     fresh.store.close()
     assert fake_llm.chat_requests[-1]["messages"][1:] == json.loads(json.dumps(expected))
     assert "A summary" in fake_llm.chat_requests[-1]["messages"][0]["content"]

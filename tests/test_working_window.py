@@ -41,7 +41,7 @@ def run(db: Path, *args: str):
 def test_the_working_window_is_the_window_when_the_model_s_is_larger(
     tmp_path, model, settings, window, model_window
 ):
-    budget = budget_for(agent_on(tmp_path / "a.db", model, **settings))
+    budget = budget_for(agent_on(tmp_path / "a.db", model, **settings).runner)
     assert (budget.window, budget.model_window) == (window, model_window)
     assert budget.compact_at <= window
 
@@ -58,7 +58,7 @@ def test_requests_stay_within_the_working_window(fake_llm: FakeOpenAIServer, tmp
 
     fake_llm.responder = respond
     agent = agent_on(tmp_path / "a.db", working_window=3_000)
-    budget = budget_for(agent)
+    budget = budget_for(agent.runner)
     compactions = 0
     for turn in range(25):
         result = agent.step(f"Turn {turn}: " + "tell me more about the garden " * 20)
@@ -66,7 +66,7 @@ def test_requests_stay_within_the_working_window(fake_llm: FakeOpenAIServer, tmp
         assert result.prompt_tokens_estimate <= budget.compact_at
     assert compactions > 0
     assert fake_llm.rejections == []
-    assert budget_for(agent).model_window == 128_000
+    assert budget_for(agent.runner).model_window == 128_000
 
 
 def test_create_takes_a_working_window_and_show_names_it(tmp_path):
@@ -114,7 +114,7 @@ def test_agents_from_before_keep_the_model_s_whole_window(tmp_path):
     conn.close()
     agent = Agent.load("old", db=db)
     assert agent.state.settings.working_window == 0
-    assert budget_for(agent).window == 128_000
+    assert budget_for(agent.runner).window == 128_000
     agent.context_overview()  # its core memory fits
 
 

@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from memgpt_lite.agent_setup import embedder_for
+from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,

@@ -20,15 +20,14 @@ from memgpt_lite.cli.base import (
     confirm_or_stop,
     db_location,
     print_rows,
-    settings_for,
-    store_for,
+    workspace_for,
 )
 from memgpt_lite.errors import ConfigError, validation_messages
 from memgpt_lite.settings.resolve import ENV_VARS, configured_base_url, effective_config
 
 if TYPE_CHECKING:
+    from memgpt_lite.agent.workspace import Workspace
     from memgpt_lite.models import AgentState, AgentStats, Block, RequiresApprovalToolRule
-    from memgpt_lite.storage.protocol import Storage
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).
@@ -93,7 +92,7 @@ def build_blocks(
     `--block-limit`s."""
     from pydantic import ValidationError
 
-    from memgpt_lite.agent import default_blocks
+    from memgpt_lite import default_blocks
     from memgpt_lite.models import Block
 
     blocks = default_blocks(
@@ -211,7 +210,6 @@ def create(
     Example: memgpt-lite create sam -m gpt-4o-mini --persona @sam.md
     --block "project=Deadline: May"
     """
-    from memgpt_lite.agent import Agent
     from memgpt_lite.embeddings.embedder import check_embedder_name
     from memgpt_lite.models import AgentSettings
     from memgpt_lite.settings.endpoint import check_base_url
@@ -230,7 +228,7 @@ def create(
     embedder_name = None if config.embedder.value is None else str(config.embedder.value)
     if embedder_name is not None:
         check_embedder_name(embedder_name, config.embedder.source)
-    Agent.create(
+    workspace_for(ctx).create_agent(
         name,
         chosen_model,
         blocks=build_blocks(name, persona, human, extra_blocks, block_limits),
@@ -243,8 +241,6 @@ def create(
             tool_rules=_approval_rules(tool_set, approval_tools),
         ),
         embedder=embedder_name,
-        store=store_for(ctx),
-        process_settings=settings_for(ctx),
     )
     origin = "" if model else f", model from {config.model.source}"
     click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
@@ -272,7 +268,7 @@ def list_agents(ctx: click.Context) -> None:
 
     When the output is piped, each agent is one tab-separated line.
     """
-    rows = store_for(ctx).list_agents()
+    rows = workspace_for(ctx).list_agents()
     if not rows:
         click.echo("No agents yet. Create one with: memgpt-lite create NAME --model MODEL")
         return
@@ -303,15 +299,15 @@ def list_agents(ctx: click.Context) -> None:
 def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete agent NAME with its messages and archival memory. Blocks shared
     with other agents stay with them."""
-    store = store_for(ctx)
-    state = store.get_agent(name)
-    stats = store.agent_stats(state.id)
+    workspace = workspace_for(ctx)
+    state = workspace.agent_state(name)
+    stats = workspace.agent_stats(state.id)
     if not yes:
         confirm_or_stop(
             f"Delete agent {state.name!r}, its {stats.message_count} messages and "
             f"{stats.passage_count} passages? This cannot be undone"
         )
-    store.delete_agent(state.id)
+    workspace.delete_agent(state.id)
     click.echo(f"Deleted agent {state.name!r}.")
 
 
@@ -321,10 +317,8 @@ def delete(ctx: click.Context, name: str, yes: bool) -> None:
 @click.pass_context
 def rename(ctx: click.Context, old: str, new: str) -> None:
     """Rename agent OLD to NEW; its memory and history stay."""
-    from memgpt_lite.agent import Agent
-
-    agent = Agent(store_for(ctx).get_agent(old), store_for(ctx), process_settings=settings_for(ctx))
-    agent.rename(new)
+    workspace = workspace_for(ctx)
+    workspace.rename_agent(workspace.agent_state(old), new)
     click.echo(f"Renamed agent {old!r} to {new!r}.")
 
 
@@ -343,9 +337,9 @@ def _endpoint(state: AgentState) -> tuple[str, str]:
     return OPENAI_DEFAULT_BASE_URL, "default"
 
 
-def _block_notes(store: Storage, state: AgentState, block: Block) -> str:
+def _block_notes(workspace: Workspace, state: AgentState, block: Block) -> str:
     notes = ["read-only"] if block.read_only else []
-    others = [n for n in store.block_owners(block.id) if n != state.name]
+    others = [n for n in workspace.block_owners(block.id) if n != state.name]
     if others:
         notes.append(f"shared with {', '.join(others)}")
     return ", ".join(notes)
@@ -363,11 +357,11 @@ def _window_text(state: AgentState) -> str:
     return f"{model_window:,} tokens{origin}"
 
 
-def _usage_lines(store: Storage, state: AgentState) -> list[tuple[str, str]]:
+def _usage_lines(workspace: Workspace, state: AgentState) -> list[tuple[str, str]]:
     """The agent's stored token totals, with their cost where prices are known."""
     from memgpt_lite.llm.prices import totals_text
 
-    totals = store.usage_by_model(state.id)
+    totals = workspace.usage_by_model(state.id)
     if not totals:
         return [("tokens", "none yet")]
     lines = [("tokens", totals_text(totals))]
@@ -401,14 +395,14 @@ def show(ctx: click.Context, name: str) -> None:
     """Show agent NAME: model, endpoint, settings, blocks, counts, tools, and
     the tokens it has used, with their cost in dollars for models whose
     prices are known."""
-    from memgpt_lite.cli.approvals import calls_text, stored_waiting_calls
-    from memgpt_lite.storage.location import redacted
+    from memgpt_lite.cli.approvals import calls_text
+    from memgpt_lite.settings.folders import redacted
     from memgpt_lite.tools.builtin import BUILTIN_TOOLS
     from memgpt_lite.tools.rules import describe
 
-    store = store_for(ctx)
-    state = store.get_agent(name)
-    stats = store.agent_stats(state.id)
+    workspace = workspace_for(ctx)
+    state = workspace.agent_state(name)
+    stats = workspace.agent_stats(state.id)
     url, why = _endpoint(state)
     lines = [("name", state.name), ("model", state.llm.model), ("endpoint", f"{url} ({why})")]
     lines.append(("database", redacted(db_location(ctx))))  # a URL's password as ***
@@ -416,7 +410,7 @@ def show(ctx: click.Context, name: str) -> None:
     lines += [
         ("messages", f"{stats.message_count}"),
         ("archival passages", f"{stats.passage_count}"),
-        *_usage_lines(store, state),
+        *_usage_lines(workspace, state),
         ("created", _when(state.created_at)),
         ("last active", _when(_last_active(state, stats))),
         ("tools", ", ".join(BUILTIN_TOOLS)),
@@ -425,14 +419,14 @@ def show(ctx: click.Context, name: str) -> None:
         lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
     if state.settings.tool_rules:
         lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
-    waiting = stored_waiting_calls(store, state)
+    waiting = workspace.waiting_calls(state)
     if waiting:
         lines.append(("waiting for approval", calls_text(waiting)))
     for key, value in lines:
         click.echo(f"{key}: {value}")
     click.echo("blocks:")
-    for block in store.get_blocks(state.id):
-        notes = _block_notes(store, state, block)
+    for block in workspace.blocks(state.id):
+        notes = _block_notes(workspace, state, block)
         notes = f"  ({notes})" if notes else ""
         click.echo(f"  {block.label}: {len(block.value)}/{block.limit} chars{notes}")
 
@@ -474,14 +468,13 @@ def blocks(
     Examples: memgpt-lite blocks sam; memgpt-lite blocks sam human --edit;
     memgpt-lite blocks sam human --history; memgpt-lite blocks sam human --revert -2
     """
-    from memgpt_lite.agent import Agent
     from memgpt_lite.cli.block_history import history_command
     from memgpt_lite.cli.editor import edit_block
 
     if new_text is not None and edit:
         raise ConfigError("give --set or --edit, not both")
-    store = store_for(ctx)
-    agent = Agent(store.get_agent(name), store, process_settings=settings_for(ctx))
+    workspace = workspace_for(ctx)
+    agent = workspace.agent_for(workspace.agent_state(name))
     if history or revert is not None:
         chosen = [new_text is not None, edit, history, revert is not None]
         click.echo(history_command(agent, label, revert, sum(chosen) > 1))
@@ -491,7 +484,7 @@ def blocks(
             raise ConfigError("name the block to change: memgpt-lite blocks NAME LABEL ...")
         columns = [("label", "left"), ("used", "right"), ("limit", "right"), ("notes", "left")]
         rows = [
-            [b.label, str(len(b.value)), str(b.limit), _block_notes(store, agent.state, b)]
+            [b.label, str(len(b.value)), str(b.limit), _block_notes(workspace, agent.state, b)]
             for b in agent.blocks
         ]
         print_rows(columns, rows)
@@ -538,7 +531,7 @@ def show_config(
     set OPENAI_API_KEY.
     """
     from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
-    from memgpt_lite.storage.location import redacted
+    from memgpt_lite.settings.folders import redacted
 
     flags = {
         "model": model,

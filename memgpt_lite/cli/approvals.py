@@ -1,7 +1,9 @@
 """Tool calls waiting for the user's approval, as the command line and the
-chat show them (the waiting itself is loop/approvals.py): a call written as
-the model made it, `delete_file(path='/tmp/a')`, and the line that tells how
-to answer.
+chat show them: a call written as the model made it,
+`delete_file(path='/tmp/a')`, and the line that tells how to answer. (The
+waiting itself is loop/approvals.py; the calls that wait come from the
+agent, `agent.pending_approvals()`, or, where no agent is opened, from the
+workspace, `Workspace.waiting_calls`.)
 
 Start-up: like every module of `cli/`, this one imports only click and the
 standard library at module level (see `base.py`).
@@ -13,8 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import AgentState, ToolCall
-    from memgpt_lite.storage.protocol import Storage
+    from memgpt_lite.models import ToolCall
 
 
 def call_text(call: ToolCall) -> str:
@@ -48,18 +49,3 @@ def waiting_note(agent_name: str, calls: Sequence[ToolCall]) -> str:
         f"{calls_text(calls)} {verb} waiting for approval: memgpt-lite approve {agent_name}, "
         f"or memgpt-lite deny {agent_name} --reason ..."
     )
-
-
-def stored_waiting_calls(store: Storage, state: AgentState) -> list[ToolCall]:
-    """The calls of `state`'s agent waiting for approval, read from the store
-    alone, for `show`, which opens no agent (its custom tools are not at
-    hand). Of the waiting answer's calls, those that the tool rules or the
-    built-in tools ask approval for; all of them when none is (a custom tool
-    made with requires_approval=True)."""
-    from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
-    from memgpt_lite.tools.rules import RuleBook
-    from memgpt_lite.tools.sets import agent_tools
-
-    answer = stored_waiting_answer(store, state.id)
-    tools = agent_tools(state.settings.tool_set, {})
-    return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)

@@ -170,7 +170,7 @@ def archival_load(ctx: click.Context, path: Path, tags: tuple[str, ...]) -> None
 @click.pass_context
 def archival_reembed(ctx: click.Context, spec: str | None) -> None:
     """Replace every stored vector using EMBEDDER, e.g. after changing models."""
-    from memgpt_lite.agent_setup import embedder_for
+    from memgpt_lite.agent.setup import embedder_for
 
     agent = _agent(ctx)
     spec = spec or agent.state.settings.embedder

@@ -1,4 +1,6 @@
-"""What every `memgpt-lite` command shares: error display and the open store.
+"""What every `memgpt-lite` command shares: error display and the open
+workspace (the agents of the command's database, agent/workspace.py: the one
+way the commands reach agents and what is stored).
 
 Commands live in `main.py` and in one module per command family; `main.py`
 registers them all on its group.
@@ -6,7 +8,7 @@ registers them all on its group.
 Start-up: `memgpt-lite --help`, and each command's `--help`, import the
 modules of `cli/` that define commands, so those import only click, the
 standard library, the light modules of `settings` and `errors` at module level. What a command needs
-to run (the agent, the store, pydantic, rich, openai: about a second of
+to run (the agent, the workspace, pydantic, rich, openai: about a second of
 imports) is imported inside the function that uses it. `tests/test_startup.py`
 checks this and `benchmarks/startup.py` measures it.
 """
@@ -27,9 +29,9 @@ from memgpt_lite.settings.endpoint import DEFAULT_TIMEOUT_SECONDS
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.agent.agent import Agent
+    from memgpt_lite.agent.workspace import Workspace
     from memgpt_lite.settings.values import Settings
-    from memgpt_lite.storage.protocol import Storage
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +188,7 @@ def db_location(ctx: click.Context) -> str:
 
 def settings_for(ctx: click.Context) -> Settings:
     """The process's settings (the environment's), resolved once per command
-    and handed to the store and the agents it opens."""
+    and handed to the workspace and the agents it opens."""
     root = ctx.find_root()
     root.ensure_object(dict)
     if "settings" not in root.obj:
@@ -194,16 +196,16 @@ def settings_for(ctx: click.Context) -> Settings:
     return root.obj["settings"]
 
 
-def store_for(ctx: click.Context) -> Storage:
-    """The store at `db_location`, opened once per command."""
-    from memgpt_lite.storage.open import open_storage
+def workspace_for(ctx: click.Context) -> Workspace:
+    """The agents of the database at `db_location`, opened once per command."""
+    from memgpt_lite.agent.workspace import Workspace
 
     root = ctx.find_root()
     root.ensure_object(dict)
-    if "store" not in root.obj:
-        root.obj["store"] = open_storage(db_location(ctx), settings=settings_for(ctx).storage)
-        root.call_on_close(root.obj["store"].close)
-    return root.obj["store"]
+    if "workspace" not in root.obj:
+        root.obj["workspace"] = Workspace.open(db_location(ctx), settings_for(ctx))
+        root.call_on_close(root.obj["workspace"].close)
+    return root.obj["workspace"]
 
 
 def say_waiting(message: str) -> None:
@@ -212,11 +214,7 @@ def say_waiting(message: str) -> None:
 
 
 def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
-    """Agent NAME from the command's store; `timeout` limits each model request."""
-    from memgpt_lite.agent import Agent
-
-    agent = Agent.load(
-        name, store=store_for(ctx), timeout=timeout, process_settings=settings_for(ctx)
-    )
+    """Agent NAME from the command's database; `timeout` limits each model request."""
+    agent = workspace_for(ctx).load_agent(name, timeout=timeout)
     agent.on_wait = say_waiting
     return agent

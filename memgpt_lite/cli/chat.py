@@ -12,28 +12,24 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import load_agent, say_waiting, settings_for, store_for, timeout_option
+from memgpt_lite.cli.base import load_agent, say_waiting, timeout_option, workspace_for
 from memgpt_lite.cli.log import show_details
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.settings.resolve import effective_config
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
-    from memgpt_lite.settings.values import Settings
-    from memgpt_lite.storage.protocol import Storage
+    from memgpt_lite.agent.agent import Agent
+    from memgpt_lite.agent.workspace import Workspace
 
 # Offered when neither the environment nor config.toml names a model.
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def create_interactively(
-    store: Storage, timeout: float | None = None, process_settings: Settings | None = None
-) -> Agent:
+def create_interactively(workspace: Workspace, timeout: float | None = None) -> Agent:
     """Ask for a name and a model until an agent can be created. The model
     offered, the context window and the embedder come from the environment
     and config.toml, as for `memgpt-lite create`; the persona and human blocks
     start from the templates."""
-    from memgpt_lite.agent import Agent
     from memgpt_lite.models import AgentSettings
 
     config = effective_config()
@@ -46,14 +42,8 @@ def create_interactively(
         name = click.prompt("Name of the new agent", err=err).strip()
         model = click.prompt("Model", default=default_model, err=err).strip()
         try:
-            agent = Agent.create(
-                name,
-                model,
-                settings=settings,
-                embedder=embedder,
-                store=store,
-                timeout=timeout,
-                process_settings=process_settings,
+            agent = workspace.create_agent(
+                name, model, settings=settings, embedder=embedder, timeout=timeout
             )
         except (ConfigError, AlreadyExistsError) as exc:
             click.echo(f"Error: {exc}", err=err)
@@ -62,19 +52,15 @@ def create_interactively(
         return agent
 
 
-def choose_agent(
-    store: Storage, timeout: float | None = None, process_settings: Settings | None = None
-) -> Agent:
+def choose_agent(workspace: Workspace, timeout: float | None = None) -> Agent:
     """Offer the stored agents by number (or name), or a new one."""
-    from memgpt_lite.agent import Agent
-
     # Piped, the choice is read from the input like any line, and the menu
     # goes to stderr: stdout carries the replies only.
     err = not sys.stdin.isatty()
-    rows = store.list_agents()
+    rows = workspace.list_agents()
     if not rows:
         click.echo("No agents yet: let's create one.", err=err)
-        return create_interactively(store, timeout, process_settings)
+        return create_interactively(workspace, timeout)
     for number, (state, stats) in enumerate(rows, start=1):
         line = f"  {number}. {state.name} ({state.llm.model}, {stats.message_count} messages)"
         click.echo(line, err=err)
@@ -83,16 +69,11 @@ def choose_agent(
     while True:
         answer = click.prompt("Chat with", default="1", err=err).strip()
         if answer.lower() in ("n", "new"):
-            return create_interactively(store, timeout, process_settings)
+            return create_interactively(workspace, timeout)
         if answer.isdigit() and 1 <= int(answer) <= len(rows):
-            chosen = names[int(answer) - 1]
-            return Agent.load(
-                chosen, store=store, timeout=timeout, process_settings=process_settings
-            )
+            return workspace.load_agent(names[int(answer) - 1], timeout=timeout)
         if answer in names:
-            return Agent.load(
-                answer, store=store, timeout=timeout, process_settings=process_settings
-            )
+            return workspace.load_agent(answer, timeout=timeout)
         click.echo(f"Type a number from 1 to {len(rows)}, an agent's name, or n.", err=err)
 
 
@@ -124,6 +105,6 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
     if name:
         agent = load_agent(ctx, name, timeout)
     else:
-        agent = choose_agent(store_for(ctx), timeout, settings_for(ctx))
+        agent = choose_agent(workspace_for(ctx), timeout)
         agent.on_wait = say_waiting
-    ChatSession(agent, verbose=verbose).run()
+    ChatSession(agent, workspace_for(ctx), verbose=verbose).run()

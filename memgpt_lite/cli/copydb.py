@@ -1,7 +1,8 @@
 """`memgpt-lite copy-db SRC DST`: move every agent from one database to
 another (SQLite to PostgreSQL, back, or between two files). The copying is
-`storage/copy.py`, which speaks only the `Storage` protocol; this module
-prints. Locations are shown with `redacted`: a URL's password never is.
+`storage/copy.py`, which speaks only the `Storage` protocol, reached through
+the application layer (`agent.workspace.copy_database`); this module prints.
+Locations are shown with `redacted`: a URL's password never is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import click
 from memgpt_lite.cli.base import print_rows
 
 if TYPE_CHECKING:
-    from memgpt_lite.storage.copy import AgentCopy
+    from memgpt_lite.agent.workspace import AgentCopy
 
 _COLUMNS = [
     ("agent", "left"),
@@ -59,8 +60,8 @@ def copy_db(src: str, dst: str) -> None:
 
     Example: memgpt-lite copy-db agents.db postgresql://sam@localhost/agents
     """
-    from memgpt_lite.storage.copy import copy_database
-    from memgpt_lite.storage.location import redacted
+    from memgpt_lite.agent.workspace import copy_database
+    from memgpt_lite.settings.folders import redacted
 
     keys: list[int] = []
     copied = copy_database(src, dst, on_keys=keys.append)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import store_for, timeout_option
+from memgpt_lite.cli.base import timeout_option, workspace_for
 from memgpt_lite.settings.resolve import effective_config
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _target(
     from memgpt_lite.models import LLMConfig
 
     if name is not None:
-        state = store_for(ctx).get_agent(name)
+        state = workspace_for(ctx).agent_state(name)
         llm, chosen = state.llm, model or state.llm.model
         window, window_source = state.settings.context_window, "the agent's context_window"
         embedder = state.settings.embedder
@@ -136,7 +136,7 @@ def models(
     from memgpt_lite.llm.probe import list_models
     from memgpt_lite.models import LLMConfig
 
-    llm = store_for(ctx).get_agent(name).llm if name is not None else LLMConfig(model="")
+    llm = workspace_for(ctx).agent_state(name).llm if name is not None else LLMConfig(model="")
     url, key, seconds = _endpoint(llm, base_url, timeout)
     entries = list_models(url, key, seconds)
     for entry in entries:

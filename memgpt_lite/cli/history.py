@@ -1,9 +1,9 @@
 """`memgpt-lite log`: an agent's stored messages, like `git log`.
 
 (Not to be confused with `cli/log.py`, where the command line's own log
-records go.) Everything is read through the Storage protocol: no agent is
-loaded, so no endpoint, key or tokenizer is needed, and a read-only database
-serves it. Start-up: only click and the standard library at module level.
+records go.) Everything is read through the workspace (agent/workspace.py):
+no agent is loaded, so no endpoint, key or tokenizer is needed, and a
+read-only database serves it. Start-up: only click and the standard library at module level.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import store_for
+from memgpt_lite.cli.base import workspace_for
 from memgpt_lite.cli.scripting import BadInput
 
 if TYPE_CHECKING:
     from memgpt_lite.models import Message, ToolCall
-    from memgpt_lite.storage.protocol import Storage
 
-# --search with --since filters the best this many matches (plus the pages
-# before the one asked for): search ranks, it does not filter by time.
-SEARCH_DEPTH_WITH_SINCE = 1000
 _ARGUMENTS_CHARS = 100
 _RESULT_CHARS = 120
 _INDENT = "    "
@@ -70,13 +66,13 @@ def log_command(
     since_time = parse_since(since) if since is not None else None
     if query is not None and not query.strip():
         raise BadInput("the search text is empty")
-    store = store_for(ctx)
-    agent_id = store.get_agent(name).id
+    workspace = workspace_for(ctx)
+    agent_id = workspace.agent_state(name).id
     offset = (page - 1) * limit
     if query is None:
-        messages, total = store.recent_messages(agent_id, limit, offset, since_time)
+        messages, total = workspace.history_page(agent_id, limit, offset, since_time)
     else:
-        messages, total = _search(store, agent_id, query, limit, offset, since_time)
+        messages, total = workspace.search_history(agent_id, query, limit, offset, since_time)
     if as_json:
         for message in messages:
             click.echo(message.model_dump_json())
@@ -103,17 +99,6 @@ def parse_since(value: str) -> datetime:
         raise BadInput(
             f"--since {value!r} is not a date or time: write 2026-11-23 or 2026-11-23T14:30"
         ) from None
-
-
-def _search(
-    store: Storage, agent_id: str, query: str, limit: int, offset: int, since: datetime | None
-) -> tuple[list[Message], int]:
-    """One page of matches, best first, and how many there are."""
-    if since is None:
-        return store.search_messages(agent_id, query, limit, offset)
-    ranked, _ = store.search_messages(agent_id, query, SEARCH_DEPTH_WITH_SINCE + offset + limit)
-    kept = [message for message in ranked if message.created_at >= since]
-    return kept[offset : offset + limit], len(kept)
 
 
 def message_lines(message: Message) -> Iterator[str]:

@@ -1,16 +1,16 @@
 """`memgpt-lite keys ...`: the API keys of the HTTP server's users.
 
 A key's secret is printed once, when it is made, and never stored: the
-database keeps its SHA-256 (see memgpt_lite/keys.py). The store and rich are
-imported by the commands that use them, so that `--help` stays fast (see
-`base.py`).
+database keeps its SHA-256 (see memgpt_lite/agent/keys.py). The workspace
+and rich are imported by the commands that use them, so that `--help` stays
+fast (see `base.py`).
 """
 
 from __future__ import annotations
 
 import click
 
-from memgpt_lite.cli.base import print_rows, store_for
+from memgpt_lite.cli.base import print_rows, workspace_for
 
 
 @click.group()
@@ -30,9 +30,7 @@ def keys_create(ctx: click.Context, user: str) -> None:
     The secret is shown this once: only its hash is stored. stderr says
     which key id it has (for `keys revoke`).
     """
-    from memgpt_lite.keys import create_key
-
-    key, secret = create_key(store_for(ctx), user)
+    key, secret = workspace_for(ctx).create_key(user)
     click.echo(secret)
     click.echo(
         f"Created key {key.id} for user {key.user!r}; its secret is shown only this once.",
@@ -48,7 +46,7 @@ def keys_list(ctx: click.Context) -> None:
     Secrets and hashes are never shown. When the output is piped, each key is
     one tab-separated line.
     """
-    stored = store_for(ctx).list_api_keys()
+    stored = workspace_for(ctx).api_keys()
     if not stored:
         click.echo("No API keys yet. Create one with: memgpt-lite keys create --user NAME")
         return
@@ -74,6 +72,6 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 
     Revoking a key revoked already changes nothing.
     """
-    key = store_for(ctx).revoke_api_key(key_id)
+    key = workspace_for(ctx).revoke_key(key_id)
     when = key.revoked_at.astimezone().strftime(" at %Y-%m-%d %H:%M") if key.revoked_at else ""
     click.echo(f"Revoked key {key.id} of user {key.user!r}{when}.")

@@ -14,7 +14,13 @@ import click
 
 from memgpt_lite.cli.agents import AGENT_COMMANDS
 from memgpt_lite.cli.archival import archival
-from memgpt_lite.cli.base import FriendlyGroup, TextOrFile, load_agent, timeout_option
+from memgpt_lite.cli.base import (
+    FriendlyGroup,
+    TextOrFile,
+    load_agent,
+    timeout_option,
+    workspace_for,
+)
 from memgpt_lite.cli.chat import chat
 from memgpt_lite.cli.copydb import copy_db
 from memgpt_lite.cli.doctor import doctor, models
@@ -33,7 +39,7 @@ from memgpt_lite.cli.serve import serve
 from memgpt_lite.cli.transfer import export_command, import_command
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.agent.agent import Agent
     from memgpt_lite.models import AgentState
 
 
@@ -135,13 +141,11 @@ def retry(
     (that message and everything that followed it): for a message the endpoint
     failed to answer, or an answer you want redone. Output and exit status as
     for `send`."""
-    from memgpt_lite.memory.recall.history import pop_for_retry
-
     output = output_mode(verbose, quiet, as_json)
     agent = _agent_for(ctx, name, timeout, output)
-    _ = agent.llm  # a missing API key fails here, before anything is removed
-    with agent.step_lock():  # no other step between the pop and the new one
-        text = pop_for_retry(agent)
+    _ = agent.runner.llm  # a missing API key fails here, before anything is removed
+    with agent.runner.step_lock():  # no other step between the pop and the new one
+        text = agent.history.pop_for_retry()
         if output is not Output.QUIET:
             click.echo(f"Sending again: {text}", err=True)
         status = run_step(agent, text, output)
@@ -238,7 +242,7 @@ def _answer(
 def pop(ctx: click.Context, name: str, count: int) -> None:
     """Remove agent NAME's last COUNT exchanges (default 1): each a message of
     yours and everything after it. Memory edits the agent made stay."""
-    deleted = load_agent(ctx, name).pop_exchanges(count)
+    deleted = load_agent(ctx, name).history.pop_exchanges(count)
     click.echo(f"Removed {count} exchange(s): {deleted} messages.")
 
 
@@ -285,7 +289,7 @@ def context(ctx: click.Context, name: str) -> None:
 def summarize(ctx: click.Context, name: str) -> None:
     """Compact agent NAME's context now: older messages are folded into the
     summary and leave the window (they stay searchable)."""
-    click.echo(load_agent(ctx, name).summarize().describe())
+    click.echo(load_agent(ctx, name).runner.summarize().describe())
 
 
 @cli.command()
@@ -312,11 +316,11 @@ def reflect(ctx: click.Context, name: str, every: int | None) -> None:
         def use(state: AgentState) -> None:
             state.settings.reflect_every = every or None
 
-        agent.store.update_agent(agent.state.id, use)
+        workspace_for(ctx).update_agent(agent.state.id, use)
         when = f"after every {every} turns" if every else "only when asked"
         click.echo(f"Agent {name!r} reflects {when}.")
         return
-    report = agent.reflect()
+    report = agent.runner.reflect()
     click.echo(report.describe())
     for note in report.notes:
         click.echo(f"note: {note}")

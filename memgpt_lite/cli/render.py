@@ -1,6 +1,6 @@
 """A step's events on a terminal, as they happen (`agent.stream(text)`).
 
-`StepRenderer` consumes the events of one step (loop/events.py) and prints:
+`StepRenderer` consumes the events of one step (memgpt_lite/events.py) and prints:
 the reply as the model writes it, rendered as markdown; inner thoughts dimmed;
 each tool call and its result on one line; a spinner with the seconds elapsed
 only while nothing is arriving. It prints nothing of the footer or of errors:
@@ -34,7 +34,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     MessageDelta,
     ReplyDelivered,
     RequestSent,

@@ -30,16 +30,15 @@ from typing import TypeVar
 from rich.console import Console
 from rich.text import Text
 
-from memgpt_lite.agent import Agent
+from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.cli.approvals import call_text
 from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.cli.repl_commands import COMMANDS, run_command
 from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.llm.prices import dollars, total_cost, turn_cost_text
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.memory.recall.history import unanswered_note
-from memgpt_lite.models import Approval, StepResult, ToolCall
+from memgpt_lite.models import Approval, StepInput, StepResult, ToolCall
 from memgpt_lite.settings.resolve import ensure_folder, home_dir
 
 PROMPT = "you> "
@@ -187,12 +186,14 @@ class ChatSession:
     def __init__(
         self,
         agent: Agent,
+        workspace: Workspace,
         *,
         console: Console | None = None,
         verbose: bool = False,
         history_path: Path | None = None,
     ) -> None:
         self.agent = agent
+        self.workspace = workspace  # the agent's database: its token usage, /dump, /model
         self.console = console or Console(highlight=False)
         self.verbose = verbose
         self.running = True
@@ -334,7 +335,7 @@ class ChatSession:
     def cancelled(self) -> None:
         # The step's writes are transactions: an interrupted one rolled back,
         # so the history holds whole responses only; the user message is kept.
-        self.agent.store.rollback_interrupted()
+        self.agent.runner.rollback_interrupted()
         self.print("(cancelled)", "yellow")
         if self.note_unanswered():
             return
@@ -398,7 +399,7 @@ class ChatSession:
 
     def note_unanswered(self) -> bool:
         """Say so when the user's last message went unanswered; True if it did."""
-        note = unanswered_note(self.agent, "/retry", "/pop")
+        note = self.agent.history.unanswered_note("/retry", "/pop")
         if note:
             self.print(note, "yellow")
         return note is not None
@@ -419,7 +420,7 @@ class ChatSession:
         view = self.agent.context_overview()
         used = 100 * view.total_tokens / view.context_window
         model = self.agent.state.llm.model
-        totals = self.agent.store.usage_by_model(self.agent.state.id)
+        totals = self.workspace.usage_by_model(self.agent.state.id)
         spent = total_cost(totals)
         total = f"{sum(t.total_tokens for t in totals):,} tokens in all"
         parts = [

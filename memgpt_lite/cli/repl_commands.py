@@ -19,13 +19,12 @@ from rich.text import Text
 from memgpt_lite.cli.block_history import history_text
 from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.memory.recall.history import pop_for_retry
 from memgpt_lite.memory.recall.window import UNKNOWN_MODEL_WINDOW, known_window
-from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Approval
 
 if TYPE_CHECKING:
-    from memgpt_lite.agent import Agent
+    from memgpt_lite.agent.agent import Agent
+    from memgpt_lite.agent.workspace import Workspace
     from memgpt_lite.memory.recall.window import ContextOverview
     from memgpt_lite.models import AgentState, Message, Passage
 
@@ -37,6 +36,7 @@ class Session(Protocol):
     here so that this module need not import the session's, which imports it."""
 
     agent: Agent
+    workspace: Workspace
     console: Console
     running: bool
 
@@ -232,7 +232,7 @@ def _archival(session: Session, arguments: str) -> None:
 
 @command("/search QUERY", "Search past messages (recall memory).")
 def _search(session: Session, arguments: str) -> None:
-    found, total = search_messages(session.agent, _required(arguments), SEARCH_RESULTS)
+    found, total = session.agent.history.search(_required(arguments), SEARCH_RESULTS)
     for message in found:
         when = message.created_at.strftime("%Y-%m-%d %H:%M")
         session.print(f"#{message.seq} [{when}] {message.role}: {message.search_text()}")
@@ -250,7 +250,7 @@ def _context(session: Session, arguments: str) -> None:
 @command("/summarize", "Fold older messages into the summary now.")
 def _summarize(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
-    report = session.call_model("summarizing…", session.agent.summarize)
+    report = session.call_model("summarizing…", session.agent.runner.summarize)
     if report is not None:
         session.print(report.describe())
 
@@ -258,7 +258,7 @@ def _summarize(session: Session, arguments: str) -> None:
 @command("/reflect", "Go over the new messages now and update memory from them.")
 def _reflect(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
-    report = session.call_model("reflecting…", session.agent.reflect)
+    report = session.call_model("reflecting…", session.agent.runner.reflect)
     if report is not None:
         session.print(report.describe())
         for note in report.notes:
@@ -269,9 +269,9 @@ def _reflect(session: Session, arguments: str) -> None:
 def _retry(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
     agent = session.agent
-    _ = agent.llm  # a missing API key fails here, before anything is removed
-    with agent.step_lock():  # no other step between the pop and the new one
-        text = pop_for_retry(agent)
+    _ = agent.runner.llm  # a missing API key fails here, before anything is removed
+    with agent.runner.step_lock():  # no other step between the pop and the new one
+        text = agent.history.pop_for_retry()
         session.print(f"Sending again: {text}", "dim")
         session.send(text)
 
@@ -279,19 +279,19 @@ def _retry(session: Session, arguments: str) -> None:
 @command("/pop [N]", "Remove the last N exchanges (default 1).")
 def _pop(session: Session, arguments: str) -> None:
     count = _count(arguments, 1)
-    deleted = session.agent.pop_exchanges(count)
+    deleted = session.agent.history.pop_exchanges(count)
     session.print(f"Removed {count} exchange(s): {deleted} messages.")
 
 
 @command("/rethink TEXT", "Replace the agent's last inner thought.")
 def _rethink(session: Session, arguments: str) -> None:
-    session.agent.rethink(_required(arguments))
+    session.agent.history.rethink(_required(arguments))
     session.print("Replaced the last inner thought.")
 
 
 @command("/rewrite TEXT", "Replace the agent's last reply.")
 def _rewrite(session: Session, arguments: str) -> None:
-    session.agent.rewrite(_required(arguments))
+    session.agent.history.rewrite(_required(arguments))
     session.print("Replaced the last reply.")
 
 
@@ -314,9 +314,8 @@ def _dump_message(session: Session, message: Message, context_start: int) -> Non
 @command("/dump [N]", f"Show the last N stored messages raw (default {DEFAULT_DUMP}).")
 def _dump(session: Session, arguments: str) -> None:
     count = _count(arguments, DEFAULT_DUMP)
-    agent = session.agent
-    state = agent.store.get_agent(agent.state.id)
-    for message in agent.store.last_messages(state.id, count):
+    state = session.workspace.agent_state(session.agent.state.id)
+    for message in session.workspace.newest_messages(state.id, count):
         _dump_message(session, message, state.context_start)
 
 
@@ -364,7 +363,7 @@ def _model(session: Session, arguments: str) -> None:
         def use(state: AgentState) -> None:
             state.settings.context_window = window
 
-        agent.state = agent.store.update_agent(agent.state.id, use)
+        agent.state = session.workspace.update_agent(agent.state.id, use)
     agent.set_model(name)
     session.print(f"Model set to {name} ({_window_text(agent)}).")
 

@@ -20,9 +20,8 @@ from memgpt_lite.errors import LLMError
 
 if TYPE_CHECKING:
     from memgpt_lite.agent import Agent
-    from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-    from memgpt_lite.loop.step import StepInput
-    from memgpt_lite.models import StepResult
+    from memgpt_lite.events import StepEvent, StepFailed, StepFinished
+    from memgpt_lite.models import StepInput, StepResult
 
 
 class ExitStatus(IntEnum):
@@ -131,7 +130,7 @@ def run_step(agent: Agent, text: StepInput, output: Output) -> ExitStatus:
     approval) and print what `output` asks for. Returns REPLIED, NO_REPLY or
     APPROVAL_REQUIRED; raises a one-line ClickException if the step failed
     (after printing the replies it delivered before failing)."""
-    from memgpt_lite.loop.events import StepFailed
+    from memgpt_lite.events import StepFailed
 
     if output in (Output.TEXT, Output.VERBOSE) and sys.stdout.isatty():
         last = _rendered(agent, text, verbose=output is Output.VERBOSE)
@@ -166,7 +165,7 @@ def _rendered(agent: Agent, text: StepInput, verbose: bool) -> StepFinished | St
     from rich.console import Console
 
     from memgpt_lite.cli.render import StepRenderer
-    from memgpt_lite.loop.events import StepFailed, StepFinished
+    from memgpt_lite.events import StepFailed, StepFinished
 
     last: StepEvent | None = None
     with StepRenderer(Console(highlight=False), agent.state.name, verbose=verbose) as renderer:
@@ -181,7 +180,7 @@ def _rendered(agent: Agent, text: StepInput, verbose: bool) -> StepFinished | St
 def _printed(events: Iterable[StepEvent], output: Output) -> StepFinished | StepFailed:
     """Go through a step's events, printing each as a JSON line in JSON mode;
     returns the last (StepFinished or StepFailed)."""
-    from memgpt_lite.loop.events import StepFailed, StepFinished
+    from memgpt_lite.events import StepFailed, StepFinished
 
     last: StepEvent | None = None
     for event in events:
@@ -196,10 +195,8 @@ def _printed(events: Iterable[StepEvent], output: Output) -> StepFinished | Step
 def _failure(agent: Agent, failed: StepFailed) -> click.ClickException:
     """The step's error as one line that also says how to send the message
     again or drop it; the status tells an endpoint failure from the rest."""
-    from memgpt_lite.memory.recall.history import unanswered_note
-
     name = agent.state.name
-    note = unanswered_note(agent, f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
+    note = agent.history.unanswered_note(f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
     # One line, so scripts and logs keep one line per failure.
     error = click.ClickException(
         f"{failed.message} — {note[0].lower()}{note[1:]}" if note else failed.message

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from memgpt_lite.cli.base import db_location, store_for
+from memgpt_lite.cli.base import db_location, workspace_for
 from memgpt_lite.cli.scripting import BadInput
 
 SERVER_EXTRA = 'the server needs its extra: pip install "memgpt-lite[server]"'
@@ -71,14 +71,16 @@ def serve(
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
-    from memgpt_lite.storage.location import is_postgres, redacted
+    from memgpt_lite.settings.folders import is_postgres, redacted
 
     location = db_location(ctx)
     if workers > 1 and not is_postgres(location):
         raise BadInput(
             "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
         )
-    store_for(ctx)  # the database opens (and is upgraded) here, or the command fails in one line
+    workspace_for(
+        ctx
+    )  # the database opens (and is upgraded) here, or the command fails in one line
     os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
     click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)

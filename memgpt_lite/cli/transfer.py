@@ -1,8 +1,9 @@
 """`memgpt-lite export` and `memgpt-lite import`: move a whole agent between
 machines, and bring agents over from Letta (`.af` files).
 
-The agent file modules load numpy, pydantic and the store: imported by the
-commands, so that `--help` stays fast (see `base.py`)."""
+The agent file modules (agentfile/) read and write whole agents in the
+workspace's database. They load numpy, pydantic and the store: imported by
+the commands, so that `--help` stays fast (see `base.py`)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import store_for
+from memgpt_lite.cli.base import workspace_for
 from memgpt_lite.cli.scripting import BadInput
 
 if TYPE_CHECKING:
+    from memgpt_lite.agent.workspace import Workspace
     from memgpt_lite.agentfile.native import ImportReport
-
-if TYPE_CHECKING:
-    from memgpt_lite.storage.protocol import Storage
 
 
 @click.command(name="export")
@@ -52,17 +51,17 @@ def export_command(
     """
     from memgpt_lite.agentfile.native import export_agent, write_agent_file
 
-    store = store_for(ctx)
+    workspace = workspace_for(ctx)
     if file_format == "letta":
-        _export_letta(store, name, output, force)
+        _export_letta(workspace, name, output, force)
         return
     if output == "-":
-        click.echo(export_agent(store, name).model_dump_json(indent=2))
+        click.echo(export_agent(workspace.store, name).model_dump_json(indent=2))
         return
     path = Path(output or f"{name}.json")
     if path.exists() and not force:
         raise click.ClickException(f"{path} already exists; use --force to replace it")
-    data = write_agent_file(store, name, path, overwrite=True)
+    data = write_agent_file(workspace.store, name, path, overwrite=True)
     click.echo(
         f"Exported agent {name!r} to {click.format_filename(path)}: {len(data.blocks)} blocks, "
         f"{len(data.messages)} messages, {len(data.passages)} passages."
@@ -75,9 +74,10 @@ def export_command(
         )
 
 
-def _export_letta(store: Storage, name: str, output: str | None, force: bool) -> None:
+def _export_letta(workspace: Workspace, name: str, output: str | None, force: bool) -> None:
     from memgpt_lite.agentfile.letta_export import export_letta, write_letta_file
 
+    store = workspace.store
     if output == "-":
         click.echo(json.dumps(export_letta(store, name), indent=2, ensure_ascii=False))
         return
@@ -142,11 +142,13 @@ def import_command(
     if every_agent and (name or letta_agent):
         raise BadInput("--all imports every agent under its own name: drop --name and --agent")
     if every_agent:
-        for report in import_every_agent(store_for(ctx), file, embedder=embedder):
+        for report in import_every_agent(workspace_for(ctx).store, file, embedder=embedder):
             _said(report, file)
         return
     _said(
-        import_agent(store_for(ctx), file, name=name, embedder=embedder, letta_agent=letta_agent),
+        import_agent(
+            workspace_for(ctx).store, file, name=name, embedder=embedder, letta_agent=letta_agent
+        ),
         file,
     )
 

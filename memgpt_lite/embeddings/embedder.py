@@ -173,7 +173,7 @@ def make_embedder(
     """An embedder from its setting: "local" (offline MiniLM, from
     `local_model_dir` when the settings name one: `Settings.embedding_model_dir`)
     or "endpoint:MODEL" (at `base_url` with `api_key`). The caller passes
-    them as an edge resolved them (agent_setup.py `embedder_for`)."""
+    them as an edge resolved them (agent/setup.py `embedder_for`)."""
     kind, _, model = check_embedder_name(spec).partition(":")
     if kind == "local":
         from memgpt_lite.embeddings.local import MiniLMEmbedder

@@ -7,7 +7,7 @@ rewritten where the user's circumstances changed.
 It is one request with one tool, `record_reflection`, whose arguments are
 validated and then applied here: no second loop, and nothing a model could
 get wrong leaves memory half-changed or stops the agent. It runs on demand
-(`Agent.reflect()`, `memgpt-lite reflect NAME`) or, with
+(`agent.runner.reflect()`, `memgpt-lite reflect NAME`) or, with
 `AgentSettings.reflect_every`, in a background thread once that many turns
 went unread, so it never delays the user's turn. It does not hold the step
 lock while the model thinks: it reads, asks, then writes as any other writer

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memgpt_lite.errors import ContextFullError, LLMError
-from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, ToolCallDelta
-from memgpt_lite.loop.compaction import compact
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     Compacted,
     MemoryWarned,
     MessageDelta,
@@ -33,6 +31,8 @@ from memgpt_lite.loop.events import (
     StepEvent,
     ThoughtDelta,
 )
+from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, ToolCallDelta
+from memgpt_lite.loop.compaction import compact
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt

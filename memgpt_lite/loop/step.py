@@ -1,7 +1,8 @@
 """The step core: one async generator runs a step and yields its events.
 
 `agent.step()`, `agent.astep()`, `agent.stream()` and `agent.astream()` all
-drive `run_step`; there is no other loop. A step stores the user's message,
+drive `run_step`, through the agent's runner (agent/runner.py), which is the
+`StepHost` here; there is no other loop. A step stores the user's message,
 then calls the model, runs the tools it asked for, and goes on while a tool
 asked for a heartbeat or failed, up to the step limit. An answer with a call
 that needs the user's approval ends the step instead; the step that carries
@@ -23,9 +24,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Protocol
 
 from memgpt_lite.errors import ApprovalError, ContextFullError, MemGPTError
-from memgpt_lite.llm.model import Completion
-from memgpt_lite.loop import approvals
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     ApprovalRequested,
     ReplyDelivered,
     StepEvent,
@@ -36,12 +35,15 @@ from memgpt_lite.loop.events import (
     ToolReturned,
     UsageReported,
 )
+from memgpt_lite.llm.model import Completion
+from memgpt_lite.loop import approvals
 from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.models import (
     AgentState,
     Approval,
     Message,
+    StepInput,
     ToolCall,
     ToolResult,
     Usage,
@@ -51,10 +53,6 @@ from memgpt_lite.models import (
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
-
-# What a step answers: the user's message, or the user's answer to the tool
-# calls waiting for approval (loop/approvals.py).
-StepInput = str | Approval | Sequence[Approval]
 
 
 class StepHost(AgentDeps, Protocol):

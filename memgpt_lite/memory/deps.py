@@ -1,14 +1,14 @@
 """What the memory tiers may reach of an agent.
 
-`Agent` (agent.py) satisfies this protocol; memory takes a `MemoryDeps`
-instead of the agent, so nothing here imports agent.py, the loop or the
-tools. It is what a tier needs: the agent's row, its store, its token
-counter, its embedder and vector indexes, the messages of its context
-window and the tool schemas that share the window with them, and the step
-lock that history edits hold. The loop and the tools take the wider
-`AgentDeps` (tools/deps.py), which adds the model. `state` is the agent's
-row as last read; code that changes it stores the change through
-`store.update_agent` and keeps the returned state here.
+An agent's runner (agent/runner.py, `agent.runner`) satisfies this
+protocol; memory takes a `MemoryDeps` instead of the agent, so nothing here
+imports the agent layer, the loop or the tools. It is what a tier needs: the
+agent's row, its store, its token counter, its embedder and vector indexes,
+the messages of its context window and the tool schemas that share the
+window with them, and the step lock that history edits hold. The loop and
+the tools take the wider `AgentDeps` (tools/deps.py), which adds the model.
+`state` is the agent's row as last read; code that changes it stores the
+change through `store.update_agent` and keeps the returned state here.
 """
 
 from __future__ import annotations

@@ -15,24 +15,23 @@ from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from memgpt_lite.agent import Agent
+from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepFinished
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepResult
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepInput, StepResult
 from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.sse import frame, sse_response
-from memgpt_lite.storage.protocol import Storage
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
 
 
-def agent_view(store: Storage, state: AgentState) -> AgentView:
+def agent_view(workspace: Workspace, state: AgentState) -> AgentView:
     return AgentView(
         **state.model_dump(include={"id", "name", "llm", "system", "settings", "summary"}),
-        blocks=store.get_blocks(state.id),
-        stats=store.agent_stats(state.id),
+        blocks=workspace.blocks(state.id),
+        stats=workspace.agent_stats(state.id),
         created_at=state.created_at,
         updated_at=state.updated_at,
     )
@@ -65,7 +64,7 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         settings = None if body.settings is None else AgentSettings(**body.settings)
     except ValidationError as exc:
         raise ConfigError(field_problems(exc, "settings")) from None
-    return Agent.create(
+    return ctx.workspace.create_agent(
         body.name,
         body.model,
         blocks=blocks,
@@ -74,28 +73,27 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         settings=settings,
         llm_options={**(body.llm_options or {}), **_key(body.api_key)},
         embedder=body.embedder,
-        store=ctx.store,
         owner=user,
-        process_settings=ctx.settings,
     )
 
 
 @router.post("", status_code=201)
 def create(body: AgentCreate, ctx: Context, user: User) -> AgentView:
     """Create an agent from blocks, a model, an endpoint and settings."""
-    return agent_view(ctx.store, create_agent(ctx, user, body).state)
+    return agent_view(ctx.workspace, create_agent(ctx, user, body).state)
 
 
 @router.get("")
 def list_agents(ctx: Context, user: User) -> list[AgentView]:
     """The user's agents, with their blocks and counts."""
-    return [agent_view(ctx.store, state) for state, _ in ctx.store.list_agents(owner=user)]
+    workspace = ctx.workspace
+    return [agent_view(workspace, state) for state, _ in workspace.list_agents(owner=user)]
 
 
 @router.get("/{agent}")
 def get_agent(agent: str, ctx: Context, user: User) -> AgentView:
     """One agent, by name or id."""
-    return agent_view(ctx.store, ctx.agent_state(user, agent))
+    return agent_view(ctx.workspace, ctx.agent_state(user, agent))
 
 
 def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> AgentState:
@@ -116,11 +114,10 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
         for key, value in (body.settings or {}).items():
             _assign(stored.settings, key, value, "settings")
 
-    with ctx.store.transaction():
+    with ctx.workspace.transaction():
         if body.name is not None and body.name != state.name:
-            agent = Agent(state, ctx.store, process_settings=ctx.settings)
-            agent.rename(body.name)
-        return ctx.store.update_agent(state.id, change)
+            ctx.workspace.rename_agent(state, body.name)
+        return ctx.workspace.update_agent(state.id, change)
 
 
 def _key(api_key: str | None) -> dict[str, str]:
@@ -139,13 +136,13 @@ def _assign(target: BaseModel, key: str, value: Any, where: str) -> None:
 @router.patch("/{agent}")
 def modify(agent: str, body: AgentUpdate, ctx: Context, user: User) -> AgentView:
     """Rename an agent, or change its model, system prompt, llm options or settings."""
-    return agent_view(ctx.store, update_agent(ctx, user, agent, body))
+    return agent_view(ctx.workspace, update_agent(ctx, user, agent, body))
 
 
 @router.delete("/{agent}", status_code=204)
 def delete(agent: str, ctx: Context, user: User) -> Response:
     """Delete an agent with its messages and passages (blocks it shares stay)."""
-    ctx.store.delete_agent(ctx.agent_state(user, agent).id)
+    ctx.workspace.delete_agent(ctx.agent_state(user, agent).id)
     return Response(status_code=204)
 
 
@@ -221,7 +218,7 @@ def history(
     it, best first."""
     state = ctx.agent_state(user, agent)
     if query:
-        found, total = ctx.store.search_messages(state.id, query, limit, offset)
+        found, total = ctx.workspace.search_history(state.id, query, limit, offset)
     else:
-        found, total = ctx.store.recent_messages(state.id, limit, offset)
+        found, total = ctx.workspace.history_page(state.id, limit, offset)
     return MessagePage(messages=found, total=total)

@@ -28,7 +28,7 @@ router = APIRouter(prefix="/api/agents", tags=["memory"])
 @router.get("/{agent}/blocks")
 def list_blocks(agent: str, ctx: Context, user: User) -> list[Block]:
     """The agent's core memory blocks, in the order the system message shows them."""
-    return ctx.store.get_blocks(ctx.agent_state(user, agent).id)
+    return ctx.workspace.blocks(ctx.agent_state(user, agent).id)
 
 
 @router.get("/{agent}/blocks/{label:path}")
@@ -111,7 +111,7 @@ def context_overview(agent: str, ctx: Context, user: User) -> ContextOverview:
 def export(agent: str, ctx: Context, user: User) -> dict[str, Any]:
     """The agent as an agent file (what `memgpt-lite export` writes)."""
     state = ctx.agent_state(user, agent)
-    return export_agent(ctx.store, state.id).model_dump(mode="json")
+    return export_agent(ctx.workspace.store, state.id).model_dump(mode="json")
 
 
 @router.post("/import", status_code=201)
@@ -125,7 +125,7 @@ def import_file(
     """Import an agent file as a new agent of the user's."""
     loaded = parse_agent_file(file, "the request body", letta_agent)
     return store_agent_file(
-        ctx.store,
+        ctx.workspace.store,
         loaded.agent,
         name=name,
         source=loaded.source,

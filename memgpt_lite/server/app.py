@@ -1,4 +1,5 @@
-"""The application: `create_app(db)` opens the store and mounts every route.
+"""The application: `create_app(db)` opens the workspace (the agents of the
+database, agent/workspace.py) and mounts every route.
 
 Errors are answered in one place, each as `{"detail": "one line"}` with the
 status that says what went wrong: our errors by class (`STATUS_BY_ERROR`), a
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import (
     AlreadyExistsError,
     BusyError,
@@ -32,7 +34,6 @@ from memgpt_lite.errors import (
 from memgpt_lite.server.context import ServerContext, Unauthorized
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
-from memgpt_lite.storage.open import open_storage
 
 # Request bodies larger than this are refused with 413 (agent files are the largest).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -152,15 +153,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settings = resolve_settings()  # once, for every request of this app
-        store = open_storage(db, settings=settings.storage)
+        workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
-        app.state.context = ServerContext(store=store, steps=steps, auth=auth, settings=settings)
+        app.state.context = ServerContext(workspace=workspace, steps=steps, auth=auth)
         try:
             yield
         finally:
             steps.close()
-            store.close()
+            workspace.close()
 
     app = FastAPI(
         title="memgpt-lite",

@@ -1,6 +1,8 @@
-"""What every route shares: the open store, the step runner, the settings
-resolved when the app started, and the rule that a user sees only their own
-agents.
+"""What every route shares: the workspace (the agents of the server's
+database, opened with the settings resolved when the app started: the
+application layer, agent/workspace.py, through which the routes reach agents
+and what is stored), the step runner, and the rule that a user sees only
+their own agents.
 
 Routes get these through FastAPI dependencies (`context`, `current_user`),
 never through globals, so one process can serve two apps (the tests do).
@@ -15,15 +17,13 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from memgpt_lite.agent import Agent
-from memgpt_lite.errors import ConfigError, NotFoundError
-from memgpt_lite.keys import user_for_key
+from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.workspace import Workspace
+from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
-from memgpt_lite.settings.resolve import resolve_endpoint, resolve_settings
-from memgpt_lite.settings.values import Settings
-from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.settings.resolve import resolve_endpoint
 
 
 class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401 by app.py
@@ -36,11 +36,11 @@ KEPT_AGENTS = 256
 
 @dataclass
 class ServerContext:
-    store: Storage
+    # The server's database, with the process's settings resolved once
+    # (app.py) and handed to every agent.
+    workspace: Workspace
     steps: StepRunner
     auth: bool = True
-    # The process's settings, resolved once (app.py), handed to every agent.
-    settings: Settings = field(default_factory=resolve_settings)
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
@@ -54,7 +54,7 @@ class ServerContext:
         secret = secret.strip()
         if scheme.lower() != "bearer" or not secret:
             raise Unauthorized("send an API key: Authorization: Bearer KEY")
-        user = user_for_key(self.store, secret)
+        user = self.workspace.user_for_key(secret)
         if user is None:
             raise Unauthorized("the API key is unknown or revoked")
         return user
@@ -62,15 +62,12 @@ class ServerContext:
     def agent_state(self, user: str, ref: str) -> AgentState:
         """The user's agent named or numbered `ref`; another user's agent is
         not found, word for word as an agent that does not exist."""
-        state = self.store.get_agent(ref)
-        if state.owner != user:
-            raise NotFoundError(f"no agent named {ref!r}")
-        return state
+        return self.workspace.agent_state(ref, owner=user)
 
     def agent(self, user: str, ref: str) -> Agent:
-        """The user's agent, opened on the server's store."""
+        """The user's agent, opened on the server's database."""
         state = self.agent_state(user, ref)
-        return Agent(state, self.store, api_key=endpoint_key(state), process_settings=self.settings)
+        return self.workspace.agent_for(state, api_key=endpoint_key(state))
 
     def step_agent(self, user: str, ref: str) -> Agent:
         """The user's agent for a step: the `Agent` of its last step, with
@@ -93,7 +90,7 @@ class ServerContext:
             agent = kept[1]
             agent.state = state
         else:
-            agent = Agent(state, self.store, api_key=key, process_settings=self.settings)
+            agent = self.workspace.agent_for(state, api_key=key)
         with self._kept_lock:
             self._kept[state.id] = (built_for, agent)
             while len(self._kept) > KEPT_AGENTS:

@@ -41,7 +41,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from memgpt_lite.errors import MemGPTError, NotFoundError
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     MessageDelta,
     ReplyDelivered,
     RequestSent,
@@ -413,7 +413,7 @@ class ModelList(BaseModel):
 @router.get("/models")
 async def models(ctx: Context, user: User) -> ModelList:
     """The user's agents, each as a model named by the agent's name."""
-    agents = await run_in_threadpool(ctx.store.list_agents, owner=user)
+    agents = await run_in_threadpool(ctx.workspace.list_agents, owner=user)
     cards = [
         ModelCard(id=state.name, created=int(state.created_at.timestamp()), owned_by=user)
         for state, _ in agents

@@ -1,8 +1,9 @@
 """Running agents' steps for the server, off its event loop.
 
 A step does blocking work (the database, the model's HTTP), so each runs in a
-worker thread through the synchronous `agent.stream()`, and its events cross
-to the event loop through a queue. Two rules hold here, in one place:
+worker thread through the synchronous `agent.stream()` (the agent's own
+runner, agent/runner.py, runs it), and its events cross to the event loop
+through a queue. Two rules hold here, in one place:
 
 - Sends to one agent run one at a time, in the order they arrived: an
   `asyncio.Lock` per agent (FIFO) is taken before the step goes to a thread.
@@ -22,9 +23,8 @@ from typing import TypeVar
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.loop.events import StepEvent, StepFailed, StepStarted
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import StepResult
+from memgpt_lite.events import StepEvent, StepFailed, StepStarted
+from memgpt_lite.models import StepInput, StepResult
 
 T = TypeVar("T")
 

@@ -47,7 +47,7 @@ class EffectiveConfig(BaseModel):
     embedder: ConfigValue
     context_window: ConfigValue
     timeout: ConfigValue
-    db: ConfigValue  # may hold a password: shown with storage.location.redacted
+    db: ConfigValue  # may hold a password: shown with settings.folders.redacted
 
     def settings(self) -> dict[str, ConfigValue]:
         # In the order `memgpt-lite config` shows them: the order of the fields.

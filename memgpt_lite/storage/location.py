@@ -5,28 +5,23 @@ Pure string work, no backend imported: `open_storage` dispatches on it, and
 everything that shows a location (the CLI, error messages, logs) shows
 `redacted(location)`, so a password in a URL never reaches the screen, a log
 or a file. `describe` names a server database for one-line errors. Telling a
-URL from a path (`scheme`, `is_url`) is the settings' too (settings/folders.py:
-a `db` in config.toml may be either).
+URL from a path (`scheme`, `is_url`, `is_postgres`) and `redacted` are the
+settings' (settings/folders.py: a `db` in config.toml may be either, and the
+command line shows it before any database opens); they are imported here for
+the backends.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from memgpt_lite.settings.folders import is_url, scheme
+# Also offered from here to the backends and open.py, which import them so.
+from memgpt_lite.settings.folders import is_postgres as is_postgres
+from memgpt_lite.settings.folders import is_url, redacted, scheme
 
-POSTGRES_SCHEMES = ("postgresql", "postgres")
 SQLITE_PREFIX = "sqlite:///"
-MASK = "***"
-# Query parameters libpq reads a secret from (`?password=...`).
-_SECRET_PARAMS = {"password", "sslpassword"}
-
-
-def is_postgres(location: str | os.PathLike[str]) -> bool:
-    return scheme(location) in POSTGRES_SCHEMES
 
 
 def sqlite_path(location: str | os.PathLike[str]) -> Path | None:
@@ -40,39 +35,6 @@ def sqlite_path(location: str | os.PathLike[str]) -> Path | None:
         path = Path(text[len(SQLITE_PREFIX) :]).expanduser()
         return path if path.parts else None
     return None
-
-
-def _redact_query(query: str) -> str:
-    parts = []
-    for part in query.split("&"):
-        key, sep, _ = part.partition("=")
-        secret = unquote(key).strip().lower() in _SECRET_PARAMS
-        parts.append(f"{key}{sep}{MASK}" if secret and sep else part)
-    return "&".join(parts)
-
-
-def redacted(location: str | os.PathLike[str]) -> str:
-    """`location` safe to show: a URL with its password (in the user part or
-    as `password=` in the query) replaced by `***`; a path unchanged."""
-    text = os.fspath(location)
-    kind = scheme(text)
-    if kind is None:
-        return text
-    rest = text[len(kind) + 3 :]
-    # The authority ends at the first "/", "?" or "#" after the last "@" (a
-    # password may hold an unescaped "/" or "@", so look for "@" first).
-    head, at, tail = rest.rpartition("@")
-    if at:
-        end = re.search(r"[/?#]", tail)
-        host, after = (tail[: end.start()], tail[end.start() :]) if end else (tail, "")
-        user, colon, _ = head.partition(":")
-        password = f":{MASK}" if colon else ""
-        rest = f"{user}{password}@{host}{after}"
-    path_and_query, hash_sign, fragment = rest.partition("#")
-    before, question, query = path_and_query.partition("?")
-    if question:
-        path_and_query = f"{before}?{_redact_query(query)}"
-    return f"{text[: len(kind) + 3]}{path_and_query}{hash_sign}{fragment}"
 
 
 def _query_value(query: str, name: str) -> str | None:

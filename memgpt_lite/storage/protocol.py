@@ -547,7 +547,7 @@ class Storage(Protocol):
         ...
 
     # API keys of the HTTP server's users (their secrets are never stored:
-    # see memgpt_lite/keys.py)
+    # see memgpt_lite/agent/keys.py)
 
     def add_api_key(self, key: ApiKey) -> None:
         """Store a new key. AlreadyExistsError if its id or hash is stored already."""

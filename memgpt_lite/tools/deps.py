@@ -1,10 +1,10 @@
 """What the tools and the loop may reach of an agent: its memory's
 dependencies (memory/deps.py) and the model it calls.
 
-`Agent` (agent.py) satisfies this protocol; the tools (through
-`ToolContext.deps`) and the loop's modules take an `AgentDeps` instead of
-the agent, so none of them imports agent.py, and a tool sees these
-dependencies rather than the whole facade. It lives with the tools, the
+An agent's runner (agent/runner.py, `agent.runner`) satisfies this
+protocol; the tools (through `ToolContext.deps`) and the loop's modules take
+an `AgentDeps` instead of the agent, so none of them imports the agent
+layer, and a tool sees these dependencies rather than the whole agent. It lives with the tools, the
 lower of its two users; the memory tiers, below both, see only `MemoryDeps`.
 """
 

@@ -1,4 +1,5 @@
-"""Edits to an agent's conversation history: pop, retry, rethink, rewrite.
+"""Edits to an agent's conversation history: pop, retry, rethink, rewrite;
+and `History`, the history as an agent's user reaches it (`agent.history`).
 
 An *exchange* is a user message and everything stored after it up to the next
 user message: the model's responses, their tool results, any system alerts.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.recall.window import unanswered
+from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
 from memgpt_lite.text import clean_text
 
@@ -146,3 +148,49 @@ def unanswered_note(agent: MemoryDeps, resend: str, drop: str) -> str | None:
     text = " ".join((starts[-1].content or "").split())
     shown = text if len(text) <= 60 else text[:59] + "…"
     return f'Your message "{shown}" was not answered: {resend} sends it again, {drop} drops it.'
+
+
+class History:
+    """An agent's conversation history (recall memory), as `agent.history`:
+    search it, see what went unanswered, and edit the end of the context
+    window (pop, rethink, rewrite). `agent.runner.retry()`, which sends the
+    last message again, is a step: the runner's."""
+
+    def __init__(self, agent: MemoryDeps) -> None:
+        self.agent = agent
+
+    def search(self, query: str, limit: int = 10, offset: int = 0) -> tuple[list[Message], int]:
+        """One page of the past user and assistant messages that match
+        `query`, best first, and how many match (as conversation_search
+        finds them: by words, and by meaning with an embedder)."""
+        return search_messages(self.agent, query, limit, offset)
+
+    def unanswered(self) -> list[Message]:
+        """The user's messages in the context window that the model never
+        answered (their step failed or was cancelled before it responded),
+        oldest first. They are left out of requests; `agent.runner.retry()`
+        sends the last one again, `pop_exchanges()` drops it."""
+        return unanswered(self.agent.context_messages())
+
+    def unanswered_note(self, resend: str, drop: str) -> str | None:
+        """One line saying that the user's last message went unanswered,
+        naming the commands `resend` and `drop`; None if it was answered."""
+        return unanswered_note(self.agent, resend, drop)
+
+    def pop_exchanges(self, n: int = 1) -> int:
+        """Delete the last `n` exchanges (a user message and all that followed
+        it). Returns how many messages were deleted."""
+        return pop_exchanges(self.agent, n)
+
+    def pop_for_retry(self) -> str:
+        """Remove the last exchange and return its user message, to send
+        again (hold `agent.runner.step_lock()` across this and the step)."""
+        return pop_for_retry(self.agent)
+
+    def rethink(self, text: str) -> Message:
+        """Replace the inner thought of the last response that made tool calls."""
+        return rethink(self.agent, text)
+
+    def rewrite(self, text: str) -> Message:
+        """Replace the last reply the user saw."""
+        return rewrite(self.agent, text)

@@ -127,7 +127,7 @@ def our_create_body(body: CreateAgent) -> ours.AgentCreate:
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's create_agent."""
     agent = create_agent(ctx, user, our_create_body(body))
-    return agent_view(ctx.store, agent.state)
+    return agent_view(ctx.workspace, agent.state)
 
 
 OrderBy = Literal["created_at", "updated_at", "last_run_completion"]
@@ -171,15 +171,15 @@ def list_agents(
     """Letta's list_agents. Our agents have no tags: a tag filter matches none."""
     if tags:
         return []
-    pairs = [p for p in ctx.store.list_agents(owner=user) if _matches(p[0], name, query_text)]
+    pairs = [p for p in ctx.workspace.list_agents(owner=user) if _matches(p[0], name, query_text)]
     pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
     found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
-    return [agent_view(ctx.store, state) for state, _ in found]
+    return [agent_view(ctx.workspace, state) for state, _ in found]
 
 
 @router.get("/{agent_id}")
 def retrieve(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
-    return agent_view(ctx.store, ctx.agent_state(user, agent_id))
+    return agent_view(ctx.workspace, ctx.agent_state(user, agent_id))
 
 
 def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
@@ -191,13 +191,13 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
 @router.patch("/{agent_id}")
 def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's modify_agent: the name, system prompt and model are honoured."""
-    return agent_view(ctx.store, _update(ctx, user, agent_id, body))
+    return agent_view(ctx.workspace, _update(ctx, user, agent_id, body))
 
 
 @router.delete("/{agent_id}")
 def delete(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
     state = ctx.agent_state(user, agent_id)
-    ctx.store.delete_agent(state.id)
+    ctx.workspace.delete_agent(state.id)
     return {"message": f"Agent id={state.id} successfully deleted"}
 
 
@@ -233,4 +233,4 @@ def modify_approval(
         ]
         stored.settings.tool_rules = [*kept, needs_approval(tool_name)] if wanted else kept
 
-    return agent_view(ctx.store, ctx.store.update_agent(agent.state.id, change))
+    return agent_view(ctx.workspace, ctx.workspace.update_agent(agent.state.id, change))

@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from memgpt_lite.agent import Agent
+from memgpt_lite.agent.agent import Agent
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.memory.core.block_history import server_author
 from memgpt_lite.models import Block, Passage
@@ -50,7 +50,7 @@ def list_blocks(
     order: Order = "desc",
 ) -> list[dict[str, Any]]:
     """The agent's blocks; "asc" is the order the system message shows them."""
-    blocks = ctx.store.get_blocks(ctx.agent_state(user, agent_id).id)
+    blocks = ctx.workspace.blocks(ctx.agent_state(user, agent_id).id)
     if order == "desc":
         blocks.reverse()
     return [
@@ -85,7 +85,7 @@ def _set_limit_and_description(ctx: ServerContext, block: Block, body: BlockUpda
         changed = Block.model_validate(block.model_dump() | changes)
     except ValidationError as exc:
         raise ConfigError(f"block {block.label!r}: {validation_messages(exc)}") from None
-    ctx.store.save_block(changed)  # the value is the same: no version
+    ctx.workspace.update_block(changed)  # the value is the same: no version
 
 
 @router.patch("/{agent_id}/core-memory/blocks/{block_label:path}", response_model=None)
@@ -103,7 +103,7 @@ def update_block(
         return not_built(request)
     body = body or BlockUpdate()
     agent = ctx.agent(user, agent_id)
-    with ctx.store.transaction():
+    with ctx.workspace.transaction():
         block = _block(agent, block_label)
         _refuse_changes(block, body)
         # A smaller limit is checked against the new value, so that goes first.

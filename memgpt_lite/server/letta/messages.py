@@ -162,7 +162,7 @@ def _newest(
     clients ask for most, without reading a long history whole)."""
     wanted = limit
     while True:
-        recent = ctx.store.last_messages(agent_id, wanted)
+        recent = ctx.workspace.newest_messages(agent_id, wanted)
         shown = sum(
             len(
                 keep(
@@ -196,7 +196,7 @@ def list_messages(
     if order == "desc" and after is None and before is None and limit is not None:
         stored = _newest(ctx, state.id, limit, use_assistant_message, types, waiting)
     else:
-        stored = ctx.store.messages_from(state.id, 0)
+        stored = ctx.workspace.all_messages(state.id)
         if order == "desc":
             stored.reverse()
     stored = window(stored, lambda m: m.id, after, before)

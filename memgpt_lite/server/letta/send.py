@@ -20,7 +20,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
 from memgpt_lite.errors import ApprovalError, LLMError
-from memgpt_lite.loop.events import (
+from memgpt_lite.events import (
     MessageDelta,
     RequestSent,
     StepEvent,
@@ -30,8 +30,7 @@ from memgpt_lite.loop.events import (
     ThoughtDelta,
     ToolCallStarted,
 )
-from memgpt_lite.loop.step import StepInput
-from memgpt_lite.models import Message, StepResult, utcnow
+from memgpt_lite.models import Message, StepInput, StepResult, utcnow
 from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
@@ -158,7 +157,7 @@ class LettaStream:
     async def _stored_so_far(self, step_id: str) -> list[dict[str, Any]]:
         """The step's answers stored since the last look (the one before this
         request is stored once its tools ran)."""
-        recent = await run_in_threadpool(self.ctx.store.last_messages, self.agent_id, 64)
+        recent = await run_in_threadpool(self.ctx.workspace.newest_messages, self.agent_id, 64)
         return self._new(self._after_answered([m for m in recent if m.step_id == step_id]), None)
 
     def _after_answered(self, stored: list[Message]) -> list[Message]:
@@ -207,9 +206,8 @@ def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendReques
     state = ctx.agent_state(user, agent_id)
     step_input = body.step_input()
     named = body.approval_request_ids()
-    newest = ctx.store.last_messages(state.id, 1) if named else []
-    waiting = newest[0] if newest and newest[0].role == "assistant" else None
-    if waiting is not None and waiting.tool_calls and (stale := sorted(named - {waiting.id})):
+    waiting = ctx.workspace.waiting_answer(state.id) if named else None
+    if waiting is not None and (stale := sorted(named - {waiting.id})):
         raise ApprovalError(
             f"approval request {stale[0]!r} is not waiting; the request waiting is {waiting.id!r}"
         )

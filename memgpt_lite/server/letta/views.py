@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import AgentState, Block, Passage
-from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
 # The agent type whose loop ours is: tools for everything, send_message to talk.
@@ -96,10 +96,10 @@ def embedding_config(state: AgentState) -> dict[str, Any] | None:
     }
 
 
-def agent_view(store: Storage, state: AgentState) -> dict[str, Any]:
+def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
     """An agent as Letta's AgentState."""
-    blocks = [block_view(b) for b in store.get_blocks(state.id)]
-    stats = store.agent_stats(state.id)
+    blocks = [block_view(b) for b in workspace.blocks(state.id)]
+    stats = workspace.agent_stats(state.id)
     return {
         "id": state.id,
         "name": state.name,

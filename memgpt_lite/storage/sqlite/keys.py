@@ -1,6 +1,6 @@
 """The store's SQL for the users' API keys (a part of `Store`).
 
-Only a key's SHA-256 is stored (memgpt_lite/keys.py makes and checks keys);
+Only a key's SHA-256 is stored (memgpt_lite/agent/keys.py makes and checks keys);
 the server finds a key by its hash, through the column's unique index.
 """
 

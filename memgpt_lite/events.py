@@ -1,10 +1,14 @@
 """What a step reports while it runs: one pydantic model per kind of event.
 
-The step core (step.py) yields these in order; `agent.stream()` and
+The step core (loop/step.py) yields these in order; `agent.stream()` and
 `agent.astream()` hand them to the caller as they happen, and `agent.step()`
 keeps only the last. Every event has a `type` naming its kind, so a stream
 serializes to JSON lines (or server-sent events) and parses back through
 `StepEvent`. A step ends with exactly one `StepFinished` or `StepFailed`.
+
+Plain data beside models.py, below every layer that runs a step: the loop
+makes these, and the command line, the server and users' code read them
+without importing the loop.
 """
 
 from __future__ import annotations

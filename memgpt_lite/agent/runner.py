@@ -1,0 +1,307 @@
+"""Where an agent's steps run: the `Runner` that every `Agent` has, as
+`agent.runner`.
+
+The agent (agent.py) is the user's object: its configuration and its memory.
+Its runner holds what running steps needs besides: the model client and the
+token counter (built on first use, for the agent's model, and rebuilt when
+the model changes), the embedder and the in-memory vector indexes of hybrid
+search, the step lock (one step at a time per agent, across threads,
+processes and hosts; re-entrant in one thread), and the engine of the four
+drivers `agent.step()`, `astep()`, `stream()` and `astream()`: `events()`,
+which runs the loop's one step core (loop/step.py). It also runs the other
+work that calls the model: `retry()`, `summarize()` (a compaction now),
+`reflect()`, and the reflection that starts in the background after a step.
+
+The layers below take the runner, not the agent: it satisfies `AgentDeps`
+(tools/deps.py), `MemoryDeps` (memory/deps.py) and the loop's `StepHost`.
+Its `state`, `store` and `tools` are its agent's own, so what a step stores
+and reloads is what the agent shows. (llm/runner.py is another thing: how
+synchronous code runs a coroutine, which the drivers use.)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memgpt_lite.agent.setup import embedder_for
+from memgpt_lite.embeddings.embedder import Embedder
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.events import StepEvent, StepFailed, StepFinished
+from memgpt_lite.llm import runner as sync
+from memgpt_lite.llm.model import Model
+from memgpt_lite.llm.openai_chat import OpenAIChatModel
+from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.loop import reflection
+from memgpt_lite.loop.compaction import CompactionReport, compact
+from memgpt_lite.loop.reflection import ReflectionReport
+from memgpt_lite.loop.step import run_step
+from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
+from memgpt_lite.memory.recall.history import pop_for_retry
+from memgpt_lite.memory.recall.window import compile_context
+from memgpt_lite.memory.retrieval.search import check_embedder
+from memgpt_lite.memory.retrieval.vector_index import VectorIndex
+from memgpt_lite.models import AgentState, Message, StepInput, StepResult
+from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
+from memgpt_lite.settings.values import Settings
+from memgpt_lite.storage.protocol import Owner, Storage
+from memgpt_lite.tools.schema import Tool
+from memgpt_lite.tools.sets import agent_tools
+
+Endpoint = tuple[str | None, str | None]  # base URL and API key given for this session
+
+
+class AgentParts(Protocol):
+    """What a runner reads of the agent it runs steps for: its row as last
+    read (which a step reloads and keeps there), its store and tools, the
+    settings the edge resolved, and whom to tell when a step waits."""
+
+    state: AgentState
+    store: Storage
+    tools: dict[str, Tool]
+    process_settings: Settings
+    on_wait: OnWait | None
+
+
+@dataclass
+class _Parts:
+    """An agent's parts without its `Agent`: a background reflection's own."""
+
+    state: AgentState
+    store: Storage
+    tools: dict[str, Tool]
+    process_settings: Settings
+    on_wait: OnWait | None = None
+
+
+class Runner:
+    """Runs the steps of one agent (see the module's doc)."""
+
+    def __init__(
+        self,
+        agent: AgentParts,
+        *,
+        endpoint: Endpoint = (None, None),
+        timeout: float | None = None,
+        llm: Model | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.agent = agent
+        self.store = agent.store
+        self.tools = agent.tools
+        self._endpoint = endpoint
+        self._timeout = timeout  # the limit on one model request, retries included; not stored
+        self._llm = llm
+        self._given_llm = llm  # shared with the background reflection's runner
+        self._embedder = embedder
+        self._vector_indexes: dict[str, VectorIndex] = {}
+        self._held_locks: dict[int, StepLock] = {}  # by thread
+        self._counter: TokenCounter | None = None
+        self._tool_tokens: int | None = None
+        # The step lock's lease, by the timeouts it was worked out from:
+        # config.toml is read once per runner, as the model reads it.
+        self._lease: tuple[tuple[float | None, float | None], float] | None = None
+
+    @property
+    def state(self) -> AgentState:
+        """The agent's row as last read: the agent's own `state`."""
+        return self.agent.state
+
+    @state.setter
+    def state(self, value: AgentState) -> None:
+        self.agent.state = value
+
+    # What a step calls: the model, and what counts its tokens
+
+    @property
+    def llm(self) -> Model:
+        """The model the agent calls: the one given, or its endpoint's."""
+        if self._llm is None:
+            config = self.state.llm
+            endpoint = resolve_endpoint(config, *self._endpoint)
+            timeout = resolve_timeout(config, self._timeout)
+            self._llm = OpenAIChatModel(config, endpoint.base_url, endpoint.api_key, timeout)
+        return self._llm
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = TokenCounter(
+                self.state.llm.model, self.agent.process_settings.cache_dir
+            )
+        return self._counter
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def tool_tokens(self) -> int:
+        if self._tool_tokens is None:  # the tools do not change, so count them once
+            self._tool_tokens = self.token_counter.count_tools(self.tool_schemas())
+        return self._tool_tokens
+
+    def model_changed(self) -> None:
+        """Forget the model client and the counts made for the old model."""
+        self._llm = self._counter = self._tool_tokens = None
+
+    # Hybrid search
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The agent's embedder, built from `settings.embedder` on first use."""
+        if self._embedder is None and self.state.settings.embedder:
+            base_url, api_key = self._endpoint
+            self._embedder = embedder_for(
+                self.state.settings.embedder,
+                self.agent.process_settings,
+                base_url=base_url or self.state.llm.base_url,
+                api_key=api_key,
+            )
+            check_embedder(self)
+        return self._embedder
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Use `embedder` from now on (it must match the stored vectors), and
+        store its name in the agent's settings."""
+        self._embedder = embedder
+        self._vector_indexes.clear()
+        check_embedder(self)
+        if self.state.settings.embedder != embedder.name:
+
+            def use(state: AgentState) -> None:
+                state.settings.embedder = embedder.name
+
+            self.state = self.store.update_agent(self.state.id, use)
+
+    def vector_index(self, owner: Owner) -> VectorIndex:
+        dimension = self.state.embedding_dimension or 0
+        index = self._vector_indexes.get(owner)
+        if index is None or index.dimension != dimension:
+            index = VectorIndex(self.store, self.state.id, owner, dimension)
+            self._vector_indexes[owner] = index
+        return index
+
+    def context_messages(self) -> list[Message]:
+        """The messages in the context window, oldest first."""
+        return self.store.messages_from(self.state.id, self.state.context_start)
+
+    # The step lock (loop/steplock.py)
+
+    @contextmanager
+    def step_lock(self) -> Iterator[StepLock]:
+        """Hold the agent's step lock: wait while a step of this agent runs in
+        another thread, process or host. Re-entrant in one thread, so a retry
+        holds it across its pop and its step."""
+        owner = threading.get_ident()
+        held = self._held_locks.get(owner)
+        if held is not None:
+            yield held
+            return
+        with self.new_step_lock() as lock:
+            self._held_locks[owner] = lock
+            try:
+                yield lock
+            finally:
+                del self._held_locks[owner]
+
+    def new_step_lock(self) -> StepLock:
+        """The agent's step lock, not yet taken (`with` or `async with` it)."""
+        given = (self.state.llm.timeout_seconds, self._timeout)
+        if self._lease is None or self._lease[0] != given:
+            self._lease = given, lease_seconds(resolve_timeout(self.state.llm, self._timeout))
+        state = self.state
+        return StepLock(self.store, state.id, state.name, self._lease[1], self.agent.on_wait)
+
+    def rollback_interrupted(self) -> None:
+        """Roll back what a step interrupted in this thread (Ctrl-C) left
+        open: its writes are transactions, so the history keeps whole
+        answers only."""
+        self.store.rollback_interrupted()
+
+    # Steps: the engine of the four drivers, on the step core (loop/step.py)
+
+    def events(self, message: StepInput, *, in_thread: bool) -> AsyncGenerator[StepEvent, None]:
+        """The events of one step, as `agent.stream()` and `astream()` give
+        them. A sync tool runs in a worker thread when `in_thread`. An empty
+        message or a missing API key fails here, before anything is stored."""
+        if isinstance(message, str) and not message.strip():
+            raise ConfigError("the message is empty")
+        _ = self.llm  # a missing API key fails here, before waiting or storing anything
+        held = self._held_locks.get(threading.get_ident())
+        return run_step(self, message, held_lock=held, tools_in_threads=in_thread)
+
+    def step(self, message: StepInput) -> StepResult:
+        """One step, run to its end from synchronous code: its result, or
+        its error raised."""
+        return _result(sync.run(_last(self.events(message, in_thread=False))))
+
+    async def astep(self, message: StepInput) -> StepResult:
+        """`step`, awaited."""
+        return _result(await _last(self.events(message, in_thread=True)))
+
+    def after_step(self) -> None:
+        """Called by the step core once a step ended: start a reflection in
+        the background when `reflect_every` turns went unread."""
+        if reflection.due(self):
+            reflection.start_background(self.state.id, self._twin)
+
+    def _twin(self) -> Runner:
+        """A runner of this agent for another thread: its own model client."""
+        custom = {name: tool for name, tool in self.tools.items() if name in self.state.tool_names}
+        state = self.store.get_agent(self.state.id)
+        parts = _Parts(
+            state=state,
+            store=self.store,
+            tools=agent_tools(state.settings.tool_set, custom),
+            process_settings=self.agent.process_settings,
+        )
+        return Runner(
+            parts,
+            endpoint=self._endpoint,
+            timeout=self._timeout,
+            llm=self._given_llm,
+            embedder=self._embedder,
+        )
+
+    # The other work that calls the model
+
+    def retry(self) -> StepResult:
+        """Remove the last exchange and send its user message again, as one
+        step: no other step of the agent comes between the two."""
+        _ = self.llm  # a missing API key fails here, before anything is deleted
+        with self.step_lock():
+            return self.step(pop_for_retry(self))
+
+    def summarize(self) -> CompactionReport:
+        """Force a compaction now: the older messages leave the window and are
+        folded into the summary (they stay searchable in recall memory)."""
+        with self.step_lock():
+            self.state = self.store.get_agent(self.state.id)
+            return sync.run(compact(self, compile_context(self), force=True))
+
+    def reflect(self) -> ReflectionReport:
+        """Read the messages no reflection has read and update memory from
+        them (loop/reflection.py)."""
+        return sync.run(reflection.reflect(self))
+
+    async def areflect(self) -> ReflectionReport:
+        """`reflect`, awaited."""
+        return await reflection.reflect(self)
+
+
+async def _last(events: AsyncIterator[StepEvent]) -> StepEvent | None:
+    last = None
+    async for event in events:
+        last = event
+    return last
+
+
+def _result(event: StepEvent | None) -> StepResult:
+    """The result a finished step's last event carries; its error if it failed."""
+    if isinstance(event, StepFinished):
+        return event.result
+    if isinstance(event, StepFailed) and event.error is not None:
+        raise event.error
+    raise RuntimeError(f"a step ended with {event!r}")  # run_step ends with one of the two

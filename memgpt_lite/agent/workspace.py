@@ -1,0 +1,256 @@
+"""The application layer: a `Workspace` is the agents of one database,
+opened with the settings an edge resolved, and what the command line and
+the server do with them.
+
+The command line (`memgpt-lite ...`, cli/) and the HTTP server (server/) go
+through here, never to the loop or the store themselves: they get their
+agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
+and delete them, read their blocks, stats, token usage and tool calls
+waiting for approval, page and search their history, and make and check the
+server's API keys. A step itself runs on the agent (`agent.stream(...)`, its
+runner: agent/runner.py); its events are plain data (events.py).
+
+What needs no agent (no model, no tokenizer, no custom tools at hand) is
+read from the database here: `memgpt-lite show` and `log` work on a
+read-only database and without an API key. `copy_database` moves every
+agent of one database to another.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from memgpt_lite.agent import keys
+from memgpt_lite.agent.agent import Agent
+from memgpt_lite.embeddings.embedder import Embedder
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
+from memgpt_lite.models import (
+    DEFAULT_USER,
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    ApiKey,
+    Block,
+    Message,
+    ModelUsage,
+    ToolCall,
+)
+from memgpt_lite.settings.values import Settings
+from memgpt_lite.storage import copy
+from memgpt_lite.storage.copy import AgentCopy
+from memgpt_lite.storage.open import open_storage
+from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.tools.rules import RuleBook
+from memgpt_lite.tools.sets import agent_tools
+
+__all__ = ["AgentCopy", "Workspace", "copy_database"]
+
+# A history search with a time limit filters the best this many matches (plus
+# the pages before the one asked for): search ranks, it does not filter by time.
+SEARCH_DEPTH_WITH_SINCE = 1000
+
+
+class Workspace:
+    """The agents of one database (see the module's doc). Open one with
+    `Workspace.open(location, settings)`, or around a store already open;
+    close it with `close()` or `with`."""
+
+    def __init__(self, store: Storage, settings: Settings) -> None:
+        self.store = store  # for agentfile/, which reads and writes whole agents
+        self.settings = settings
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str], settings: Settings) -> Workspace:
+        """The database at `location` (a SQLite file, created if missing, or a
+        postgresql:// URL), upgraded if it is older; a StoreError or
+        ConfigError if it cannot be opened."""
+        return cls(open_storage(location, settings=settings.storage), settings)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction: what is done inside is stored together, or not at all."""
+        return self.store.transaction()
+
+    # Agents
+
+    def create_agent(
+        self,
+        name: str,
+        model: str,
+        *,
+        blocks: Sequence[Block] | None = None,
+        system: str | None = None,
+        base_url: str | None = None,
+        settings: AgentSettings | None = None,
+        llm_options: dict[str, Any] | None = None,
+        embedder: Embedder | str | None = None,
+        timeout: float | None = None,
+        owner: str = DEFAULT_USER,
+    ) -> Agent:
+        """Create and store an agent, as `Agent.create` does."""
+        return Agent.create(
+            name,
+            model,
+            blocks=blocks,
+            system=system,
+            base_url=base_url,
+            settings=settings,
+            llm_options=llm_options,
+            embedder=embedder,
+            timeout=timeout,
+            owner=owner,
+            store=self.store,
+            process_settings=self.settings,
+        )
+
+    def load_agent(self, ref: str, *, timeout: float | None = None) -> Agent:
+        """The agent named or numbered `ref`, as `Agent.load` opens it;
+        `timeout` limits each of its model requests."""
+        return Agent.load(ref, store=self.store, timeout=timeout, process_settings=self.settings)
+
+    def agent_for(self, state: AgentState, *, api_key: str | None = None) -> Agent:
+        """An `Agent` for the row `state`, already read; `api_key` for its
+        model requests (for this object only: never stored)."""
+        return Agent(state, self.store, api_key=api_key, process_settings=self.settings)
+
+    def agent_state(self, ref: str, owner: str | None = None) -> AgentState:
+        """The stored row of the agent named or numbered `ref`. With `owner`,
+        another user's agent is not found, word for word as an agent that
+        does not exist."""
+        state = self.store.get_agent(ref)
+        if owner is not None and state.owner != owner:
+            raise NotFoundError(f"no agent named {ref!r}")
+        return state
+
+    def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
+        """Every agent (of `owner`, if given), with its counts."""
+        return self.store.list_agents(owner=owner)
+
+    def agent_stats(self, agent_id: str) -> AgentStats:
+        return self.store.agent_stats(agent_id)
+
+    def update_agent(self, agent_id: str, change: Callable[[AgentState], None]) -> AgentState:
+        """Apply `change` to the agent's row as stored now, and store it: the
+        fields it sets alone, so a change made meanwhile elsewhere stays."""
+        return self.store.update_agent(agent_id, change)
+
+    def rename_agent(self, state: AgentState, new_name: str) -> AgentState:
+        """Give the agent another name (its id, memory and history stay)."""
+        agent = self.agent_for(state)
+        agent.rename(new_name)
+        return agent.state
+
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete an agent with its messages and passages (blocks it shares stay)."""
+        self.store.delete_agent(agent_id)
+
+    # Core memory, read without an agent
+
+    def blocks(self, agent_id: str) -> list[Block]:
+        return self.store.get_blocks(agent_id)
+
+    def block_owners(self, block_id: str) -> list[str]:
+        """The names of the agents a block is attached to."""
+        return self.store.block_owners(block_id)
+
+    def update_block(self, block: Block) -> None:
+        """Store a block's limit and description as given; its value is as
+        stored (`Agent.set_block` changes that, with its history)."""
+        self.store.save_block(block)
+
+    # History
+
+    def history_page(
+        self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
+    ) -> tuple[list[Message], int]:
+        """One page of the agent's messages, oldest first: the newest `limit`
+        after skipping `offset` newer ones (from `since` on, if given), and
+        how many there are."""
+        return self.store.recent_messages(agent_id, limit, offset, since)
+
+    def search_history(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        offset: int = 0,
+        since: datetime | None = None,
+    ) -> tuple[list[Message], int]:
+        """One page of the user and assistant messages matching any word of
+        `query`, best first (from `since` on, if given), and how many match."""
+        if since is None:
+            return self.store.search_messages(agent_id, query, limit, offset)
+        depth = SEARCH_DEPTH_WITH_SINCE + offset + limit
+        ranked, _ = self.store.search_messages(agent_id, query, depth)
+        kept = [message for message in ranked if message.created_at >= since]
+        return kept[offset : offset + limit], len(kept)
+
+    def all_messages(self, agent_id: str) -> list[Message]:
+        """Every stored message of the agent, oldest first."""
+        return self.store.messages_from(agent_id, 0)
+
+    def newest_messages(self, agent_id: str, count: int) -> list[Message]:
+        """The agent's newest `count` messages, oldest first."""
+        return self.store.last_messages(agent_id, count)
+
+    # Approvals, read without an agent
+
+    def waiting_answer(self, agent_id: str) -> Message | None:
+        """The stored answer whose tool calls wait for the user's approval, if any."""
+        return stored_waiting_answer(self.store, agent_id)
+
+    def waiting_calls(self, state: AgentState) -> list[ToolCall]:
+        """The calls of `state`'s agent waiting for approval, for what opens no
+        agent (its custom tools are not at hand): of the waiting answer's
+        calls, those that the tool rules or the built-in tools ask approval
+        for; all of them when none is (a custom tool made with
+        requires_approval=True)."""
+        tools = agent_tools(state.settings.tool_set, {})
+        answer = self.waiting_answer(state.id)
+        return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)
+
+    # Token usage and the server's API keys (keys.py)
+
+    def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
+        """The agent's stored token totals, one per model."""
+        return self.store.usage_by_model(agent_id)
+
+    def create_key(self, user: str) -> tuple[ApiKey, str]:
+        """A new key of `user`, and its secret (shown once, never stored)."""
+        return keys.create_key(self.store, user)
+
+    def api_keys(self) -> list[ApiKey]:
+        """Every key, oldest first (revoked ones too); no secret."""
+        return self.store.list_api_keys()
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        return self.store.revoke_api_key(key_id)
+
+    def user_for_key(self, secret: str) -> str | None:
+        """The user whose key `secret` is; None if unknown or revoked."""
+        return keys.user_for_key(self.store, secret)
+
+
+def copy_database(
+    source: str | os.PathLike[str],
+    destination: str | os.PathLike[str],
+    *,
+    on_keys: Callable[[int], None] | None = None,
+) -> list[AgentCopy]:
+    """Copy every agent and API key of one database into another
+    (`memgpt-lite copy-db`; see storage/copy.py): what was copied of each
+    agent. `on_keys` is told how many keys were."""
+    return copy.copy_database(source, destination, on_keys=on_keys)
