@@ -103,8 +103,23 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
 
 
+@pytest.fixture(scope="session")
+def _vocabularies() -> None:
+    """Both token vocabularies, built once per test process. The fake server
+    counts every request's tokens before it answers, and building a
+    vocabulary the first time takes about 0.3 s: a test of what arrives
+    within a sub-second limit must not depend on whether an earlier test in
+    its process (an xdist worker's) happened to build it already."""
+    from memgpt_lite.llm.tokens import get_encoding
+
+    for name in ("o200k_base", "cl100k_base"):
+        get_encoding(name)
+
+
 @pytest.fixture
-def fake_llm(_isolated: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+def fake_llm(
+    _isolated: None, _vocabularies: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeOpenAIServer]:
     """A started fake OpenAI server that code under test finds through the env."""
     with FakeOpenAIServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
