@@ -197,15 +197,13 @@ def compile_context(
     fixed = _fixed_tokens(agent, system)
     if clip_tokens is None:
         clip_tokens = max(64, (budget.compact_at - fixed) // 2)
-    request: list[dict[str, Any]] = [system]
-    counts = []
-    for sent in counter.sent(messages):
-        as_sent, tokens = sent.request, sent.tokens
-        if tokens > clip_tokens:
-            as_sent = _clip_message(counter, as_sent, clip_tokens)
-            tokens = counter.count_message(as_sent)
-        request.append(as_sent)
-        counts.append(tokens)
+    requests, counts = counter.window(messages)  # no Python call per message
+    request: list[dict[str, Any]] = [system, *requests]
+    if counts and max(counts) > clip_tokens:
+        for i, tokens in enumerate(counts):
+            if tokens > clip_tokens:
+                request[i + 1] = _clip_message(counter, request[i + 1], clip_tokens)
+                counts[i] = counter.count_message(request[i + 1])
     return CompiledContext(
         sections,
         messages,

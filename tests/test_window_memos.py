@@ -1,0 +1,109 @@
+"""What is kept of the last context window between requests, so a turn
+walks in Python only what is new: the token counter's requests and tokens
+(llm/sent.py). Checked against the same thing computed from scratch, over
+windows that grow, lose messages from the front, and change within, as a
+turn, a compaction and an edit do."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from memgpt_lite.llm.object_runs import common_run, find, run_length
+from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.models import Message, ToolCall
+
+
+class Same:
+    """Equal to every other `Same`: runs must match objects, never values."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same)
+
+    __hash__ = object.__hash__
+
+
+def test_runs_match_the_very_objects_only():
+    a, b, c, d = Same(), Same(), Same(), Same()
+    assert common_run([a, b, c], [a, b, c, d]) == (0, 3)
+    assert common_run([a, b, c], [b, c]) == (1, 2)
+    assert common_run([a, b, c], [b, d, c]) == (1, 1)
+    assert common_run([a, b], [d, a, b]) == (0, 0)  # the first is not kept
+    assert common_run([a, b], []) == (0, 0) and common_run([], [a]) == (0, 0)
+    assert find([a, b, c], c) == 2 and find([a, b], Same()) == -1
+    assert run_length([a, b, c], 1, [d, b, c], 1) == 2
+    assert run_length([a, b, c], 3, [a], 0) == 0
+
+
+def message(i: int, role: str = "user", step: str | None = None, text: str = "") -> Message:
+    calls = [ToolCall(id=f"c{i}", name="send_message", arguments=f'{{"n": {i}}}')]
+    return Message(
+        agent_id="a",
+        role=role,
+        content=text or f"message {i} " * (i % 5),
+        tool_calls=calls if role == "assistant" else [],
+        tool_call_id=f"c{i}" if role == "tool" else None,
+        step_id=step,
+        seq=i,
+    )
+
+
+def windows(seed: int, steps: int = 60) -> Iterator[list[Message]]:
+    """A window as turns, compactions and edits change it: each is a new
+    list, most of whose messages are the very objects of the one before."""
+    rng = random.Random(seed)
+    made = 0
+
+    def new(role: str | None = None) -> Message:
+        nonlocal made
+        made += 1
+        role = role or rng.choice(["user", "assistant", "tool", "system"])
+        return message(made, role, rng.choice([None, *(f"s{k}" for k in range(8))]))
+
+    window = [new() for _ in range(rng.randrange(0, 8))]
+    for _ in range(steps):
+        window = list(window)
+        action = rng.random()
+        if action < 0.45:  # a turn
+            window += [new() for _ in range(rng.randrange(1, 4))]
+        elif action < 0.6 and window:  # a compaction
+            del window[: rng.randrange(1, len(window) + 1)]
+        elif action < 0.75 and window:  # an edit: a new object, equal or not
+            i = rng.randrange(len(window))
+            window[i] = window[i].model_copy(update={"content": rng.choice([None, "edited"])})
+        elif action < 0.85 and window:  # a message left out (unanswered)
+            del window[rng.randrange(len(window))]
+        elif action < 0.9:
+            window = []
+        yield window
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_counter_keeps_what_a_fresh_count_gives(seed):
+    counter, kept_before = TokenCounter("gpt-4o-mini"), {}
+    for window in windows(seed):
+        fresh = TokenCounter("gpt-4o-mini").sent(window)
+        requests, tokens = counter.window(window)
+        sent = counter.sent(window)
+        assert requests == [s.request for s in fresh] and tokens == [s.tokens for s in fresh]
+        assert [s.request for s in sent] == requests and [s.tokens for s in sent] == tokens
+        assert all(a is b for a, b in zip((s.request for s in sent), requests, strict=True))
+        assert [s.message for s in sent] == window
+        assert all(s.message is m for s, m in zip(sent, window, strict=True))
+        # What was built for a message is used again while it is the same object.
+        for s in sent:
+            if id(s.message) in kept_before and kept_before[id(s.message)].message is s.message:
+                assert kept_before[id(s.message)] is s
+        kept_before = {id(s.message): s for s in sent}
+
+
+def test_the_counter_forgets_a_message_it_is_told_to():
+    counter = TokenCounter("gpt-4o-mini")
+    window = [message(i) for i in range(4)]
+    first = counter.sent(window)
+    counter.forget(window[1].id)
+    again = counter.sent(window)
+    assert again[1] is not first[1] and again[1] == first[1]
+    assert again[0] is first[0] and again[2] is first[2] and again[3] is first[3]
