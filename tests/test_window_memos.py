@@ -1,18 +1,20 @@
 """What is kept of the last context window between requests, so a turn
 walks in Python only what is new: the token counter's requests and tokens
-(llm/sent.py). Checked against the same thing computed from scratch, over
-windows that grow, lose messages from the front, and change within, as a
-turn, a compaction and an edit do."""
+(llm/sent.py), and the steps the unanswered messages are found by
+(`KeptSteps`). Each is checked against the same thing computed from
+scratch, over windows that grow, lose messages from the front, and change
+within, as a turn, a compaction and an edit do."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from memgpt_lite.llm.object_runs import common_run, find, run_length
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.memory.recall.window import KeptSteps, unanswered
 from memgpt_lite.models import Message, ToolCall
 
 
@@ -107,3 +109,42 @@ def test_the_counter_forgets_a_message_it_is_told_to():
     again = counter.sent(window)
     assert again[1] is not first[1] and again[1] == first[1]
     assert again[0] is first[0] and again[2] is first[2] and again[3] is first[3]
+
+
+def steps_windows(seed: int) -> Iterator[tuple[list[Message], str | None]]:
+    rng = random.Random(seed)
+    for window in windows(seed, steps=80):
+        yield window, rng.choice([None, "s1", "s3"])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kept_steps_find_what_unanswered_finds(seed):
+    kept = KeptSteps()
+    for window, step_id in steps_windows(seed):
+        found = kept.unanswered_in(window, step_id)
+        expected = unanswered(window, step_id)
+        assert len(found) == len(expected)
+        assert all(a is b for a, b in zip(found, expected, strict=True))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda w: w + [message(90, "user", "s9")],  # a new step, not answered yet
+        lambda w: w + [message(91, "user", "s9"), message(92, "assistant", "s9")],
+        lambda w: w[3:],  # the answer left, the question stays
+        lambda w: w[:2] + w[3:],
+    ],
+)
+def test_kept_steps_follow_answers_coming_and_going(change: Callable):
+    window = [
+        message(1, "user", "s1"),
+        message(2, "user", "s2"),
+        message(3, "assistant", "s1"),
+        message(4, "tool", "s1"),
+    ]
+    kept = KeptSteps()
+    assert kept.unanswered_in(window, None) == unanswered(window)
+    changed = change(window)
+    assert kept.unanswered_in(changed, None) == unanswered(changed)
+    assert kept.unanswered_in(window, "s2") == unanswered(window, "s2") == []
