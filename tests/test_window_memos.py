@@ -1,9 +1,9 @@
 """What is kept of the last context window between requests, so a turn
 walks in Python only what is new: the token counter's requests and tokens
-(llm/sent.py), and the steps the unanswered messages are found by
-(`KeptSteps`). Each is checked against the same thing computed from
-scratch, over windows that grow, lose messages from the front, and change
-within, as a turn, a compaction and an edit do."""
+(llm/sent.py), the request body's pieces (`BodyEncoder`), and the steps the
+unanswered messages are found by (`KeptSteps`). Each is checked against the
+same thing computed from scratch, over windows that grow, lose messages
+from the front, and change within, as a turn, a compaction and an edit do."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from memgpt_lite.llm.object_runs import common_run, find, run_length
+from memgpt_lite.llm.request_body import BodyEncoder, RequestMessage, encode_request
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.recall.window import KeptSteps, unanswered
 from memgpt_lite.models import Message, ToolCall
@@ -109,6 +110,45 @@ def test_the_counter_forgets_a_message_it_is_told_to():
     again = counter.sent(window)
     assert again[1] is not first[1] and again[1] == first[1]
     assert again[0] is first[0] and again[2] is first[2] and again[3] is first[3]
+
+
+def bodies(seed: int) -> Iterator[dict]:
+    """Request bodies as the loop sends them: a new system message, the
+    window's RequestMessages (one clipped now and then: a plain dict in its
+    place), sometimes a reminder after them."""
+    rng = random.Random(seed)
+    counter = TokenCounter("gpt-4o-mini")
+    system = {"role": "system", "content": "s"}
+    for window in windows(seed):
+        requests, _ = counter.window(window)
+        messages: list = [dict(system, content=f"s{rng.random()}"), *requests]
+        if len(messages) > 1 and rng.random() < 0.3:
+            i = rng.randrange(1, len(messages))
+            messages[i] = {**messages[i], "content": "clipped"}
+        if rng.random() < 0.2:
+            messages.append({"role": "system", "content": "reminder"})
+        yield {"model": "m", "messages": messages, "tool_choice": "required"}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_body_encoder_gives_what_encode_request_gives(seed):
+    encoder = BodyEncoder()
+    for body in bodies(seed):
+        assert encoder.encode(body) == encode_request(body)
+
+
+def test_a_plain_message_sent_again_after_a_change_is_encoded_anew():
+    encoder, kept = BodyEncoder(), RequestMessage({"role": "user", "content": "kept"})
+    plain = {"role": "user", "content": "before"}
+    body = {"model": "m", "messages": [plain, kept, plain]}
+    assert encoder.encode(body) == encode_request(body)
+    plain["content"] = "after"
+    assert b"after" in encoder.encode(body) and encoder.encode(body) == encode_request(body)
+    assert encoder.encode({"model": "m", "messages": []}) == encode_request(
+        {"model": "m", "messages": []}
+    )
+    odd = {"model": "m", "input": "no messages list"}
+    assert encoder.encode(odd) == encode_request(odd)
 
 
 def steps_windows(seed: int) -> Iterator[tuple[list[Message], str | None]]:

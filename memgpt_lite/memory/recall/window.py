@@ -187,7 +187,7 @@ class KeptSteps:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # a server may compile one agent's context twice at once
-        self.messages: list[Message] = []  # kept alive, so an id() among them is theirs
+        self.messages: list[Message] = []  # the window's, held: compared by object
         self.steps: list[tuple[str, str | None]] = []  # (role, step_id) of each
         self.users: Counter[str | None] = Counter()
         self.assistants: Counter[str | None] = Counter()
