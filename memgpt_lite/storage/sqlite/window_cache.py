@@ -39,8 +39,8 @@ messages to make again. On a 3,468-message window, a Python call per
 message checking the same took about a third of the whole turn; in C the
 check is mostly the memory it walks (nothing else touches the kept
 messages between turns), so a read that keeps its window extends it in
-place instead of copying it, and the agent id, role and tool name of every
-message are one shared string each.
+place instead of copying it, and the agent id, role and tool names of
+every message are one shared string each.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
 
 def _shared(text: Any) -> Any:
     """`text` as the one string object of its value: the agent id, role and
-    tool name repeat from message to message, and each distinct object is
+    tool names repeat from message to message, and each distinct object is
     memory that every read's check (`_Held.as_handed_out`) walks through."""
     return intern(text) if type(text) is str else text
 
@@ -132,7 +132,7 @@ def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
             and all(isinstance(value, str) for value in call.values())
         ):
             call = ToolCall.model_validate(call).model_dump()
-        calls.append((call["id"], call["name"], call["arguments"]))
+        calls.append((call["id"], _shared(call["name"]), call["arguments"]))
     return tuple(calls)
 
 
