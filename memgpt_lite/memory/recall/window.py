@@ -208,6 +208,9 @@ class KeptSteps:
 
     def _update(self, messages: Sequence[Message]) -> None:
         at, run = common_run(self.messages, messages)
+        if run == 0:  # nothing kept (a store that hands out new objects): count afresh
+            for kept in (self.messages, self.steps, self.users, self.assistants, self.unanswered):
+                kept.clear()
         self._count(self.steps[:at] + self.steps[at + run :], -1)  # those that left
         del self.messages[at + run :], self.steps[at + run :]
         del self.messages[:at], self.steps[:at]
