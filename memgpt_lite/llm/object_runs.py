@@ -14,7 +14,7 @@ are walked in Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import islice, repeat
 from operator import indexOf, is_, is_not
 
 
@@ -40,7 +40,8 @@ def run_length(kept: Sequence[object], at: int, objects: Sequence[object], start
     limit = min(len(kept) - at, len(objects) - start)
     if limit <= 0 or objects[start] is not kept[at]:
         return 0
-    ours, theirs = objects[start : start + limit], kept[at : at + limit]
-    if not any(map(is_not, ours, theirs)):
+    ours = objects if start == 0 else islice(objects, start, None)  # no copy
+    if not any(map(is_not, ours, islice(kept, at, at + limit))):
         return limit
-    return indexOf(map(is_not, ours, theirs), True)  # the first that differs
+    ours = objects if start == 0 else islice(objects, start, None)
+    return indexOf(map(is_not, ours, islice(kept, at, at + limit)), True)  # the first that differs
