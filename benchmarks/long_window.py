@@ -9,10 +9,12 @@ turn sends all of them. The endpoint is a bare HTTP responder in another
 process that answers at once without reading the request beyond its length,
 so what is measured is ours: loading the window, building and counting the
 request, sending it through the openai client, parsing the answer, running
-the tool and committing. Prints the median and p95 milliseconds per turn;
-for comparison, the bare openai client's time to send the same body the
-cheapest way it can (`client.post` of the encoded body, the answer read
-whole), which is the floor of a turn, and `chat.completions.create()`'s.
+the tool and committing. Prints the median and p95 milliseconds per turn,
+and the median CPU time this process spent per turn (steadier than the wall
+time on a machine busy with other work); for comparison, the bare openai
+client's time to send the same body the cheapest way it can (`client.post`
+of the encoded body, the answer read whole), which is the floor of a turn,
+and `chat.completions.create()`'s.
 """
 
 from __future__ import annotations
@@ -132,11 +134,12 @@ def main() -> None:
             for _ in range(3):
                 agent.step("Warm up.")
             first_window = len(agent.context_messages()) + 3  # the turn adds three
-            times = []
+            times, cpu_times = [], []
             for i in range(args.turns):
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 agent.step(f"Turn {i}: anything new?")
                 times.append((time.perf_counter() - started) * 1000)
+                cpu_times.append((time.process_time() - cpu_started) * 1000)
             window = len(agent.context_messages())
             from memgpt_lite.memory.recall.window import compile_context
 
@@ -155,6 +158,7 @@ def main() -> None:
         f"  per turn, all of it:  median {statistics.median(times):7.1f} ms   "
         f"p95 {statistics.quantiles(times, n=20)[18]:7.1f} ms"
     )
+    print(f"  this process's CPU time per turn:  median {statistics.median(cpu_times):7.1f} ms")
     print(f"  the bare client's client.post(), same body:  median {post:7.1f} ms")
     print(f"  client.chat.completions.create(), same body: median {create:7.1f} ms")
 

@@ -12,6 +12,7 @@ import sqlite3
 from datetime import UTC, datetime
 
 import pytest
+from contract.window import CHANGES, two_calls
 
 from memgpt_lite.models import AgentState, LLMConfig, Message, ToolCall
 from memgpt_lite.storage.sqlite.store import Store
@@ -144,3 +145,43 @@ def test_windows_of_a_few_agents_are_kept(store):
         store.messages_from(state.id, 0)
     assert list(store.window_cache._windows) == [s.id for s in states[-MAX_AGENTS:]]
     assert [m.content for m in store.messages_from(states[0].id, 0)][0] == "a0"
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_only_the_message_a_caller_changed_is_made_again(store, change):
+    """Whatever the change, the others come back as the very same objects
+    (so what the token counter built for them is used again)."""
+    state = new_agent(store)
+    store.add_messages([*exchange(state, "one"), two_calls(state), *exchange(state, "two")])
+    first = store.messages_from(state.id, 0)
+    CHANGES[change](first[3])
+    again = store.messages_from(state.id, 0)
+    assert again[3] is not first[3]
+    assert all(a is b for i, (a, b) in enumerate(zip(first, again, strict=True)) if i != 3)
+    assert store.messages_from(state.id, 0)[3] is again[3]  # made again once, then kept
+
+
+def test_a_read_that_fails_on_a_row_keeps_nothing_half_read(tmp_path, store):
+    """A row another program stored that cannot be read fails the read;
+    once it is put right, the window is what a fresh read gives."""
+    state = new_agent(store)
+    store.add_messages(exchange(state, "one"))
+    store.messages_from(state.id, 0)
+    store.add_messages(exchange(state, "two"))
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute(
+            "INSERT INTO messages (id, agent_id, role, content, created_at) "
+            "VALUES ('msg-bad', ?, 'user', 'bad time', 'not a time')",
+            [state.id],
+        )
+    with pytest.raises(ValueError):
+        store.messages_from(state.id, 0)
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute(
+            "UPDATE messages SET created_at = ? WHERE id = 'msg-bad'",
+            [datetime.now(UTC).isoformat()],
+        )
+    window = store.messages_from(state.id, 0)
+    assert [m.content for m in window][::3] == ["one", "two", "bad time"]
+    with Store(tmp_path / "w.db") as fresh:
+        assert window == fresh.messages_from(state.id, 0)

@@ -65,7 +65,7 @@ from memgpt_lite.llm.model import (
     ModelChunk,
     complete,
 )
-from memgpt_lite.llm.request_body import encode_request
+from memgpt_lite.llm.request_body import BodyEncoder
 from memgpt_lite.models import LLMConfig, ToolChoice
 from memgpt_lite.settings.endpoint import URL_EXAMPLE, choose_endpoint, choose_timeout
 from memgpt_lite.text import parse_json
@@ -151,6 +151,7 @@ class OpenAIChatModel:
             base_url=self.base_url, api_key=key, max_retries=0, timeout=client_timeout(self.timeout)
         )
         self.seconds_in_calls = 0.0  # so callers can tell their own time from the endpoint's
+        self._bodies = BodyEncoder()  # a turn's body is mostly the last one's messages
         self._seconds_lock = threading.Lock()
 
     def close(self) -> None:
@@ -228,7 +229,7 @@ class OpenAIChatModel:
         was yielded yet."""
         client = self._clients.get()
         stream = "stream" in request
-        body = encode_request(request)  # once, for every retry
+        body = self._bodies.encode(request)  # once, for every retry
 
         async def send() -> httpx2.Response:
             return await client.post(

@@ -9,6 +9,11 @@ mostly a join of those pieces (`encode_request`).
 
 A copy (`dict(message)`, `copy.deepcopy`, pickling) is an ordinary dict that
 may be changed.
+
+A model's `BodyEncoder` also keeps the last body's pieces: a turn sends
+mostly the very `RequestMessage` objects of the last one, so their pieces
+are taken over in runs found in C (llm/object_runs.py), and only the other
+messages are walked in Python.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NoReturn
+
+from memgpt_lite.llm.object_runs import find, run_length
 
 
 def _refuse(*_: object, **__: object) -> NoReturn:
@@ -96,6 +103,61 @@ def encode_request(request: Mapping[str, Any]) -> bytes:
     if not isinstance(messages, list):
         return compact_json(request)
     pieces = [m.json() if type(m) is RequestMessage else compact_json(m) for m in messages]
+    return _body(request, pieces)
+
+
+def _body(request: Mapping[str, Any], pieces: list[bytes]) -> bytes:
+    """`request` encoded, with `pieces` the JSON of its messages."""
     rest = compact_json({key: value for key, value in request.items() if key != "messages"})
-    after = b"}" if rest == b"{}" else b"," + rest[1:]
-    return b'{"messages":[' + b",".join(pieces) + b"]" + after
+    head, tail = b'{"messages":[', b"]}" if rest == b"{}" else b"]," + rest[1:]
+    if len(pieces) < 2:
+        return head + b"".join(pieces) + tail
+    # One join: the long body is copied once (each `+` copied it again).
+    return b",".join([head + pieces[0], *pieces[1:-1], pieces[-1] + tail])
+
+
+class BodyEncoder:
+    """`encode_request` for one model, keeping the pieces of the last body's
+    messages to take over (see the module's docstring). Safe to share
+    between threads: what is kept is read and replaced whole."""
+
+    def __init__(self) -> None:
+        # The last body's RequestMessages (None in the place of others, which
+        # are encoded anew each time: a plain dict may have changed), and the
+        # JSON of each of its messages: lists never changed once kept.
+        self._last: tuple[list[RequestMessage | None], list[bytes]] = ([], [])
+
+    def encode(self, request: Mapping[str, Any]) -> bytes:
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return compact_json(request)
+        return _body(request, self._pieces(messages))
+
+    def _pieces(self, messages: list[Any]) -> list[bytes]:
+        """The JSON of each of `messages`. The first RequestMessage is looked
+        for in the last body; from there on, runs that agree with it are
+        taken over, and a message in between (one clipped anew each turn) is
+        encoded on its own without losing the thread."""
+        kept, kept_pieces = self._last
+        frozen: list[RequestMessage | None] = []
+        pieces: list[bytes] = []
+        i, at, searched = 0, 0, False
+        while i < len(messages):
+            run = run_length(kept, at, messages, i) if searched else 0
+            if run:
+                frozen += kept[at : at + run]
+                pieces += kept_pieces[at : at + run]
+                i, at = i + run, at + run
+                continue
+            message = messages[i]
+            is_frozen = type(message) is RequestMessage
+            if is_frozen and not searched:
+                searched, at = True, find(kept, message)
+                if at >= 0:
+                    continue
+                at = len(kept)  # not there: nothing further agrees
+            frozen.append(message if is_frozen else None)
+            pieces.append(message.json() if is_frozen else compact_json(message))
+            i, at = i + 1, at + 1
+        self._last = (frozen, pieces)
+        return pieces

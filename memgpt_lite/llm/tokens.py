@@ -36,13 +36,14 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.llm.request_body import RequestMessage
+from memgpt_lite.llm.sent import KeptWindow, Sent, SentWindow
 
 if TYPE_CHECKING:
     from memgpt_lite.models import Message
@@ -271,14 +272,6 @@ COUNT_BY_PARTS_FROM = 1024
 _PART_COUNTS_KEPT = 4096
 
 
-class Sent(NamedTuple):
-    """A stored message as requests carry it, and its tokens."""
-
-    message: Message
-    request: RequestMessage
-    tokens: int
-
-
 class TokenCounter:
     """Counts chat requests for one model, and keeps what it built for the
     messages of the context window (`sent`). `cache_folder`: where the parsed
@@ -287,7 +280,7 @@ class TokenCounter:
     def __init__(self, model: str, cache_folder: Path | None = None) -> None:
         self.encoding = get_encoding(encoding_name(model), cache_folder)
         self._message_cache: dict[str, int] = {}  # count_message's, by cache_key
-        self._sent: dict[str, Sent] = {}  # the last window's, by message id
+        self._window = KeptWindow()  # what `sent` and `window` built for the last window
         self._part_counts: dict[str, int] = {}  # count_text's, of the parts of long texts
 
     def count_text(self, text: str) -> int:
@@ -339,18 +332,25 @@ class TokenCounter:
         if it is the very same `Message` object: the store hands out an object
         again only while it holds what it held when first handed out
         (`Storage.messages_from`), and an edit, here or by another process,
-        is read as a new object. What this window does not hold is dropped."""
-        last, kept = self._sent, {}
-        window = []
-        for message in messages:
-            sent = last.get(message.id)
-            if sent is None or sent.message is not message:
-                request = RequestMessage(message.to_openai())
-                sent = Sent(message, request, self.count_message(request))
-            kept[message.id] = sent
-            window.append(sent)
-        self._sent = kept
-        return window
+        is read as a new object. What this window does not hold is dropped.
+        Only the messages new to the window are walked in Python (llm/sent.py)."""
+        kept = self._window
+        with kept.lock:
+            kept.update(messages, self._built)
+            return list(kept.sents)
+
+    def window(self, messages: Sequence[Message]) -> SentWindow:
+        """What `sent` gives, as a list of the request messages and one of
+        their tokens (made in C from what is kept, with no Python call per
+        message: a context window is compiled on every request)."""
+        kept = self._window
+        with kept.lock:
+            kept.update(messages, self._built)
+            return SentWindow(list(kept.requests), list(kept.tokens))
+
+    def _built(self, message: Message) -> Sent:
+        request = RequestMessage(message.to_openai())
+        return Sent(message, request, self.count_message(request))
 
     def count_tools(self, tools: Iterable[Mapping[str, Any]]) -> int:
         tools = list(tools)
@@ -368,4 +368,7 @@ class TokenCounter:
     def forget(self, cache_key: str) -> None:
         """Drop what is kept for a message id, for a message whose text was edited."""
         self._message_cache.pop(cache_key, None)
-        self._sent.pop(cache_key, None)
+        kept = self._window
+        with kept.lock:
+            if any(sent.message.id == cache_key for sent in kept.sents):
+                kept.replace([sent for sent in kept.sents if sent.message.id != cache_key])

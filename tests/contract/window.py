@@ -6,6 +6,8 @@ memory of it exists, then change the rows, then compare."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,6 +28,51 @@ def exchange(agent: AgentState, text: str) -> list[Message]:
         a_call(agent, f"re: {text}"),
         Message(agent_id=agent.id, role="tool", content="ok", tool_call_id="call_1", name="x"),
     ]
+
+
+def two_calls(agent: AgentState) -> Message:
+    calls = [
+        ToolCall(id="call_a", name="send_message", arguments='{"message": "a"}'),
+        ToolCall(id="call_b", name="archival_insert", arguments='{"content": "b"}'),
+    ]
+    return Message(agent_id=agent.id, role="assistant", content="both", tool_calls=calls)
+
+
+def _reinit(message: Message) -> None:
+    message.__init__(**{**message.model_dump(), "content": "made again in place"})
+
+
+# Ways a caller can change a message it was handed, each applied to the
+# message with two tool calls (see `two_calls`).
+CHANGES: dict[str, Callable[[Message], object]] = {
+    "id set": lambda m: setattr(m, "id", "msg-other"),
+    "agent_id set": lambda m: setattr(m, "agent_id", "agent-other"),
+    "role set": lambda m: setattr(m, "role", "user"),
+    "content set": lambda m: setattr(m, "content", "changed"),
+    "content set to None": lambda m: setattr(m, "content", None),
+    "tool_call_id set": lambda m: setattr(m, "tool_call_id", "call_x"),
+    "name set": lambda m: setattr(m, "name", "x"),
+    "step_id set": lambda m: setattr(m, "step_id", "step-x"),
+    "created_at set": lambda m: setattr(m, "created_at", datetime(2001, 1, 1, tzinfo=UTC)),
+    "seq set": lambda m: setattr(m, "seq", 10**6),
+    "a field deleted": lambda m: delattr(m, "step_id"),
+    "__dict__ written": lambda m: m.__dict__.__setitem__("content", "behind pydantic's back"),
+    "__dict__ given a key": lambda m: m.__dict__.__setitem__("extra", 1),
+    "__dict__ key removed": lambda m: m.__dict__.pop("name"),
+    "__dict__ replaced": lambda m: object.__setattr__(m, "__dict__", {**m.__dict__, "seq": 0}),
+    "object.__setattr__": lambda m: object.__setattr__(m, "content", "set around pydantic"),
+    "__init__ called again": _reinit,
+    "tool_calls set": lambda m: setattr(m, "tool_calls", []),
+    "tool_calls appended to": lambda m: m.tool_calls.append(ToolCall(id="c", name="n")),
+    "tool_calls popped": lambda m: m.tool_calls.pop(),
+    "tool_calls cleared": lambda m: m.tool_calls.clear(),
+    "tool_calls reversed": lambda m: m.tool_calls.reverse(),
+    "tool_calls item replaced": lambda m: m.tool_calls.__setitem__(0, ToolCall(id="c", name="n")),
+    "a tool call's id set": lambda m: setattr(m.tool_calls[0], "id", "call_z"),
+    "a tool call's name set": lambda m: setattr(m.tool_calls[1], "name", "other_tool"),
+    "a tool call's arguments set": lambda m: setattr(m.tool_calls[1], "arguments", "{}"),
+    "a tool call's __dict__ written": lambda m: m.tool_calls[0].__dict__.__setitem__("id", "z"),
+}
 
 
 def dumped(messages: list[Message]) -> list[dict[str, Any]]:
@@ -142,6 +189,39 @@ class WindowContract(ContractBase):
         again[1].tool_calls = []
         again[2].__dict__["name"] = "changed behind pydantic's back"
         assert dumped(store.messages_from(state.id, 0)) == expected
+
+    @pytest.mark.parametrize("change", list(CHANGES))
+    def test_a_message_a_caller_changed_is_never_handed_out_again(self, store, open_store, change):
+        state = new_agent(store)
+        store.add_messages([*exchange(state, "one"), two_calls(state), *exchange(state, "two")])
+        expected = cold(open_store, state.id)
+        window = store.messages_from(state.id, 0)
+        CHANGES[change](window[3])
+        again = store.messages_from(state.id, 0)
+        assert again[3] is not window[3]
+        assert dumped(again) == expected
+
+    def test_a_tool_call_list_or_call_swapped_for_an_equal_one_is_still_watched(
+        self, store, open_store
+    ):
+        """An equal replacement holds what was handed out, so the same
+        message may come back; a change to the replacement must not."""
+        state = new_agent(store)
+        store.add_messages([*exchange(state, "one"), two_calls(state)])
+        expected = cold(open_store, state.id)
+        window = store.messages_from(state.id, 0)
+        kept_list = window[3].tool_calls
+        window[3].tool_calls = list(kept_list)
+        kept_list.append(ToolCall(id="c", name="n"))  # the list it held, no longer its own
+        window[1].tool_calls[0] = window[1].tool_calls[0].model_copy()
+        again = store.messages_from(state.id, 0)
+        assert dumped(again) == expected
+        again[3].tool_calls[0].arguments = "{}"
+        again[3].tool_calls.pop()
+        again[1].tool_calls[0].arguments = "{}"
+        last = store.messages_from(state.id, 0)
+        assert last[3] is not again[3] and last[1] is not again[1]
+        assert dumped(last) == expected
 
     def test_an_agent_deleted_and_made_again_with_the_same_id_has_only_its_new_messages(
         self, store, open_store

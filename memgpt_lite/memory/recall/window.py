@@ -14,13 +14,17 @@ are left out.
 from __future__ import annotations
 
 import math
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
 from memgpt_lite.errors import ContextBudgetError
+from memgpt_lite.llm.object_runs import common_run
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
@@ -171,6 +175,82 @@ def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[
     ]
 
 
+class KeptSteps:
+    """What `unanswered` needs of one agent's window, kept between requests
+    (compile_context runs it over the whole window on every one): each
+    message's role and step as it came in, and per step how many user and
+    assistant messages the window holds. A new window is brought up to date
+    from the messages that left the last one and those that entered it,
+    found by object in C (`common_run`); so a turn walks in Python only its
+    new messages. Same object, same role and step: the store hands out an
+    object again only while it holds what it held (`Storage.messages_from`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # a server may compile one agent's context twice at once
+        self.messages: list[Message] = []  # the window's, held: compared by object
+        self.steps: list[tuple[str, str | None]] = []  # (role, step_id) of each
+        self.users: Counter[str | None] = Counter()
+        self.assistants: Counter[str | None] = Counter()
+        self.unanswered: set[str | None] = set()  # steps with users and no assistant
+
+    def unanswered_in(self, messages: Sequence[Message], step_id: str | None) -> list[Message]:
+        """`unanswered(messages, step_id)`, from what is kept."""
+        with self.lock:
+            self._update(messages)
+            asked = self.unanswered - {None, step_id}
+            if not asked:
+                return []
+            return [
+                m
+                for m, (role, step) in zip(messages, self.steps, strict=True)
+                if role == "user" and step in asked
+            ]
+
+    def _update(self, messages: Sequence[Message]) -> None:
+        at, run = common_run(self.messages, messages)
+        if run == 0:  # nothing kept (a store that hands out new objects): count afresh
+            for kept in (self.messages, self.steps, self.users, self.assistants, self.unanswered):
+                kept.clear()
+        self._count(self.steps[:at] + self.steps[at + run :], -1)  # those that left
+        del self.messages[at + run :], self.steps[at + run :]
+        del self.messages[:at], self.steps[:at]
+        entered = [(m.role, m.step_id) for m in messages[run:]]
+        self._count(entered, 1)
+        self.messages += messages[run:]
+        self.steps += entered
+
+    def _count(self, steps: list[tuple[str, str | None]], change: int) -> None:
+        for role, step in steps:
+            if role == "user":
+                counter = self.users
+            elif role == "assistant":
+                counter = self.assistants
+            else:
+                continue
+            counter[step] += change
+            if counter[step] == 0:
+                del counter[step]
+            if step in self.users and step not in self.assistants:
+                self.unanswered.add(step)
+            else:
+                self.unanswered.discard(step)
+
+
+# Per agent (its token counter is one per agent object), dropped with it.
+_kept_steps: WeakKeyDictionary[TokenCounter, KeptSteps] = WeakKeyDictionary()
+_kept_steps_lock = threading.Lock()
+
+
+def _unanswered_in_window(
+    agent: MemoryDeps, messages: list[Message], step_id: str | None
+) -> list[Message]:
+    with _kept_steps_lock:
+        steps = _kept_steps.get(agent.token_counter)
+        if steps is None:
+            steps = _kept_steps[agent.token_counter] = KeptSteps()
+    return steps.unanswered_in(messages, step_id)
+
+
 def compile_context(
     agent: MemoryDeps, clip_tokens: int | None = None, step_id: str | None = None
 ) -> CompiledContext:
@@ -180,7 +260,7 @@ def compile_context(
     counter, budget = agent.token_counter, budget_for(agent)
     state, store = agent.state, agent.store
     messages = store.messages_from(state.id, state.context_start)
-    left_out = {m.id for m in unanswered(messages, step_id)}
+    left_out = {m.id for m in _unanswered_in_window(agent, messages, step_id)}
     if left_out:
         messages = [m for m in messages if m.id not in left_out]
     stats = store.agent_stats(state.id)
@@ -197,15 +277,13 @@ def compile_context(
     fixed = _fixed_tokens(agent, system)
     if clip_tokens is None:
         clip_tokens = max(64, (budget.compact_at - fixed) // 2)
-    request: list[dict[str, Any]] = [system]
-    counts = []
-    for sent in counter.sent(messages):
-        as_sent, tokens = sent.request, sent.tokens
-        if tokens > clip_tokens:
-            as_sent = _clip_message(counter, as_sent, clip_tokens)
-            tokens = counter.count_message(as_sent)
-        request.append(as_sent)
-        counts.append(tokens)
+    requests, counts = counter.window(messages)  # no Python call per message
+    request: list[dict[str, Any]] = [system, *requests]
+    if counts and max(counts) > clip_tokens:
+        for i, tokens in enumerate(counts):
+            if tokens > clip_tokens:
+                request[i + 1] = _clip_message(counter, request[i + 1], clip_tokens)
+                counts[i] = counter.count_message(request[i + 1])
     return CompiledContext(
         sections,
         messages,

@@ -26,6 +26,21 @@ reads). Building thousands of objects per turn cost more than the rest of
 the turn, its garbage collections above all; and a message that comes back
 as the same object lets the token counter reuse what it built for it
 (`TokenCounter.sent`).
+
+That check runs over the whole window on every read, so it is made in C,
+with no Python call per message (`_Held.as_handed_out`): each message's
+`__dict__` is compared with a copy taken when it was handed out, whose
+`tool_calls` is a copy of the list (so a list changed in place differs
+from it), and each tool call's `__dict__` with a copy of its own (the list
+and its tool calls are the only mutable values the store gives a message).
+Compared by value, as `==` compares them: a field set to an equal value is
+no change. Only when something differs does a Python loop find which
+messages to make again. On a 3,468-message window, a Python call per
+message checking the same took about a third of the whole turn; in C the
+check is mostly the memory it walks (nothing else touches the kept
+messages between turns), so a read that keeps its window extends it in
+place instead of copying it, and the agent id, role and tool names of
+every message are one shared string each.
 """
 
 from __future__ import annotations
@@ -36,6 +51,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
+from sys import intern
 from typing import Any, NamedTuple
 
 from sqlite_utils import Database
@@ -62,7 +79,6 @@ _FROM = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
 _CALL_KEYS = {"id", "name", "arguments"}
-_TOOL_CALLS = list(Message.model_fields).index("tool_calls")  # its place in a Message's values
 
 
 class Record(NamedTuple):
@@ -85,15 +101,22 @@ def record_from_row(row: Sequence[Any]) -> Record:
     return Record(
         seq,
         id_,
-        agent_id,
-        role,
+        _shared(agent_id),
+        _shared(role),
         content,
         _calls(calls),
         tool_call_id,
-        name,
+        _shared(name),
         step_id,
         datetime.fromisoformat(created),
     )
+
+
+def _shared(text: Any) -> Any:
+    """`text` as the one string object of its value: the agent id, role and
+    tool names repeat from message to message, and each distinct object is
+    memory that every read's check (`_Held.as_handed_out`) walks through."""
+    return intern(text) if type(text) is str else text
 
 
 def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
@@ -109,7 +132,7 @@ def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
             and all(isinstance(value, str) for value in call.values())
         ):
             call = ToolCall.model_validate(call).model_dump()
-        calls.append((call["id"], call["name"], call["arguments"]))
+        calls.append((call["id"], _shared(call["name"]), call["arguments"]))
     return tuple(calls)
 
 
@@ -136,34 +159,82 @@ def message_from_row(row: Sequence[Any]) -> Message:
     return message_from_record(record_from_row(row))
 
 
-class _Held(NamedTuple):
-    """A message handed out, and what it held then (`Message` field values
-    in order, then each tool call's), to tell whether a caller changed it."""
-
-    record: Record
-    message: Message
-    values: tuple[Any, ...]
-    calls: tuple[tuple[Any, ...], ...]
+_dict_of = attrgetter("__dict__")
 
 
-def _hand_out(record: Record) -> _Held:
-    message = message_from_record(record)
-    calls = tuple(tuple(c.__dict__.values()) for c in message.tool_calls)
-    return _Held(record, message, tuple(message.__dict__.values()), calls)
+class _Held:
+    """Messages handed out, oldest first, with what each held then: a copy
+    of its `__dict__` (`states`, its `tool_calls` a copy of the list), and of
+    each of its tool calls' (`calls`, all of the window's in one list, and
+    `call_states`). A read that keeps what it finds changes the kept one in
+    place; any other read changes a copy (`since`)."""
+
+    __slots__ = ("records", "messages", "states", "calls", "call_states", "call_seqs")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.messages: list[Message] = []
+        self.states: list[dict[str, Any]] = []
+        self.calls: list[ToolCall] = []
+        self.call_states: list[dict[str, Any]] = []
+        self.call_seqs: list[int] = []  # the seq of each call's message
+
+    def hand_out(self, record: Record) -> None:
+        """Append a new message made from `record`."""
+        message = message_from_record(record)
+        state = dict(message.__dict__)
+        state["tool_calls"] = list(message.tool_calls)
+        self.records.append(record)
+        self.messages.append(message)
+        self.states.append(state)
+        for call in message.tool_calls:
+            self.calls.append(call)
+            self.call_states.append(dict(call.__dict__))
+            self.call_seqs.append(record.seq)
+
+    def since(self, start: int, in_place: bool) -> _Held:
+        """The messages with `seq >= start`: these, the others dropped
+        (`in_place`), or a copy (a kept window's, which must not change)."""
+        at = bisect_left(self.records, start, key=_seq)
+        call_at = bisect_left(self.call_seqs, start)
+        held = self if in_place else _Held()
+        for name in self.__slots__:
+            items: list[Any] = getattr(self, name)
+            drop = call_at if name.startswith("call") else at
+            if in_place:
+                del items[:drop]  # no copy: touching every kept object cost more
+            else:
+                setattr(held, name, items[drop:])
+        return held
+
+    def as_handed_out(self) -> bool:
+        """Whether every message still holds what it was given, compared by
+        value: a list comparison of the `__dict__`s with their copies, of the
+        messages and of their tool calls, all in C."""
+        return (
+            list(map(_dict_of, self.messages)) == self.states
+            and list(map(_dict_of, self.calls)) == self.call_states
+        )
+
+    def remake_changed(self) -> None:
+        """Make each message that no longer holds what it was given again,
+        from its record (with new tool calls: a caller may hold the old)."""
+        first_call = 0
+        for i, record in enumerate(self.records):
+            calls = slice(first_call, first_call + len(record.tool_calls))  # one per stored call
+            first_call = calls.stop
+            if self.messages[i].__dict__ == self.states[i] and all(
+                map(_same_dict, self.calls[calls], self.call_states[calls])
+            ):
+                continue
+            remade = _Held()
+            remade.hand_out(record)
+            self.messages[i], self.states[i] = remade.messages[0], remade.states[0]
+            self.calls[calls], self.call_states[calls] = remade.calls, remade.call_states
 
 
-def _as_handed_out(held: _Held) -> bool:
-    """Whether `held.message` still holds what it was given (compared by
-    value: a field set to an equal value is no change)."""
-    if tuple(held.message.__dict__.values()) != held.values:
-        return False
-    tool_calls = held.values[_TOOL_CALLS]  # the list it was given, still there (checked above)
-    if len(tool_calls) != len(held.calls):
-        return False
-    for call, values in zip(tool_calls, held.calls, strict=False):  # lengths checked
-        if tuple(call.__dict__.values()) != values:
-            return False
-    return True
+def _same_dict(model: ToolCall, state: dict[str, Any]) -> bool:
+    return model.__dict__ == state
 
 
 @dataclass(frozen=True)
@@ -173,7 +244,7 @@ class _Window:
     start: int
     stamp: int | None  # message_edits.stamp: None until a first edit
     count: int  # agents.message_count
-    held: list[_Held]  # never changed once kept: a read makes a new list
+    held: _Held  # changed only by the read that replaces this window
 
 
 class WindowCache:
@@ -191,9 +262,16 @@ class WindowCache:
         window = self._windows.get(agent_id)
         held = None
         if window is not None and window.stamp == stamp and window.start <= start:
-            held = _extended(db, window, agent_id, start, count)
+            in_place = keep and count is not None  # it replaces the kept window
+            try:
+                held = _extended(db, window, agent_id, start, count, in_place)
+            except BaseException:
+                self._windows.pop(agent_id, None)  # it may be half changed
+                raise
         if held is None:
-            held = [_hand_out(record_from_row(r)) for r in db.execute(_FROM, [agent_id, start])]
+            held = _Held()
+            for row in db.execute(_FROM, [agent_id, start]):
+                held.hand_out(record_from_row(row))
         if keep and count is not None:
             self._windows[agent_id] = _Window(start, stamp, count, held)
             self._windows.move_to_end(agent_id)
@@ -201,28 +279,31 @@ class WindowCache:
                 self._windows.popitem(last=False)
         elif count is None:  # the agent is gone
             self._windows.pop(agent_id, None)
-        return [h.message for h in held]
+        return list(held.messages)
 
 
 def _extended(
-    db: Database, window: _Window, agent_id: str, start: int, count: int | None
-) -> list[_Held] | None:
+    db: Database, window: _Window, agent_id: str, start: int, count: int | None, in_place: bool
+) -> _Held | None:
     """`window` from `start` on plus the rows appended since, or None when
     they do not account for every change (see the module's docstring). A
-    message a caller changed is handed out anew, from its record."""
+    message a caller changed is handed out anew, from its record. The
+    window's own lists are changed `in_place`, else a copy."""
     if count is None:
         return None
-    after = window.held[-1].record.seq + 1 if window.held else window.start
+    records = window.held.records
+    after = records[-1].seq + 1 if records else window.start
     rows = db.execute(_FROM, [agent_id, after]).fetchall()
     if len(rows) != count - window.count:  # one stored out of order (not by this store)
         return None
-    kept = window.held[bisect_left(window.held, start, key=_seq) :]
-    for i, held in enumerate(kept):
-        if not _as_handed_out(held):
-            kept[i] = _hand_out(held.record)
-    kept.extend(_hand_out(record_from_row(r)) for r in rows if r[0] >= start)
-    return kept
+    held = window.held.since(start, in_place)
+    if not held.as_handed_out():
+        held.remake_changed()
+    for row in rows:
+        if row[0] >= start:
+            held.hand_out(record_from_row(row))
+    return held
 
 
-def _seq(held: _Held) -> int:
-    return held.record.seq
+def _seq(record: Record) -> int:
+    return record.seq
