@@ -7,8 +7,8 @@ made tests/data/storage/old.db (SQLite) and old_postgres.sql (a plain-SQL
 dump of a PostgreSQL database, `pg_dump --inserts`) with the storage code of
 commit fee51e5, before storage was rebuilt on one core; do not write them
 again with newer code, or they stop testing what they are for. `populate`
-fills a store through the `Storage` protocol alone, with fixed ids and times,
-and `EXPECTED` is what a reader must find.
+fills a store through the `Storage` protocol alone, with fixed ids and times;
+tests/test_storage_schema.py checks what a reader finds.
 """
 
 from __future__ import annotations
