@@ -28,7 +28,7 @@ from memgpt_lite.models import (
     LLMConfig,
     utcnow,
 )
-from memgpt_lite.storage.postgres.transactions import guarded
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.text import clean_text
 
 _AGENT_COLUMNS = (

@@ -29,6 +29,7 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.storage.postgres.rows import (
     PASSAGE_COLUMNS,
     day_bounds,
@@ -36,7 +37,6 @@ from memgpt_lite.storage.postgres.rows import (
     lock_agents,
     passage_from_row,
 )
-from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.records import check_supersession, text_hash
 

@@ -14,7 +14,7 @@ import psycopg
 
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.models import ApiKey, utcnow
-from memgpt_lite.storage.postgres.transactions import guarded
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.text import clean_text
 
 _COLUMNS = 'id, "user", key_hash, created_at, revoked_at'

@@ -27,6 +27,7 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.storage.postgres.rows import (
     MESSAGE_COLUMNS,
     day_bounds,
@@ -34,7 +35,6 @@ from memgpt_lite.storage.postgres.rows import (
     lock_agents,
     message_from_row,
 )
-from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.records import tool_calls_json
 

@@ -16,15 +16,15 @@ from typing import NamedTuple
 
 import psycopg
 
+from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
 from memgpt_lite.storage.postgres.keys import KeyStore
-from memgpt_lite.storage.postgres.locks import StepLockStore
 from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
-from memgpt_lite.storage.postgres.transactions import Transactions, guarded
+from memgpt_lite.storage.postgres.primitives import PostgresPrimitives
 from memgpt_lite.storage.postgres.usage import UsageStore
 from memgpt_lite.storage.postgres.vectors import VectorStore
 
@@ -45,14 +45,14 @@ _prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
-    Transactions,
     AgentStore,
     MessageStore,
     ArchivalStore,
     VectorStore,
-    StepLockStore,
     UsageStore,
     KeyStore,
+    PostgresPrimitives,
+    StepLocks,
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts
@@ -62,6 +62,7 @@ class PostgresStore(
         self.url = url
         self.busy_timeout_seconds = busy_timeout_seconds
         self._init_transactions()
+        self._init_connection()
         prepared = _prepared.get(url)
         if prepared is None:
             conn = connect(url)
@@ -105,17 +106,3 @@ class PostgresStore(
                 where,
             )
         return _Prepared(read_only, language, vector_type != "bytea")
-
-    def transaction_ended(self, committed: bool) -> None:
-        """After each commit or rollback (archival.py may keep marks to settle)."""
-
-    @guarded
-    def close(self) -> None:
-        """Give back the connection, if a call left one (the pool stays open
-        for the process's other stores)."""
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

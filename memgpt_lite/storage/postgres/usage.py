@@ -9,7 +9,7 @@ import psycopg
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ModelUsage, UsageRecord
-from memgpt_lite.storage.postgres.transactions import guarded
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.storage.records import USAGE_RECORD_KEYS, model_usages, usage_records
 
 

@@ -27,8 +27,8 @@ from psycopg.adapt import Buffer, Loader
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.postgres.primitives import guarded
 from memgpt_lite.storage.postgres.rows import PASSAGE_COLUMNS, passage_from_row
-from memgpt_lite.storage.postgres.transactions import guarded
 from memgpt_lite.storage.protocol import Owner, StoredVectors, VectorCounters, VectorMatches
 
 # pg_advisory_xact_lock's key for creating a dimension's HNSW index: two

@@ -29,8 +29,8 @@ from memgpt_lite.models import (
     LLMConfig,
     utcnow,
 )
+from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import stored_datetime, stored_time
-from memgpt_lite.storage.sqlite.transactions import guarded
 from memgpt_lite.text import clean_text
 
 

@@ -24,8 +24,8 @@ from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCo
 from memgpt_lite.storage.records import check_supersession, text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates, Part, best_rows
 from memgpt_lite.storage.sqlite.period_depth import PeriodDepth
+from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
-from memgpt_lite.storage.sqlite.transactions import guarded
 
 
 def passage_filters(

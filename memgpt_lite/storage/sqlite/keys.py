@@ -15,8 +15,8 @@ from sqlite_utils import Database
 
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.models import ApiKey, utcnow
+from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import stored_time
-from memgpt_lite.storage.sqlite.transactions import guarded
 from memgpt_lite.text import clean_text
 
 _COLUMNS = 'id, "user", key_hash, created_at, revoked_at'

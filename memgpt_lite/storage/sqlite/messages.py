@@ -20,8 +20,8 @@ from memgpt_lite.models import Message
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.records import tool_calls_json
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
+from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time
-from memgpt_lite.storage.sqlite.transactions import guarded
 from memgpt_lite.storage.sqlite.window_cache import (
     MESSAGE_COLUMNS,
     WindowCache,

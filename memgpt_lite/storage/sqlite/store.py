@@ -17,15 +17,15 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.sqlite.agents import AgentStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
 from memgpt_lite.storage.sqlite.keys import KeyStore
-from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
+from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
-from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
 from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
@@ -37,7 +37,7 @@ CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
 class Store(
-    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore, KeyStore
+    AgentStore, MessageStore, ArchivalStore, UsageStore, KeyStore, SQLitePrimitives, StepLocks
 ):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
@@ -79,13 +79,6 @@ class Store(
         conn.execute(CACHE_SIZE)
         return conn
 
-    @guarded
-    def close(self) -> None:
+    def _disconnect(self) -> None:
         self.side_reader.close()
         self.db.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

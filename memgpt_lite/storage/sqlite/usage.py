@@ -14,8 +14,8 @@ from sqlite_utils import Database
 
 from memgpt_lite.models import ModelUsage, UsageRecord
 from memgpt_lite.storage.records import USAGE_RECORD_KEYS, model_usages, usage_records
+from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import require_agents, stored_time
-from memgpt_lite.storage.sqlite.transactions import guarded
 
 
 class UsageStore:

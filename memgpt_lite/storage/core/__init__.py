@@ -1,0 +1,1 @@
+"""The storage core: what SQLite and PostgreSQL say alike, written once."""
