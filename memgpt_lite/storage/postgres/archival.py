@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.core.rows import check_supersession, text_hash
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
@@ -38,7 +39,6 @@ from memgpt_lite.storage.postgres.rows import (
     passage_from_row,
 )
 from memgpt_lite.storage.protocol import Ranking
-from memgpt_lite.storage.records import check_supersession, text_hash
 
 _INSERT = sql.SQL(
     "INSERT INTO passages (id, agent_id, text, context, tags, text_hash, created_at, "

@@ -20,6 +20,7 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
+from memgpt_lite.storage.core.rows import tool_calls_json
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
@@ -36,7 +37,6 @@ from memgpt_lite.storage.postgres.rows import (
     message_from_row,
 )
 from memgpt_lite.storage.protocol import Ranking
-from memgpt_lite.storage.records import tool_calls_json
 
 # Leaves out the searching step's own messages; a NULL parameter leaves out none.
 _NOT_IN_STEP = " AND (%(step)s::text IS NULL OR m.step_id IS DISTINCT FROM %(step)s)"

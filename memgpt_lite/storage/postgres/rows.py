@@ -17,7 +17,7 @@ import psycopg
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, Passage, ToolCall
-from memgpt_lite.storage.records import trusted
+from memgpt_lite.storage.core.rows import trusted
 
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"

@@ -16,16 +16,15 @@ from typing import NamedTuple
 
 import psycopg
 
+from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
-from memgpt_lite.storage.postgres.keys import KeyStore
 from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
 from memgpt_lite.storage.postgres.primitives import PostgresPrimitives
-from memgpt_lite.storage.postgres.usage import UsageStore
 from memgpt_lite.storage.postgres.vectors import VectorStore
 
 log = logging.getLogger(__name__)
@@ -49,10 +48,9 @@ class PostgresStore(
     MessageStore,
     ArchivalStore,
     VectorStore,
-    UsageStore,
-    KeyStore,
     PostgresPrimitives,
     StepLocks,
+    UsageAndKeys,
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts

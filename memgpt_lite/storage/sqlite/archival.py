@@ -20,8 +20,8 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.core.rows import check_supersession, text_hash
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
-from memgpt_lite.storage.records import check_supersession, text_hash
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates, Part, best_rows
 from memgpt_lite.storage.sqlite.period_depth import PeriodDepth
 from memgpt_lite.storage.sqlite.primitives import guarded

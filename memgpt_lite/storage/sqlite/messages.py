@@ -17,8 +17,8 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
+from memgpt_lite.storage.core.rows import tool_calls_json
 from memgpt_lite.storage.protocol import Ranking
-from memgpt_lite.storage.records import tool_calls_json
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
 from memgpt_lite.storage.sqlite.primitives import guarded
 from memgpt_lite.storage.sqlite.rows import day_bounds, require_agents, seq_chunks, stored_time

@@ -9,7 +9,7 @@ import json
 
 from sqlite_utils import Database, Migrations
 
-from memgpt_lite.storage.records import text_hash
+from memgpt_lite.storage.core.rows import text_hash
 
 migrations = Migrations("memgpt_lite")
 

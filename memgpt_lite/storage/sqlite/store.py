@@ -17,16 +17,15 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.sqlite.agents import AgentStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
-from memgpt_lite.storage.sqlite.keys import KeyStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
-from memgpt_lite.storage.sqlite.usage import UsageStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 # Up to 64 MiB of pages cached per connection (the store's and its side
@@ -36,9 +35,7 @@ from memgpt_lite.storage.sqlite.window_cache import WindowCache
 CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
-class Store(
-    AgentStore, MessageStore, ArchivalStore, UsageStore, KeyStore, SQLitePrimitives, StepLocks
-):
+class Store(AgentStore, MessageStore, ArchivalStore, SQLitePrimitives, StepLocks, UsageAndKeys):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 

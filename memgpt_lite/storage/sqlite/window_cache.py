@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from sqlite_utils import Database
 
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.records import trusted
+from memgpt_lite.storage.core.rows import trusted
 
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
