@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memgpt_lite.errors import AlreadyExistsError, NotFoundError
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord, utcnow
 from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
 from memgpt_lite.storage.core.transactions import Transactions, guarded
@@ -89,14 +89,11 @@ class UsageAndKeys(Transactions):
     @guarded
     def add_api_key(self, key: ApiKey) -> None:
         revoked = None if key.revoked_at is None else self.dialect.time(key.revoked_at)
-        try:
-            with self.transaction():
-                self._execute(
-                    f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                    [key.id, key.user, key.key_hash, self.dialect.time(key.created_at), revoked],
-                )
-        except self.dialect.unique_violation:
-            raise AlreadyExistsError(f"an API key with id {key.id!r} or its hash exists") from None
+        with self.refusing_duplicates(f"an API key with id {key.id!r} or its hash exists"):
+            self._execute(
+                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                [key.id, key.user, key.key_hash, self.dialect.time(key.created_at), revoked],
+            )
 
     @guarded
     def api_key_by_hash(self, key_hash: str) -> ApiKey | None:

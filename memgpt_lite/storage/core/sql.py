@@ -46,10 +46,15 @@ class Dialect:
     # may fail, and whose failure the store turns into an error it raises,
     # runs in a savepoint of its own.
     failure_aborts_transaction = False
-    # The driver's exceptions for a UNIQUE (or primary key) conflict.
+    # The driver's exceptions that a UNIQUE (or primary key) conflict raises
+    # (`is_conflict` tells it from others of the same class).
     unique_violation: tuple[type[BaseException], ...] = ()
     # SQL for the ids of the blocks of the agent of the `agents` row, in order.
     block_ids = ""
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        """Whether `exc`, one of `unique_violation`, is a UNIQUE conflict."""
+        return True
 
     def time(self, value: datetime) -> Any:
         """A time as the database stores it."""

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Concatenate, NamedTuple, ParamSpec, Self, TypeVar
 
-from memgpt_lite.errors import ReadOnlyError, StoreError
+from memgpt_lite.errors import AlreadyExistsError, ReadOnlyError, StoreError
 from memgpt_lite.storage.core.sql import Runner
 from memgpt_lite.storage.core.tasks import check_task, current_task
 
@@ -181,6 +181,20 @@ class Transactions(Runner):
             if problem is None:
                 raise
             raise problem from None
+
+    @contextmanager
+    def refusing_duplicates(self, message: str) -> Iterator[None]:
+        """A write (a savepoint, inside another) whose statements raise
+        AlreadyExistsError(message), not the driver's error, when one breaks
+        a UNIQUE constraint: rolled back alone, so that an outer transaction
+        that catches the error goes on."""
+        try:
+            with self.transaction():
+                yield
+        except self.dialect.unique_violation as exc:
+            if not self.dialect.is_conflict(exc):
+                raise
+            raise AlreadyExistsError(message) from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -16,10 +16,8 @@ from typing import NamedTuple
 
 import psycopg
 
-from memgpt_lite.storage.core.accounts import UsageAndKeys
-from memgpt_lite.storage.core.locks import StepLocks
+from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.location import describe
-from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
 from memgpt_lite.storage.postgres.messages import MessageStore
@@ -44,13 +42,11 @@ _prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
-    AgentStore,
     MessageStore,
     ArchivalStore,
     VectorStore,
     PostgresPrimitives,
-    StepLocks,
-    UsageAndKeys,
+    CoreStore,
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts

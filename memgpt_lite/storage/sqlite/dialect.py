@@ -33,6 +33,11 @@ class SQLiteDialect(Dialect):
         "WHERE agent_id = agents.id ORDER BY position))"
     )
 
+    def is_conflict(self, exc: BaseException) -> bool:
+        # IntegrityError is also a NOT NULL or foreign-key failure: a bug here.
+        name = getattr(exc, "sqlite_errorname", "")
+        return name in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
+
     def time(self, value: datetime) -> str:
         return stored_time(value)
 

@@ -17,9 +17,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from memgpt_lite.storage.core.accounts import UsageAndKeys
-from memgpt_lite.storage.core.locks import StepLocks
-from memgpt_lite.storage.sqlite.agents import AgentStore
+from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
 from memgpt_lite.storage.sqlite.messages import MessageStore
@@ -35,7 +33,7 @@ from memgpt_lite.storage.sqlite.window_cache import WindowCache
 CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
-class Store(AgentStore, MessageStore, ArchivalStore, SQLitePrimitives, StepLocks, UsageAndKeys):
+class Store(MessageStore, ArchivalStore, SQLitePrimitives, CoreStore):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 

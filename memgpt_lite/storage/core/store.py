@@ -1,0 +1,12 @@
+"""Every method of `Storage` that both dialects say alike, in one class: a
+backend's store is its own parts first, then `CoreStore` (see core/__init__.py)."""
+
+from __future__ import annotations
+
+from memgpt_lite.storage.core.accounts import UsageAndKeys
+from memgpt_lite.storage.core.agents import Agents
+from memgpt_lite.storage.core.locks import StepLocks
+
+
+class CoreStore(Agents, StepLocks, UsageAndKeys):
+    """Agents and blocks, step locks, usage and keys, and transactions."""
