@@ -1,20 +1,27 @@
-"""What both backends share about stored records, with no SQL in it: models
-built from rows without validating them again, the duplicate key of a
+"""Rows as models, for every backend: messages and passages built without
+validating them again (they were validated on the way in, and revalidating a
+long window on every turn cost more than reading it), the duplicate key of a
 passage's text, tool calls as stored JSON, and token usage rows as models.
-Each backend's SQL (storage/sqlite/, storage/postgres/) selects the columns in
-the order these functions read them."""
+The SQL that reads them selects the columns in the order these functions
+read them (`MESSAGE_COLUMNS`, `PASSAGE_COLUMNS`, ...).
+
+A row holds what the database returns: a time is a datetime (PostgreSQL) or
+ISO 8601 text (SQLite), a passage's tags an array or JSON text.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
 from memgpt_lite.errors import ConfigError, NotFoundError
-from memgpt_lite.models import Message, ModelUsage, UsageRecord
+from memgpt_lite.models import Message, ModelUsage, Passage, ToolCall, UsageRecord
+from memgpt_lite.storage.core.sql import as_list, stored_datetime
 
 M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
@@ -104,3 +111,96 @@ def model_usages(rows: Iterable[Sequence[Any]]) -> list[ModelUsage]:
         )
         for model, prompt, completion, total, requests, steps, estimated in rows
     ]
+
+
+MESSAGE_COLUMNS = (
+    "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
+    " m.step_id, m.created_at"
+)
+PASSAGE_COLUMNS = (
+    "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context,"
+    " p.superseded_by, p.superseded_at"
+)
+_CALL_KEYS = {"id", "name", "arguments"}
+
+
+class Record(NamedTuple):
+    """One stored message, its values already of their types (immutable)."""
+
+    seq: int
+    id: str
+    agent_id: str
+    role: str
+    content: str | None
+    tool_calls: tuple[tuple[str, str, str], ...]  # (id, name, arguments)
+    tool_call_id: str | None
+    name: str | None
+    step_id: str | None
+    created_at: datetime
+
+
+def record_from_row(row: Sequence[Any]) -> Record:
+    """A message's record from a row of MESSAGE_COLUMNS (and more, ignored)."""
+    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row[:10]
+    if not isinstance(created, datetime):
+        created = datetime.fromisoformat(created)
+    return Record(
+        seq, id_, agent_id, role, content, _calls(calls), tool_call_id, name, step_id, created
+    )
+
+
+def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
+    """The stored tool calls as (id, name, arguments). A call of another
+    shape than the store writes (a row written by hand) is validated."""
+    if not text:
+        return ()
+    calls = []
+    for call in json.loads(text):
+        if not (
+            isinstance(call, dict)
+            and call.keys() == _CALL_KEYS
+            and all(isinstance(value, str) for value in call.values())
+        ):
+            call = ToolCall.model_validate(call).model_dump()
+        calls.append((call["id"], call["name"], call["arguments"]))
+    return tuple(calls)
+
+
+def message_from_record(record: Record) -> Message:
+    """A new Message of `record`, trusted: the store validated it on the way in."""
+    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = record
+    tool_calls = [trusted(ToolCall, {"id": i, "name": n, "arguments": a}) for i, n, a in calls]
+    values = {
+        "id": id_,
+        "agent_id": agent_id,
+        "role": role,
+        "content": content,
+        "tool_calls": tool_calls,
+        "tool_call_id": tool_call_id,
+        "name": name,
+        "step_id": step_id,
+        "created_at": created,
+        "seq": seq,
+    }
+    return trusted(Message, values)
+
+
+def message_from_row(row: Sequence[Any]) -> Message:
+    return message_from_record(record_from_row(row))
+
+
+def passage_from_row(row: Sequence[Any]) -> Passage:
+    """A passage from a row of PASSAGE_COLUMNS (and more, ignored), trusted."""
+    seq, id_, agent_id, text, tags, created_at, context, superseded_by, superseded_at = row[:9]
+    values = {
+        "id": id_,
+        "agent_id": agent_id,
+        "text": text,
+        "tags": as_list(tags),
+        "created_at": stored_datetime(created_at),
+        "context": context,
+        "seq": seq,
+        "superseded_by": superseded_by,
+        "superseded_at": stored_datetime(superseded_at),
+    }
+    return trusted(Passage, values)

@@ -143,6 +143,18 @@ def tsquery_of(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def named(where: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """A condition written for the core (`?` placeholders, core/sql.py) with
+    named parameters instead, `prefix` and a number, as the ranking's
+    statement takes them."""
+    pieces = where.split("?")
+    names = [f"{prefix}{i}" for i in range(len(pieces) - 1)]
+    text = pieces[0] + "".join(
+        f"%({n})s{piece}" for n, piece in zip(names, pieces[1:], strict=True)
+    )
+    return text, dict(zip(names, params, strict=True))
+
+
 class Query(NamedTuple):
     """A query's words that have lexemes, with what BM25 needs of them."""
 
