@@ -19,7 +19,6 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.models import Message, ModelUsage, Passage, ToolCall, UsageRecord
 from memgpt_lite.storage.core.sql import as_list, stored_datetime
 
@@ -41,29 +40,6 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
-
-
-def check_supersession(
-    old_ids: Sequence[str], new_id: str, stored: dict[str, str | None] | None = None
-) -> None:
-    """Refuse a supersession the protocol refuses: a passage replacing itself,
-    before anything is read; then, given `stored` (the `superseded_by` of each
-    of the passages found), an unknown id, or a replacement that was itself
-    replaced (which could close a cycle: the chain of a fact must end)."""
-    if new_id in old_ids:
-        raise ConfigError(f"passage {new_id!r} cannot replace itself")
-    if stored is None:
-        return
-    missing = [i for i in [new_id, *old_ids] if i not in stored]
-    if missing:
-        raise NotFoundError(
-            f"no passage {', '.join(map(repr, missing))} in this agent's archival memory"
-        )
-    if stored[new_id] is not None:
-        raise ConfigError(
-            f"passage {new_id!r} was itself replaced by {stored[new_id]!r}: "
-            "only a current passage can replace others"
-        )
 
 
 def text_hash(text: str) -> str:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
+from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages
 
 
-class CoreStore(Agents, Messages, StepLocks, UsageAndKeys):
-    """Agents and blocks, messages, step locks, usage and keys, and transactions."""
+class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys):
+    """Agents and blocks, messages, passages and vectors, step locks, usage
+    and keys, and transactions."""

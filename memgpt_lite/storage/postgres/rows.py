@@ -1,23 +1,13 @@
-"""What the PostgreSQL store's writes share: agent locks, day bounds,
-removed vectors."""
+"""What the PostgreSQL store's writes of messages and passages share:
+agent locks, and removed vectors counted."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
 
 import psycopg
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS as PASSAGE_COLUMNS
-from memgpt_lite.storage.core.rows import passage_from_row as passage_from_row
-
-
-def day_bounds(start: date | None, end: date | None) -> tuple[datetime | None, datetime | None]:
-    """Bounds for `created_at` covering whole UTC days, `end` inclusive."""
-    low = datetime.combine(start, datetime.min.time(), UTC) if start else None
-    high = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC) if end else None
-    return low, high
 
 
 def lock_agents(conn: psycopg.Connection, agent_ids: Sequence[str]) -> None:

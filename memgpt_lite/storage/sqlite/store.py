@@ -24,6 +24,7 @@ from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
+from memgpt_lite.storage.sqlite.vectors import VectorStore
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 # Up to 64 MiB of pages cached per connection (the store's and its side
@@ -33,7 +34,7 @@ from memgpt_lite.storage.sqlite.window_cache import WindowCache
 CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
-class Store(MessageStore, ArchivalStore, SQLitePrimitives, CoreStore):
+class Store(MessageStore, ArchivalStore, VectorStore, SQLitePrimitives, CoreStore):
     """The database of agents, blocks, messages and passages, in one SQLite
     file. Safe to share between threads (see transactions.py)."""
 
