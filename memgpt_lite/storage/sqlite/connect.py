@@ -14,7 +14,6 @@ where its `-wal` and `-shm` files cannot be created is opened as immutable
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from sqlite_utils import Database, Migrations
 
 from memgpt_lite.config import ensure_folder, folder_label
 from memgpt_lite.errors import BusyError, ConfigError, ReadOnlyError, StoreError
+from memgpt_lite.storage.core.schema import refuse_newer, schema_number
 
 _NOTHING_CHANGED = "nothing was changed"
 
@@ -121,14 +121,6 @@ def _immutable(path: Path, busy_timeout_seconds: float) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=busy_timeout_seconds, check_same_thread=False)
 
 
-_NUMBER = re.compile(r"^m(\d+)_")
-
-
-def _schema_number(names: list[str]) -> int:
-    numbers = [int(m.group(1)) for name in names if (m := _NUMBER.match(name))]
-    return max(numbers, default=0)
-
-
 def check_schema(db: Database, migrations: Migrations, path: Path, read_only: bool) -> bool:
     """Whether migrations are pending. Refuses a database written by a newer
     memgpt_lite (it has migrations this version does not know), and one that
@@ -136,17 +128,12 @@ def check_schema(db: Database, migrations: Migrations, path: Path, read_only: bo
     applied = [m.name for m in migrations.applied(db)]
     # Every migration is pending on an empty database: the names this version knows.
     known = [m.name for m in migrations.pending(Database(memory=True))]
-    unknown = [name for name in applied if name not in known]
-    if unknown:
-        raise StoreError(
-            f"{path} was written by a newer memgpt_lite: schema {_schema_number(applied)}, "
-            f"this version knows {_schema_number(known)}; upgrade memgpt_lite"
-        )
+    refuse_newer(applied, known, str(path))
     pending = [m.name for m in migrations.pending(db)]
     if pending and read_only:
         raise ReadOnlyError(
             f"{read_only_reason(path)} and needs upgrading from schema "
-            f"{_schema_number(applied)} to {_schema_number(known)}; open it once where "
+            f"{schema_number(applied)} to {schema_number(known)}; open it once where "
             "it can be written"
         )
     return bool(pending)
