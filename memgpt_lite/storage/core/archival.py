@@ -23,10 +23,10 @@ import numpy as np
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
+from memgpt_lite.storage.core.sql import Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 
-Filters = tuple[str, list[Any]]  # conditions on `p` (each begins " AND "), and their parameters
 NO_PASSAGE = "no passage {!r} in this agent's archival memory"
 # The agent's items (of one kind) with no vector, oldest first, past a seq;
 # and the last one (with a vector, or none would be found) below a seq.
@@ -88,16 +88,7 @@ class Archival(Transactions):
         replaced it, if one did. NotFoundError if the agent has none such."""
         raise NotImplementedError
 
-    def _rank_passages(
-        self,
-        agent_id: str,
-        query: str,
-        limit: int,
-        filters: Filters,
-        exact: int,
-        budget: int,
-        drop_over_budget: bool,
-    ) -> Ranking[Passage]:
+    def _rank_passages(self, search: Search) -> Ranking[Passage]:
         """`rank_passages`, by the backend's full-text index."""
         raise NotImplementedError
 
@@ -313,7 +304,8 @@ class Archival(Transactions):
         exact = limit if exact is None else min(exact, limit)
         filters = self.passage_filters(tags, start, end, superseded)
         budget = self.rank_budget if budget is None else budget
-        return self._rank_passages(agent_id, query, limit, filters, exact, budget, drop_over_budget)
+        search = Search(agent_id, query, limit, filters, exact, budget, drop_over_budget)
+        return self._rank_passages(search)
 
     @guarded
     def rank_passages_in_period(
@@ -332,23 +324,15 @@ class Archival(Transactions):
         """`rank_passages`, and the best `period_limit` passages of `period`
         if the store can tell them from the same ranking (see the protocol)."""
         filters = self.passage_filters(tags, start, end, superseded)
-        return self._rank_in_period(agent_id, query, limit, filters, period, period_limit)
+        search = Search(agent_id, query, limit, filters, limit, self.rank_budget)
+        return self._rank_in_period(search, period, period_limit)
 
     def _rank_in_period(
-        self,
-        agent_id: str,
-        query: str,
-        limit: int,
-        filters: Filters,
-        period: tuple[date | None, date | None],
-        period_limit: int,
+        self, search: Search, period: tuple[date | None, date | None], period_limit: int
     ) -> tuple[Ranking[Passage], list[tuple[Passage, float]] | None]:
         """The ranking, and None for the period's best: the caller ranks
         within the period when it needs them (a backend may find both)."""
-        ranking = self._rank_passages(
-            agent_id, query, limit, filters, limit, self.rank_budget, False
-        )
-        return ranking, None
+        return self._rank_passages(search), None
 
     @guarded
     def add_vectors(

@@ -16,6 +16,7 @@ from typing import Any
 
 from memgpt_lite.models import Message
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
+from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Ranking
 
@@ -48,9 +49,7 @@ class Messages(Transactions):
         how many. Inside a transaction."""
         raise NotImplementedError
 
-    def _rank_messages(
-        self, agent_id: str, query: str, limit: int, exclude_step_id: str | None, budget: int
-    ) -> Ranking[Message]:
+    def _rank_messages(self, search: Search) -> Ranking[Message]:
         """`rank_messages`, by the backend's full-text index."""
         raise NotImplementedError
 
@@ -166,8 +165,9 @@ class Messages(Transactions):
         `query`, with their BM25 scores (higher is better), and how many
         match; budgeted like `rank_passages` when the words are common
         (`budget`: the store's `rank_budget` unless given)."""
+        filters = (NOT_IN_STEP, [exclude_step_id, exclude_step_id])
         budget = self.rank_budget if budget is None else budget
-        return self._rank_messages(agent_id, query, limit, exclude_step_id, budget)
+        return self._rank_messages(Search(agent_id, query, limit, filters, limit, budget))
 
     @guarded
     def messages_by_seq(

@@ -21,7 +21,25 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
+
+Filters = tuple[str, list[Any]]  # conditions (each begins " AND "), and their parameters
+
+
+class Search(NamedTuple):
+    """One full-text ranking a backend makes: the agent's best `limit` rows
+    for the words of `query` that pass `filters` (on the table's alias, `m`
+    or `p`), scoring at most `budget` matches; `exact`: how many of the first
+    results `Ranking.proven` vouches for; with `drop_over_budget`, the words
+    found in more than `budget` rows are left out of the query."""
+
+    agent_id: str
+    query: str
+    limit: int
+    filters: Filters
+    exact: int
+    budget: int
+    drop_over_budget: bool = False
 
 
 class Cursor(Protocol):

@@ -20,12 +20,12 @@ from psycopg.types.json import Jsonb
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
-from memgpt_lite.storage.core.archival import NO_PASSAGE, Filters
+from memgpt_lite.storage.core.archival import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
+from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
-    named,
     plain_text,
     to_tsvector,
     word_count,
@@ -132,30 +132,11 @@ class ArchivalStore(TextSearch):
         delete_vectors_of(self.conn, agent_id, "passage", [row[0]])
         return row[2]
 
-    def _rank_passages(
-        self,
-        agent_id: str,
-        query: str,
-        limit: int,
-        filters: Filters,
-        exact: int,
-        budget: int,
-        drop_over_budget: bool,
-    ) -> Ranking[Passage]:
+    def _rank_passages(self, search: Search) -> Ranking[Passage]:
         """By BM25 over the tsvectors, a passage's context counting half its
         text (budgeted: see fulltext.py); with `drop_over_budget`, a word in
         more than `budget` of the agent's passages is left out of the query."""
-        found = self.ranked_rows(
-            "passages",
-            agent_id,
-            query,
-            PASSAGE_COLUMNS,
-            named(*filters, "filter"),
-            limit,
-            exact,
-            budget,
-            drop_over_budget,
-        )
+        found = self.ranked_rows("passages", PASSAGE_COLUMNS, search)
         return Ranking(
             [(passage_from_row(r), r[-1]) for r in found.rows], found.total, found.proven
         )

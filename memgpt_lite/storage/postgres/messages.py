@@ -20,12 +20,11 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.messages import NOT_IN_STEP
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row, tool_calls_json
+from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
-    named,
     plain_text,
     to_tsvector,
     word_count,
@@ -141,13 +140,8 @@ class MessageStore(TextSearch):
         delete_vectors_of(self.conn, agent_id, "message", [r[0] for r in gone])
         return len(gone)
 
-    def _rank_messages(
-        self, agent_id: str, query: str, limit: int, exclude_step_id: str | None, budget: int
-    ) -> Ranking[Message]:
+    def _rank_messages(self, search: Search) -> Ranking[Message]:
         """By BM25 over the tsvectors (budgeted: see fulltext.py)."""
-        filters = named(NOT_IN_STEP, [exclude_step_id, exclude_step_id], "step")
-        found = self.ranked_rows(
-            "messages", agent_id, query, MESSAGE_COLUMNS, filters, limit, limit, budget
-        )
+        found = self.ranked_rows("messages", MESSAGE_COLUMNS, search)
         scored = [(message_from_row(r), r[10]) for r in found.rows]
         return Ranking(scored, found.total, found.proven)

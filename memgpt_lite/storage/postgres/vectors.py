@@ -27,7 +27,7 @@ import psycopg
 from psycopg.adapt import Buffer, Loader
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.storage.core.archival import Filters
+from memgpt_lite.storage.core.sql import Filters
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.postgres.primitives import postgres_statement
 from memgpt_lite.storage.protocol import Owner, VectorMatches

@@ -20,8 +20,9 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
-from memgpt_lite.storage.core.archival import NO_PASSAGE, Filters
+from memgpt_lite.storage.core.archival import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
+from memgpt_lite.storage.core.sql import Filters, Search
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Candidates, Part, best_rows
@@ -103,49 +104,36 @@ class ArchivalStore(BudgetedSearch, PeriodDepth):
         )
         return row[0]
 
-    def _rank_passages(
-        self,
-        agent_id: str,
-        query: str,
-        limit: int,
-        filters: Filters,
-        exact: int,
-        budget: int,
-        drop_over_budget: bool,
-    ) -> Ranking[Passage]:
+    def _rank_passages(self, search: Search) -> Ranking[Passage]:
         """By FTS5's BM25 over the words of `query` (see `fts_words`). When
         they match more than `budget` passages, only those holding its rarer
         words are scored (see RANK_BUDGET), and the count covers those. With
         `drop_over_budget`, a word found in more than `budget` passages is
         left out of the query."""
-        words = fts_words(query)
-        if drop_over_budget:
-            words = self.within_budget("passages", words, budget)
+        words = fts_words(search.query)
+        if search.drop_over_budget:
+            words = self.within_budget("passages", words, search.budget)
         if not words:
             return Ranking([], 0, proven=True)
-        candidates = self._scored(agent_id, words, budget, filters)
-        rows, total = self.top_rows("passages", PASSAGE_COLUMNS, candidates.parts, limit)
+        candidates = self._scored(search.agent_id, words, search.budget, search.filters)
+        rows, total = self.top_rows("passages", PASSAGE_COLUMNS, candidates.parts, search.limit)
         ranked = [(passage_from_row(r), r[-1]) for r in rows]
-        return Ranking(ranked, total, candidates.left_out.proves([s for _, s in ranked], exact))
+        proven = candidates.left_out.proves([s for _, s in ranked], search.exact)
+        return Ranking(ranked, total, proven)
 
     def _rank_in_period(
-        self,
-        agent_id: str,
-        query: str,
-        limit: int,
-        filters: Filters,
-        period: tuple[date | None, date | None],
-        period_limit: int,
+        self, search: Search, period: tuple[date | None, date | None], period_limit: int
     ) -> tuple[Ranking[Passage], list[tuple[Passage, float]] | None]:
         """The ranking, and the best `period_limit` of the passages it ranks
         that were stored within `period`, if found among its best (how many:
         period_depth.py). One evaluation of the full-text query serves both:
         ranking again within the period cost as much as the first ranking
         (the candidates, chosen by the words alone, are the same)."""
-        words = fts_words(query)
+        agent_id, limit = search.agent_id, search.limit
+        words = fts_words(search.query)
         if not words:
             return Ranking([], 0, proven=True), []
-        candidates = self._scored(agent_id, words, RANK_BUDGET, filters)
+        candidates = self._scored(agent_id, words, RANK_BUDGET, search.filters)
         where, params = self.passage_filters(None, *period)
         depth = self.period_depth(agent_id, period, limit, period_limit)
         results = self.run_parts(

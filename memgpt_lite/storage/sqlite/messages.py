@@ -16,8 +16,8 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.messages import NOT_IN_STEP
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row, tool_calls_json
+from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
@@ -93,23 +93,23 @@ class MessageStore(BudgetedSearch):
         with self.snapshot():
             return self.window_cache.read(self.db, agent_id, start_seq, keep=committed)
 
-    def _rank_messages(
-        self, agent_id: str, query: str, limit: int, exclude_step_id: str | None, budget: int
-    ) -> Ranking[Message]:
+    def _rank_messages(self, search: Search) -> Ranking[Message]:
         """By FTS5's BM25 (see `fts_words`); budgeted like `rank_passages`
         when the words are common."""
-        words = fts_words(query)
+        words = fts_words(search.query)
         if not words:
             return Ranking([], 0, proven=True)
+        where, params = search.filters
         # CROSS JOIN makes SQLite start from the full-text match; left to
         # itself it scans every message of the agent and probes the index.
-        candidates = self.candidates("messages", words, budget).filtered(
+        candidates = self.candidates("messages", words, search.budget).filtered(
             lambda part: Part(
                 f"SELECT b.seq, b.score FROM ({part.sql}) b "
-                f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{NOT_IN_STEP}",
-                [*part.args, agent_id, exclude_step_id, exclude_step_id],
+                f"CROSS JOIN messages m ON m.seq = b.seq WHERE m.agent_id = ?{where}",
+                [*part.args, search.agent_id, *params],
             )
         )
-        rows, total = self.top_rows("messages", MESSAGE_COLUMNS, candidates.parts, limit)
+        rows, total = self.top_rows("messages", MESSAGE_COLUMNS, candidates.parts, search.limit)
         scored = [(message_from_row(r), r[10]) for r in rows]
-        return Ranking(scored, total, candidates.left_out.proves([s for _, s in scored], limit))
+        proven = candidates.left_out.proves([s for _, s in scored], search.exact)
+        return Ranking(scored, total, proven)

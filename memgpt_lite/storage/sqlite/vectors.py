@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from sqlite_utils import Database
 
-from memgpt_lite.storage.core.archival import UNEMBEDDED, Filters
+from memgpt_lite.storage.core.archival import UNEMBEDDED
+from memgpt_lite.storage.core.sql import Filters
 from memgpt_lite.storage.protocol import Owner, VectorCounters
 
 _BATCH = 4096  # rows read at a time by load_vectors
