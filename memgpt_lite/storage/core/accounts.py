@@ -18,6 +18,7 @@ from typing import Any
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord, utcnow
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.text import clean_text
@@ -60,7 +61,7 @@ class UsageAndKeys(Transactions):
                 ],
             )
             if inserted.rowcount == 0:
-                raise NotFoundError(f"no agent with id {record.agent_id!r}")
+                raise unknown_agent(record.agent_id)
 
     @guarded
     def usage_by_model(self, agent_id: str) -> list[ModelUsage]:

@@ -30,6 +30,7 @@ from memgpt_lite.models import (
     utcnow,
 )
 from memgpt_lite.storage.core.blocks import Blocks
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import stored_datetime
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.text import clean_text
@@ -173,7 +174,7 @@ class Agents(Blocks):
                 [agent_id],
             )
             if row is None:
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+                raise unknown_agent(agent_id)
             state = self._agent_from_row(row)
             change(state)
             self._write_agent(state)
@@ -204,7 +205,7 @@ class Agents(Blocks):
     def agent_stats(self, agent_id: str) -> AgentStats:
         row = self._one(f"SELECT {_STATS} FROM agents WHERE id = ?", [agent_id])
         if row is None:
-            raise NotFoundError(f"no agent with id {agent_id!r}")
+            raise unknown_agent(agent_id)
         return _stats(row)
 
     @guarded

@@ -22,12 +22,12 @@ import numpy as np
 
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.models import Passage
+from memgpt_lite.storage.core.errors import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
 from memgpt_lite.storage.core.sql import Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 
-NO_PASSAGE = "no passage {!r} in this agent's archival memory"
 # The agent's items (of one kind) with no vector, oldest first, past a seq;
 # and the last one (with a vector, or none would be found) below a seq.
 UNEMBEDDED = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.models import Block, BlockVersion, utcnow
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.text import clean_text
 
@@ -137,7 +138,7 @@ class Blocks(Transactions):
             if not self._one(
                 f"SELECT 1 FROM agents WHERE id = ?{self.dialect.for_update}", [agent_id]
             ):
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+                raise unknown_agent(agent_id)
             if block.label in {b.label for b in self.get_blocks(agent_id)}:
                 raise AlreadyExistsError(f"the agent already has a block labelled {block.label!r}")
             self._store_new_block(block, author)

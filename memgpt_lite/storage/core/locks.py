@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memgpt_lite.errors import ConflictError, NotFoundError
+from memgpt_lite.errors import ConflictError
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import StepLockHolder
 
@@ -113,7 +114,7 @@ class StepLocks(Transactions):
         with self.transaction():
             self._serialize_lock_taking(agent_id)
             if not self._one("SELECT 1 FROM agents WHERE id = ?", [agent_id]):
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+                raise unknown_agent(agent_id)
             now = time.time()
             current = self.step_lock_holder(agent_id)
             if held_by_another(current, claim, now, is_dead):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -89,6 +89,10 @@ def model_usages(rows: Iterable[Sequence[Any]]) -> list[ModelUsage]:
     ]
 
 
+# A message's stored columns, as `message_row` gives them.
+MESSAGE_FIELDS = (
+    "id, agent_id, role, content, tool_calls, tool_call_id, name, step_id, created_at, search_text"
+)
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
     " m.step_id, m.created_at"
@@ -159,6 +163,29 @@ def message_from_record(record: Record) -> Message:
         "seq": seq,
     }
     return trusted(Message, values)
+
+
+def message_row(message: Message, time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """A message as stored, in the order of MESSAGE_FIELDS (its time as
+    `time` stores it)."""
+    return (
+        message.id,
+        message.agent_id,
+        message.role,
+        message.content,
+        tool_calls_json(message),
+        message.tool_call_id,
+        message.name,
+        message.step_id,
+        time(message.created_at),
+        message.search_text(),
+    )
+
+
+def message_edit(message: Message) -> tuple[str | None, str | None, str | None]:
+    """What editing a message rewrites: its content, tool calls (stored
+    JSON) and search text."""
+    return message.content, tool_calls_json(message), message.search_text()
 
 
 def message_from_row(row: Sequence[Any]) -> Message:

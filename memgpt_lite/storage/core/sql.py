@@ -19,9 +19,11 @@ or `_one` where at most one row comes back.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple, Protocol
+
+from memgpt_lite.storage.core.errors import unknown_agent
 
 Filters = tuple[str, list[Any]]  # conditions (each begins " AND "), and their parameters
 
@@ -131,3 +133,20 @@ class Runner:
 
     def _all(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._execute(statement, params).fetchall()
+
+    def _lock_agents(self, agent_ids: Iterable[str]) -> None:
+        """Inside a write of the agents' items: lock their rows, where
+        writers run at once, in one order (so that two writers of the same
+        agents never deadlock, and their items are numbered and committed in
+        that order). NotFoundError for an agent that does not exist."""
+        wanted = sorted(set(agent_ids))
+        found: set[str] = set()
+        for among, params in self.dialect.among("id", wanted):
+            rows = self._all(
+                f"SELECT id FROM agents WHERE {among} ORDER BY id{self.dialect.for_no_key_update}",
+                params,
+            )
+            found.update(row[0] for row in rows)
+        missing = set(wanted) - found
+        if missing:
+            raise unknown_agent(min(missing))

@@ -32,10 +32,11 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Concatenate, NamedTuple, ParamSpec, Self, TypeVar
 
 from memgpt_lite.errors import AlreadyExistsError, ReadOnlyError, StoreError
+from memgpt_lite.storage.core.errors import worded
 from memgpt_lite.storage.core.sql import Runner
 from memgpt_lite.storage.core.tasks import check_task, current_task
 
@@ -86,15 +87,16 @@ class _Level(NamedTuple):
 
 class Transactions(Runner):
     """The life cycle of a store: transactions, snapshots, busy timeouts and
-    closing. A backend's store sets `read_only` and `busy_timeout_seconds`,
-    calls `_init_transactions` first thing, and provides the primitives."""
+    closing. A backend's store calls `_init_transactions` first thing, sets
+    `read_only`, and provides the primitives."""
 
     read_only: bool
     busy_timeout_seconds: float
     # The driver's exception classes (`guarded` words those about the database).
     driver_errors: tuple[type[BaseException], ...]
 
-    def _init_transactions(self) -> None:
+    def _init_transactions(self, busy_timeout_seconds: float) -> None:
+        self.busy_timeout_seconds = busy_timeout_seconds
         self.lock = threading.RLock()
         self._levels = 0  # the open levels, all of the thread holding the lock
         self._owner: int | None = None  # that thread, while any is open
@@ -170,17 +172,10 @@ class Transactions(Runner):
 
     # The rules.
 
-    @contextmanager
-    def database_errors(self) -> Iterator[None]:
+    def database_errors(self) -> AbstractContextManager[None]:
         """Raise the driver's errors about the database as one-line
         StoreErrors (as `guarded` does), any other as it is."""
-        try:
-            yield
-        except self.driver_errors as exc:
-            problem = self.store_problem(exc)
-            if problem is None:
-                raise
-            raise problem from None
+        return worded(self.driver_errors, self.store_problem)
 
     @contextmanager
     def refusing_duplicates(self, message: str) -> Iterator[None]:

@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
-from memgpt_lite.storage.core.archival import NO_PASSAGE
+from memgpt_lite.storage.core.errors import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
 from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.postgres.fulltext import (
@@ -30,7 +30,7 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
-from memgpt_lite.storage.postgres.rows import delete_vectors_of, lock_agents
+from memgpt_lite.storage.postgres.rows import delete_vectors_of
 from memgpt_lite.storage.protocol import Ranking
 
 _INSERT = sql.SQL(
@@ -82,7 +82,7 @@ class ArchivalStore(TextSearch):
             if key not in seen:  # a second one would be skipped by the first
                 seen.add(key)
                 batch.append(passage)
-        lock_agents(self.conn, [p.agent_id for p in batch])
+        self._lock_agents([p.agent_id for p in batch])
         rows = self.conn.execute(_INSERT, _columns(batch)).fetchall()
         stored = {id_: (seq, length) for seq, id_, length in rows}
         self._count_added([p for p in batch if p.id in stored], stored)

@@ -20,8 +20,15 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row, tool_calls_json
+from memgpt_lite.storage.core.errors import NO_MESSAGE
+from memgpt_lite.storage.core.rows import (
+    MESSAGE_COLUMNS,
+    message_edit,
+    message_from_row,
+    message_row,
+)
 from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
@@ -29,7 +36,7 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
-from memgpt_lite.storage.postgres.rows import delete_vectors_of, lock_agents
+from memgpt_lite.storage.postgres.rows import delete_vectors_of
 from memgpt_lite.storage.protocol import Ranking
 
 _INSERT = sql.SQL(
@@ -47,18 +54,11 @@ _INSERT = sql.SQL(
 
 def _columns(messages: Sequence[Message]) -> list[list[Any]]:
     """The messages as one array per column of `_INSERT`."""
-    texts = [m.search_text() for m in messages]
+    rows = [message_row(m, POSTGRES.time) for m in messages]
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    texts = columns[-1]
     return [
-        [m.id for m in messages],
-        [m.agent_id for m in messages],
-        [m.role for m in messages],
-        [m.content for m in messages],
-        [tool_calls_json(m) for m in messages],
-        [m.tool_call_id for m in messages],
-        [m.name for m in messages],
-        [m.step_id for m in messages],
-        [m.created_at for m in messages],
-        texts,
+        *columns,
         [word_count(t) for t in texts],
         [plain_text(t) if t is not None else None for t in texts],
     ]
@@ -73,7 +73,7 @@ class MessageStore(TextSearch):
     def _insert_messages(self, messages: Sequence[Message]) -> None:
         """In one statement, after the agents' counters."""
         columns = _columns(messages)
-        lock_agents(self.conn, columns[1])
+        self._lock_agents(columns[1])
         added: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         last: dict[str, datetime] = {}
         for message, length in zip(messages, columns[10], strict=True):
@@ -92,8 +92,9 @@ class MessageStore(TextSearch):
             message.seq = seqs[message.id]
 
     def _update_message(self, message: Message) -> None:
-        text = message.search_text()
-        lock_agents(self.conn, [message.agent_id])  # an unknown agent: NotFoundError
+        edit = message_edit(message)
+        text = edit[2]
+        self._lock_agents([message.agent_id])  # an unknown agent: NotFoundError
         row = self.conn.execute(
             sql.SQL(
                 "WITH old AS (SELECT seq, search_length FROM messages "
@@ -105,15 +106,13 @@ class MessageStore(TextSearch):
             [
                 message.id,
                 message.agent_id,
-                message.content,
-                tool_calls_json(message),
-                text,
+                *edit,
                 word_count(text),
                 plain_text(text) if text is not None else None,
             ],
         ).fetchone()
         if row is None:
-            raise NotFoundError(f"no message with id {message.id!r}")
+            raise NotFoundError(NO_MESSAGE.format(message.id))
         seq, old_length = row
         self.conn.execute(
             "UPDATE agents SET message_tokens = message_tokens + %s WHERE id = %s",

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-import psycopg_pool
 from psycopg.pq import TransactionStatus
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
@@ -29,7 +28,13 @@ from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions
 from memgpt_lite.storage.core.transactions import guarded as guarded
 from memgpt_lite.storage.location import describe
-from memgpt_lite.storage.postgres.connect import give_back, pool, server_errors, server_problem
+from memgpt_lite.storage.postgres.connect import (
+    DRIVER_ERRORS,
+    give_back,
+    pool,
+    server_errors,
+    server_problem,
+)
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -50,7 +55,7 @@ class PostgresPrimitives(Transactions):
     """Mixed into `PostgresStore`, which provides `url`."""
 
     url: str
-    driver_errors = (psycopg.Error, psycopg_pool.PoolTimeout)
+    driver_errors = DRIVER_ERRORS
     dialect = POSTGRES
 
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:

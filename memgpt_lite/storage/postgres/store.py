@@ -54,8 +54,7 @@ class PostgresStore(
 
     def __init__(self, url: str, busy_timeout_seconds: float = 30.0) -> None:
         self.url = url
-        self.busy_timeout_seconds = busy_timeout_seconds
-        self._init_transactions()
+        self._init_transactions(busy_timeout_seconds)
         self._init_connection()
         prepared = _prepared.get(url)
         if prepared is None:

@@ -26,7 +26,7 @@ import numpy as np
 import psycopg
 from psycopg.adapt import Buffer, Loader
 
-from memgpt_lite.errors import NotFoundError
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import Filters
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.postgres.primitives import postgres_statement
@@ -92,7 +92,7 @@ class VectorStore:
             [inserts, agent_id],
         )
         if updated.rowcount == 0:
-            raise NotFoundError(f"no agent with id {agent_id!r}")
+            raise unknown_agent(agent_id)
 
     def _count_deletes(self, agent_id: str, deletes: int) -> None:
         if deletes:

@@ -20,7 +20,7 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Passage
-from memgpt_lite.storage.core.archival import NO_PASSAGE
+from memgpt_lite.storage.core.errors import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
 from memgpt_lite.storage.core.sql import Filters, Search
 from memgpt_lite.storage.protocol import Ranking
@@ -66,9 +66,7 @@ class ArchivalStore(BudgetedSearch, PeriodDepth):
     rank_budget = RANK_BUDGET
 
     def _insert_passages(self, passages: Sequence[Passage]) -> list[bool]:
-        for agent_id in {p.agent_id for p in passages}:
-            if not self.db.execute("SELECT 1 FROM agents WHERE id = ?", [agent_id]).fetchone():
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+        self._lock_agents(p.agent_id for p in passages)
         stored = []
         for passage in passages:
             superseded_at = passage.superseded_at

@@ -13,19 +13,18 @@ where its `-wal` and `-shm` files cannot be created is opened as immutable
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from sqlite_utils import Database, Migrations
 
 from memgpt_lite.config import ensure_folder, folder_label
 from memgpt_lite.errors import BusyError, ConfigError, ReadOnlyError, StoreError
+from memgpt_lite.storage.core.errors import NOTHING_CHANGED, worded
 from memgpt_lite.storage.core.schema import refuse_newer, schema_number
-
-_NOTHING_CHANGED = "nothing was changed"
 
 
 def file_problem(path: Path, exc: BaseException) -> StoreError | None:
@@ -37,36 +36,29 @@ def file_problem(path: Path, exc: BaseException) -> StoreError | None:
         return None
     primary = code & 0xFF
     if primary == sqlite3.SQLITE_READONLY:
-        return ReadOnlyError(f"{read_only_reason(path)}; {_NOTHING_CHANGED}")
+        return ReadOnlyError(f"{read_only_reason(path)}; {NOTHING_CHANGED}")
     if primary == sqlite3.SQLITE_FULL:
-        return StoreError(f"the disk holding {path} is full; {_NOTHING_CHANGED}")
+        return StoreError(f"the disk holding {path} is full; {NOTHING_CHANGED}")
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return BusyError(
             f"the database {path} is busy: another process kept it locked too long; "
-            f"{_NOTHING_CHANGED}, try again"
+            f"{NOTHING_CHANGED}, try again"
         )
     if primary == sqlite3.SQLITE_CANTOPEN:
         return StoreError(f"cannot open the database {path}: {_cannot_open_reason(path)}")
     if primary == sqlite3.SQLITE_IOERR:
         return StoreError(
-            f"the disk holding {path} failed to read or write ({exc}); {_NOTHING_CHANGED}"
+            f"the disk holding {path} failed to read or write ({exc}); {NOTHING_CHANGED}"
         )
     if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
         return StoreError(f"cannot open {path} as a memgpt_lite database: {exc}")
     return None
 
 
-@contextmanager
-def file_errors(path: Path) -> Iterator[None]:
+def file_errors(path: Path) -> AbstractContextManager[None]:
     """Raise SQLite's errors about the file at `path` as `file_problem` words
     them; let every other error through as it is."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        problem = file_problem(path, exc)
-        if problem is None:
-            raise
-        raise problem from exc
+    return worded((sqlite3.Error,), functools.partial(file_problem, path))
 
 
 def read_only_reason(path: Path) -> str:

@@ -16,17 +16,21 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.ranking import RANK_BUDGET, fts_words
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row, tool_calls_json
+from memgpt_lite.storage.core.errors import NO_MESSAGE
+from memgpt_lite.storage.core.rows import (
+    MESSAGE_COLUMNS,
+    MESSAGE_FIELDS,
+    message_edit,
+    message_from_row,
+    message_row,
+)
 from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
-_INSERT = (
-    "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, step_id,"
-    " created_at, search_text) VALUES (?,?,?,?,?,?,?,?,?,?)"
-)
+_INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
 
 
 class MessageStore(BudgetedSearch):
@@ -37,25 +41,9 @@ class MessageStore(BudgetedSearch):
     rank_budget = RANK_BUDGET
 
     def _insert_messages(self, messages: Sequence[Message]) -> None:
-        for agent_id in {m.agent_id for m in messages}:
-            if not self.db.execute("SELECT 1 FROM agents WHERE id = ?", [agent_id]).fetchone():
-                raise NotFoundError(f"no agent with id {agent_id!r}")
+        self._lock_agents(m.agent_id for m in messages)
         for message in messages:
-            cursor = self.db.conn.execute(
-                _INSERT,
-                [
-                    message.id,
-                    message.agent_id,
-                    message.role,
-                    message.content,
-                    tool_calls_json(message),
-                    message.tool_call_id,
-                    message.name,
-                    message.step_id,
-                    stored_time(message.created_at),
-                    message.search_text(),
-                ],
-            )
+            cursor = self.db.conn.execute(_INSERT, message_row(message, stored_time))
             message.seq = cursor.lastrowid
 
     def _update_message(self, message: Message) -> None:
@@ -63,16 +51,10 @@ class MessageStore(BudgetedSearch):
         cursor = self.db.conn.execute(
             "UPDATE messages SET content = ?, tool_calls = ?, search_text = ? "
             "WHERE id = ? AND agent_id = ?",
-            [
-                message.content,
-                tool_calls_json(message),
-                message.search_text(),
-                message.id,
-                message.agent_id,
-            ],
+            [*message_edit(message), message.id, message.agent_id],
         )
         if cursor.rowcount == 0:
-            raise NotFoundError(f"no message with id {message.id!r}")
+            raise NotFoundError(NO_MESSAGE.format(message.id))
         self.db.conn.execute(
             "DELETE FROM vectors WHERE owner = 'message' AND item_seq = "
             "(SELECT seq FROM messages WHERE id = ?)",

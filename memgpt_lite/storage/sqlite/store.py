@@ -40,8 +40,7 @@ class Store(MessageStore, ArchivalStore, VectorStore, SQLitePrimitives, CoreStor
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
         self.path = Path(path).expanduser()
-        self.busy_timeout_seconds = busy_timeout_seconds
-        self._init_transactions()
+        self._init_transactions(busy_timeout_seconds)
         self.window_cache = WindowCache()
         conn, self.read_only = connect(self.path, busy_timeout_seconds)
         self.db = Database(conn)
