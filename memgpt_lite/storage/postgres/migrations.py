@@ -224,25 +224,25 @@ def m003_text_search(conn: psycopg.Connection) -> None:
 
 @migration
 def m004_users_and_api_keys(conn: psycopg.Connection) -> None:
-    """Users and their API keys (core/schema.py's USERS_AND_API_KEYS)."""
+    """SQLite's m011: users and API keys (core/schema.py's USERS_AND_API_KEYS)."""
     conn.execute(ddl(USERS_AND_API_KEYS, TYPES))
 
 
 @migration
 def m005_passage_supersession(conn: psycopg.Connection) -> None:
-    """Facts that change (core/schema.py's PASSAGE_SUPERSESSION; SQLite's m012)."""
+    """SQLite's m012: facts that change (core/schema.py's PASSAGE_SUPERSESSION)."""
     conn.execute(ddl(PASSAGE_SUPERSESSION, TYPES))
 
 
 @migration
 def m006_block_history(conn: psycopg.Connection) -> None:
-    """Every value a block held (core/schema.py's BLOCK_HISTORY)."""
+    """SQLite's m013: every value a block held (core/schema.py's BLOCK_HISTORY)."""
     conn.execute(ddl(BLOCK_HISTORY, TYPES))
 
 
 @migration
 def m007_reflected_seq(conn: psycopg.Connection) -> None:
-    """The newest message seq a reflection has read (core/schema.py's REFLECTED_SEQ)."""
+    """SQLite's m014: the newest message seq a reflection has read (REFLECTED_SEQ)."""
     conn.execute(ddl(REFLECTED_SEQ, TYPES))
 
 

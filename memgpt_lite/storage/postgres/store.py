@@ -1,12 +1,16 @@
 """The PostgreSQL backend's `PostgresStore`: one implementation of `storage.protocol.Storage`.
 
-psycopg 3 with a connection pool per process and database (connect.py). All
-SQL lives in this package, one module per part of the store, as in the SQLite
-backend: agents and blocks (agents.py), messages (messages.py), passages and
-vectors (archival.py), full-text ranking (fulltext.py), step locks (locks.py),
-token usage (usage.py), the users' API keys (keys.py), and transactions
-(transactions.py). The schema is an ordered list of named migrations
-(migrations.py), applied on open.
+psycopg 3 with a connection pool per process and database (connect.py).
+What PostgreSQL says as SQLite does is the core's (storage/core/: agents,
+blocks, reads of messages and passages, step locks, usage, keys, the
+transaction rules); this package holds what only PostgreSQL says, one module
+per part: what the core runs on (primitives.py: pooled connections, BEGIN
+with its lock timeout, REPEATABLE READ snapshots, the server's errors, worded
+in connect.py), its words for the core's statements (dialect.py), writes of
+messages and passages that keep their tsvectors and the agents' counters,
+with BM25 computed over tsvectors (messages.py, archival.py, rows.py,
+fulltext.py), vectors with pgvector and its nearest-vector search
+(vectors.py), and the migrations (migrations.py), applied on open.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """The SQLite backend's `Store`: one implementation of `storage.protocol.Storage`.
 
 SQLite through sqlite-utils, in WAL mode so readers never block the writer.
-All SQL lives in this package, one module per part of the store: agents and
-blocks (agents.py), messages (messages.py), passages and vectors
-(archival.py), full-text ranking (fulltext.py), step locks (locks.py), token
-usage (usage.py), the users' API keys (keys.py),
-transactions with the lock that lets threads share a store (transactions.py),
-and a second connection that runs one part of a ranking beside the first
-(side_reader.py).
+What SQLite says as PostgreSQL does is the core's (storage/core/: agents,
+blocks, reads of messages and passages, step locks, usage, keys, the
+transaction rules); this package holds what only SQLite says, one module per
+part: what the core runs on (primitives.py: the connection, BEGIN IMMEDIATE,
+SQLite's errors about the file, worded in connect.py), its words for the
+core's statements (dialect.py), writes of messages and passages that its
+triggers follow, with FTS5 ranking (messages.py, archival.py, fulltext.py,
+period_depth.py), vectors as float32 blobs (vectors.py), the window kept in
+memory (window_cache.py), a second connection that runs one part of a
+ranking beside the first (side_reader.py), and the migrations (migrations.py).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
-from memgpt_lite.storage.sqlite.vectors import VectorStore
+from memgpt_lite.storage.sqlite.vectors import BlobVectors
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 # Up to 64 MiB of pages cached per connection (the store's and its side
@@ -34,9 +37,9 @@ from memgpt_lite.storage.sqlite.window_cache import WindowCache
 CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
-class Store(MessageStore, ArchivalStore, VectorStore, SQLitePrimitives, CoreStore):
+class Store(MessageStore, ArchivalStore, BlobVectors, SQLitePrimitives, CoreStore):
     """The database of agents, blocks, messages and passages, in one SQLite
-    file. Safe to share between threads (see transactions.py)."""
+    file. Safe to share between threads (see core/transactions.py)."""
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
         self.path = Path(path).expanduser()

@@ -24,7 +24,7 @@ from memgpt_lite.storage.protocol import Owner, VectorCounters
 _BATCH = 4096  # rows read at a time by load_vectors
 
 
-class VectorStore:
+class BlobVectors:
     """Mixed into `Store`, which provides `db` and the core's reads."""
 
     db: Database
