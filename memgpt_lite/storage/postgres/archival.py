@@ -30,7 +30,7 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
-from memgpt_lite.storage.postgres.rows import delete_vectors_of
+from memgpt_lite.storage.postgres.vectors import delete_vectors_of
 from memgpt_lite.storage.protocol import Ranking
 
 _INSERT = sql.SQL(

@@ -8,9 +8,9 @@ per part: what the core runs on (primitives.py: pooled connections, BEGIN
 with its lock timeout, REPEATABLE READ snapshots, the server's errors, worded
 in connect.py), its words for the core's statements (dialect.py), writes of
 messages and passages that keep their tsvectors and the agents' counters,
-with BM25 computed over tsvectors (messages.py, archival.py, rows.py,
-fulltext.py), vectors with pgvector and its nearest-vector search
-(vectors.py), and the migrations (migrations.py), applied on open.
+with BM25 computed over tsvectors (messages.py, archival.py, fulltext.py),
+vectors with pgvector and its nearest-vector search (vectors.py), and the
+migrations (migrations.py), applied on open.
 """
 
 from __future__ import annotations

@@ -75,6 +75,21 @@ def _vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
+def delete_vectors_of(conn: psycopg.Connection, agent_id: str, owner: str, seqs: list[int]) -> None:
+    """Remove the vectors of deleted or edited items, and count them in the
+    agent's `vector_deletes` (as SQLite's triggers do)."""
+    if not seqs:
+        return
+    gone = conn.execute(
+        "DELETE FROM vectors WHERE owner = %s AND item_seq = ANY(%s)", [owner, seqs]
+    ).rowcount
+    if gone:
+        conn.execute(
+            "UPDATE agents SET vector_deletes = vector_deletes + %s WHERE id = %s",
+            [gone, agent_id],
+        )
+
+
 class VectorStore:
     """Stored vectors, and the server's nearest-vector search. Mixed into
     `PostgresStore`, which sets `server_vectors` when it opens."""
