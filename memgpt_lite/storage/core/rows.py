@@ -129,11 +129,11 @@ def record_from_row(row: Sequence[Any]) -> Record:
     )
 
 
-def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
-    """The stored tool calls as (id, name, arguments). A call of another
+def _call_values(text: str | None) -> list[dict[str, str]]:
+    """The stored tool calls' values (id, name, arguments). A call of another
     shape than the store writes (a row written by hand) is validated."""
     if not text:
-        return ()
+        return []
     calls = []
     for call in json.loads(text):
         if not (
@@ -142,8 +142,20 @@ def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
             and all(isinstance(value, str) for value in call.values())
         ):
             call = ToolCall.model_validate(call).model_dump()
-        calls.append((call["id"], call["name"], call["arguments"]))
-    return tuple(calls)
+        calls.append(call)
+    return calls
+
+
+def _tool_calls(text: str | None) -> list[ToolCall]:
+    """The stored tool calls, trusted."""
+    if not text:
+        return []
+    return [trusted(ToolCall, call) for call in _call_values(text)]
+
+
+def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
+    """The stored tool calls as (id, name, arguments)."""
+    return tuple((c["id"], c["name"], c["arguments"]) for c in _call_values(text))
 
 
 def message_from_record(record: Record) -> Message:
@@ -189,7 +201,23 @@ def message_edit(message: Message) -> tuple[str | None, str | None, str | None]:
 
 
 def message_from_row(row: Sequence[Any]) -> Message:
-    return message_from_record(record_from_row(row))
+    """A message from a row of MESSAGE_COLUMNS (and more, ignored), trusted:
+    built at once, not through a `Record` (a window of thousands is read so
+    on every turn where no cache keeps it)."""
+    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row[:10]
+    values = {
+        "id": id_,
+        "agent_id": agent_id,
+        "role": role,
+        "content": content,
+        "tool_calls": _tool_calls(calls),
+        "tool_call_id": tool_call_id,
+        "name": name,
+        "step_id": step_id,
+        "created_at": created if isinstance(created, datetime) else datetime.fromisoformat(created),
+        "seq": seq,
+    }
+    return trusted(Message, values)
 
 
 def passage_from_row(row: Sequence[Any]) -> Passage:

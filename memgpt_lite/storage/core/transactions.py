@@ -75,7 +75,7 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
     return guarded_method
 
 
-class _Level(NamedTuple):
+class Level(NamedTuple):
     """One open `transaction()` or `snapshot()`."""
 
     epoch: int  # the store's epoch when it was opened (see `rollback_interrupted`)
@@ -147,7 +147,7 @@ class Transactions(Runner):
         counts them (see `_wrote_inside`); 0 otherwise."""
         return 0
 
-    def _wrote_inside(self, level: _Level) -> bool:
+    def _wrote_inside(self, level: Level) -> bool:
         """Whether anything was written inside the snapshot `level`: a write
         level was opened inside it (a backend that counts changes may tell
         whether one changed anything)."""
@@ -239,7 +239,7 @@ class Transactions(Runner):
             self._execute_control("ROLLBACK")
             self.transaction_ended(False)
 
-    def _open(self, write: bool) -> _Level:
+    def _open(self, write: bool) -> Level:
         """Take the lock and open a level: BEGIN, a savepoint for a write
         inside another level, or nothing."""
         self.lock.acquire()
@@ -255,7 +255,7 @@ class Transactions(Runner):
             self.lock.release()
             raise
 
-    def _begin_level(self, write: bool) -> _Level:
+    def _begin_level(self, write: bool) -> Level:
         self._rollback_leftover()
         outermost = self._levels == 0
         savepoint = None
@@ -268,7 +268,7 @@ class Transactions(Runner):
             savepoint = f"nested_{self._levels}"
             self._execute_control(f"SAVEPOINT {savepoint}")
             self._wrote = True
-        level = _Level(self._epoch, write, outermost, savepoint, self._changes())
+        level = Level(self._epoch, write, outermost, savepoint, self._changes())
         owner = threading.get_ident()
         task = current_task() if self._levels == 0 else self.task_with_transaction
         # Counted last, with no call in between that an interrupt could break.
@@ -276,7 +276,7 @@ class Transactions(Runner):
         self._levels += 1
         return level
 
-    def _close(self, level: _Level, commit: bool) -> None:
+    def _close(self, level: Level, commit: bool) -> None:
         """Commit or roll back `level` and release its hold on the lock."""
         if level.epoch != self._epoch:
             return  # discarded by rollback_interrupted, which rolled it back
@@ -297,7 +297,7 @@ class Transactions(Runner):
         finally:
             self._level_closed(level, committed)
 
-    def _level_closed(self, level: _Level, committed: bool) -> None:
+    def _level_closed(self, level: Level, committed: bool) -> None:
         try:
             # A released savepoint is not committed yet: only the outer end
             # (or a savepoint's rollback) settles what was seen inside.
@@ -313,7 +313,7 @@ class Transactions(Runner):
             finally:
                 self.lock.release()
 
-    def _end_outermost(self, level: _Level, commit: bool) -> bool:
+    def _end_outermost(self, level: Level, commit: bool) -> bool:
         if not commit:
             if self._database_in_transaction():
                 self._execute_control("ROLLBACK")

@@ -24,9 +24,9 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
+from memgpt_lite.storage.core.errors import NOTHING_CHANGED
 from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions
-from memgpt_lite.storage.core.transactions import guarded as guarded
 from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.connect import (
     DRIVER_ERRORS,
@@ -66,9 +66,10 @@ class PostgresPrimitives(Transactions):
         (READ COMMITTED would let each insert over the other's row)."""
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [agent_id])
 
-    def _init_connection(self) -> None:
+    def _init_transactions(self, busy_timeout_seconds: float) -> None:
+        super()._init_transactions(busy_timeout_seconds)
         self._conn: psycopg.Connection | None = None  # taken from the pool while in use
-        self._lock_timeout = busy_timeout_ms(self.busy_timeout_seconds)
+        self._lock_timeout = busy_timeout_ms(busy_timeout_seconds)
 
     @property
     def conn(self) -> psycopg.Connection:
@@ -108,7 +109,7 @@ class PostgresPrimitives(Transactions):
         )
 
     def _read_only_error(self) -> ReadOnlyError:
-        return ReadOnlyError(f"{describe(self.url)} is read-only; nothing was changed")
+        return ReadOnlyError(f"{describe(self.url)} is read-only; {NOTHING_CHANGED}")
 
     def _set_busy_timeout(self, seconds: float) -> None:
         self._lock_timeout = busy_timeout_ms(seconds)

@@ -59,7 +59,6 @@ class PostgresStore(
     def __init__(self, url: str, busy_timeout_seconds: float = 30.0) -> None:
         self.url = url
         self._init_transactions(busy_timeout_seconds)
-        self._init_connection()
         prepared = _prepared.get(url)
         if prepared is None:
             conn = connect(url)

@@ -21,9 +21,9 @@ from typing import Any
 from sqlite_utils import Database
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
+from memgpt_lite.storage.core.errors import NOTHING_CHANGED
 from memgpt_lite.storage.core.sql import Cursor
-from memgpt_lite.storage.core.transactions import Transactions, _Level
-from memgpt_lite.storage.core.transactions import guarded as guarded
+from memgpt_lite.storage.core.transactions import Level, Transactions
 from memgpt_lite.storage.sqlite.connect import file_problem, read_only_reason
 from memgpt_lite.storage.sqlite.dialect import SQLITE
 
@@ -55,7 +55,7 @@ class SQLitePrimitives(Transactions):
         return self.db.conn.in_transaction
 
     def _read_only_error(self) -> ReadOnlyError:
-        return ReadOnlyError(f"{read_only_reason(self.path)}; nothing was changed")
+        return ReadOnlyError(f"{read_only_reason(self.path)}; {NOTHING_CHANGED}")
 
     def _set_busy_timeout(self, seconds: float) -> None:
         self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
@@ -63,5 +63,5 @@ class SQLitePrimitives(Transactions):
     def _changes(self) -> int:
         return self.db.conn.total_changes
 
-    def _wrote_inside(self, level: _Level) -> bool:
+    def _wrote_inside(self, level: Level) -> bool:
         return self.db.conn.total_changes != level.changes
