@@ -1,7 +1,8 @@
 """The storage seam holds: outside the backends (`memgpt_lite/storage/sqlite/`
-and `storage/postgres/`), no module imports a database driver, writes SQL, or
-reaches into a store's connection, and neither backend uses the other's.
-Everything else talks to `Storage`."""
+and `storage/postgres/`) and the core they share (`storage/core/`, the SQL
+both dialects say alike), no module imports a database driver, writes SQL,
+or reaches into a store's connection; neither backend uses the other's, and
+the core uses neither. Everything else talks to `Storage`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from memgpt_lite.storage.sqlite.store import Store
 PACKAGE = Path(__file__).resolve().parent.parent / "memgpt_lite"
 SQLITE_BACKEND = PACKAGE / "storage" / "sqlite"
 POSTGRES_BACKEND = PACKAGE / "storage" / "postgres"
+CORE = PACKAGE / "storage" / "core"
 SQLITE_MODULES = ("sqlite3", "sqlite_utils")
 POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
 DATABASE_MODULES = SQLITE_MODULES + POSTGRES_MODULES
@@ -63,7 +65,7 @@ def problems_in(path: Path) -> list[str]:
 
 
 def test_nothing_outside_the_backends_uses_a_database():
-    backends = (SQLITE_BACKEND, POSTGRES_BACKEND)
+    backends = (SQLITE_BACKEND, POSTGRES_BACKEND, CORE)
     outside = [
         p for p in sorted(PACKAGE.rglob("*.py")) if not any(b in p.parents for b in backends)
     ]
@@ -89,6 +91,30 @@ def test_a_backend_imports_nothing_of_the_other(backend: Path, foreign: tuple[st
                 imported.append(node.module or "")
     assert any(name.startswith(("sqlite3", "psycopg")) for name in imported)  # it was read
     assert [name for name in imported if name.startswith(foreign)] == []
+
+
+def imports_of(folder: Path) -> list[str]:
+    imported = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imported.append(node.module or "")
+    return imported
+
+
+def test_the_core_imports_no_driver_and_no_backend():
+    """What the core holds is said alike by both dialects: a backend brings
+    its driver. Nor does storage reach up into memory, the loop, tools or
+    the agent."""
+    imported = imports_of(CORE)
+    assert any(name.startswith("memgpt_lite.storage.protocol") for name in imported)  # read
+    foreign = (*DATABASE_MODULES, "memgpt_lite.storage.sqlite", "memgpt_lite.storage.postgres")
+    assert [name for name in imported if name.startswith(foreign)] == []
+    above = [f"memgpt_lite.{part}" for part in ("memory", "loop", "tools", "agent")]
+    reaching_up = [n for n in imported for a in above if n == a or n.startswith(a + ".")]
+    assert reaching_up == []
 
 
 def test_the_scan_finds_what_the_backend_does():

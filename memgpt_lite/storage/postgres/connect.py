@@ -11,19 +11,21 @@ their tracebacks.
 from __future__ import annotations
 
 import atexit
+import functools
 import threading
 import time
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import psycopg
 import psycopg_pool
 
 from memgpt_lite.errors import BusyError, ReadOnlyError, StoreError
+from memgpt_lite.storage.core.errors import NOTHING_CHANGED, worded
 from memgpt_lite.storage.location import describe, redacted
 
 CONNECT_TIMEOUT_SECONDS = 10
+DRIVER_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)  # what psycopg raises
 POOL_MAX_SIZE = 10  # connections one process keeps to one database
 _pools: dict[str, psycopg_pool.ConnectionPool] = {}
 _pools_lock = threading.Lock()
@@ -90,25 +92,22 @@ def pool(url: str) -> psycopg_pool.ConnectionPool:
         return found
 
 
-_NOTHING_CHANGED = "nothing was changed"
-
-
 def server_problem(url: str, exc: BaseException) -> StoreError | None:
     """A one-line StoreError for an error about the server or the connection
     (unreachable, refused login, missing database, read-only, lock timeout,
     connection lost); None for any other (an SQL bug keeps its traceback)."""
     where = describe(url)
     if isinstance(exc, psycopg_pool.PoolTimeout):
-        return BusyError(f"{where}: no free connection in time; {_NOTHING_CHANGED}, try again")
+        return BusyError(f"{where}: no free connection in time; {NOTHING_CHANGED}, try again")
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-        return ReadOnlyError(f"{where} is read-only; {_NOTHING_CHANGED}")
+        return ReadOnlyError(f"{where} is read-only; {NOTHING_CHANGED}")
     if isinstance(exc, psycopg.errors.LockNotAvailable | psycopg.errors.QueryCanceled):
         return BusyError(
             f"{where} is busy: another connection held a lock too long; "
-            f"{_NOTHING_CHANGED}, try again"
+            f"{NOTHING_CHANGED}, try again"
         )
     if isinstance(exc, psycopg.errors.DiskFull):
-        return StoreError(f"the disk of the server holding {where} is full; {_NOTHING_CHANGED}")
+        return StoreError(f"the disk of the server holding {where} is full; {NOTHING_CHANGED}")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return StoreError(f"cannot use PostgreSQL {where}: {_reason(url, exc)}")
     return None
@@ -125,16 +124,9 @@ def _reason(url: str, exc: BaseException) -> str:
     return text
 
 
-@contextmanager
-def server_errors(url: str) -> Iterator[None]:
+def server_errors(url: str) -> AbstractContextManager[None]:
     """Raise psycopg's errors about the server as `server_problem` words them."""
-    try:
-        yield
-    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-        problem = server_problem(url, exc)
-        if problem is None:
-            raise
-        raise problem from None
+    return worded(DRIVER_ERRORS, functools.partial(server_problem, url))
 
 
 def close_pool(url: str) -> None:

@@ -46,6 +46,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.core.words import (
     BM25_K1,
     ScoreBound,
@@ -143,6 +144,18 @@ def tsquery_of(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def named(where: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """A condition written for the core (`?` placeholders, core/sql.py) with
+    named parameters instead, `prefix` and a number, as the ranking's
+    statement takes them."""
+    pieces = where.split("?")
+    names = [f"{prefix}{i}" for i in range(len(pieces) - 1)]
+    text = pieces[0] + "".join(
+        f"%({n})s{piece}" for n, piece in zip(names, pieces[1:], strict=True)
+    )
+    return text, dict(zip(names, params, strict=True))
+
+
 class Query(NamedTuple):
     """A query's words that have lexemes, with what BM25 needs of them."""
 
@@ -172,44 +185,33 @@ class TextSearch:
 
     conn: psycopg.Connection
 
-    def ranked_rows(
-        self,
-        table: Indexed,
-        agent_id: str,
-        query: str,
-        columns: str,
-        filters: tuple[str, dict[str, Any]],
-        limit: int,
-        exact: int,
-        budget: int,
-        drop_over_budget: bool = False,
-    ) -> Scored:
-        """The agent's best `limit` rows of `table` for `query` passing
-        `filters` (SQL on the table's alias, with named parameters), as
+    def ranked_rows(self, table: Indexed, columns: str, search: Search) -> Scored:
+        """The agent's best rows of `table` for the search (see `Search`), as
         `columns` and score, best first; how many candidates passed; whether
         the first `exact` are proven the exact ranking (storage/core/words.py).
         With `drop_over_budget`, the words in more than `budget` rows are
         left out (as SQLite's `within_budget`)."""
-        words = [plain_text(w) for w in fts_words(query)]
+        agent_id, budget = search.agent_id, search.budget
+        words = [plain_text(w) for w in fts_words(search.query)]
         found = self._query(table, agent_id, list(dict.fromkeys(words)), budget + 1)
         if found is None:
             return Scored([], 0, True)
         found = self._estimate_capped(table, found, budget + 1)
-        if drop_over_budget:
+        if search.drop_over_budget:
             found = within_budget(found, budget)
             if not found.words:
                 return Scored([], 0, True)
         rare, common, over_budget = split_by_rarity(found.words, found.hits, budget)
-        rows = self._score(
-            table, agent_id, found, rare, budget if over_budget else 0, columns, filters, limit
-        )
+        filters = named(*search.filters, "filter")
+        newest = budget if over_budget else 0
+        rows = self._score(table, agent_id, found, rare, newest, columns, filters, search.limit)
         total = rows[0][-1] if rows else 0
         bound = ScoreBound(
             common_words_bound(found.rows, found.hits, common) if common else None,
             not over_budget,
         )
         scored = [row[:-1] for row in rows]
-        return Scored(scored, total, bound.proves([r[-1] for r in scored], exact))
+        return Scored(scored, total, bound.proves([r[-1] for r in scored], search.exact))
 
     def _query(self, table: Indexed, agent_id: str, words: list[str], cap: int) -> Query | None:
         """The words' lexemes and capped match counts, and the agent's row and

@@ -4,7 +4,10 @@ Each migration is a function run inside the transaction that applies it, and
 recorded by name in `memgpt_lite_migrations`. A migration that has shipped is
 never edited: change the schema by adding a function at the end. They are
 PostgreSQL's own history (SQLite's are in storage/sqlite/migrations.py): the
-first one creates the schema SQLite reached in ten steps.
+first one creates the schema SQLite reached in ten steps. What both create
+alike is core/schema.py's, filled with PostgreSQL's column types (`TYPES`);
+each migration runs the statements it ran when it shipped
+(tests/test_storage_schema.py).
 
 Every opening checks the list; the first process to find migrations pending
 applies them under an advisory lock, so ten processes opening a new database
@@ -23,8 +26,25 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
-from memgpt_lite.errors import ConfigError, StoreError
+from memgpt_lite.errors import ConfigError
 from memgpt_lite.settings.values import PG_LANGUAGE_ENV, PostgresOptions
+from memgpt_lite.storage.core.schema import (
+    AGENT_COLUMNS,
+    BLOCK_HISTORY,
+    BLOCKS,
+    MESSAGE_COLUMNS,
+    MESSAGE_INDEXES,
+    PASSAGE_COLUMNS,
+    PASSAGE_INDEX,
+    PASSAGE_SUPERSESSION,
+    REFLECTED_SEQ,
+    STEP_LOCKS,
+    TOKEN_USAGE,
+    USERS_AND_API_KEYS,
+    ColumnTypes,
+    ddl,
+    refuse_newer,
+)
 
 Migration = Callable[[psycopg.Connection, PostgresOptions], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -33,25 +53,22 @@ MIGRATIONS: list[tuple[str, Migration]] = []
 MIGRATION_LOCK = 0x6D656D677074
 
 
+TYPES = ColumnTypes(
+    bigint="BIGINT",
+    bool="BOOLEAN",
+    false="FALSE",
+    time="TIMESTAMPTZ",
+    seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    real="DOUBLE PRECISION",
+)
+
+
 def migration(function: Migration) -> Migration:
     MIGRATIONS.append((function.__name__, function))
     return function
 
 
-@migration
-def m001_initial(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
-    conn.execute(
-        """
-        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE agents (
-            id TEXT PRIMARY KEY,
-            name TEXT NOT NULL UNIQUE,
-            llm TEXT NOT NULL,
-            system TEXT NOT NULL,
-            tool_names TEXT NOT NULL DEFAULT '[]',
-            context_start BIGINT NOT NULL DEFAULT 0,
-            summary TEXT NOT NULL DEFAULT '',
-            settings TEXT NOT NULL DEFAULT '{}',
+_AGENTS_END = """
             pressure_warned BOOLEAN NOT NULL DEFAULT FALSE,
             embedding_model TEXT,
             embedding_dimension INTEGER,
@@ -65,46 +82,12 @@ def m001_initial(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
             vector_deletes BIGINT NOT NULL DEFAULT 0,
             last_active TIMESTAMPTZ,
             memory_updated_at TIMESTAMPTZ
-        );
-        CREATE TABLE blocks (
-            id TEXT PRIMARY KEY,
-            label TEXT NOT NULL,
-            value TEXT NOT NULL DEFAULT '',
-            char_limit BIGINT NOT NULL,
-            description TEXT NOT NULL DEFAULT '',
-            read_only BOOLEAN NOT NULL DEFAULT FALSE,
-            updated_at TIMESTAMPTZ NOT NULL
-        );
-        CREATE TABLE agent_blocks (
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            PRIMARY KEY (agent_id, block_id)
-        );
-        CREATE INDEX agent_blocks_block ON agent_blocks(block_id);
-        CREATE TABLE messages (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            role TEXT NOT NULL,
-            content TEXT,
-            tool_calls TEXT,
-            tool_call_id TEXT,
-            name TEXT,
-            step_id TEXT,
-            created_at TIMESTAMPTZ NOT NULL,
-            search_text TEXT,
+        );"""
+_MESSAGES_END = """,
             -- Written by the store from `search_text`, accents removed.
             search_vector TSVECTOR
-        );
-        CREATE INDEX messages_agent_seq ON messages(agent_id, seq);
-        CREATE INDEX messages_agent_created ON messages(agent_id, created_at);
-        CREATE INDEX messages_search ON messages USING GIN (search_vector);
-        CREATE TABLE passages (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            text TEXT NOT NULL,
+        );"""
+_PASSAGES_END = """
             context TEXT NOT NULL DEFAULT '',
             tags TEXT[] NOT NULL DEFAULT '{}',
             text_hash TEXT NOT NULL,
@@ -112,37 +95,37 @@ def m001_initial(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
             -- The text weighted A, its context D (see fulltext.py).
             search_vector TSVECTOR NOT NULL,
             UNIQUE (agent_id, text_hash)
-        );
-        CREATE INDEX passages_agent_seq ON passages(agent_id, seq);
-        CREATE INDEX passages_agent_created ON passages(agent_id, created_at);
-        CREATE INDEX passages_search ON passages USING GIN (search_vector);
-        CREATE TABLE step_locks (
-            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
-            holder TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            hostname TEXT NOT NULL,
-            host_id TEXT NOT NULL,
-            process_start TEXT NOT NULL DEFAULT '',
-            acquired_at DOUBLE PRECISION NOT NULL,
-            renewed_at DOUBLE PRECISION NOT NULL,
-            expires_at DOUBLE PRECISION NOT NULL
-        );
-        CREATE TABLE token_usage (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            step_id TEXT NOT NULL,
-            model TEXT NOT NULL,
-            prompt_tokens BIGINT NOT NULL,
-            completion_tokens BIGINT NOT NULL,
-            total_tokens BIGINT NOT NULL,
-            requests BIGINT NOT NULL,
-            estimated BOOLEAN NOT NULL DEFAULT FALSE,
-            created_at TIMESTAMPTZ NOT NULL
-        );
-        CREATE INDEX token_usage_agent ON token_usage(agent_id, model);
-        CREATE INDEX token_usage_step ON token_usage(agent_id, step_id);
-        """
+        );"""
+
+
+@migration
+def m001_initial(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """The tables both backends have are core/schema.py's; PostgreSQL's own
+    columns, the settings and the search indexes are written here."""
+    agents = (
+        "\n        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "\n        CREATE TABLE agents (\n" + AGENT_COLUMNS + _AGENTS_END
     )
+    messages = (
+        MESSAGE_COLUMNS
+        + _MESSAGES_END
+        + MESSAGE_INDEXES
+        + "\n        CREATE INDEX messages_search ON messages USING GIN (search_vector);"
+    )
+    passages = (
+        PASSAGE_COLUMNS
+        + _PASSAGES_END
+        + PASSAGE_INDEX
+        + "\n        CREATE INDEX passages_agent_created ON passages(agent_id, created_at);"
+        "\n        CREATE INDEX passages_search ON passages USING GIN (search_vector);"
+    )
+    usage = (
+        STEP_LOCKS
+        + ";"
+        + TOKEN_USAGE
+        + "\n        CREATE INDEX token_usage_step ON token_usage(agent_id, step_id);\n        "
+    )
+    conn.execute(ddl(agents + BLOCKS + messages + passages + usage, TYPES))
     language = chosen.search_language
     if not conn.execute("SELECT 1 FROM pg_ts_config WHERE cfgname = %s", [language]).fetchone():
         raise ConfigError(
@@ -240,70 +223,26 @@ def m003_text_search(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
 
 @migration
 def m004_users_and_api_keys(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
-    """Users, for the HTTP server: each agent belongs to one (`owner`; the
-    agents that exist already belong to the default user 'local'), and
-    `api_keys` holds the SHA-256 of each key's secret (see keys.py), kept
-    when revoked. Agent names stay unique across users. ("user" is quoted:
-    it is a reserved word in PostgreSQL.)"""
-    conn.execute(
-        """
-        ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';
-        CREATE INDEX agents_owner ON agents(owner, name);
-        CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            "user" TEXT NOT NULL,
-            key_hash TEXT NOT NULL UNIQUE,
-            created_at TIMESTAMPTZ NOT NULL,
-            revoked_at TIMESTAMPTZ
-        );
-        CREATE INDEX api_keys_created ON api_keys(created_at);
-        """
-    )
+    """SQLite's m011: users and API keys (core/schema.py's USERS_AND_API_KEYS)."""
+    conn.execute(ddl(USERS_AND_API_KEYS, TYPES))
 
 
 @migration
 def m005_passage_supersession(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
-    """Facts that change: a passage replaced by a newer one is kept, with the
-    id of the passage that replaced it and when (SQLite's m012). The partial
-    index finds what a passage replaced, and whether an agent has any
-    replaced passage at all."""
-    conn.execute(
-        """
-        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
-        ALTER TABLE passages ADD COLUMN superseded_at TIMESTAMPTZ;
-        CREATE INDEX passages_superseded ON passages(agent_id, superseded_by)
-            WHERE superseded_by IS NOT NULL;
-        """
-    )
+    """SQLite's m012: facts that change (core/schema.py's PASSAGE_SUPERSESSION)."""
+    conn.execute(ddl(PASSAGE_SUPERSESSION, TYPES))
 
 
 @migration
 def m006_block_history(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
-    """Every value a block held, with when and who set it (`author`, see
-    `BlockVersion`), so an edit can be read back as a diff and undone. A
-    block's history goes with the block. The blocks that exist already start
-    theirs from their current value, by an author no one recorded."""
-    conn.execute(
-        """
-        CREATE TABLE block_history (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
-            label TEXT NOT NULL,
-            value TEXT NOT NULL,
-            author TEXT NOT NULL,
-            created_at TIMESTAMPTZ NOT NULL
-        );
-        CREATE INDEX block_history_block ON block_history(block_id, seq);
-        INSERT INTO block_history (block_id, label, value, author, created_at)
-            SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
-        """
-    )
+    """SQLite's m013: every value a block held (core/schema.py's BLOCK_HISTORY)."""
+    conn.execute(ddl(BLOCK_HISTORY, TYPES))
 
 
 @migration
 def m007_reflected_seq(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
-    """The newest message seq a reflection has read (loop/reflection.py)."""
-    conn.execute("ALTER TABLE agents ADD COLUMN reflected_seq BIGINT NOT NULL DEFAULT 0")
+    """SQLite's m014: the newest message seq a reflection has read (REFLECTED_SEQ)."""
+    conn.execute(ddl(REFLECTED_SEQ, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:
@@ -314,20 +253,10 @@ def applied(conn: psycopg.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT name FROM memgpt_lite_migrations ORDER BY id")]
 
 
-def schema_number(names: list[str]) -> int:
-    return max((int(n[1:4]) for n in names if n[1:4].isdigit()), default=0)
-
-
 def check_schema(names: list[str], where: str) -> list[tuple[str, Migration]]:
     """The migrations pending, given those applied. Refuses a database
     written by a newer memgpt_lite (it has migrations we do not know)."""
-    known = [name for name, _ in MIGRATIONS]
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise StoreError(
-            f"{where} was written by a newer memgpt_lite: schema {schema_number(names)}, "
-            f"this version knows {schema_number(known)}; upgrade memgpt_lite"
-        )
+    refuse_newer(names, [name for name, _ in MIGRATIONS], where)
     return [(name, function) for name, function in MIGRATIONS if name not in names]
 
 

@@ -1,12 +1,16 @@
 """The PostgreSQL backend's `PostgresStore`: one implementation of `storage.protocol.Storage`.
 
-psycopg 3 with a connection pool per process and database (connect.py). All
-SQL lives in this package, one module per part of the store, as in the SQLite
-backend: agents and blocks (agents.py), messages (messages.py), passages and
-vectors (archival.py), full-text ranking (fulltext.py), step locks (locks.py),
-token usage (usage.py), the users' API keys (keys.py), and transactions
-(transactions.py). The schema is an ordered list of named migrations
-(migrations.py), applied on open.
+psycopg 3 with a connection pool per process and database (connect.py).
+What PostgreSQL says as SQLite does is the core's (storage/core/: agents,
+blocks, reads of messages and passages, step locks, usage, keys, the
+transaction rules); this package holds what only PostgreSQL says, one module
+per part: what the core runs on (primitives.py: pooled connections, BEGIN
+with its lock timeout, REPEATABLE READ snapshots, the server's errors, worded
+in connect.py), its words for the core's statements (dialect.py), writes of
+messages and passages that keep their tsvectors and the agents' counters,
+with BM25 computed over tsvectors (messages.py, archival.py, fulltext.py),
+vectors with pgvector and its nearest-vector search (vectors.py), and the
+migrations (migrations.py), applied on open.
 """
 
 from __future__ import annotations
@@ -17,16 +21,13 @@ from typing import NamedTuple
 import psycopg
 
 from memgpt_lite.settings.values import PostgresOptions, StorageSettings
+from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.location import describe
-from memgpt_lite.storage.postgres.agents import AgentStore
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
-from memgpt_lite.storage.postgres.keys import KeyStore
-from memgpt_lite.storage.postgres.locks import StepLockStore
 from memgpt_lite.storage.postgres.messages import MessageStore
 from memgpt_lite.storage.postgres.migrations import migrate
-from memgpt_lite.storage.postgres.transactions import Transactions, guarded
-from memgpt_lite.storage.postgres.usage import UsageStore
+from memgpt_lite.storage.postgres.primitives import PostgresPrimitives
 from memgpt_lite.storage.postgres.vectors import VectorStore
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,11 @@ _prepared: dict[str, _Prepared] = {}
 
 
 class PostgresStore(
-    Transactions,
-    AgentStore,
     MessageStore,
     ArchivalStore,
     VectorStore,
-    StepLockStore,
-    UsageStore,
-    KeyStore,
+    PostgresPrimitives,
+    CoreStore,
 ):
     """Agents, blocks, messages and passages in a PostgreSQL database. Safe
     to share between threads (see transactions.py); many processes and hosts
@@ -63,8 +61,7 @@ class PostgresStore(
         self, url: str, busy_timeout_seconds: float = 30.0, settings: StorageSettings | None = None
     ) -> None:
         self.url = url
-        self.busy_timeout_seconds = busy_timeout_seconds
-        self._init_transactions()
+        self._init_transactions(busy_timeout_seconds)
         prepared = _prepared.get(url)
         if prepared is None:
             conn = connect(url)
@@ -109,17 +106,3 @@ class PostgresStore(
                 where,
             )
         return _Prepared(read_only, language, vector_type != "bytea")
-
-    def transaction_ended(self, committed: bool) -> None:
-        """After each commit or rollback (archival.py may keep marks to settle)."""
-
-    @guarded
-    def close(self) -> None:
-        """Give back the connection, if a call left one (the pool stays open
-        for the process's other stores)."""
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

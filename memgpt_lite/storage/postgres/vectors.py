@@ -1,4 +1,5 @@
-"""The store's SQL for stored vectors (a part of `PostgresStore`).
+"""PostgreSQL's stored vectors (a part of `PostgresStore`); the reads they
+share with SQLite are core/archival.py's.
 
 One table for the vectors of passages and messages (migrations.py, m002):
 pgvector's `vector` when the server had the extension, else float32 bytes.
@@ -17,7 +18,7 @@ loads the vectors into its in-process index, as for SQLite.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -25,11 +26,11 @@ import numpy as np
 import psycopg
 from psycopg.adapt import Buffer, Loader
 
-from memgpt_lite.errors import NotFoundError
-from memgpt_lite.models import Passage
-from memgpt_lite.storage.postgres.rows import PASSAGE_COLUMNS, passage_from_row
-from memgpt_lite.storage.postgres.transactions import guarded
-from memgpt_lite.storage.protocol import Owner, StoredVectors, VectorCounters, VectorMatches
+from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.sql import Filters
+from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.postgres.primitives import postgres_statement
+from memgpt_lite.storage.protocol import Owner, VectorMatches
 
 # pg_advisory_xact_lock's key for creating a dimension's HNSW index: two
 # processes storing the first vectors of a dimension at once create it once.
@@ -74,6 +75,21 @@ def _vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
+def delete_vectors_of(conn: psycopg.Connection, agent_id: str, owner: str, seqs: list[int]) -> None:
+    """Remove the vectors of deleted or edited items, and count them in the
+    agent's `vector_deletes` (as SQLite's triggers do)."""
+    if not seqs:
+        return
+    gone = conn.execute(
+        "DELETE FROM vectors WHERE owner = %s AND item_seq = ANY(%s)", [owner, seqs]
+    ).rowcount
+    if gone:
+        conn.execute(
+            "UPDATE agents SET vector_deletes = vector_deletes + %s WHERE id = %s",
+            [gone, agent_id],
+        )
+
+
 class VectorStore:
     """Stored vectors, and the server's nearest-vector search. Mixed into
     `PostgresStore`, which sets `server_vectors` when it opens."""
@@ -81,7 +97,6 @@ class VectorStore:
     conn: psycopg.Connection
     url: str
     server_vectors: bool
-    transaction: Callable[[], AbstractContextManager[None]]
     snapshot: Callable[[], AbstractContextManager[None]]
 
     def _lock_agent_vectors(self, agent_id: str, inserts: int) -> None:
@@ -92,7 +107,7 @@ class VectorStore:
             [inserts, agent_id],
         )
         if updated.rowcount == 0:
-            raise NotFoundError(f"no agent with id {agent_id!r}")
+            raise unknown_agent(agent_id)
 
     def _count_deletes(self, agent_id: str, deletes: int) -> None:
         if deletes:
@@ -101,30 +116,21 @@ class VectorStore:
                 [deletes, agent_id],
             )
 
-    @guarded
-    def add_vectors(
-        self, agent_id: str, owner: Owner, seqs: Sequence[int], vectors: np.ndarray
+    def _store_vectors(
+        self, agent_id: str, owner: Owner, seqs: list[int], matrix: np.ndarray
     ) -> None:
-        """Store one vector per item seq. A vector stored before for the same
-        item is replaced by a new row (a new id, so `load_vectors` cursors see
-        it), counted as one delete and one insert, as SQLite's triggers do."""
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if len(seqs) != len(matrix):
-            raise ValueError(f"{len(seqs)} seqs for {len(matrix)} vectors")
-        if not len(seqs):
-            return
-        dimension = int(matrix.shape[1])
-        items = [int(seq) for seq in seqs]
-        with self.transaction():
-            self._lock_agent_vectors(agent_id, len(items))
-            replaced = self.conn.execute(
-                "DELETE FROM vectors WHERE agent_id = %s AND owner = %s AND item_seq = ANY(%s)",
-                [agent_id, owner, items],
-            ).rowcount
-            self._count_deletes(agent_id, replaced)
-            self._copy_vectors(agent_id, owner, items, matrix)
-            if self.server_vectors:
-                self._ensure_index(dimension)
+        """A vector stored before for the same item is replaced by a new row
+        (a new id, so `load_vectors` cursors see it), counted as one delete
+        and one insert, as SQLite's triggers do."""
+        self._lock_agent_vectors(agent_id, len(seqs))
+        replaced = self.conn.execute(
+            "DELETE FROM vectors WHERE agent_id = %s AND owner = %s AND item_seq = ANY(%s)",
+            [agent_id, owner, seqs],
+        ).rowcount
+        self._count_deletes(agent_id, replaced)
+        self._copy_vectors(agent_id, owner, seqs, matrix)
+        if self.server_vectors:
+            self._ensure_index(int(matrix.shape[1]))
 
     def _copy_vectors(
         self, agent_id: str, owner: Owner, items: list[int], matrix: np.ndarray
@@ -168,80 +174,34 @@ class VectorStore:
         with _indexed_lock:
             _indexed.add(key)
 
-    @guarded
-    def vector_counters(self, agent_id: str) -> VectorCounters:
-        row = self.conn.execute(
-            "SELECT vector_inserts, vector_deletes FROM agents WHERE id = %s", [agent_id]
-        ).fetchone()
-        return VectorCounters(row[0], row[1]) if row else VectorCounters(0, 0)
+    def _delete_vectors(self, agent_id: str) -> None:
+        self._lock_agent_vectors(agent_id, 0)
+        deleted = self.conn.execute("DELETE FROM vectors WHERE agent_id = %s", [agent_id])
+        self._count_deletes(agent_id, deleted.rowcount)
 
-    @guarded
-    def load_vectors(
-        self, agent_id: str, owner: Owner, after: int, dimension: int
-    ) -> StoredVectors:
-        """Vectors stored after cursor `after` (a vector's id), oldest first.
+    def _vector_filter(self, agent_id: str, owner: Owner, after: int, dimension: int) -> Filters:
+        return (
+            "agent_id = ? AND owner = ? AND id > ? AND dimension = ?",
+            [agent_id, owner, after, dimension],
+        )
 
-        Counted first, then read through a server-side cursor a batch at a
-        time into arrays of that size (as SQLite's: holding every row, then
-        the matrix, took twice the memory), both in one snapshot so they agree."""
-        where = "WHERE agent_id = %s AND owner = %s AND id > %s AND dimension = %s"
-        args = [agent_id, owner, after, dimension]
-        with self.snapshot():
-            count = self.conn.execute(f"SELECT COUNT(*) FROM vectors {where}", args).fetchone()[0]
-            ids = np.empty(count, dtype=np.int64)
-            seqs = np.empty(count, dtype=np.int64)
-            matrix = np.empty((count, dimension), dtype=np.float32)
-            with self.conn.cursor(name="memgpt_load_vectors", binary=True) as cursor:
-                if self.server_vectors:
-                    cursor.adapters.register_loader(self._vector_oid(), _RawVector)
-                cursor.execute(
-                    f"SELECT id, item_seq, vector FROM vectors {where} ORDER BY id", args
-                )
-                size = 0
-                while rows := cursor.fetchmany(_FETCH_ROWS):
-                    end = size + len(rows)
-                    batch_ids, batch_seqs, blobs = zip(*rows, strict=True)
-                    ids[size:end] = batch_ids
-                    seqs[size:end] = batch_seqs
-                    matrix[size:end] = _matrix(blobs, dimension, self.server_vectors)
-                    size = end
-        return StoredVectors(seqs[:size], matrix[:size], int(ids[size - 1]) if size else after)
+    def _vector_batches(self, where: str, params: list[Any]) -> Iterator[list[Any]]:
+        """Through a server-side cursor, pgvector's values as their bytes."""
+        with self.conn.cursor(name="memgpt_load_vectors", binary=True) as cursor:
+            if self.server_vectors:
+                cursor.adapters.register_loader(self._vector_oid(), _RawVector)
+            statement = f"SELECT id, item_seq, vector FROM vectors WHERE {where} ORDER BY id"
+            cursor.execute(postgres_statement(statement), params)
+            while rows := cursor.fetchmany(_FETCH_ROWS):
+                yield rows
+
+    def _vector_matrix(self, stored: Sequence[Any], dimension: int) -> np.ndarray:
+        return _matrix(stored, dimension, self.server_vectors)
 
     def _vector_oid(self) -> int:
         """The oid of pgvector's `vector` type in this database."""
         row = self.conn.execute("SELECT 'vector'::regtype::oid").fetchone()
         return int(row[0])
-
-    @guarded
-    def delete_vectors(self, agent_id: str) -> None:
-        with self.transaction():
-            self._lock_agent_vectors(agent_id, 0)
-            deleted = self.conn.execute("DELETE FROM vectors WHERE agent_id = %s", [agent_id])
-            self._count_deletes(agent_id, deleted.rowcount)
-
-    @guarded
-    def unembedded_passages(self, agent_id: str, limit: int) -> list[Passage]:
-        # An anti-join on the (owner, item_seq) unique index, without SQLite's
-        # remembered "embedded marks" (see benchmarks/postgres_vectors.py for
-        # its time at 100k passages that all have a vector).
-        rows = self.conn.execute(
-            f"SELECT {PASSAGE_COLUMNS} FROM passages p WHERE p.agent_id = %s AND NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.owner = 'passage' AND v.item_seq = p.seq) "
-            "ORDER BY p.seq LIMIT %s",
-            [agent_id, limit],
-        ).fetchall()
-        return [passage_from_row(row) for row in rows]
-
-    @guarded
-    def unembedded_messages(self, agent_id: str, limit: int) -> list[tuple[int, str]]:
-        rows = self.conn.execute(
-            "SELECT m.seq, m.search_text FROM messages m WHERE m.agent_id = %s "
-            "AND m.search_text IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.owner = 'message' AND v.item_seq = m.seq) "
-            "ORDER BY m.seq LIMIT %s",
-            [agent_id, limit],
-        ).fetchall()
-        return [(row[0], row[1]) for row in rows]
 
     @guarded
     def nearest_vectors(

@@ -17,19 +17,19 @@ settings passes them, so nothing here reads the environment.
 
 from __future__ import annotations
 
+import functools
 import os
-import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from sqlite_utils import Database, Migrations
 
 from memgpt_lite.errors import BusyError, ConfigError, ReadOnlyError, StoreError
 from memgpt_lite.settings.folders import FolderNames
+from memgpt_lite.storage.core.errors import NOTHING_CHANGED, worded
+from memgpt_lite.storage.core.schema import refuse_newer, schema_number
 
-_NOTHING_CHANGED = "nothing was changed"
 PLAIN_NAMES = FolderNames()  # every folder by its path
 
 
@@ -44,36 +44,29 @@ def file_problem(
         return None
     primary = code & 0xFF
     if primary == sqlite3.SQLITE_READONLY:
-        return ReadOnlyError(f"{read_only_reason(path, names)}; {_NOTHING_CHANGED}")
+        return ReadOnlyError(f"{read_only_reason(path, names)}; {NOTHING_CHANGED}")
     if primary == sqlite3.SQLITE_FULL:
-        return StoreError(f"the disk holding {path} is full; {_NOTHING_CHANGED}")
+        return StoreError(f"the disk holding {path} is full; {NOTHING_CHANGED}")
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return BusyError(
             f"the database {path} is busy: another process kept it locked too long; "
-            f"{_NOTHING_CHANGED}, try again"
+            f"{NOTHING_CHANGED}, try again"
         )
     if primary == sqlite3.SQLITE_CANTOPEN:
         return StoreError(f"cannot open the database {path}: {_cannot_open_reason(path, names)}")
     if primary == sqlite3.SQLITE_IOERR:
         return StoreError(
-            f"the disk holding {path} failed to read or write ({exc}); {_NOTHING_CHANGED}"
+            f"the disk holding {path} failed to read or write ({exc}); {NOTHING_CHANGED}"
         )
     if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
         return StoreError(f"cannot open {path} as a memgpt_lite database: {exc}")
     return None
 
 
-@contextmanager
-def file_errors(path: Path, names: FolderNames = PLAIN_NAMES) -> Iterator[None]:
+def file_errors(path: Path, names: FolderNames = PLAIN_NAMES) -> AbstractContextManager[None]:
     """Raise SQLite's errors about the file at `path` as `file_problem` words
     them; let every other error through as it is."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        problem = file_problem(path, exc, names)
-        if problem is None:
-            raise
-        raise problem from exc
+    return worded((sqlite3.Error,), functools.partial(file_problem, path, names=names))
 
 
 def read_only_reason(path: Path, names: FolderNames = PLAIN_NAMES) -> str:
@@ -130,14 +123,6 @@ def _immutable(path: Path, busy_timeout_seconds: float, names: FolderNames) -> s
     return sqlite3.connect(uri, uri=True, timeout=busy_timeout_seconds, check_same_thread=False)
 
 
-_NUMBER = re.compile(r"^m(\d+)_")
-
-
-def _schema_number(names: list[str]) -> int:
-    numbers = [int(m.group(1)) for name in names if (m := _NUMBER.match(name))]
-    return max(numbers, default=0)
-
-
 def check_schema(
     db: Database,
     migrations: Migrations,
@@ -151,17 +136,12 @@ def check_schema(
     applied = [m.name for m in migrations.applied(db)]
     # Every migration is pending on an empty database: the names this version knows.
     known = [m.name for m in migrations.pending(Database(memory=True))]
-    unknown = [name for name in applied if name not in known]
-    if unknown:
-        raise StoreError(
-            f"{path} was written by a newer memgpt_lite: schema {_schema_number(applied)}, "
-            f"this version knows {_schema_number(known)}; upgrade memgpt_lite"
-        )
+    refuse_newer(applied, known, str(path))
     pending = [m.name for m in migrations.pending(db)]
     if pending and read_only:
         raise ReadOnlyError(
             f"{read_only_reason(path, names)} and needs upgrading from schema "
-            f"{_schema_number(applied)} to {_schema_number(known)}; open it once where "
+            f"{schema_number(applied)} to {schema_number(known)}; open it once where "
             "it can be written"
         )
     return bool(pending)

@@ -1,81 +1,66 @@
-"""Schema migrations, applied in order whenever a database is opened.
+"""SQLite's schema migrations, applied in order whenever a database is opened.
 
 sqlite-utils records each applied migration in `_sqlite_migrations`. A migration
 that has shipped is never edited: change the schema by adding a new function
-at the end.
+at the end. What PostgreSQL's migrations create alike is core/schema.py's,
+filled with SQLite's column types (`TYPES`); each migration runs the statements
+it ran when it shipped (tests/test_storage_schema.py).
 """
 
 import json
 
 from sqlite_utils import Database, Migrations
 
-from memgpt_lite.storage.records import text_hash
+from memgpt_lite.storage.core.rows import text_hash
+from memgpt_lite.storage.core.schema import (
+    AGENT_COLUMNS,
+    BLOCK_HISTORY,
+    BLOCKS,
+    MESSAGE_COLUMNS,
+    MESSAGE_INDEXES,
+    PASSAGE_COLUMNS,
+    PASSAGE_INDEX,
+    PASSAGE_SUPERSESSION,
+    REFLECTED_SEQ,
+    STEP_LOCKS,
+    TOKEN_USAGE,
+    USERS_AND_API_KEYS,
+    ColumnTypes,
+    ddl,
+)
+
+TYPES = ColumnTypes(
+    bigint="INTEGER",
+    bool="INTEGER",
+    false="0",
+    time="TEXT",
+    seq="INTEGER PRIMARY KEY",
+    real="REAL",
+)
 
 migrations = Migrations("memgpt_lite")
 
 
 @migrations()
 def m001_initial(db: Database) -> None:
-    db.executescript(
-        """
-        CREATE TABLE agents (
-            id TEXT PRIMARY KEY,
-            name TEXT NOT NULL UNIQUE,
-            llm TEXT NOT NULL,
-            system TEXT NOT NULL,
-            tool_names TEXT NOT NULL DEFAULT '[]',
-            context_start INTEGER NOT NULL DEFAULT 0,
-            summary TEXT NOT NULL DEFAULT '',
-            settings TEXT NOT NULL DEFAULT '{}',
+    """The tables both backends have are core/schema.py's; SQLite's own
+    columns are written here."""
+    agents_end = """
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,
             message_count INTEGER NOT NULL DEFAULT 0,
             passage_count INTEGER NOT NULL DEFAULT 0,
             last_active TEXT,
             memory_updated_at TEXT
-        );
-        CREATE TABLE blocks (
-            id TEXT PRIMARY KEY,
-            label TEXT NOT NULL,
-            value TEXT NOT NULL DEFAULT '',
-            char_limit INTEGER NOT NULL,
-            description TEXT NOT NULL DEFAULT '',
-            read_only INTEGER NOT NULL DEFAULT 0,
-            updated_at TEXT NOT NULL
-        );
-        CREATE TABLE agent_blocks (
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            PRIMARY KEY (agent_id, block_id)
-        );
-        CREATE INDEX agent_blocks_block ON agent_blocks(block_id);
-        CREATE TABLE messages (
-            seq INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            role TEXT NOT NULL,
-            content TEXT,
-            tool_calls TEXT,
-            tool_call_id TEXT,
-            name TEXT,
-            step_id TEXT,
-            created_at TEXT NOT NULL,
-            search_text TEXT
-        );
-        CREATE INDEX messages_agent_seq ON messages(agent_id, seq);
-        CREATE INDEX messages_agent_created ON messages(agent_id, created_at);
-        CREATE TABLE passages (
-            seq INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            text TEXT NOT NULL,
+        );"""
+    passages_end = """
             tags TEXT NOT NULL DEFAULT '[]',
             created_at TEXT NOT NULL
-        );
-        CREATE INDEX passages_agent_seq ON passages(agent_id, seq);
-        """
-    )
+        );"""
+    agents = "\n        CREATE TABLE agents (\n" + AGENT_COLUMNS + agents_end
+    messages = MESSAGE_COLUMNS + "\n        );" + MESSAGE_INDEXES
+    passages = PASSAGE_COLUMNS + passages_end + PASSAGE_INDEX
+    db.executescript(ddl(agents + BLOCKS + messages + passages + "\n        ", TYPES))
 
 
 @migrations()
@@ -187,25 +172,8 @@ def m007_timeout_default(db: Database) -> None:
 
 @migrations()
 def m008_step_locks(db: Database) -> None:
-    """The lock that serializes one agent's steps across threads, processes and
-    hosts: one row per agent while a step holds it (see steplock.py). Times are
-    Unix seconds; `host_id` says where `pid` means something, `process_start`
-    tells a reused pid from the holder."""
-    db.execute(
-        """
-        CREATE TABLE step_locks (
-            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
-            holder TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            hostname TEXT NOT NULL,
-            host_id TEXT NOT NULL,
-            process_start TEXT NOT NULL DEFAULT '',
-            acquired_at REAL NOT NULL,
-            renewed_at REAL NOT NULL,
-            expires_at REAL NOT NULL
-        )
-        """
-    )
+    """Step locks (core/schema.py's STEP_LOCKS)."""
+    db.execute(ddl(STEP_LOCKS + "\n        ", TYPES))
 
 
 @migrations()
@@ -250,31 +218,12 @@ def m009_message_edits(db: Database) -> None:
 
 @migrations()
 def m010_token_usage(db: Database) -> None:
-    """The tokens each model answer cost, one row per answer, kept with its
-    step (`step_id`) and model, so an agent's totals and their price come
-    from the store. `estimated` marks rows the endpoint reported no usage
-    for (our own count). Rows stay when messages are popped: those tokens
-    were spent. Agents that exist already keep the model's whole window:
+    """Token usage (core/schema.py's TOKEN_USAGE). Agents that exist
+    already keep the model's whole window:
     the default working window is for agents created from now on, so none
     of theirs, with its core memory sized for the larger window, stops
     fitting (`working_window: 0` means the whole window)."""
-    db.executescript(
-        """
-        CREATE TABLE token_usage (
-            seq INTEGER PRIMARY KEY,
-            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            step_id TEXT NOT NULL,
-            model TEXT NOT NULL,
-            prompt_tokens INTEGER NOT NULL,
-            completion_tokens INTEGER NOT NULL,
-            total_tokens INTEGER NOT NULL,
-            requests INTEGER NOT NULL,
-            estimated INTEGER NOT NULL DEFAULT 0,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX token_usage_agent ON token_usage(agent_id, model);
-        """
-    )
+    db.executescript(ddl(TOKEN_USAGE + "\n        ", TYPES))
     for agent_id, settings in db.execute("SELECT id, settings FROM agents").fetchall():
         values = json.loads(settings)
         if isinstance(values, dict) and values.get("working_window") is None:
@@ -286,67 +235,23 @@ def m010_token_usage(db: Database) -> None:
 
 @migrations()
 def m011_users_and_api_keys(db: Database) -> None:
-    """Users, for the HTTP server: each agent belongs to one (`owner`; the
-    agents that exist already, made by the command line or the library,
-    belong to the default user 'local'), and `api_keys` holds the SHA-256 of
-    each key's secret (see keys.py), kept when revoked. Agent names stay
-    unique across users."""
-    db.executescript(
-        """
-        ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';
-        CREATE INDEX agents_owner ON agents(owner, name);
-        CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            "user" TEXT NOT NULL,
-            key_hash TEXT NOT NULL UNIQUE,
-            created_at TEXT NOT NULL,
-            revoked_at TEXT
-        );
-        CREATE INDEX api_keys_created ON api_keys(created_at);
-        """
-    )
+    """Users and their API keys (core/schema.py's USERS_AND_API_KEYS)."""
+    db.executescript(ddl(USERS_AND_API_KEYS, TYPES))
 
 
 @migrations()
 def m012_passage_supersession(db: Database) -> None:
-    """Facts that change: a passage replaced by a newer one is kept, with the
-    id of the passage that replaced it and when. The partial index finds what
-    a passage replaced, and tells in O(1) whether an agent has any replaced
-    passage at all (search looks, to rank them after the current ones)."""
-    db.executescript(
-        """
-        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
-        ALTER TABLE passages ADD COLUMN superseded_at TEXT;
-        CREATE INDEX passages_superseded ON passages(agent_id, superseded_by)
-            WHERE superseded_by IS NOT NULL;
-        """
-    )
+    """Facts that change (core/schema.py's PASSAGE_SUPERSESSION)."""
+    db.executescript(ddl(PASSAGE_SUPERSESSION, TYPES))
 
 
 @migrations()
 def m013_block_history(db: Database) -> None:
-    """Every value a block held, with when and who set it (`author`, see
-    `BlockVersion`), so an edit can be read back as a diff and undone. A
-    block's history goes with the block. The blocks that exist already start
-    theirs from their current value, by an author no one recorded."""
-    db.executescript(
-        """
-        CREATE TABLE block_history (
-            seq INTEGER PRIMARY KEY,
-            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
-            label TEXT NOT NULL,
-            value TEXT NOT NULL,
-            author TEXT NOT NULL,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX block_history_block ON block_history(block_id, seq);
-        INSERT INTO block_history (block_id, label, value, author, created_at)
-            SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
-        """
-    )
+    """Every value a block held (core/schema.py's BLOCK_HISTORY)."""
+    db.executescript(ddl(BLOCK_HISTORY, TYPES))
 
 
 @migrations()
 def m014_reflected_seq(db: Database) -> None:
-    # The newest message seq a reflection has read (loop/reflection.py).
-    db.execute("ALTER TABLE agents ADD COLUMN reflected_seq INTEGER NOT NULL DEFAULT 0")
+    """The newest message seq a reflection has read (core/schema.py's REFLECTED_SEQ)."""
+    db.execute(ddl(REFLECTED_SEQ, TYPES))

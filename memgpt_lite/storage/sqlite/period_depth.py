@@ -24,7 +24,7 @@ from datetime import date
 
 from sqlite_utils import Database
 
-from memgpt_lite.storage.sqlite.rows import day_bounds
+from memgpt_lite.storage.sqlite.dialect import SQLITE
 
 SAMPLE = 64
 PERIOD_PAGES = 3
@@ -57,7 +57,7 @@ class PeriodDepth:
     ) -> int:
         """How many of a ranking's best (at least `limit`) to look among for
         the `wanted` best of `period` (see above)."""
-        low, high = day_bounds(*period)
+        low, high = SQLITE.day_bounds(*period)
         times = self._sample_times(agent_id)
         inside = sum((low is None or t >= low) and (high is None or t < high) for t in times)
         share = (inside + 0.5) / (len(times) + 1)

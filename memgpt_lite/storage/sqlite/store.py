@@ -1,13 +1,16 @@
 """The SQLite backend's `Store`: one implementation of `storage.protocol.Storage`.
 
 SQLite through sqlite-utils, in WAL mode so readers never block the writer.
-All SQL lives in this package, one module per part of the store: agents and
-blocks (agents.py), messages (messages.py), passages and vectors
-(archival.py), full-text ranking (fulltext.py), step locks (locks.py), token
-usage (usage.py), the users' API keys (keys.py),
-transactions with the lock that lets threads share a store (transactions.py),
-and a second connection that runs one part of a ranking beside the first
-(side_reader.py).
+What SQLite says as PostgreSQL does is the core's (storage/core/: agents,
+blocks, reads of messages and passages, step locks, usage, keys, the
+transaction rules); this package holds what only SQLite says, one module per
+part: what the core runs on (primitives.py: the connection, BEGIN IMMEDIATE,
+SQLite's errors about the file, worded in connect.py), its words for the
+core's statements (dialect.py), writes of messages and passages that its
+triggers follow, with FTS5 ranking (messages.py, archival.py, fulltext.py,
+period_depth.py), vectors as float32 blobs (vectors.py), the window kept in
+memory (window_cache.py), a second connection that runs one part of a
+ranking beside the first (side_reader.py), and the migrations (migrations.py).
 """
 
 from __future__ import annotations
@@ -18,16 +21,14 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from memgpt_lite.settings.values import StorageSettings
-from memgpt_lite.storage.sqlite.agents import AgentStore
+from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
-from memgpt_lite.storage.sqlite.keys import KeyStore
-from memgpt_lite.storage.sqlite.locks import StepLockStore
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
+from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
-from memgpt_lite.storage.sqlite.transactions import Transactions, guarded
-from memgpt_lite.storage.sqlite.usage import UsageStore
+from memgpt_lite.storage.sqlite.vectors import BlobVectors
 from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 # Up to 64 MiB of pages cached per connection (the store's and its side
@@ -37,11 +38,9 @@ from memgpt_lite.storage.sqlite.window_cache import WindowCache
 CACHE_SIZE = "PRAGMA cache_size = -65536"
 
 
-class Store(
-    Transactions, AgentStore, MessageStore, ArchivalStore, StepLockStore, UsageStore, KeyStore
-):
+class Store(MessageStore, ArchivalStore, BlobVectors, SQLitePrimitives, CoreStore):
     """The database of agents, blocks, messages and passages, in one SQLite
-    file. Safe to share between threads (see transactions.py)."""
+    file. Safe to share between threads (see core/transactions.py)."""
 
     def __init__(
         self,
@@ -50,10 +49,9 @@ class Store(
         settings: StorageSettings | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
-        self.busy_timeout_seconds = busy_timeout_seconds
         # How errors name a folder (the edge's settings; default: by its path).
         self.folder_names = (settings or StorageSettings()).folder_names
-        self._init_transactions()
+        self._init_transactions(busy_timeout_seconds)
         self.window_cache = WindowCache()
         conn, self.read_only = connect(self.path, busy_timeout_seconds, self.folder_names)
         self.db = Database(conn)
@@ -87,13 +85,6 @@ class Store(
         conn.execute(CACHE_SIZE)
         return conn
 
-    @guarded
-    def close(self) -> None:
+    def _disconnect(self) -> None:
         self.side_reader.close()
         self.db.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

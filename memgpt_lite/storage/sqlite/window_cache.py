@@ -45,25 +45,23 @@ every message are one shared string each.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from operator import attrgetter
-from sys import intern
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlite_utils import Database
 
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.records import trusted
-
-MESSAGE_COLUMNS = (
-    "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
-    " m.step_id, m.created_at"
+from memgpt_lite.storage.core.rows import (
+    MESSAGE_COLUMNS,
+    Record,
+    message_from_record,
+    record_from_row,
 )
+from memgpt_lite.storage.core.rows import message_from_row as message_from_row
+
 # Windows of this many agents are kept per store, the most recently read. A
 # server steps all its agents through one store: with 8, ten busy agents
 # evicted each other and every step read and counted its window anew (180
@@ -78,87 +76,6 @@ _STAMP = (
 _FROM = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
-_CALL_KEYS = {"id", "name", "arguments"}
-
-
-class Record(NamedTuple):
-    """One stored message, its values already of their types (immutable)."""
-
-    seq: int
-    id: str
-    agent_id: str
-    role: str
-    content: str | None
-    tool_calls: tuple[tuple[str, str, str], ...]  # (id, name, arguments)
-    tool_call_id: str | None
-    name: str | None
-    step_id: str | None
-    created_at: datetime
-
-
-def record_from_row(row: Sequence[Any]) -> Record:
-    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row
-    return Record(
-        seq,
-        id_,
-        _shared(agent_id),
-        _shared(role),
-        content,
-        _calls(calls),
-        tool_call_id,
-        _shared(name),
-        step_id,
-        datetime.fromisoformat(created),
-    )
-
-
-def _shared(text: Any) -> Any:
-    """`text` as the one string object of its value: the agent id, role and
-    tool names repeat from message to message, and each distinct object is
-    memory that every read's check (`_Held.as_handed_out`) walks through."""
-    return intern(text) if type(text) is str else text
-
-
-def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
-    """The stored tool calls as (id, name, arguments). A call of another
-    shape than the store writes (a file edited by hand) is validated."""
-    if not text:
-        return ()
-    calls = []
-    for call in json.loads(text):
-        if not (
-            isinstance(call, dict)
-            and call.keys() == _CALL_KEYS
-            and all(isinstance(value, str) for value in call.values())
-        ):
-            call = ToolCall.model_validate(call).model_dump()
-        calls.append((call["id"], _shared(call["name"]), call["arguments"]))
-    return tuple(calls)
-
-
-def message_from_record(record: Record) -> Message:
-    """A new Message of `record`, trusted: the store validated it on the way in."""
-    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = record
-    tool_calls = [trusted(ToolCall, {"id": i, "name": n, "arguments": a}) for i, n, a in calls]
-    values = {
-        "id": id_,
-        "agent_id": agent_id,
-        "role": role,
-        "content": content,
-        "tool_calls": tool_calls,
-        "tool_call_id": tool_call_id,
-        "name": name,
-        "step_id": step_id,
-        "created_at": created,
-        "seq": seq,
-    }
-    return trusted(Message, values)
-
-
-def message_from_row(row: Sequence[Any]) -> Message:
-    return message_from_record(record_from_row(row))
-
-
 _dict_of = attrgetter("__dict__")
 
 

@@ -1,0 +1,124 @@
+"""Token usage and the users' API keys, for every backend.
+
+Usage is one row per model answer; totals are summed when asked for (one
+GROUP BY over the agent's rows, by its index): `show` and the chat's footer
+ask rarely, while a step writes a row each time, so no counter is kept up
+to date on every write. Of an API key only its SHA-256 is stored
+(memgpt_lite/agent/keys.py makes and checks keys); the server finds a key by its
+hash, through the column's unique index. `"user"` is quoted: a reserved word
+in PostgreSQL.
+
+A backend provides nothing more than what the core runs on (core/sql.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord, utcnow
+from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
+from memgpt_lite.storage.core.transactions import Transactions, guarded
+from memgpt_lite.text import clean_text
+
+_KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at'
+# The agent must exist: NotFoundError, not a foreign-key error, for one that
+# does not (deleted meanwhile by another process, say). One statement.
+_ADD_USAGE = (
+    f"INSERT INTO token_usage ({', '.join(USAGE_RECORD_KEYS)}) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM agents WHERE id = ?)"
+)
+
+
+def _key(row: Sequence[Any]) -> ApiKey:
+    id_, user, key_hash, created_at, revoked_at = row
+    return ApiKey(
+        id=id_, user=user, key_hash=key_hash, created_at=created_at, revoked_at=revoked_at
+    )
+
+
+class UsageAndKeys(Transactions):
+    """Token usage and API keys (see `UsageAndKeyStorage`)."""
+
+    @guarded
+    def add_usage(self, record: UsageRecord) -> None:
+        with self.transaction():
+            inserted = self._execute(
+                _ADD_USAGE,
+                [
+                    record.agent_id,
+                    record.step_id,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.total_tokens,
+                    record.requests,
+                    record.estimated,
+                    self.dialect.time(record.created_at),
+                    record.agent_id,
+                ],
+            )
+            if inserted.rowcount == 0:
+                raise unknown_agent(record.agent_id)
+
+    @guarded
+    def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
+        rows = self._all(
+            "SELECT model, SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), "
+            "SUM(requests), COUNT(DISTINCT step_id), SUM(CASE WHEN estimated THEN requests "
+            "ELSE 0 END) FROM token_usage WHERE agent_id = ? GROUP BY model ORDER BY model",
+            [agent_id],
+        )
+        return model_usages(rows)
+
+    @guarded
+    def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        return self._usage_records("agent_id = ? AND step_id = ?", [agent_id, step_id])
+
+    @guarded
+    def agent_usage(self, agent_id: str) -> list[UsageRecord]:
+        return self._usage_records("agent_id = ?", [agent_id])
+
+    def _usage_records(self, where: str, params: list[str]) -> list[UsageRecord]:
+        columns = ", ".join(USAGE_RECORD_KEYS)
+        return usage_records(
+            self._all(f"SELECT {columns} FROM token_usage WHERE {where} ORDER BY seq", params)
+        )
+
+    @guarded
+    def add_api_key(self, key: ApiKey) -> None:
+        revoked = None if key.revoked_at is None else self.dialect.time(key.revoked_at)
+        with self.refusing_duplicates(f"an API key with id {key.id!r} or its hash exists"):
+            self._execute(
+                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                [key.id, key.user, key.key_hash, self.dialect.time(key.created_at), revoked],
+            )
+
+    @guarded
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        row = self._one(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", [clean_text(key_hash)]
+        )
+        return _key(row) if row else None
+
+    @guarded
+    def list_api_keys(self) -> list[ApiKey]:
+        return [
+            _key(row)
+            for row in self._all(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at, id")
+        ]
+
+    @guarded
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        key_id = clean_text(key_id)  # from a caller: SQLite cannot bind a lone surrogate
+        with self.transaction():
+            row = self._one(
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? "
+                f"RETURNING {_KEY_COLUMNS}",
+                [self.dialect.time(utcnow()), key_id],
+            )
+        if row is None:
+            raise NotFoundError(f"no API key with id {key_id!r}")
+        return _key(row)

@@ -1,0 +1,240 @@
+"""Agents and their settings, for every backend.
+
+The agents row is written whole, so a write from a copy read before another
+process changed the row would undo that change. `update_agent` changes the
+row as it is at the time of the write (read inside the write, locked where
+writers run at once), `save_agent` refuses a stale copy. `updated_at` is
+the row's version: every write moves it strictly forward. An agent's block
+ids come with its row, in one statement (the dialect's `block_ids`).
+
+Counts (`message_count`, `passage_count`, ...) are kept by the backend's
+writes of messages and passages (SQLite's triggers, PostgreSQL's writes).
+A backend provides nothing more than what the core runs on (core/sql.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from memgpt_lite.errors import AlreadyExistsError, ConflictError, NotFoundError
+from memgpt_lite.models import (
+    STORED,
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    Block,
+    LLMConfig,
+    utcnow,
+)
+from memgpt_lite.storage.core.blocks import Blocks
+from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.sql import stored_datetime
+from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.text import clean_text
+
+_COLUMNS = (
+    "id",
+    "name",
+    "owner",
+    "llm",
+    "system",
+    "tool_names",
+    "context_start",
+    "summary",
+    "pressure_warned",
+    "reflected_seq",
+    "embedding_model",
+    "embedding_dimension",
+    "settings",
+    "created_at",
+    "updated_at",
+)
+_WRITTEN = [c for c in _COLUMNS if c not in ("id", "owner", "created_at")]  # kept as created
+_STATS = "message_count, passage_count, last_active, memory_updated_at"
+_INSERT = f"INSERT INTO agents ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_UPDATE = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _WRITTEN)} WHERE id = ?"
+
+
+def _stats(row: Sequence[Any]) -> AgentStats:
+    messages, passages, last_active, memory_updated_at = row
+    return AgentStats(
+        message_count=messages,
+        passage_count=passages,
+        last_active=stored_datetime(last_active),
+        memory_updated_at=stored_datetime(memory_updated_at),
+    )
+
+
+class Agents(Blocks):
+    """Agents with their blocks (see `AgentStorage`)."""
+
+    def _agent_values(self, state: AgentState) -> dict[str, Any]:
+        return {
+            "id": state.id,
+            "name": state.name,
+            "owner": state.owner,
+            "llm": state.llm.model_dump_json(context=STORED),
+            "system": state.system,
+            "tool_names": json.dumps(state.tool_names),
+            "context_start": state.context_start,
+            "summary": state.summary,
+            "pressure_warned": state.pressure_warned,
+            "reflected_seq": state.reflected_seq,
+            "embedding_model": state.embedding_model,
+            "embedding_dimension": state.embedding_dimension,
+            "settings": state.settings.model_dump_json(),
+            "created_at": self.dialect.time(state.created_at),
+            "updated_at": self.dialect.time(state.updated_at),
+        }
+
+    def _agent_from_row(self, row: Sequence[Any]) -> AgentState:
+        """An agent from a row of its `_COLUMNS` and its block ids."""
+        values = dict(zip(_COLUMNS, row, strict=False))
+        return AgentState(
+            id=values["id"],
+            name=values["name"],
+            owner=values["owner"],
+            llm=LLMConfig.model_validate_json(values["llm"]),
+            system=values["system"],
+            block_ids=self.dialect.block_id_list(row[len(_COLUMNS)]),
+            tool_names=json.loads(values["tool_names"]),
+            context_start=values["context_start"],
+            summary=values["summary"],
+            pressure_warned=bool(values["pressure_warned"]),
+            reflected_seq=values["reflected_seq"],
+            embedding_model=values["embedding_model"],
+            embedding_dimension=values["embedding_dimension"],
+            settings=AgentSettings.model_validate_json(values["settings"]),
+            created_at=values["created_at"],
+            updated_at=values["updated_at"],
+        )
+
+    def _with_blocks(self) -> str:
+        """The columns `_agent_from_row` reads, on `agents`."""
+        return f"{', '.join(_COLUMNS)}, {self.dialect.block_ids}"
+
+    @guarded
+    def create_agent(
+        self, state: AgentState, blocks: Sequence[Block], author: str = "create"
+    ) -> None:
+        """Store a new agent with its blocks (new blocks are created, with
+        their first version by `author`; existing ones, such as a block shared
+        with another agent, are linked)."""
+        with self.transaction():
+            # The owner is written here only: later writes of the row keep it.
+            with self.refusing_duplicates(f"an agent named {state.name!r} already exists"):
+                self._execute(_INSERT, list(self._agent_values(state).values()))
+            for position, block in enumerate(blocks):
+                self._store_new_block(block, author)
+                self._execute(
+                    "INSERT INTO agent_blocks (agent_id, block_id, position) VALUES (?, ?, ?)",
+                    [state.id, block.id, position],
+                )
+            state.block_ids = [b.id for b in blocks]
+
+    def _write_agent(self, state: AgentState) -> None:
+        """Write the whole row from `state`, moving its version (`updated_at`)
+        strictly forward, even if the clock went back. Inside a transaction."""
+        state.updated_at = max(utcnow(), state.updated_at + timedelta(microseconds=1))
+        values = self._agent_values(state)
+        self._execute(_UPDATE, [*(values[c] for c in _WRITTEN), state.id])
+
+    @guarded
+    def save_agent(self, state: AgentState) -> None:
+        """Store `state` as the agent's row, if the row is still as it was when
+        `state` was read (or last saved). Raises ConflictError, changing
+        nothing, if another process or object changed it since: writing the
+        stale copy would undo that change. Use `update_agent` to change a field."""
+        with self.transaction():
+            stored = self._one(
+                f"SELECT updated_at FROM agents WHERE id = ?{self.dialect.for_update}", [state.id]
+            )
+            if stored is None:
+                raise NotFoundError(f"agent {state.name!r} no longer exists")
+            if stored_datetime(stored[0]) != state.updated_at:
+                raise ConflictError(
+                    f"agent {state.name!r} was changed by another process (or another Agent "
+                    "object) since this copy was read; nothing was saved. Load it again and "
+                    "repeat the change"
+                )
+            with self.refusing_duplicates(f"an agent named {state.name!r} already exists"):
+                self._write_agent(state)
+
+    @guarded
+    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
+        """Apply `change` to the agent as it is stored now, read inside the
+        write transaction so that nothing can change it in between, and store
+        the result. Returns the new state (to replace a stale copy)."""
+        with self.transaction():
+            row = self._one(
+                f"SELECT {self._with_blocks()} FROM agents WHERE id = ?{self.dialect.for_update}",
+                [agent_id],
+            )
+            if row is None:
+                raise unknown_agent(agent_id)
+            state = self._agent_from_row(row)
+            change(state)
+            self._write_agent(state)
+        return state
+
+    @guarded
+    def get_agent(self, name_or_id: str) -> AgentState:
+        name_or_id = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
+        row = self._one(
+            f"SELECT {self._with_blocks()} FROM agents WHERE name = ? OR id = ? "
+            "ORDER BY name = ? DESC LIMIT 1",
+            [name_or_id, name_or_id, name_or_id],
+        )
+        if row is None:
+            raise NotFoundError(f"no agent named {name_or_id!r}")
+        return self._agent_from_row(row)
+
+    @guarded
+    def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
+        where, params = ("", []) if owner is None else ("WHERE owner = ? ", [clean_text(owner)])
+        rows = self._all(
+            f"SELECT {self._with_blocks()}, {_STATS} FROM agents {where}ORDER BY name", params
+        )
+        width = len(_COLUMNS) + 1
+        return [(self._agent_from_row(r[:width]), _stats(r[width:])) for r in rows]
+
+    @guarded
+    def agent_stats(self, agent_id: str) -> AgentStats:
+        row = self._one(f"SELECT {_STATS} FROM agents WHERE id = ?", [agent_id])
+        if row is None:
+            raise unknown_agent(agent_id)
+        return _stats(row)
+
+    @guarded
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete an agent, its messages and passages, and the blocks no other
+        agent shares (their links and history go with them)."""
+        with self.transaction():
+            self._execute(
+                "DELETE FROM blocks AS b WHERE b.id IN "
+                "(SELECT block_id FROM agent_blocks WHERE agent_id = ?) AND NOT EXISTS "
+                "(SELECT 1 FROM agent_blocks ab WHERE ab.block_id = b.id AND ab.agent_id != ?)",
+                [agent_id, agent_id],
+            )
+            self._execute("DELETE FROM agents WHERE id = ?", [agent_id])
+
+    @guarded
+    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
+        """Change an agent's name (everything else refers to it by id).
+        Returns the renamed state."""
+        taken_message = f"an agent named {new_name!r} already exists"
+        with self.transaction():
+            taken = self._one(
+                "SELECT 1 FROM agents WHERE name = ? AND id != ?", [new_name, agent_id]
+            )
+            if taken:
+                raise AlreadyExistsError(taken_message)
+
+            def renamed(state: AgentState) -> None:
+                state.name = new_name
+
+            with self.refusing_duplicates(taken_message):  # taken meanwhile
+                return self.update_agent(agent_id, renamed)

@@ -1,0 +1,207 @@
+"""Messages (recall memory), for every backend.
+
+Reads are the core's: pages of history, messages by seq, by date. A backend
+provides the writes, which keep what it keeps beside the rows (SQLite's
+triggers keep the full-text index and the agent's counters; PostgreSQL's
+writes keep the tsvector, the word counts and the counters themselves), the
+full-text ranking (FTS5 against tsvector ranking), and may read the window
+through a cache of its own (SQLite's window_cache.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from memgpt_lite.models import Message
+from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
+from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.transactions import Transactions, guarded
+from memgpt_lite.storage.protocol import Ranking
+
+# Leaves out the searching step's own messages (two parameters, both the
+# step's id); a NULL one leaves out none.
+NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <> ?)"
+_WINDOW = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
+)
+
+
+class Messages(Transactions):
+    """Messages (see `MessageStorage`)."""
+
+    # How many matches a ranking scores at most, unless asked otherwise.
+    rank_budget: int
+
+    def _insert_messages(self, messages: Sequence[Message]) -> None:
+        """Append the messages (at least one), in order, setting each `seq`;
+        NotFoundError if one belongs to an unknown agent. Inside a transaction."""
+        raise NotImplementedError
+
+    def _update_message(self, message: Message) -> None:
+        """Rewrite the message's content, tool calls and search text, and
+        drop its vector; NotFoundError if it is not stored. Inside a transaction."""
+        raise NotImplementedError
+
+    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+        """Delete the agent's messages from `start_seq`, with their vectors;
+        how many. Inside a transaction."""
+        raise NotImplementedError
+
+    def _rank_messages(self, search: Search) -> Ranking[Message]:
+        """`rank_messages`, by the backend's full-text index."""
+        raise NotImplementedError
+
+    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
+        """`messages_from`: read afresh (a backend may keep the window)."""
+        return [message_from_row(r) for r in self._all(_WINDOW, [agent_id, start_seq])]
+
+    @guarded
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append messages to recall memory, in order, setting their `seq`."""
+        if messages:
+            with self.transaction():
+                self._insert_messages(messages)
+
+    @guarded
+    def update_message(self, message: Message) -> None:
+        """Rewrite a stored message's content and tool calls, and what search
+        indexes. Its vector, now stale, is dropped, so the next search embeds
+        the message again."""
+        with self.transaction():
+            self._update_message(message)
+
+    @guarded
+    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+        """Delete the agent's messages with `seq >= start_seq`; returns how many."""
+        with self.transaction():
+            return self._delete_messages_from(agent_id, start_seq)
+
+    @guarded
+    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
+        """The agent's messages with `seq >= start_seq`, oldest first: the window."""
+        return self._window(agent_id, start_seq)
+
+    @guarded
+    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
+        """The agent's newest `limit` messages, oldest first."""
+        rows = self._all(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+            "ORDER BY m.seq DESC LIMIT ?",
+            [agent_id, limit],
+        )
+        return [message_from_row(r) for r in reversed(rows)]
+
+    @guarded
+    def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:
+        """The agent's oldest `limit` messages from `start_seq`, oldest first
+        (not through a window cache: a page of history is no window)."""
+        rows = self._all(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? "
+            "ORDER BY m.seq LIMIT ?",
+            [agent_id, start_seq, limit],
+        )
+        return [message_from_row(r) for r in rows]
+
+    @guarded
+    def recent_messages(
+        self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
+    ) -> tuple[list[Message], int]:
+        """One page of the agent's messages counted from the newest, oldest
+        first, and how many there are (from `since`)."""
+        where, params = "m.agent_id = ?", [agent_id]
+        if since is not None:
+            where += " AND m.created_at >= ?"
+            params.append(self.dialect.time(since))
+        return self._page(where, params, "m.seq DESC", limit, offset, newest_first=True)
+
+    def _page(
+        self,
+        where: str,
+        params: list[Any],
+        order: str,
+        limit: int,
+        offset: int,
+        newest_first: bool = False,
+    ) -> tuple[list[Message], int]:
+        """One page of the messages `where` selects, oldest first, and how
+        many it selects: both from the same moment."""
+        with self.snapshot():
+            total = self._one(f"SELECT COUNT(*) FROM messages m WHERE {where}", params)[0]
+            rows = self._all(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {where} "
+                f"ORDER BY {order} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+        page = [message_from_row(r) for r in rows]
+        return (page[::-1] if newest_first else page), total
+
+    @guarded
+    def search_messages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """Rank the agent's user and assistant messages by BM25 for plain-text
+        `query`. Returns one page and how many matched (see `rank_messages`)."""
+        ranking = self.rank_messages(agent_id, query, offset + limit, exclude_step_id)
+        return [message for message, _ in ranking.scored[offset:]], ranking.total
+
+    @guarded
+    def rank_messages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        exclude_step_id: str | None = None,
+        *,
+        budget: int | None = None,
+    ) -> Ranking[Message]:
+        """The best `limit` user and assistant messages holding any word of
+        `query`, with their BM25 scores (higher is better), and how many
+        match; budgeted like `rank_passages` when the words are common
+        (`budget`: the store's `rank_budget` unless given)."""
+        filters = (NOT_IN_STEP, [exclude_step_id, exclude_step_id])
+        budget = self.rank_budget if budget is None else budget
+        return self._rank_messages(Search(agent_id, query, limit, filters, limit, budget))
+
+    @guarded
+    def messages_by_seq(
+        self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None
+    ) -> dict[int, Message]:
+        found: dict[int, Message] = {}
+        if not seqs:
+            return found
+        # int(): seqs from a vector index are numpy integers, which drivers refuse
+        for among, params in self.dialect.among("m.seq", [int(s) for s in seqs]):
+            rows = self._all(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
+                f"AND {among}{NOT_IN_STEP}",
+                [agent_id, *params, exclude_step_id, exclude_step_id],
+            )
+            found.update((r[0], message_from_row(r)) for r in rows)
+        return found
+
+    @guarded
+    def messages_between(
+        self,
+        agent_id: str,
+        start: date,
+        end: date,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """The agent's user and assistant messages from `start` to `end`
+        inclusive (UTC days), oldest first: one page, and the total."""
+        low, high = self.dialect.day_bounds(start, end)
+        where = (
+            "m.agent_id = ? AND m.created_at >= ? AND m.created_at < ? "
+            "AND m.search_text IS NOT NULL" + NOT_IN_STEP
+        )
+        params = [agent_id, low, high, exclude_step_id, exclude_step_id]
+        return self._page(where, params, "m.seq", limit, offset)

@@ -1,0 +1,199 @@
+"""The schema both dialects share, written once, and how a database's
+migrations are checked.
+
+Each backend's migrations (storage/sqlite/migrations.py,
+storage/postgres/migrations.py) are its own ordered list, applied on open;
+a migration that shipped is never edited. Where both create the same tables,
+the statements are these templates, filled with the backend's column types
+(`ColumnTypes`), so that each migration runs, word for word, the statement
+it ran when it shipped (SQLite keeps that text in `sqlite_master`):
+tests/test_storage_schema.py compares a new database with a snapshot of the
+schema the shipped migrations made. The indentation is part of that text.
+"""
+
+from __future__ import annotations
+
+import re
+from string import Template
+from typing import TypedDict
+
+from memgpt_lite.errors import StoreError
+
+
+class ColumnTypes(TypedDict):
+    """A backend's words for the columns the templates leave open."""
+
+    bigint: str  # a count or a seq
+    bool: str
+    false: str  # the boolean's default
+    time: str
+    seq: str  # the column and key a database numbers itself
+    real: str  # Unix seconds
+
+
+def ddl(template: str, types: ColumnTypes) -> str:
+    """`template` with the backend's column types."""
+    return Template(template).substitute(types)
+
+
+# The agent's own columns, the first of its table in both.
+AGENT_COLUMNS = """\
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            llm TEXT NOT NULL,
+            system TEXT NOT NULL,
+            tool_names TEXT NOT NULL DEFAULT '[]',
+            context_start $bigint NOT NULL DEFAULT 0,
+            summary TEXT NOT NULL DEFAULT '',
+            settings TEXT NOT NULL DEFAULT '{}',"""
+
+# Blocks, linked to agents in order: one block may belong to several agents.
+BLOCKS = """
+        CREATE TABLE blocks (
+            id TEXT PRIMARY KEY,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL DEFAULT '',
+            char_limit $bigint NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            read_only $bool NOT NULL DEFAULT $false,
+            updated_at $time NOT NULL
+        );
+        CREATE TABLE agent_blocks (
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, block_id)
+        );
+        CREATE INDEX agent_blocks_block ON agent_blocks(block_id);"""
+
+# A message's columns, up to those a backend adds for its search.
+MESSAGE_COLUMNS = """
+        CREATE TABLE messages (
+            seq $seq,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            step_id TEXT,
+            created_at $time NOT NULL,
+            search_text TEXT"""
+MESSAGE_INDEXES = """
+        CREATE INDEX messages_agent_seq ON messages(agent_id, seq);
+        CREATE INDEX messages_agent_created ON messages(agent_id, created_at);"""
+# A passage's first columns.
+PASSAGE_COLUMNS = """
+        CREATE TABLE passages (
+            seq $seq,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,"""
+PASSAGE_INDEX = """
+        CREATE INDEX passages_agent_seq ON passages(agent_id, seq);"""
+
+# The lock that serializes one agent's steps across threads, processes and
+# hosts: one row per agent while a step holds it (see core/locks.py). Times
+# are Unix seconds; `host_id` says where `pid` means something,
+# `process_start` tells a reused pid from the holder.
+STEP_LOCKS = """
+        CREATE TABLE step_locks (
+            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            holder TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            host_id TEXT NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
+            acquired_at $real NOT NULL,
+            renewed_at $real NOT NULL,
+            expires_at $real NOT NULL
+        )"""
+
+# The tokens each model answer cost, one row per answer, kept with its step
+# (`step_id`) and model, so an agent's totals and their price come from the
+# store. `estimated` marks rows the endpoint reported no usage for (our own
+# count). Rows stay when messages are popped: those tokens were spent.
+TOKEN_USAGE = """
+        CREATE TABLE token_usage (
+            seq $seq,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            step_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens $bigint NOT NULL,
+            completion_tokens $bigint NOT NULL,
+            total_tokens $bigint NOT NULL,
+            requests $bigint NOT NULL,
+            estimated $bool NOT NULL DEFAULT $false,
+            created_at $time NOT NULL
+        );
+        CREATE INDEX token_usage_agent ON token_usage(agent_id, model);"""
+
+# Users, for the HTTP server: each agent belongs to one (`owner`; the agents
+# that exist already, made by the command line or the library, belong to
+# the default user 'local'), and `api_keys` holds the SHA-256 of each key's
+# secret (see memgpt_lite/agent/keys.py), kept when revoked. Agent names stay
+# unique across users. ("user" is quoted: a reserved word in PostgreSQL.)
+USERS_AND_API_KEYS = """
+        ALTER TABLE agents ADD COLUMN owner TEXT NOT NULL DEFAULT 'local';
+        CREATE INDEX agents_owner ON agents(owner, name);
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            created_at $time NOT NULL,
+            revoked_at $time
+        );
+        CREATE INDEX api_keys_created ON api_keys(created_at);
+        """
+
+# Facts that change: a passage replaced by a newer one is kept, with the id
+# of the passage that replaced it and when. The partial index finds what a
+# passage replaced, and tells in O(1) whether an agent has any replaced
+# passage at all (search looks, to rank them after the current ones).
+PASSAGE_SUPERSESSION = """
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
+        ALTER TABLE passages ADD COLUMN superseded_at $time;
+        CREATE INDEX passages_superseded ON passages(agent_id, superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        """
+
+# Every value a block held, with when and who set it (`author`, see
+# `BlockVersion`), so an edit can be read back as a diff and undone. A
+# block's history goes with the block. The blocks that exist already start
+# theirs from their current value, by an author no one recorded.
+BLOCK_HISTORY = """
+        CREATE TABLE block_history (
+            seq $seq,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at $time NOT NULL
+        );
+        CREATE INDEX block_history_block ON block_history(block_id, seq);
+        INSERT INTO block_history (block_id, label, value, author, created_at)
+            SELECT id, label, value, 'unknown', updated_at FROM blocks ORDER BY updated_at;
+        """
+
+# The newest message seq a reflection has read (loop/reflection.py).
+REFLECTED_SEQ = "ALTER TABLE agents ADD COLUMN reflected_seq $bigint NOT NULL DEFAULT 0"
+
+_NUMBER = re.compile(r"^m(\d+)_")
+
+
+def schema_number(names: list[str]) -> int:
+    """The number of the last of these migrations (`m014_...`: 14)."""
+    numbers = [int(m.group(1)) for name in names if (m := _NUMBER.match(name))]
+    return max(numbers, default=0)
+
+
+def refuse_newer(applied: list[str], known: list[str], where: str) -> None:
+    """Refuse a database written by a newer memgpt_lite: it has migrations
+    this version does not know (the code that reads it would be older than
+    its schema)."""
+    if any(name not in known for name in applied):
+        raise StoreError(
+            f"{where} was written by a newer memgpt_lite: schema {schema_number(applied)}, "
+            f"this version knows {schema_number(known)}; upgrade memgpt_lite"
+        )

@@ -1,0 +1,15 @@
+"""Every method of `Storage` that both dialects say alike, in one class: a
+backend's store is its own parts first, then `CoreStore` (see core/__init__.py)."""
+
+from __future__ import annotations
+
+from memgpt_lite.storage.core.accounts import UsageAndKeys
+from memgpt_lite.storage.core.agents import Agents
+from memgpt_lite.storage.core.archival import Archival
+from memgpt_lite.storage.core.locks import StepLocks
+from memgpt_lite.storage.core.messages import Messages
+
+
+class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys):
+    """Agents and blocks, messages, passages and vectors, step locks, usage
+    and keys, and transactions."""

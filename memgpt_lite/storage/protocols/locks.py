@@ -1,0 +1,42 @@
+"""Step locks: one step of an agent at a time, across threads, processes and
+hosts (the waiting is in loop/steplock.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from memgpt_lite.storage.protocols.types import StepLockHolder
+
+
+@runtime_checkable
+class StepLockStorage(Protocol):
+    """An agent's step lock: a lease, renewed by every commit of the store
+    that holds it."""
+
+    def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
+        """Who holds the agent's step lock (its lease may have run out), or None."""
+        ...
+
+    def take_step_lock(
+        self,
+        agent_id: str,
+        claim: StepLockHolder,
+        lease_seconds: float,
+        is_dead: Callable[[StepLockHolder], bool],
+    ) -> StepLockHolder | None:
+        """Take the agent's lock for `claim` for `lease_seconds`, unless another
+        holder has it: one whose lease ran out, or that `is_dead`, no longer
+        does. Returns None when taken, else the holder. From then on, every
+        commit of this store renews the lease. NotFoundError for an unknown agent."""
+        ...
+
+    def renew_step_locks(self, older_than: float = 0.0) -> None:
+        """Renew the leases of the locks this store holds, if one was last
+        renewed more than `older_than` seconds ago. ConflictError if one was
+        taken over (its lease ran out) or its agent deleted."""
+        ...
+
+    def release_step_lock(self, agent_id: str, token: str) -> None:
+        """Give up the agent's lock if `token` holds it (a no-op otherwise)."""
+        ...

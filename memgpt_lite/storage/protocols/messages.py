@@ -1,0 +1,101 @@
+"""Messages (recall memory): the part of `Storage` that keeps every message
+of every agent, its context window and its searches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from memgpt_lite.models import Message
+    from memgpt_lite.storage.protocols.types import Ranking
+
+
+@runtime_checkable
+class MessageStorage(Protocol):
+    """Messages (recall memory)."""
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append messages, in order, in one transaction; sets each `seq`.
+        NotFoundError, storing none, if one belongs to an unknown agent."""
+        ...
+
+    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
+        """The agent's messages with `seq >= start_seq` (the window from its
+        `context_start`), oldest first. A later read may hand out the same
+        `Message` objects again, but only while each holds just what it held
+        when first handed out: one a caller changed, or whose row changed,
+        comes back as a new object (so what a caller built from an object,
+        like `TokenCounter.sent`, holds while the same object comes back)."""
+        ...
+
+    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
+        """The agent's newest `limit` messages, oldest first."""
+        ...
+
+    def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:
+        """The agent's oldest `limit` messages with `seq >= start_seq`, oldest
+        first: a page of history read without holding the rest (unlike
+        `messages_from`, which reads and may keep the whole window)."""
+        ...
+
+    def recent_messages(
+        self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
+    ) -> tuple[list[Message], int]:
+        """One page of all the agent's messages, counted from the newest:
+        `limit` of them after skipping the `offset` newest, returned oldest
+        first; with `since` (an aware datetime), only those created at or after
+        it. Also returns how many there are in all (from `since`)."""
+        ...
+
+    def messages_by_seq(
+        self, agent_id: str, seqs: Sequence[int], exclude_step_id: str | None = None
+    ) -> dict[int, Message]:
+        """The agent's messages among `seqs`, by seq; those of step
+        `exclude_step_id` are left out. Unknown seqs are skipped."""
+        ...
+
+    def messages_between(
+        self,
+        agent_id: str,
+        start: date,
+        end: date,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """The agent's searchable messages (user and assistant, see
+        `Message.search_text`) created from `start` to `end` inclusive (UTC
+        days), oldest first: one page, and how many there are."""
+        ...
+
+    def update_message(self, message: Message) -> None:
+        """Rewrite a stored message's content and tool calls; search follows
+        the new text, and its vector, now stale, is dropped (embedded again by
+        the next search). NotFoundError if it is not stored."""
+        ...
+
+    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+        """Delete the agent's messages with `seq >= start_seq`; returns how
+        many. They leave search, the counts and the vectors with them."""
+        ...
+
+    def search_messages(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int,
+        offset: int = 0,
+        exclude_step_id: str | None = None,
+    ) -> tuple[list[Message], int]:
+        """One page of the agent's searchable messages matching any word of
+        plain-text `query` (stemmed, accents ignored; any text is safe), best
+        first, and how many matched. Step `exclude_step_id` is left out."""
+        ...
+
+    def rank_messages(
+        self, agent_id: str, query: str, limit: int, exclude_step_id: str | None = None
+    ) -> Ranking[Message]:
+        """The best `limit` matches of `search_messages`, with their scores."""
+        ...
