@@ -28,6 +28,7 @@ from memgpt_lite.settings.resolve import ENV_VARS, configured_base_url, effectiv
 if TYPE_CHECKING:
     from memgpt_lite.agent.workspace import Workspace
     from memgpt_lite.models import AgentState, AgentStats, Block, RequiresApprovalToolRule
+    from memgpt_lite.settings.effective import EffectiveConfig
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).
@@ -210,24 +211,15 @@ def create(
     Example: memgpt-lite create sam -m gpt-4o-mini --persona @sam.md
     --block "project=Deadline: May"
     """
-    from memgpt_lite.embeddings.embedder import check_embedder_name
     from memgpt_lite.models import AgentSettings
     from memgpt_lite.settings.endpoint import check_base_url
 
-    flags = {"model": model, "embedder": embedder, "context_window": context_window}
-    config = effective_config(flags)
-    if config.model.value is None:
-        raise ConfigError(
-            f'no model: pass --model, set ${ENV_VARS["model"]}, or put model = "..." in '
-            f"{config.path}"
-        )
+    config = _create_config(model, embedder, context_window)
     chosen_model = str(config.model.value)
     window = config.context_window.value
     if base_url is not None:
         base_url = check_base_url(base_url, "--base-url")
     embedder_name = None if config.embedder.value is None else str(config.embedder.value)
-    if embedder_name is not None:
-        check_embedder_name(embedder_name, config.embedder.source)
     workspace_for(ctx).create_agent(
         name,
         chosen_model,
@@ -244,6 +236,26 @@ def create(
     )
     origin = "" if model else f", model from {config.model.source}"
     click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
+
+
+def _create_config(
+    model: str | None, embedder: str | None, context_window: int | None
+) -> EffectiveConfig:
+    """The settings `create` starts the agent with: the flags, else the
+    environment, else config.toml; a model is required, an embedder's name
+    is checked."""
+    from memgpt_lite.embeddings.embedder import check_embedder_name
+
+    flags = {"model": model, "embedder": embedder, "context_window": context_window}
+    config = effective_config(flags)
+    if config.model.value is None:
+        raise ConfigError(
+            f'no model: pass --model, set ${ENV_VARS["model"]}, or put model = "..." in '
+            f"{config.path}"
+        )
+    if config.embedder.value is not None:
+        check_embedder_name(str(config.embedder.value), config.embedder.source)
+    return config
 
 
 def _approval_rules(tool_set: str, names: Sequence[str]) -> list[RequiresApprovalToolRule]:
