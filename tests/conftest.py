@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import is_postgres
-from postgres_server import TEST_PG_ENV, TestServer
-from turns import DESCRIPTION, turn
+from support.backends import is_postgres
+from support.postgres_server import TEST_PG_ENV, TestServer
+from support.turns import DESCRIPTION, turn
 
 from memgpt_lite.testing import FakeOpenAIServer
 

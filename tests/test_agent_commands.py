@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from backends import open_db
 from click.testing import CliRunner
+from support.backends import open_db
 
 from memgpt_lite import Agent, Block, Message
 from memgpt_lite.cli.editor import edit_text

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from backends import execute_sql, is_postgres, open_db
 from click.testing import CliRunner
+from support.backends import execute_sql, is_postgres, open_db
 
 from memgpt_lite import AgentSettings, AlreadyExistsError, Block, tool
 from memgpt_lite.agent import Agent

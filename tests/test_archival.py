@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from backends import open_db
 from click.testing import CliRunner
+from support.backends import open_db
 
 from memgpt_lite import Agent, ConfigError, LLMError, NotFoundError, Passage
 from memgpt_lite.cli.main import cli

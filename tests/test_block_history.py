@@ -10,8 +10,8 @@ import sys
 from datetime import datetime
 
 import pytest
-from backends import execute_sql, is_postgres
 from click.testing import CliRunner, Result
+from support.backends import execute_sql, is_postgres
 
 from memgpt_lite import Agent, AgentSettings, Block
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
@@ -200,9 +200,9 @@ def test_diffs_show_each_change_with_its_time_and_author(tmp_path):
 
 def test_a_server_users_edit_is_theirs(tmp_path):
     from fastapi.testclient import TestClient
+    from support.serving import new_key
 
     from memgpt_lite.server.app import create_app
-    from tests.serving import new_key
 
     db = str(tmp_path / "server.db")
     key = new_key(db, "alice")

@@ -177,9 +177,9 @@ def test_path_labels_survive_our_export_and_import(tmp_path):
 
 def test_the_http_api_reads_and_sets_blocks_with_path_labels(tmp_path):
     from fastapi.testclient import TestClient
+    from support.serving import new_key
 
     from memgpt_lite.server.app import create_app
-    from tests.serving import new_key
 
     db = str(tmp_path / "server.db")
     key = new_key(db, "alice")

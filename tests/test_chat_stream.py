@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 from rich.console import Console
+from support.chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 
 from memgpt_lite import Agent, Store
 from memgpt_lite.cli.render import ReplyMarkdown, StepRenderer, finished_length

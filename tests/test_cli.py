@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-from backends import open_db
 from click.testing import CliRunner
+from support.backends import open_db
 
 from memgpt_lite.cli.main import cli
 from memgpt_lite.storage.sqlite.store import Store

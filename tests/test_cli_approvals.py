@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from chat_terminal import CSI_SEQUENCE, spawn
 from click.testing import CliRunner, Result
+from support.chat_terminal import CSI_SEQUENCE, spawn
 
 from memgpt_lite import Agent, tool
 from memgpt_lite.cli.main import cli

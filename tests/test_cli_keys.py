@@ -9,8 +9,8 @@ import re
 import subprocess
 import sys
 
-from backends import open_db, without_notices
 from click.testing import CliRunner
+from support.backends import open_db, without_notices
 
 from memgpt_lite.agent.keys import KEY_PREFIX, hash_key, user_for_key
 from memgpt_lite.cli.main import cli

@@ -11,8 +11,8 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from backends import open_db
 from click.testing import CliRunner, Result
+from support.backends import open_db
 
 from memgpt_lite.cli.main import cli
 from memgpt_lite.models import Message, ToolCall

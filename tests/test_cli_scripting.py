@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from docs_text import page
+from support.docs_text import page
 
 from memgpt_lite.cli.main import cli
 from memgpt_lite.cli.scripting import ExitStatus

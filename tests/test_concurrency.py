@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from backends import execute_sql, is_notice, open_db, without_notices
+from support.backends import execute_sql, is_notice, open_db, without_notices
 
 from memgpt_lite import Agent, ConfigError, Message
 from memgpt_lite.errors import ConflictError

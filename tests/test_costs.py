@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from backends import open_db
 from click.testing import CliRunner
+from support.backends import open_db
 
 from memgpt_lite import Agent
 from memgpt_lite.cli.main import cli

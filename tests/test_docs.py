@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from docs_text import DOCS, README, ROOT, Command, code_blocks, commands, page
+from support.docs_text import DOCS, README, ROOT, Command, code_blocks, commands, page
 
 from memgpt_lite import Agent
 from memgpt_lite.cli.main import cli

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from docs_text import section, section_commands
+from support.docs_text import section, section_commands
 
 from memgpt_lite import Agent, Block, default_blocks
 from memgpt_lite.cli.main import cli

@@ -9,7 +9,7 @@ import hashlib
 import json
 
 import pytest
-from backends import execute_sql, is_postgres, open_db
+from support.backends import execute_sql, is_postgres, open_db
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.agent.keys import KEY_PREFIX, create_key, hash_key, user_for_key

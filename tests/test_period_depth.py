@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from contract.base import new_agent
+from support.contract.base import new_agent
 
 from memgpt_lite import Store
 from memgpt_lite.models import Passage

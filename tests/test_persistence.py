@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from backends import is_postgres, open_db
+from support.backends import is_postgres, open_db
 
 from memgpt_lite import Agent, AgentState, AlreadyExistsError, Block, ConfigError, Message
 from memgpt_lite.errors import ConflictError

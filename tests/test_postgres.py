@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import psycopg
 import pytest
-from postgres_server import with_database
+from support.postgres_server import with_database
 
 from memgpt_lite.errors import ReadOnlyError, StoreError
 from memgpt_lite.models import AgentState, Block, LLMConfig

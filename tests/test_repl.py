@@ -14,7 +14,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
+from support.chat_terminal import CSI_SEQUENCE, PROMPT, leave, spawn, stored
 
 from memgpt_lite import Agent, AgentSettings, Block, Store
 from memgpt_lite.testing import call, error, reply, say

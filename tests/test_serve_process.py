@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 import pytest
+from support.serving import free_port
 
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 from memgpt_lite.testing.script import call
-from tests.serving import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "gpt-4o-mini"

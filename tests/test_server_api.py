@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from support.serving import new_key
 
 from memgpt_lite import Agent
 from memgpt_lite.events import STEP_EVENT, StepFinished
 from memgpt_lite.server.app import create_app
 from memgpt_lite.testing.script import Reply, call, error, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-from tests.serving import new_key
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ import httpx
 import openai
 import pytest
 from letta_client import ConflictError, Letta, NotFoundError, UnprocessableEntityError
+from support.serving import live_server, new_key
 
 from memgpt_lite.events import STEP_EVENT, StepEvent
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-from tests.serving import live_server, new_key
 
 WAITS = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
 

@@ -17,10 +17,10 @@ from letta_client import (
     NotFoundError,
     UnprocessableEntityError,
 )
+from support.serving import live_server, new_key
 
 from memgpt_lite.testing.script import call, reply
 from memgpt_lite.testing.server import FakeOpenAIServer
-from tests.serving import live_server, new_key
 
 
 @pytest.fixture

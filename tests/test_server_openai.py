@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from serving import live_server, new_key
+from support.serving import live_server, new_key
 
 import memgpt_lite
 from memgpt_lite.testing import FakeOpenAIServer

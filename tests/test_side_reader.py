@@ -10,7 +10,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from contract.base import new_agent
+from support.contract.base import new_agent
 from test_store import QUERIES, budgeted_ranking_is_true, common_word_texts
 
 from memgpt_lite import Store

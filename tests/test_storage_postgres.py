@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from contract import OpenStore, StorageContract
-from contract.agents import protocol_members
-from contract.base import new_agent
+from support.contract import OpenStore, StorageContract
+from support.contract.agents import protocol_members
+from support.contract.base import new_agent
 
 from memgpt_lite.storage.postgres.store import PostgresStore
 from memgpt_lite.storage.protocol import Storage

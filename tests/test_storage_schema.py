@@ -12,9 +12,9 @@ from datetime import date
 import numpy as np
 import psycopg
 import pytest
-from old_databases import DIMENSION, OLD_POSTGRES, OLD_SQLITE, at, vectors
-from postgres_server import with_database
-from storage_schema import (
+from support.old_databases import DIMENSION, OLD_POSTGRES, OLD_SQLITE, at, vectors
+from support.postgres_server import with_database
+from support.storage_schema import (
     POSTGRES_SNAPSHOT,
     SQLITE_SNAPSHOT,
     postgres_schema,

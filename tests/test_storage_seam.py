@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from contract.base import new_agent
+from support.contract.base import new_agent
 
 import memgpt_lite
 from memgpt_lite.errors import ConfigError

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract import OpenStore, StorageContract
+from support.contract import OpenStore, StorageContract
 
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage

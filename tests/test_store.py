@@ -14,8 +14,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from contract.agents import protocol_members
 from sqlite_utils import Database
+from support.contract.agents import protocol_members
 
 from memgpt_lite import Agent, Store, StoreError
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage

@@ -6,10 +6,11 @@ backends, and our agent files); Letta's rules are read by rules_from_letta."""
 from __future__ import annotations
 
 import pytest
-from backends import open_db
 from click.testing import CliRunner
 from letta_client import Letta
 from pydantic import TypeAdapter, ValidationError
+from support.backends import open_db
+from support.serving import live_server, new_key
 
 from memgpt_lite import Agent, AgentSettings, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
@@ -32,7 +33,6 @@ from memgpt_lite.tools.rules import (
     rules_from_letta,
     runs_first,
 )
-from tests.serving import live_server, new_key
 
 BUILTIN = [
     "send_message",

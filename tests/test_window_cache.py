@@ -12,7 +12,7 @@ import sqlite3
 from datetime import UTC, datetime
 
 import pytest
-from contract.window import CHANGES, two_calls
+from support.contract.window import CHANGES, two_calls
 
 from memgpt_lite.models import AgentState, LLMConfig, Message, ToolCall
 from memgpt_lite.storage.sqlite.store import Store

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.base import ContractBase, day, new_agent, passage
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.models import Passage
+from support.contract.base import ContractBase, day, new_agent, passage
 
 
 def ids(page: tuple[list[Passage], int]) -> list[str]:

@@ -12,7 +12,6 @@ import pexpect
 
 from memgpt_lite import Store
 
-REPO = Path(__file__).resolve().parent.parent
 PROMPT = "you> "
 CSI_SEQUENCE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

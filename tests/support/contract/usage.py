@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.base import ContractBase, OpenStore, new_agent, said
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import AgentState, ModelUsage, UsageRecord
+from support.contract.base import ContractBase, OpenStore, new_agent, said
 
 
 def spent(agent: AgentState, step: str, model: str, prompt: int, completion: int, **fields):

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from contract.base import ContractBase, contents, new_agent, passage, said
 from memgpt_lite.errors import ConflictError, NotFoundError
 from memgpt_lite.storage.protocol import StepLockHolder
+from support.contract.base import ContractBase, contents, new_agent, passage, said
 
 
 def holder(token: str) -> StepLockHolder:

@@ -6,9 +6,9 @@ from datetime import date, datetime
 
 import pytest
 
-from contract.base import ContractBase, contents, day, new_agent, said
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, ToolCall
+from support.contract.base import ContractBase, contents, day, new_agent, said
 
 HOSTILE_QUERIES = [
     '"unbalanced',

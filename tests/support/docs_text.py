@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import REPO
+
+ROOT = REPO
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 

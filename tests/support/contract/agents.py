@@ -7,10 +7,10 @@ import inspect
 import numpy as np
 import pytest
 
-from contract.base import ContractBase, new_agent, passage, said
 from memgpt_lite.errors import AlreadyExistsError, ConflictError, NotFoundError
 from memgpt_lite.models import AgentState, Block
 from memgpt_lite.storage.protocol import StepLockHolder, Storage
+from support.contract.base import ContractBase, new_agent, passage, said
 
 
 def protocol_members() -> dict[str, inspect.Signature]:

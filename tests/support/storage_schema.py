@@ -1,7 +1,7 @@
 """The schema a database holds, read from its own catalog, for comparing the
 schema the migrations make with a snapshot (tests/test_storage_schema.py).
 
-    python tests/storage_schema.py --write
+    python tests/support/storage_schema.py --write
 
 writes the snapshots (tests/data/storage/schema_*.json) from the migrations
 of this checkout: only when a new migration is added, since a shipped one
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent / "data" / "storage"
+# Computed here, not taken from paths.py: the module also runs as a script.
+DATA = Path(__file__).resolve().parents[1] / "data" / "storage"
 SQLITE_SNAPSHOT = DATA / "schema_sqlite.json"
 POSTGRES_SNAPSHOT = DATA / "schema_postgres.json"
 # The vectors' column is pgvector's `vector` where the server has it (and
@@ -110,11 +111,10 @@ def dumps(schema: Schema) -> str:
 def _write() -> None:
     import tempfile
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from postgres_server import TestServer
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for `support`
     from memgpt_lite.storage.postgres.store import PostgresStore
     from memgpt_lite.storage.sqlite.store import Store
+    from support.postgres_server import TestServer
 
     DATA.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from contract.base import ContractBase, OpenStore, new_agent, said
 from memgpt_lite.models import AgentState, Message, ToolCall
 from memgpt_lite.storage.protocol import Storage
+from support.contract.base import ContractBase, OpenStore, new_agent, said
 
 
 def a_call(agent: AgentState, reply: str, call_id: str = "call_1") -> Message:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.base import ContractBase, day, new_agent
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Block, BlockVersion
+from support.contract.base import ContractBase, day, new_agent
 
 
 def values(history: list[BlockVersion]) -> list[tuple[str, str]]:

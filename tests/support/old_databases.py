@@ -1,7 +1,7 @@
 """Databases made by an older memgpt_lite, kept as test data, so that a test
 can open them with this one (tests/test_storage_schema.py).
 
-    python tests/old_databases.py --write
+    python tests/support/old_databases.py --write
 
 made tests/data/storage/old.db (SQLite) and old_postgres.sql (a plain-SQL
 dump of a PostgreSQL database, `pg_dump --inserts`) with the storage code of
@@ -33,7 +33,8 @@ from memgpt_lite.models import (
 )
 from memgpt_lite.storage.protocol import StepLockHolder, Storage
 
-DATA = Path(__file__).resolve().parent / "data" / "storage"
+# Computed here, not taken from paths.py: the module also runs as a script.
+DATA = Path(__file__).resolve().parents[1] / "data" / "storage"
 OLD_SQLITE = DATA / "old.db"
 OLD_POSTGRES = DATA / "old_postgres.sql"
 START = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
@@ -118,10 +119,9 @@ def populate(store: Storage) -> None:
 
 def _write() -> None:
     """Make both databases with the code of this checkout (see above)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from postgres_server import TestServer
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for `support`
     from memgpt_lite.storage.open import open_storage
+    from support.postgres_server import TestServer
 
     DATA.mkdir(parents=True, exist_ok=True)
     OLD_SQLITE.unlink(missing_ok=True)

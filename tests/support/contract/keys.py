@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from contract.base import ContractBase, OpenStore
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.models import DEFAULT_USER, AgentState, ApiKey, Block, LLMConfig, utcnow
 from memgpt_lite.storage.protocol import Storage
+from support.contract.base import ContractBase, OpenStore
 
 
 def owned(store: Storage, name: str, owner: str | None = None) -> AgentState:

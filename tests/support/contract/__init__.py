@@ -11,16 +11,16 @@ as tests/test_storage_sqlite.py does for SQLite. Each call of `open_store()`
 is another connection to the same database, as another process would have.
 """
 
-from contract.agents import AgentContract, BlockContract
-from contract.archival import PassageContract, VectorContract
-from contract.base import OpenStore
-from contract.block_history import BlockHistoryContract
-from contract.keys import KeyContract, OwnerContract
-from contract.messages import MessageContract
-from contract.supersede import SupersedeContract
-from contract.transactions import StepLockContract, ThreadContract, TransactionContract
-from contract.usage import UsageContract
-from contract.window import WindowContract
+from support.contract.agents import AgentContract, BlockContract
+from support.contract.archival import PassageContract, VectorContract
+from support.contract.base import OpenStore
+from support.contract.block_history import BlockHistoryContract
+from support.contract.keys import KeyContract, OwnerContract
+from support.contract.messages import MessageContract
+from support.contract.supersede import SupersedeContract
+from support.contract.transactions import StepLockContract, ThreadContract, TransactionContract
+from support.contract.usage import UsageContract
+from support.contract.window import WindowContract
 
 
 class StorageContract(

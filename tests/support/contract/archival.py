@@ -7,11 +7,11 @@ from datetime import date
 import numpy as np
 import pytest
 
-from contract.base import ContractBase, day, new_agent, passage, said
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import Passage
 from memgpt_lite.testing.embeddings import fake_embedding
+from support.contract.base import ContractBase, day, new_agent, passage, said
 
 DIMENSION = 64
 
