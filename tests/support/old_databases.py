@@ -1,5 +1,5 @@
 """Databases made by an older memgpt_lite, kept as test data, so that a test
-can open them with this one (tests/test_storage_schema.py).
+can open them with this one (tests/storage/test_storage_schema.py).
 
     python tests/support/old_databases.py --write
 
@@ -8,7 +8,7 @@ dump of a PostgreSQL database, `pg_dump --inserts`) with the storage code of
 commit fee51e5, before storage was rebuilt on one core; do not write them
 again with newer code, or they stop testing what they are for. `populate`
 fills a store through the `Storage` protocol alone, with fixed ids and times;
-tests/test_storage_schema.py checks what a reader finds.
+tests/storage/test_storage_schema.py checks what a reader finds.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The schema a database holds, read from its own catalog, for comparing the
-schema the migrations make with a snapshot (tests/test_storage_schema.py).
+schema the migrations make with a snapshot (tests/storage/test_storage_schema.py).
 
     python tests/support/storage_schema.py --write
 

@@ -7,7 +7,7 @@ A backend runs them with a test module holding one class,
         def open_store(self, ...) -> Iterator[OpenStore]:
             ...  # yields a function that opens a handle on one fresh, empty database
 
-as tests/test_storage_sqlite.py does for SQLite. Each call of `open_store()`
+as tests/storage/sqlite/test_storage_sqlite.py does for SQLite. Each call of `open_store()`
 is another connection to the same database, as another process would have.
 """
 

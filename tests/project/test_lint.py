@@ -2,16 +2,15 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import REPO
 
 
 def test_ruff_check_is_clean():
     paths = ["memgpt_lite", "tests", "examples", "benchmarks"]
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", *paths],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,

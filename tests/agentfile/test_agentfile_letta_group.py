@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.paths import LETTA_AF
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.cli.main import cli
 from memgpt_lite.storage.open import open_storage
 
-LETTA_FILE = Path(__file__).resolve().parents[2] / "shared" / "letta-af" / "memgpt_agent.af"
+LETTA_FILE = LETTA_AF / "memgpt_agent.af"
 
 
 @pytest.fixture

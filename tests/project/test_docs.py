@@ -94,7 +94,7 @@ def test_the_site_links_no_web_fonts(tmp_path: Path) -> None:
 # match a line of the docs, so that none outlives what it excuses.
 NOT_RUN = {
     "postgresql://": "a PostgreSQL server of the reader's own; tests reach only loopback",
-    "memgpt-lite serve": "runs until stopped; tests/test_serve_process.py starts it",
+    "memgpt-lite serve": "runs until stopped; tests/server/test_serve_process.py starts it",
 }
 
 REMEMBER = "Remember that Beth's birthday is on 3 March"

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import pytest
 from click.testing import CliRunner
 from pydantic import BaseModel
+from support.paths import LETTA_AF
 
 from memgpt_lite import Agent, ConfigError, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
@@ -388,9 +389,6 @@ def test_cli_with_non_utf8_bytes_never_prints_a_traceback(fake_llm, tmp_path):
 
 # ----------------------------------------------------------------- agent files
 
-# Real Letta files, kept beside the project (see ../shared/letta-af/README.md).
-LETTA_FILES = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
-
 
 def _counts(db: Path) -> dict[str, int]:
     with Store(db) as store:
@@ -418,7 +416,8 @@ def test_hostile_agent_files_import_cleanly_or_give_one_line(fake_llm, tmp_path)
     store = Store(db)
     problems: list[str] = []
     bases = [("ours", ours)]
-    for path in sorted(LETTA_FILES.glob("*.af"))[:3]:
+    # Real Letta files, kept beside the project (see ../shared/letta-af/README.md).
+    for path in sorted(LETTA_AF.glob("*.af"))[:3]:
         raw = json.loads(path.read_text(encoding="utf-8"))
         bases.append((path.name, json.loads(raw) if isinstance(raw, str) else raw))
     for i, (what, data) in enumerate(hostile_files(random.Random(SEED), bases)):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.paths import LETTA_AF
 
 from memgpt_lite import AgentSettings, tool
 from memgpt_lite.agent import Agent
@@ -22,7 +23,6 @@ from memgpt_lite.testing import call, reply, say
 from memgpt_lite.testing.model import ScriptedModel
 from memgpt_lite.tools.rules import at_most, needs_approval
 
-LETTA_AF = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
 NEW_LAYOUT = ["test_agent.af", "memgpt_agent.af", "lettabot.af"]
 OLD_LAYOUT = ["agent-file-memgpt_agent_with_convo.af", "knowledge-base.af"]
 # The top-level keys of Letta's newest files (lettabot.af, 2026-03).

@@ -1,7 +1,7 @@
 """Users and API keys: memgpt_lite/agent/keys.py, agents' owners through the
 library and agent files, databases made before users, and copy-db. The
-store's part is the storage contract (tests/contract/keys.py); the commands
-are in test_cli_keys.py."""
+store's part is the storage contract (tests/support/contract/keys.py); the commands
+are in tests/cli/test_cli_keys.py."""
 
 from __future__ import annotations
 

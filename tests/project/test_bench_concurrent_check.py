@@ -4,12 +4,13 @@ mean something only if these are seen."""
 
 import json
 import sys
-from pathlib import Path
+
+from support.paths import REPO
 
 from memgpt_lite import Agent
 from memgpt_lite.models import Message, ToolCall
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from concurrent_processes import verify_agent  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""PostgreSQL's own behaviour, on a real server (tests/postgres_server.py):
+"""PostgreSQL's own behaviour, on a real server (tests/support/postgres_server.py):
 migrations under concurrency, one-line errors about the server, read-only
 databases, and vectors with and without pgvector (the storage contract runs
 in test_storage_postgres.py)."""

@@ -4,12 +4,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
+
+from support.paths import REPO
 
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY
 from memgpt_lite.testing import FakeOpenAIServer, call, reply
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO / "examples"
 
 
 def test_quickstart_runs_and_remembers(fake_llm):

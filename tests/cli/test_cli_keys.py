@@ -1,4 +1,4 @@
-"""`memgpt-lite keys create|list|revoke`, run as tests/test_cli.py runs the
+"""`memgpt-lite keys create|list|revoke`, run as tests/cli/test_cli.py runs the
 CLI, on SQLite and PostgreSQL (`db_location`), and once as a real process
 (the secret alone on stdout, for `KEY=$(memgpt-lite keys create ...)`)."""
 

@@ -23,12 +23,12 @@ from typing import Any
 
 import httpx
 import pytest
+from support.paths import REPO
 from support.serving import free_port
 
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 from memgpt_lite.testing.script import call
 
-REPO = Path(__file__).resolve().parent.parent
 MODEL = "gpt-4o-mini"
 # A user message with this word is answered after SLOW_SECONDS: a step still
 # in flight when the client leaves or the server is told to stop.

@@ -13,7 +13,9 @@ import ast
 import re
 from pathlib import Path
 
-STORAGE = Path(__file__).resolve().parent.parent / "memgpt_lite" / "storage"
+from support.paths import PACKAGE
+
+STORAGE = PACKAGE / "storage"
 MAX_SHARED = 100
 _PUNCTUATION = re.compile(r"[\s()\[\]{},:;.]*")
 _DELIMITERS = {'"""', "'''"}

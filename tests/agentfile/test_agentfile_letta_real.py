@@ -9,14 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
+from support.paths import LETTA_AF
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.agentfile.native import ImportReport, import_agent
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
 from memgpt_lite.tools.rules import needs_approval
-
-LETTA_AF = Path(__file__).resolve().parents[2] / "shared" / "letta-af"
 
 pytestmark = pytest.mark.skipif(not LETTA_AF.is_dir(), reason=f"no Letta files in {LETTA_AF}")
 

@@ -1,7 +1,7 @@
 """The SQLite store's reading of messages: rows read back without validating
 them again, and each agent's window kept in memory between reads
 (storage/sqlite/window_cache.py). That a read after any change holds what a
-fresh read holds is the storage contract's (tests/contract/window.py); here,
+fresh read holds is the storage contract's (tests/support/contract/window.py); here,
 what only SQLite has: that the memory is used at all, rows written by another
 program, and the trusted construction."""
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import REPO
 
 from memgpt_lite.testing import FakeOpenAIServer, error, say
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import server_load  # noqa: E402
 from server_load import Load, Send  # noqa: E402

@@ -1,5 +1,5 @@
-"""The storage contract (tests/contract/) run against the PostgreSQL backend,
-on a real server (tests/postgres_server.py). PostgreSQL's own behaviour
+"""The storage contract (tests/support/contract/) run against the PostgreSQL backend,
+on a real server (tests/support/postgres_server.py). PostgreSQL's own behaviour
 (migrations under concurrency, errors about the server, pgvector) is tested
 in test_postgres.py."""
 

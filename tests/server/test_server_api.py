@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from support.paths import LETTA_AF
 from support.serving import new_key
 
 from memgpt_lite import Agent
@@ -318,7 +319,7 @@ def test_context_overview_and_agent_files(client: TestClient, fake_llm: FakeOpen
 
 
 def test_an_imported_letta_file_belongs_to_the_user(client: TestClient) -> None:
-    letta_files = sorted(Path(__file__).resolve().parents[2].glob("shared/letta-af/*.af"))
+    letta_files = sorted(LETTA_AF.glob("*.af"))
     if not letta_files:
         pytest.skip("no Letta agent files in ../shared/letta-af")
     raw = json.loads(letta_files[0].read_text())

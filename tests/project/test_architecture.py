@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 PACKAGE = "memgpt_lite"
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
+PACKAGE_DIR = REPO / PACKAGE
 MAX_LINES = 650
 # Subpackages whose __init__ must stay empty of package imports, so that
 # importing one of their modules never drags the whole subpackage in.

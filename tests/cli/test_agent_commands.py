@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support.backends import open_db
+from support.paths import REPO
 
 from memgpt_lite import Agent, Block, Message
 from memgpt_lite.cli.editor import edit_text
@@ -410,7 +411,7 @@ def test_ctrl_c_in_the_editor_does_not_lose_the_edit(db, tmp_path):
     script.write_text(EDITOR_WAITING_FOR_CTRL_C)
     env = {k: v for k, v in os.environ.items() if k != "VISUAL"}
     env.update(EDITOR=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), TERM="xterm")
+    env.update(PYTHONPATH=str(REPO), TERM="xterm")
     child = pexpect.spawn(
         sys.executable,
         ["-m", "memgpt_lite", "--db", str(db), "blocks", "sam", "human", "--edit"],

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.contract.base import new_agent
+from support.paths import PACKAGE
 
 import memgpt_lite
 from memgpt_lite.errors import ConfigError
@@ -19,7 +20,6 @@ from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.sqlite.store import Store
 
-PACKAGE = Path(__file__).resolve().parent.parent / "memgpt_lite"
 SQLITE_BACKEND = PACKAGE / "storage" / "sqlite"
 POSTGRES_BACKEND = PACKAGE / "storage" / "postgres"
 CORE = PACKAGE / "storage" / "core"

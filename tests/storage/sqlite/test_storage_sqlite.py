@@ -1,4 +1,4 @@
-"""The storage contract (tests/contract/) run against the SQLite backend.
+"""The storage contract (tests/support/contract/) run against the SQLite backend.
 SQLite's own behaviour (schema, migrations, read-only files, a full disk,
 WAL, FTS5 query plans) is tested in test_store.py."""
 

@@ -1,7 +1,7 @@
 """The schema is the migrations' and never changes under them: a new database
 gets exactly the schema of the snapshot taken from the migrations as they
-shipped (tests/storage_schema.py), and a database made by an older
-memgpt_lite (tests/old_databases.py) opens and works, on both backends."""
+shipped (tests/support/storage_schema.py), and a database made by an older
+memgpt_lite (tests/support/old_databases.py) opens and works, on both backends."""
 
 from __future__ import annotations
 
