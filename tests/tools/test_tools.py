@@ -1,4 +1,4 @@
-"""Tool schemas generated from Python functions, and the offline token counter."""
+"""Tool schemas generated from Python functions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from pydantic import Field
 
 from memgpt_lite import ConfigError, ToolContext, tool
-from memgpt_lite.llm.tokens import TokenCounter, encoding_name
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import parse_docstring
 
@@ -118,49 +117,3 @@ def test_parse_docstring_sections():
     )
     assert summary == "Do a thing.\n\nMore words."
     assert args == {"a": "first", "b": "second"}
-
-
-def test_encoding_follows_the_model():
-    assert encoding_name("gpt-4o-mini") == "o200k_base"
-    assert encoding_name("gpt-4.1") == "o200k_base"
-    assert encoding_name("gpt-4") == "cl100k_base"
-    assert encoding_name("gpt-3.5-turbo") == "cl100k_base"
-    assert encoding_name("llama3.2:latest") == "o200k_base"
-
-
-def test_token_counts_are_exact_and_offline():
-    # Known ids from OpenAI's tokenizers; the conftest blocks the network, so
-    # this also proves the vocabularies load offline.
-    o200k = TokenCounter("gpt-4o")
-    assert o200k.encoding.encode_ordinary("hello world") == [24912, 2375]
-    cl100k = TokenCounter("gpt-4")
-    assert cl100k.encoding.encode_ordinary("hello world") == [15339, 1917]
-    # Special-token text typed by a user is counted as text, never refused.
-    assert o200k.count_text("<|endoftext|>") > 1
-
-
-def test_request_count_includes_messages_tools_and_framing():
-    counter = TokenCounter("gpt-4o-mini")
-    message = {"role": "user", "content": "hello world"}
-    assert counter.count_message(message) == 3 + 1 + 2
-    tools = [BUILTIN_TOOLS["send_message"].schema()]
-    assert counter.count_request([message], tools) == 6 + counter.count_tools(tools) + 3
-    call = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "send_message", "arguments": "{}"}}
-        ],
-    }
-    assert counter.count_message(call) > counter.count_message(
-        {"role": "assistant", "content": None}
-    )
-
-
-def test_per_message_counts_are_cached_by_key():
-    counter = TokenCounter("gpt-4o-mini")
-    first = counter.count_message({"role": "user", "content": "short"}, cache_key="m1")
-    # Same key: the cached count comes back without tokenising again.
-    assert counter.count_message({"role": "user", "content": "much longer " * 50}, "m1") == first
-    counter.forget("m1")
-    assert counter.count_message({"role": "user", "content": "much longer " * 50}, "m1") > first
