@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import is_postgres
-from postgres_server import TEST_PG_ENV, TestServer
-from turns import DESCRIPTION, turn
+from support.backends import is_postgres
+from support.paths import REPO
+from support.postgres_server import TEST_PG_ENV, TestServer
+from support.turns import DESCRIPTION, turn
 
 from memgpt_lite.testing import FakeOpenAIServer
 
@@ -69,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Each test in its turn: alone if marked so (see turns.py)."""
+    """Each test in its turn: alone if marked so (see support/turns.py)."""
     with turn(item):
         yield
 
@@ -133,15 +134,14 @@ def chat_env(fake_llm: FakeOpenAIServer) -> dict[str, str]:
     fake server (through `fake_llm`'s variables), this source tree, a colour
     terminal unless a test says otherwise."""
     env = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR", "FORCE_COLOR")}
-    repo = str(Path(__file__).resolve().parent.parent)
-    env.update(PYTHONPATH=repo, TERM="xterm", COLUMNS="200", LINES="50")
+    env.update(PYTHONPATH=str(REPO), TERM="xterm", COLUMNS="200", LINES="50")
     env.pop("NO_COLOR", None)
     return env
 
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[TestServer]:
-    """A PostgreSQL server for the session (see postgres_server.py)."""
+    """A PostgreSQL server for the session (see support/postgres_server.py)."""
     server = TestServer()
     yield server
     server.stop()

@@ -9,7 +9,7 @@ Start-up: `memgpt-lite --help`, and each command's `--help`, import the
 modules of `cli/` that define commands, so those import only click, the
 standard library, the light modules of `settings` and `errors` at module level. What a command needs
 to run (the agent, the workspace, pydantic, rich, openai: about a second of
-imports) is imported inside the function that uses it. `tests/test_startup.py`
+imports) is imported inside the function that uses it. `tests/project/test_startup.py`
 checks this and `benchmarks/startup.py` measures it.
 """
 

@@ -28,7 +28,7 @@ statement, BEGIN, COMMIT and savepoints, errors, busy timeout, lock taking),
 the write, ranking and vector methods of core/messages.py and
 core/archival.py, migrations that fill core/schema.py's templates with its
 column types, and a branch in storage/open.py; the contract suite
-(tests/contract/) then runs against it unchanged.
+(tests/support/contract/) then runs against it unchanged.
 
-The core imports no database driver and no backend (tests/test_storage_seam.py).
+The core imports no database driver and no backend (tests/storage/test_storage_seam.py).
 """

@@ -7,7 +7,7 @@ a migration that shipped is never edited. Where both create the same tables,
 the statements are these templates, filled with the backend's column types
 (`ColumnTypes`), so that each migration runs, word for word, the statement
 it ran when it shipped (SQLite keeps that text in `sqlite_master`):
-tests/test_storage_schema.py compares a new database with a snapshot of the
+tests/storage/test_storage_schema.py compares a new database with a snapshot of the
 schema the shipped migrations made. The indentation is part of that text.
 """
 

@@ -7,7 +7,7 @@ PostgreSQL's own history (SQLite's are in storage/sqlite/migrations.py): the
 first one creates the schema SQLite reached in ten steps. What both create
 alike is core/schema.py's, filled with PostgreSQL's column types (`TYPES`);
 each migration runs the statements it ran when it shipped
-(tests/test_storage_schema.py).
+(tests/storage/test_storage_schema.py).
 
 Every opening checks the list; the first process to find migrations pending
 applies them under an advisory lock, so ten processes opening a new database

@@ -4,7 +4,7 @@ sqlite-utils records each applied migration in `_sqlite_migrations`. A migration
 that has shipped is never edited: change the schema by adding a new function
 at the end. What PostgreSQL's migrations create alike is core/schema.py's,
 filled with SQLite's column types (`TYPES`); each migration runs the statements
-it ran when it shipped (tests/test_storage_schema.py).
+it ran when it shipped (tests/storage/test_storage_schema.py).
 """
 
 import json

@@ -1,0 +1,127 @@
+"""The contract for users: agents' owners and the API keys' records."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memgpt_lite.errors import AlreadyExistsError, NotFoundError
+from memgpt_lite.models import DEFAULT_USER, AgentState, ApiKey, Block, LLMConfig, utcnow
+from memgpt_lite.storage.protocol import Storage
+from support.contract.base import ContractBase, OpenStore
+
+
+def owned(store: Storage, name: str, owner: str | None = None) -> AgentState:
+    fields = {} if owner is None else {"owner": owner}
+    state = AgentState(name=name, llm=LLMConfig(model="gpt-4o-mini"), system="s", **fields)
+    store.create_agent(state, [Block(label="persona", value="p")])
+    return state
+
+
+def a_key(user: str, digit: str, **fields: object) -> ApiKey:
+    return ApiKey(user=user, key_hash=digit * 64, **fields)
+
+
+class OwnerContract(ContractBase):
+    def test_an_agent_keeps_its_owner_and_defaults_to_local(self, store, open_store: OpenStore):
+        owned(store, "sam", "alice")
+        owned(store, "ada")
+        other = open_store()
+        assert other.get_agent("sam").owner == "alice"
+        assert other.get_agent("ada").owner == DEFAULT_USER == "local"
+        assert {s.name: s.owner for s, _ in other.list_agents()} == {
+            "ada": "local",
+            "sam": "alice",
+        }
+
+    def test_an_agents_own_endpoint_key_is_stored_but_dumped_only_for_the_store(
+        self, store, open_store: OpenStore
+    ):
+        state = owned(store, "sam")
+        store.update_agent(state.id, lambda s: setattr(s.llm, "api_key", "sk-own"))
+        reread = open_store().get_agent("sam")
+        assert reread.llm.api_key is not None
+        assert reread.llm.api_key.get_secret_value() == "sk-own"
+        assert "sk-own" not in reread.model_dump_json() + repr(reread)
+        assert "api_key" not in reread.llm.model_dump()
+
+    def test_list_agents_of_one_owner(self, store):
+        for name, owner in (("zed", "alice"), ("bob-agent", "bob"), ("amy", "alice")):
+            owned(store, name, owner)
+        listed = store.list_agents(owner="alice")
+        assert [s.name for s, _ in listed] == ["amy", "zed"]
+        assert all(stats.message_count == 0 for _, stats in listed)
+        assert [s.name for s, _ in store.list_agents(owner="bob")] == ["bob-agent"]
+        assert store.list_agents(owner="carol") == []
+        assert [s.name for s, _ in store.list_agents()] == ["amy", "bob-agent", "zed"]
+
+    def test_names_are_unique_across_owners(self, store):
+        owned(store, "sam", "alice")
+        with pytest.raises(AlreadyExistsError):
+            owned(store, "sam", "bob")
+        assert [s.owner for s, _ in store.list_agents()] == ["alice"]
+
+    def test_writes_of_the_agent_keep_its_owner(self, store, open_store: OpenStore):
+        state = owned(store, "sam", "alice")
+        state.summary = "saved"
+        state.owner = "mallory"  # ignored: the owner stays as created
+        store.save_agent(state)
+        updated = store.update_agent(state.id, lambda s: setattr(s, "summary", "updated"))
+        assert updated.owner == "alice"
+        renamed = store.rename_agent(state.id, "samuel")
+        assert renamed.owner == "alice"
+        again = open_store().get_agent("samuel")
+        assert (again.owner, again.summary) == ("alice", "updated")
+        assert [s.name for s, _ in store.list_agents(owner="alice")] == ["samuel"]
+        assert store.list_agents(owner="mallory") == []
+
+
+class KeyContract(ContractBase):
+    def test_keys_round_trip_oldest_first(self, store, open_store: OpenStore):
+        now = utcnow()
+        newer = a_key("bob", "b", created_at=now)
+        older = a_key("alice", "a", created_at=now - timedelta(days=1))
+        store.add_api_key(newer)
+        store.add_api_key(older)
+        other = open_store()
+        assert other.list_api_keys() == [older, newer]
+        assert other.api_key_by_hash("a" * 64) == older
+        assert other.api_key_by_hash("c" * 64) is None
+        assert other.list_api_keys()[0].revoked_at is None
+
+    def test_a_key_id_or_hash_is_stored_once(self, store):
+        first = a_key("alice", "a")
+        store.add_api_key(first)
+        with pytest.raises(AlreadyExistsError):
+            store.add_api_key(a_key("bob", "a"))  # same hash
+        with pytest.raises(AlreadyExistsError):
+            store.add_api_key(a_key("bob", "b", id=first.id))
+        assert store.list_api_keys() == [first]
+
+    def test_a_failed_add_in_a_transaction_leaves_the_rest(self, store):
+        with store.transaction():
+            store.add_api_key(a_key("alice", "a"))
+            with pytest.raises(AlreadyExistsError):
+                store.add_api_key(a_key("bob", "a"))
+            store.add_api_key(a_key("carol", "c"))
+        assert [k.user for k in store.list_api_keys()] == ["alice", "carol"]
+
+    def test_revoking_keeps_the_key_and_the_first_time(self, store, open_store: OpenStore):
+        key, kept = a_key("alice", "a"), a_key("alice", "b")
+        store.add_api_key(key)
+        store.add_api_key(kept)
+        before = utcnow()
+        revoked = store.revoke_api_key(key.id)
+        assert revoked.id == key.id and revoked.revoked_at is not None
+        assert before - timedelta(seconds=1) <= revoked.revoked_at <= utcnow()
+        again = store.revoke_api_key(key.id)
+        assert again.revoked_at == revoked.revoked_at
+        found = open_store().api_key_by_hash("a" * 64)
+        assert found is not None and found.revoked_at == revoked.revoked_at
+        assert store.api_key_by_hash("b" * 64) == kept  # the other one is untouched
+
+    def test_revoking_an_unknown_key_is_not_found(self, store):
+        with pytest.raises(NotFoundError, match="^no API key with id 'key-nope'$"):
+            store.revoke_api_key("key-nope")
+        assert store.list_api_keys() == []

@@ -1,0 +1,105 @@
+"""The contract for token usage: one record per model answer, totals per model."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.models import AgentState, ModelUsage, UsageRecord
+from support.contract.base import ContractBase, OpenStore, new_agent, said
+
+
+def spent(agent: AgentState, step: str, model: str, prompt: int, completion: int, **fields):
+    return UsageRecord(
+        agent_id=agent.id,
+        step_id=step,
+        model=model,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        **fields,
+    )
+
+
+class UsageContract(ContractBase):
+    def test_totals_are_summed_per_model_from_every_record(self, store):
+        sam = new_agent(store)
+        store.add_usage(spent(sam, "step-1", "gpt-4o-mini", 1000, 20))
+        store.add_usage(spent(sam, "step-1", "gpt-4o-mini", 1100, 30, requests=2))
+        store.add_usage(spent(sam, "step-2", "gpt-4o", 500, 5, estimated=True))
+        assert store.usage_by_model(sam.id) == [
+            ModelUsage(
+                model="gpt-4o",
+                prompt_tokens=500,
+                completion_tokens=5,
+                total_tokens=505,
+                requests=1,
+                steps=1,
+                estimated_requests=1,
+            ),
+            ModelUsage(
+                model="gpt-4o-mini",
+                prompt_tokens=2100,
+                completion_tokens=50,
+                total_tokens=2150,
+                requests=3,
+                steps=1,
+                estimated_requests=0,
+            ),
+        ]
+
+    def test_each_agent_has_its_own_totals(self, store):
+        sam, ada = new_agent(store, "sam"), new_agent(store, "ada")
+        store.add_usage(spent(sam, "s", "m", 10, 1))
+        assert store.usage_by_model(ada.id) == []
+        assert [u.total_tokens for u in store.usage_by_model(sam.id)] == [11]
+
+    def test_a_step_s_records_come_back_in_order(self, store):
+        sam = new_agent(store)
+        first = spent(sam, "step-1", "m", 10, 1)
+        second = spent(sam, "step-1", "m", 20, 2, estimated=True)
+        for record in (first, second, spent(sam, "step-2", "m", 30, 3)):
+            store.add_usage(record)
+        assert store.step_usage(sam.id, "step-1") == [first, second]
+        assert store.step_usage(sam.id, "step-9") == []
+
+    def test_every_record_of_an_agent_comes_back_in_order(self, store):
+        sam, ada = new_agent(store, "sam"), new_agent(store, "ada")
+        records = [
+            spent(sam, "step-1", "m", 10, 1),
+            spent(sam, "compaction-1", "other", 20, 2, estimated=True, requests=2),
+            spent(sam, "step-2", "m", 30, 3),
+        ]
+        store.add_usage(records[0])
+        store.add_usage(spent(ada, "step-1", "m", 5, 5))
+        for record in records[1:]:
+            store.add_usage(record)
+        assert store.agent_usage(sam.id) == records
+        assert store.agent_usage("agent-unknown") == []
+
+    def test_usage_of_an_unknown_agent_is_refused(self, store):
+        ghost = AgentState(name="ghost", llm={"model": "m"}, system="s")
+        with pytest.raises(NotFoundError):
+            store.add_usage(spent(ghost, "s", "m", 1, 1))
+
+    def test_usage_is_durable_and_outlives_popped_messages(self, store, open_store: OpenStore):
+        sam = new_agent(store)
+        message = said(sam, "hi", step_id="s")
+        store.add_messages([message])
+        store.add_usage(spent(sam, "s", "m", 10, 1))
+        store.delete_messages_from(sam.id, message.seq)
+        other = open_store()
+        assert [u.total_tokens for u in other.usage_by_model(sam.id)] == [11]
+
+    def test_a_usage_record_rolls_back_with_its_transaction(self, store):
+        sam = new_agent(store)
+        with pytest.raises(RuntimeError), store.transaction():
+            store.add_usage(spent(sam, "s", "m", 10, 1))
+            raise RuntimeError("the answer could not be stored")
+        assert store.usage_by_model(sam.id) == []
+
+    def test_deleting_the_agent_deletes_its_usage(self, store):
+        sam = new_agent(store)
+        store.add_usage(spent(sam, "s", "m", 10, 1))
+        store.delete_agent(sam.id)
+        assert store.usage_by_model(sam.id) == []
