@@ -71,6 +71,24 @@ def _valid_user(user: str) -> str:
 
 UserName = Annotated[str, AfterValidator(_valid_user)]
 
+MAX_TAG_LENGTH = 100
+
+
+def _valid_tags(tags: list[str]) -> list[str]:
+    """An agent's tags: each stripped, 1-100 characters, once each (in the
+    order given)."""
+    kept: list[str] = []
+    for tag in tags:
+        tag = tag.strip()
+        if not tag or len(tag) > MAX_TAG_LENGTH:
+            raise ValueError(f"a tag is 1-{MAX_TAG_LENGTH} characters, not blank")
+        if tag not in kept:
+            kept.append(tag)
+    return kept
+
+
+AgentTags = Annotated[list[CleanStr], AfterValidator(_valid_tags)]
+
 
 class Block(BaseModel):
     """A labelled piece of core memory, always in the context window.
@@ -350,6 +368,12 @@ class AgentSettings(BaseModel):
     # Reflect (loop/reflection.py) in the background after this many turns
     # that no reflection has read yet; None: only when asked.
     reflect_every: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
+    # Labels other agents of the owner find this one by (Letta's agent tags;
+    # send_message_to_agents_matching_tags, tools/multi_agent.py).
+    tags: AgentTags = Field(default_factory=list)
+    # How deep a chain of agents messaging agents may go (A asks B: 1; B then
+    # asks C: 2). The strictest limit of the agents in a chain applies.
+    max_agent_chain_depth: int = Field(default=3, ge=1, le=100)
 
 
 class AgentState(BaseModel):
