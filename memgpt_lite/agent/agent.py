@@ -20,7 +20,7 @@ summarizes and reflects (`agent.runner.retry()`, `.summarize()`,
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memgpt_lite.agent.runner import Runner
-from memgpt_lite.agent.setup import ToolLike, custom_tools, new_agent, open_store, store_new_agent
+from memgpt_lite.agent.setup import ToolLike, given_tools, new_agent, open_store, store_new_agent
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -63,9 +63,13 @@ from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.rules import RuleBook
-from memgpt_lite.tools.sets import agent_tools
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools
 
 log = logging.getLogger(__name__)
+
+# The API key for the model requests of an agent this one messages (the
+# multi-agent tools), chosen for its stored row; None: none given.
+PeerKey = Callable[[AgentState], str | None]
 
 
 class Agent:
@@ -89,21 +93,24 @@ class Agent:
         embedder: Embedder | None = None,
         llm: Model | None = None,
         process_settings: Settings | None = None,
+        peer_api_key: PeerKey | None = None,
     ) -> None:
         self.state = state
         self.store = store
         self.process_settings = (
             process_settings if process_settings is not None else resolve_settings()
         )
-        given = custom_tools(tools)
-        missing = [name for name in state.tool_names if name not in given]
+        given = given_tools(tools)
+        attached = [*state.tool_names, *given.attached]
+        known = {*given.custom, *ATTACHABLE_TOOLS}
+        missing = [name for name in state.tool_names if name not in known]
         if missing:
             log.warning(
                 "agent %s: tools %s were not given, so the model will not see them",
                 state.name,
                 ", ".join(missing),
             )
-        self.tools = agent_tools(state.settings.tool_set, given)
+        self.tools = agent_tools(state.settings.tool_set, given.custom, attached)
         # Told, with one line of text, when a step waits for another one of
         # this agent (another process, thread or host); None: a log warning.
         self.on_wait: OnWait | None = None
@@ -113,6 +120,7 @@ class Agent:
             timeout=None if timeout is None else check_timeout(timeout, "timeout"),
             llm=llm,
             embedder=embedder,
+            open_peer=_peer_opener(self, (base_url, api_key), timeout, peer_api_key),
         )
         self.archival = ArchivalMemory(self.runner)
         self.history = History(self.runner)
@@ -370,3 +378,39 @@ class Agent:
         """Refuse the waiting tool call (`tool_call_id`, or every one): the model
         reads the refusal and `reason` as its result, and goes on."""
         return self.step(Approval(approve=False, reason=reason, tool_call_id=tool_call_id))
+
+
+def _peer_opener(
+    caller: Agent,
+    endpoint: tuple[str | None, str | None],
+    timeout: float | None,
+    key: PeerKey | None,
+) -> Callable[[AgentState], Runner]:
+    """How `caller`'s multi-agent tools open the agent they message (the
+    runner of an `Agent` for its stored row): on the caller's store, with its
+    settings and request timeout, and the API key `key` chooses for it,
+    handed on down the chain (the server's rule: server/context.py). Without
+    `key`, the key given to the caller goes to an agent of the same endpoint
+    only (the base URL given to the caller, else the one stored with it);
+    another resolves its own, as `Agent.load` would."""
+    base_url, api_key = endpoint
+
+    def key_for(state: AgentState) -> str | None:
+        if key is not None:
+            return key(state)
+        same = state.llm.base_url == (base_url or caller.state.llm.base_url)
+        return api_key if same else None
+
+    def open_peer(state: AgentState) -> Runner:
+        peer = Agent(
+            state,
+            caller.store,
+            api_key=key_for(state),
+            timeout=timeout,
+            process_settings=caller.process_settings,
+            peer_api_key=key,
+        )
+        peer.on_wait = caller.on_wait  # told when the agent messaged is busy
+        return peer.runner
+
+    return open_peer

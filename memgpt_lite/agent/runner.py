@@ -22,7 +22,7 @@ synchronous code runs a coroutine, which the drivers use.)
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -88,8 +88,11 @@ class Runner:
         timeout: float | None = None,
         llm: Model | None = None,
         embedder: Embedder | None = None,
+        open_peer: Callable[[AgentState], Runner] | None = None,
     ) -> None:
         self.agent = agent
+        # Opens another agent for the multi-agent tools (agent.py's _peer_opener).
+        self._open_peer = open_peer
         self.store = agent.store
         self.tools = agent.tools
         self._endpoint = endpoint
@@ -240,6 +243,14 @@ class Runner:
     async def astep(self, message: StepInput) -> StepResult:
         """`step`, awaited."""
         return _result(await _last(self.events(message, in_thread=True)))
+
+    async def message_agent(self, agent: AgentState, message: str) -> StepResult:
+        """A step of another agent on `message`, for the multi-agent tools
+        (tools/multi_agent.py, which check the owner and the chain): its
+        result, or its error raised."""
+        if self._open_peer is None:  # a background reflection's runner runs no tools
+            raise ConfigError(f"agent {self.state.name!r} cannot message other agents here")
+        return await self._open_peer(agent).astep(message)
 
     def after_step(self) -> None:
         """Called by the step core once a step ended: start a reflection in

@@ -5,7 +5,7 @@ A new agent's state and blocks, every argument checked before anything is
 stored (`new_agent`); whether a stored agent is the one asked for:
 `Agent.create(..., exist_ok=True)` opens an agent of that name only if it
 has what the caller chose (model, settings, system prompt, blocks); the
-store to open (`open_store`) and the custom tools given (`custom_tools`).
+store to open (`open_store`) and the tools given (`given_tools`).
 And an agent's embedder, built with what the settings resolve
 (`embedder_for`).
 """
@@ -30,9 +30,11 @@ from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.schema import Tool, as_tool
-from memgpt_lite.tools.sets import agent_tools
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools, attachable
 
-ToolLike = Tool | Callable[..., Any]
+# A custom tool (a `Tool`, or a function to make one of), or the name of a
+# built-in tool to attach (tools/sets.py's ATTACHABLE_TOOLS).
+ToolLike = Tool | Callable[..., Any] | str
 
 
 def open_store(store: Storage | None, db: str | Path | None, settings: Settings) -> Storage:
@@ -44,16 +46,36 @@ def open_store(store: Storage | None, db: str | Path | None, settings: Settings)
     return open_storage(str(resolve_db(db).value), settings=settings.storage)
 
 
-def custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
-    """The custom tools given, by name; two of one name (or a built-in's) is
-    a ConfigError."""
-    found: dict[str, Tool] = {}
+@dataclass(frozen=True)
+class GivenTools:
+    """The `tools=[...]` of `Agent.create` or `Agent.load`, sorted out: the
+    built-in tools attached by name (`attached`: a name of
+    `ATTACHABLE_TOOLS`, or that built-in `Tool` itself) and the custom
+    tools, by name."""
+
+    attached: list[str]
+    custom: dict[str, Tool]
+
+
+def given_tools(tools: Iterable[ToolLike]) -> GivenTools:
+    """The tools given, sorted out (see `GivenTools`). Two of one name, a
+    custom tool named like a built-in, or a name that is no built-in tool to
+    attach is a ConfigError."""
+    attached: list[str] = []
+    custom: dict[str, Tool] = {}
     for item in tools:
-        custom = as_tool(item)
-        if custom.name in BUILTIN_TOOLS or custom.name in found:
-            raise ConfigError(f"two tools are named {custom.name!r}")
-        found[custom.name] = custom
-    return found
+        if isinstance(item, str):
+            attached.append(attachable(item).name)
+            continue
+        given = as_tool(item)
+        if ATTACHABLE_TOOLS.get(given.name) is given:
+            attached.append(given.name)
+            continue
+        taken = given.name in BUILTIN_TOOLS or given.name in ATTACHABLE_TOOLS
+        if taken or given.name in custom:
+            raise ConfigError(f"two tools are named {given.name!r}")
+        custom[given.name] = given
+    return GivenTools(attached=list(dict.fromkeys(attached)), custom=custom)
 
 
 def embedder_for(
@@ -97,13 +119,15 @@ def new_state(
 class Wanted:
     """What `Agent.create(..., exist_ok=True)` was given, to hold against the
     agent of that name already stored: the state it would have created, and
-    which of its fields, and which block labels, the caller chose."""
+    which of its fields, block labels and built-in tools attached by name
+    the caller chose."""
 
     state: AgentState
     llm_keys: set[str]
     settings_keys: set[str]
     system_given: bool
     labels: list[str]
+    attached: list[str]
 
 
 def _difference(stored: AgentState, stored_labels: Sequence[str], wanted: Wanted) -> str | None:
@@ -121,6 +145,9 @@ def _difference(stored: AgentState, stored_labels: Sequence[str], wanted: Wanted
     missing = [label for label in wanted.labels if label not in stored_labels]
     if missing:
         return f"without block{'s' if len(missing) > 1 else ''} " + ", ".join(map(repr, missing))
+    unattached = [name for name in wanted.attached if name not in stored.tool_names]
+    if unattached:
+        return f"without tool {unattached[0]!r}"
     return None
 
 
@@ -157,11 +184,11 @@ def new_agent(
         check_timeout(timeout, "timeout")
     if base_url is not None:
         base_url = check_base_url(base_url, "the base_url argument")
-    custom = custom_tools(tools)
+    given = given_tools(tools)
     given_blocks = blocks is not None
     blocks = list(blocks) if blocks is not None else default_blocks(name=name)
     settings = (settings or AgentSettings()).model_copy()
-    agent_tools(settings.tool_set, custom)  # a name clash is refused here
+    agent_tools(settings.tool_set, given.custom)  # a name clash is refused here
     if embedder is not None:
         settings.embedder = (
             check_embedder_name(embedder) if isinstance(embedder, str) else embedder.name
@@ -170,13 +197,15 @@ def new_agent(
     if len(set(labels)) != len(labels):
         raise ConfigError(f"block labels must be unique, got {labels}")
     llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
-    state = new_state(name, llm_config, system, list(custom), settings, owner)
+    tool_names = [*given.attached, *given.custom]
+    state = new_state(name, llm_config, system, tool_names, settings, owner)
     wanted = Wanted(
         state=state,
         llm_keys={"model", *(llm_options or {}), *(["base_url"] if base_url else [])},
         settings_keys=set(settings.model_fields_set),
         system_given=system is not None,
         labels=labels if given_blocks else [],
+        attached=given.attached,
     )
     return NewAgent(state=state, blocks=blocks, base_url=base_url, wanted=wanted)
 

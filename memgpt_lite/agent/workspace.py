@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from memgpt_lite.agent import keys
-from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.agent import Agent, PeerKey
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
@@ -121,10 +121,23 @@ class Workspace:
         `timeout` limits each of its model requests."""
         return Agent.load(ref, store=self.store, timeout=timeout, process_settings=self.settings)
 
-    def agent_for(self, state: AgentState, *, api_key: str | None = None) -> Agent:
+    def agent_for(
+        self,
+        state: AgentState,
+        *,
+        api_key: str | None = None,
+        peer_api_key: PeerKey | None = None,
+    ) -> Agent:
         """An `Agent` for the row `state`, already read; `api_key` for its
-        model requests (for this object only: never stored)."""
-        return Agent(state, self.store, api_key=api_key, process_settings=self.settings)
+        model requests (for this object only: never stored), `peer_api_key`
+        the key for those of each agent it messages (see `Agent`)."""
+        return Agent(
+            state,
+            self.store,
+            api_key=api_key,
+            process_settings=self.settings,
+            peer_api_key=peer_api_key,
+        )
 
     def agent_state(self, ref: str, owner: str | None = None) -> AgentState:
         """The stored row of the agent named or numbered `ref`. With `owner`,
@@ -218,7 +231,7 @@ class Workspace:
         calls, those that the tool rules or the built-in tools ask approval
         for; all of them when none is (a custom tool made with
         requires_approval=True)."""
-        tools = agent_tools(state.settings.tool_set, {})
+        tools = agent_tools(state.settings.tool_set, {}, state.tool_names)
         answer = self.waiting_answer(state.id)
         return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)
 

@@ -67,7 +67,9 @@ class ServerContext:
     def agent(self, user: str, ref: str) -> Agent:
         """The user's agent, opened on the server's database."""
         state = self.agent_state(user, ref)
-        return self.workspace.agent_for(state, api_key=endpoint_key(state))
+        return self.workspace.agent_for(
+            state, api_key=endpoint_key(state), peer_api_key=endpoint_key
+        )
 
     def step_agent(self, user: str, ref: str) -> Agent:
         """The user's agent for a step: the `Agent` of its last step, with
@@ -90,7 +92,8 @@ class ServerContext:
             agent = kept[1]
             agent.state = state
         else:
-            agent = self.workspace.agent_for(state, api_key=key)
+            # The agents it messages get the same rule for their keys.
+            agent = self.workspace.agent_for(state, api_key=key, peer_api_key=endpoint_key)
         with self._kept_lock:
             self._kept[state.id] = (built_for, agent)
             while len(self._kept) > KEPT_AGENTS:

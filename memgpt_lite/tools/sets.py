@@ -1,15 +1,19 @@
 """The tool sets an agent can be created with (`AgentSettings.tool_set`):
 the same non-memory tools (send_message, conversation and archival search,
-archival insert) with one family of core memory tools each."""
+archival insert) with one family of core memory tools each; and the
+built-in tools an agent has only when they are attached to it by name
+(`ATTACHABLE_TOOLS`, kept in its `tool_names`), such as the multi-agent
+tools."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
+from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.schema import Tool
 
 _CLASSIC_MEMORY = ("core_memory_append", "core_memory_replace")
@@ -21,14 +25,32 @@ TOOL_SETS: dict[str, dict[str, Tool]] = {
     "anthropic-memory": {**_COMMON, **ANTHROPIC_MEMORY_TOOLS},
 }
 
+# Built-in tools in no set: an agent has them once attached by name.
+ATTACHABLE_TOOLS: dict[str, Tool] = dict(MULTI_AGENT_TOOLS)
 
-def agent_tools(tool_set: str, custom: Mapping[str, Tool]) -> dict[str, Tool]:
-    """The tools of an agent: its set's, then its custom ones, whose names
-    must not clash with the set's."""
+
+def attachable(name: str) -> Tool:
+    """The built-in tool attached by `name`; a ConfigError naming those there are."""
+    found = ATTACHABLE_TOOLS.get(name)
+    if found is None:
+        raise ConfigError(
+            f"there is no built-in tool named {name!r} to attach; "
+            f"the tools attached by name are: {', '.join(ATTACHABLE_TOOLS)}"
+        )
+    return found
+
+
+def agent_tools(
+    tool_set: str, custom: Mapping[str, Tool], attached: Iterable[str] = ()
+) -> dict[str, Tool]:
+    """The tools of an agent: its set's, the built-in tools among the names
+    `attached` (its `tool_names`: the others are its custom tools' names),
+    then its custom ones, whose names must not clash with the set's."""
     chosen = TOOL_SETS.get(tool_set)
     if chosen is None:
         raise ConfigError(f"unknown tool set {tool_set!r}; the sets are: {', '.join(TOOL_SETS)}")
     clash = sorted(set(chosen) & set(custom))
     if clash:
         raise ConfigError(f"tool {clash[0]!r} of the {tool_set} tool set is also given")
-    return {**chosen, **custom}
+    builtins = {name: ATTACHABLE_TOOLS[name] for name in attached if name in ATTACHABLE_TOOLS}
+    return {**chosen, **builtins, **custom}
