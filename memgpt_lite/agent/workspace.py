@@ -99,12 +99,15 @@ class Workspace:
         embedder: Embedder | str | None = None,
         timeout: float | None = None,
         owner: str = DEFAULT_USER,
+        tools: Sequence[str] = (),
     ) -> Agent:
-        """Create and store an agent, as `Agent.create` does."""
+        """Create and store an agent, as `Agent.create` does; `tools` are
+        names of built-in tools to attach (tools/sets.py ATTACHABLE_TOOLS)."""
         return Agent.create(
             name,
             model,
             blocks=blocks,
+            tools=tools,
             system=system,
             base_url=base_url,
             settings=settings,

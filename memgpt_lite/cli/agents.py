@@ -176,6 +176,19 @@ def build_blocks(
     "memory_insert/replace/rethink and memory, or Anthropic's memory tool (/memories files).",
 )
 @click.option(
+    "--multi-agent",
+    is_flag=True,
+    help="Let the agent message your other agents and wait for their replies "
+    "(send_message_to_agent_and_wait_for_reply, send_message_to_agents_matching_tags).",
+)
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="TAG",
+    help="A tag other agents find this one by (send_message_to_agents_matching_tags). Repeatable.",
+)
+@click.option(
     "--approve",
     "approval_tools",
     multiple=True,
@@ -198,6 +211,8 @@ def create(
     working_window: int | None,
     embedder: str | None,
     tool_set: str,
+    multi_agent: bool,
+    tags: tuple[str, ...],
     approval_tools: tuple[str, ...],
 ) -> None:
     """Create an agent called NAME.
@@ -213,6 +228,7 @@ def create(
     """
     from memgpt_lite.models import AgentSettings
     from memgpt_lite.settings.endpoint import check_base_url
+    from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 
     config = _create_config(model, embedder, context_window)
     chosen_model = str(config.model.value)
@@ -220,6 +236,7 @@ def create(
     if base_url is not None:
         base_url = check_base_url(base_url, "--base-url")
     embedder_name = None if config.embedder.value is None else str(config.embedder.value)
+    attached = list(MULTI_AGENT_TOOLS) if multi_agent else []
     workspace_for(ctx).create_agent(
         name,
         chosen_model,
@@ -230,9 +247,11 @@ def create(
             context_window=window if isinstance(window, int) else None,
             working_window=working_window,
             tool_set=tool_set,
-            tool_rules=_approval_rules(tool_set, approval_tools),
+            tool_rules=_approval_rules(tool_set, attached, approval_tools),
+            tags=list(tags),
         ),
         embedder=embedder_name,
+        tools=attached,
     )
     origin = "" if model else f", model from {config.model.source}"
     click.echo(f"Created agent {name!r} ({chosen_model}{origin}).")
@@ -258,13 +277,15 @@ def _create_config(
     return config
 
 
-def _approval_rules(tool_set: str, names: Sequence[str]) -> list[RequiresApprovalToolRule]:
+def _approval_rules(
+    tool_set: str, attached: Sequence[str], names: Sequence[str]
+) -> list[RequiresApprovalToolRule]:
     """The requires_approval rules of `create --approve`, for tools the
     agent has (a rule naming another tool would never apply)."""
     from memgpt_lite.tools.rules import needs_approval
     from memgpt_lite.tools.sets import agent_tools
 
-    tools = agent_tools(tool_set, {})
+    tools = agent_tools(tool_set, {}, attached)
     unknown = [name for name in names if name not in tools]
     if unknown:
         raise ConfigError(
@@ -386,7 +407,7 @@ def _settings_text(state: AgentState) -> list[tuple[str, str]]:
     llm, settings = state.llm, state.settings
     temperature = "default" if llm.temperature is None else str(llm.temperature)
     loop = settings.model_dump(
-        exclude={"context_window", "working_window", "embedder", "tool_rules"}
+        exclude={"context_window", "working_window", "embedder", "tool_rules", "tags"}
     )
     return [
         ("context window", _window_text(state)),
@@ -397,6 +418,7 @@ def _settings_text(state: AgentState) -> list[tuple[str, str]]:
         ),
         ("settings", ", ".join(f"{key}={value}" for key, value in loop.items())),
         ("embedder", settings.embedder or "none (word search only)"),
+        *([("tags", ", ".join(settings.tags))] if settings.tags else []),
     ]
 
 
@@ -409,8 +431,8 @@ def show(ctx: click.Context, name: str) -> None:
     prices are known."""
     from memgpt_lite.cli.approvals import calls_text
     from memgpt_lite.settings.folders import redacted
-    from memgpt_lite.tools.builtin import BUILTIN_TOOLS
     from memgpt_lite.tools.rules import describe
+    from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools
 
     workspace = workspace_for(ctx)
     state = workspace.agent_state(name)
@@ -425,10 +447,11 @@ def show(ctx: click.Context, name: str) -> None:
         *_usage_lines(workspace, state),
         ("created", _when(state.created_at)),
         ("last active", _when(_last_active(state, stats))),
-        ("tools", ", ".join(BUILTIN_TOOLS)),
+        ("tools", ", ".join(agent_tools(state.settings.tool_set, {}, state.tool_names))),
     ]
-    if state.tool_names:
-        lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
+    custom = [name for name in state.tool_names if name not in ATTACHABLE_TOOLS]
+    if custom:
+        lines.append(("custom tools", f"{', '.join(custom)} (give them to Agent.load)"))
     if state.settings.tool_rules:
         lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
     waiting = workspace.waiting_calls(state)

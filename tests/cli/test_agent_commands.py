@@ -23,7 +23,7 @@ from memgpt_lite.cli.editor import edit_text
 from memgpt_lite.cli.main import cli
 from memgpt_lite.settings.resolve import home_dir
 from memgpt_lite.storage.sqlite.store import Store
-from memgpt_lite.testing import say
+from memgpt_lite.testing import call, reply, say
 
 
 def run(*args: str, db: str | Path, input: str | None = None):
@@ -257,6 +257,29 @@ def test_show_summarises_the_agent(db_location):
     ):
         assert expected in shown
     assert run("show", "ghost", db=db).stderr == "Error: no agent named 'ghost'\n"
+
+
+def test_create_multi_agent_with_tags_then_send_through_another_agent(db_location, fake_llm):
+    """`create --multi-agent --tag`: stored, shown, and at work in `send`."""
+    db = db_location
+    multi = ["send_message_to_agent_and_wait_for_reply", "send_message_to_agents_matching_tags"]
+    create_sam(db, "--multi-agent", "--tag", "team", "--tag", " eu ")
+    assert run("create", "bob", "-m", "gpt-4o-mini", "--tag", "team", db=db).exit_code == 0
+    with open_db(db) as store:
+        sam = store.get_agent("sam")
+        assert sam.tool_names == multi and sam.settings.tags == ["team", "eu"]
+        assert store.get_agent("bob").tool_names == []
+    shown = run("show", "sam", db=db).stdout
+    assert f"archival_memory_search, {', '.join(multi)}\n" in shown
+    assert "tags: team, eu\n" in shown and "custom tools" not in shown
+    blank = run("create", "cid", "-m", "gpt-4o-mini", "--tag", " ", db=db)
+    assert (blank.exit_code, blank.stderr) == (1, "Error: a tag is 1-100 characters, not blank\n")
+    ask = call(multi[0], message="Any news?", other_agent_id="bob", request_heartbeat=True)
+    fake_llm.enqueue(reply(tool_calls=[ask]), say("No news."), say("Bob has no news."))
+    assert run("send", "sam", "Ask bob for news", db=db).stdout == "Bob has no news.\n"
+    with open_db(db) as store:
+        said = store.messages_from(store.get_agent("bob").id, 0)
+    assert said[0].content.endswith("\nAny news?") and said[1].tool_calls[0].name == "send_message"
 
 
 # blocks
