@@ -250,7 +250,14 @@ class Runner:
         result, or its error raised."""
         if self._open_peer is None:  # a background reflection's runner runs no tools
             raise ConfigError(f"agent {self.state.name!r} cannot message other agents here")
-        return await self._open_peer(agent).astep(message)
+        peer = self._open_peer(agent)
+        try:
+            return await peer.astep(message)
+        finally:
+            # Opened for this message alone: its connections are closed now,
+            # in the loop they belong to, not whenever it is collected.
+            if isinstance(peer._llm, OpenAIChatModel):
+                await peer._llm.aclose()
 
     def after_step(self) -> None:
         """Called by the step core once a step ended: start a reflection in

@@ -339,6 +339,16 @@ class AsyncClients:
         self.close = weakref.finalize(self, _close_clients, self._clients)
         self.close.atexit = False  # the process is ending: its sockets go with it
 
+    async def aclose(self) -> None:
+        """Close every client now, the running loop's awaited: its close
+        needs turns of that loop, which a loop that only runs during a call
+        (runner.py's) may not take again."""
+        with self._lock:
+            own = self._clients.pop(asyncio.get_running_loop(), None)
+        self.close()  # the others, on their own loops
+        if own is not None:
+            await own.close()
+
     def get(self) -> openai.AsyncOpenAI:
         """The client for the running loop."""
         return self.for_loop(asyncio.get_running_loop())

@@ -158,6 +158,11 @@ class OpenAIChatModel:
         """Close the pooled connections now (otherwise when the model is collected)."""
         self._clients.close()
 
+    async def aclose(self) -> None:
+        """`close`, from inside an event loop, for a model used once there:
+        the close of that loop's connections is awaited, not left to it."""
+        await self._clients.aclose()
+
     async def stream(
         self, config: LLMConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> AsyncIterator[ModelChunk]:

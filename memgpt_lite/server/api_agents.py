@@ -29,7 +29,9 @@ router = APIRouter(prefix="/api/agents", tags=["agents"])
 
 def agent_view(workspace: Workspace, state: AgentState) -> AgentView:
     return AgentView(
-        **state.model_dump(include={"id", "name", "llm", "system", "settings", "summary"}),
+        **state.model_dump(
+            include={"id", "name", "llm", "system", "settings", "tool_names", "summary"}
+        ),
         blocks=workspace.blocks(state.id),
         stats=workspace.agent_stats(state.id),
         created_at=state.created_at,
@@ -74,6 +76,7 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         llm_options={**(body.llm_options or {}), **_key(body.api_key)},
         embedder=body.embedder,
         owner=user,
+        tools=body.tools or (),
     )
 
 

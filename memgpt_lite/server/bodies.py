@@ -39,6 +39,8 @@ class AgentCreate(StrictBody):
     # The other LLMConfig fields: temperature, tool_choice, max_retries, timeout_seconds, stream.
     llm_options: dict[str, Any] | None = None
     embedder: str | None = None
+    # Built-in tools to attach by name, such as the multi-agent tools.
+    tools: list[str] | None = None
 
 
 class AgentUpdate(StrictBody):
@@ -58,6 +60,7 @@ class AgentView(BaseModel):
     llm: LLMConfig
     system: str
     settings: AgentSettings
+    tool_names: list[str]  # the tools attached by name, and the custom tools'
     summary: str
     blocks: list[Block]
     stats: AgentStats

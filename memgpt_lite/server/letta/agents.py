@@ -23,7 +23,9 @@ from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import CreateAgent, LettaBody, MemoryBlock, UpdateAgent
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.views import agent_view
+from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.rules import needs_approval, rules_from_letta
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -109,6 +111,8 @@ def our_create_body(body: CreateAgent) -> ours.AgentCreate:
     if body.tool_rules:
         rules, _ = rules_from_letta(body.tool_rules)  # as the rest of Letta's body we lack
         settings["tool_rules"] = [rule.model_dump() for rule in rules]
+    if body.tags:
+        settings["tags"] = body.tags
     try:
         return ours.AgentCreate(
             name=body.name or f"agent-{uuid.uuid4().hex[:8]}",
@@ -117,9 +121,22 @@ def our_create_body(body: CreateAgent) -> ours.AgentCreate:
             blocks=None if body.memory_blocks is None else [_block(b) for b in body.memory_blocks],
             settings=settings or None,
             embedder=embedder_name(body.embedding),
+            tools=_attached(body),
         )
     except ValidationError as exc:
         raise ConfigError(f"cannot create the agent: {validation_messages(exc)}") from None
+
+
+def _attached(body: CreateAgent) -> list[str]:
+    """The built-in tools to attach that Letta's create names: those of its
+    `tools` that are ours to attach, and the multi-agent tools with
+    `include_multi_agent_tools`. Its other names (its base tools, which
+    every agent of ours has, and the names of tools we do not hold) are
+    left, as the rest of Letta's body we lack."""
+    names = [name for name in body.tools or () if name in ATTACHABLE_TOOLS]
+    if body.include_multi_agent_tools:
+        names += list(MULTI_AGENT_TOOLS)
+    return list(dict.fromkeys(names))
 
 
 @router.post("/", include_in_schema=False)
@@ -153,6 +170,13 @@ def _matches(state: AgentState, name: str | None, query_text: str | None) -> boo
     return query_text is None or query_text.lower() in state.name.lower()
 
 
+def _tagged(state: AgentState, tags: list[str] | None, match_all: bool) -> bool:
+    if not tags:
+        return True
+    have = set(state.settings.tags)
+    return set(tags) <= have if match_all else bool(set(tags) & have)
+
+
 @router.get("/", include_in_schema=False)
 @router.get("")
 def list_agents(
@@ -161,6 +185,7 @@ def list_agents(
     name: str | None = None,
     query_text: str | None = None,
     tags: Annotated[list[str] | None, Query()] = None,
+    match_all_tags: bool = False,
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int | None, Query(ge=0)] = 50,
@@ -168,10 +193,13 @@ def list_agents(
     ascending: bool | None = None,
     order_by: OrderBy = "created_at",
 ) -> list[dict[str, Any]]:
-    """Letta's list_agents. Our agents have no tags: a tag filter matches none."""
-    if tags:
-        return []
-    pairs = [p for p in ctx.workspace.list_agents(owner=user) if _matches(p[0], name, query_text)]
+    """Letta's list_agents: by name, a part of it, and tags (any of them,
+    or all with `match_all_tags`)."""
+    pairs = [
+        p
+        for p in ctx.workspace.list_agents(owner=user)
+        if _matches(p[0], name, query_text) and _tagged(p[0], tags, match_all_tags)
+    ]
     pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
     found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
     return [agent_view(ctx.workspace, state) for state, _ in found]
@@ -184,13 +212,14 @@ def retrieve(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
 
 def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
     model = None if body.model is None else model_name(body.model)
-    ours_body = ours.AgentUpdate(name=body.name, system=body.system, model=model)
+    settings = None if body.tags is None else {"tags": body.tags}
+    ours_body = ours.AgentUpdate(name=body.name, system=body.system, model=model, settings=settings)
     return update_agent(ctx, user, agent_id, ours_body)
 
 
 @router.patch("/{agent_id}")
 def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
-    """Letta's modify_agent: the name, system prompt and model are honoured."""
+    """Letta's modify_agent: the name, system prompt, model and tags are honoured."""
     return agent_view(ctx.workspace, _update(ctx, user, agent_id, body))
 
 

@@ -46,12 +46,17 @@ class CreateAgent(LettaBody):
     embedding: str | None = None
     # Letta's rules, as tools/rules.py reads them (kinds we lack are ignored).
     tool_rules: list[dict[str, Any]] | None = None
+    # Tools by name: our built-in ones to attach are honoured (agents.py).
+    tools: list[str] | None = None
+    include_multi_agent_tools: bool = False
+    tags: list[str] | None = None
 
 
 class UpdateAgent(LettaBody):
     name: str | None = None
     system: str | None = None
     model: str | None = None
+    tags: list[str] | None = None
 
 
 class TextPart(LettaBody):

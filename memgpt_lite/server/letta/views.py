@@ -2,7 +2,8 @@
 its BlockResponse, a passage as its Passage, a tool as its Tool.
 
 Each gets the fields letta-client's types mark required, with honest values:
-what we do not have (tags, sources, metadata) is empty, never invented.
+what we do not have (sources, metadata, tags of blocks) is empty, never
+invented.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import AgentState, Block, Passage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.schema import Tool
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS
 
 # The agent type whose loop ours is: tools for everything, send_message to talk.
 AGENT_TYPE = "memgpt_agent"
@@ -48,24 +51,34 @@ def passage_view(passage: Passage) -> dict[str, Any]:
     }
 
 
+def _tool_view(name: str, tool: Tool, kind: str) -> dict[str, Any]:
+    """A built-in tool as Letta's Tool. Letta names tools by id; ours are
+    named by name, so the id is the name with a prefix."""
+    function = tool.schema()["function"]
+    return {
+        "id": f"tool-{name}",
+        "name": name,
+        "description": function.get("description"),
+        "json_schema": function,
+        "tool_type": kind,
+        "tags": [],
+    }
+
+
 @cache
 def tool_views() -> tuple[dict[str, Any], ...]:
-    """Our built-in tools, which every agent has. Letta names tools by id;
-    ours are named by name, so the id is the name with a prefix."""
-    views = []
-    for name, tool in BUILTIN_TOOLS.items():
-        function = tool.schema()["function"]
-        views.append(
-            {
-                "id": f"tool-{name}",
-                "name": name,
-                "description": function.get("description"),
-                "json_schema": function,
-                "tool_type": "letta_core",
-                "tags": [],
-            }
-        )
-    return tuple(views)
+    """Our built-in tools, which every agent has."""
+    return tuple(_tool_view(name, tool, "letta_core") for name, tool in BUILTIN_TOOLS.items())
+
+
+def attached_views(state: AgentState) -> list[dict[str, Any]]:
+    """The built-in tools attached to the agent by name (Letta's type for
+    the multi-agent ones)."""
+    return [
+        _tool_view(name, ATTACHABLE_TOOLS[name], "letta_multi_agent_core")
+        for name in state.tool_names
+        if name in ATTACHABLE_TOOLS
+    ]
 
 
 def llm_config(state: AgentState) -> dict[str, Any]:
@@ -111,10 +124,10 @@ def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
         "embedding_config": embedding_config(state),
         "blocks": blocks,
         "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
-        "tools": list(tool_views()),
+        "tools": [*tool_views(), *attached_views(state)],
         "tool_rules": [rule.model_dump(mode="json") for rule in state.settings.tool_rules],
         "sources": [],
-        "tags": [],
+        "tags": state.settings.tags,
         "identities": [],
         "metadata": {},
         "description": None,
