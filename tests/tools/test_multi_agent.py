@@ -349,3 +349,26 @@ def test_a_failing_agent_is_a_tool_error(fake_llm, db_location):
     assert tool_result(result).startswith("Error: bob could not answer: ")
     assert "bob's model refuses" in tool_result(result)
     assert result.replies == ["bob failed"]
+
+
+def test_the_key_given_goes_to_agents_of_the_same_endpoint_only(fake_llm, tmp_path):
+    """alice was given her endpoint's key: bob, stored with the same
+    endpoint, gets it too; carol, of the environment's endpoint, resolves her
+    own key there, and never sees alice's."""
+    db = tmp_path / "agents.db"
+    with FakeOpenAIServer(api_key="alices-own-key") as own:
+        Agent.create("alice", "gpt-4o-mini", db=db, base_url=own.base_url, tools=[ASK])
+        Agent.create("bob", "gpt-4o-mini", db=db, base_url=own.base_url)
+        Agent.create("carol", "gpt-4o-mini", db=db)
+        alice = Agent.load("alice", db=db, api_key="alices-own-key")
+        asks = [
+            call(ASK, message="hi", other_agent_id=name, request_heartbeat=True)
+            for name in ("bob", "carol")
+        ]
+        own.enqueue(reply(tool_calls=asks), say("bob: hi"), say("alice: both answered"))
+        fake_llm.enqueue(say("carol: hi"))
+        result = alice.step("greet them")
+        assert tool_results(result, ASK) == ["bob replied: bob: hi", "carol replied: carol: hi"]
+        assert result.replies == ["alice: both answered"]
+        assert {r.headers["authorization"] for r in own.requests} == {"Bearer alices-own-key"}
+    assert [r.headers["authorization"] for r in fake_llm.requests] == ["Bearer test-key"]
