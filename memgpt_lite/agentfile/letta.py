@@ -58,13 +58,14 @@ from memgpt_lite.memory.core.blocks import load_prompt
 from memgpt_lite.models import (
     AGENT_NAME_PATTERN,
     DEFAULT_BLOCK_LIMIT,
+    MAX_TAG_LENGTH,
     AgentSettings,
     LLMConfig,
     utcnow,
 )
 from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.tools.schema import TOOL_NAME_PATTERN
-from memgpt_lite.tools.sets import TOOL_SETS
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
 
 # Letta's base tools: ours do the same jobs, under MemGPT's names where they match.
 LETTA_BASE_TOOLS = frozenset(
@@ -145,6 +146,7 @@ class LettaAgent(BaseModel):
     message_ids: list[str] | None = None
     in_context_message_indices: list[int] | None = None
     passages: ListOrNull[LettaPassage] = Field(default_factory=list)
+    tags: ListOrNull[str] = Field(default_factory=list)
 
 
 class LettaFile(BaseModel):
@@ -210,7 +212,10 @@ def _converted(
             system=system,
             llm=llm,
             settings=AgentSettings(
-                context_window=context_window, tool_rules=rules, tool_set=tool_set
+                context_window=context_window,
+                tool_rules=rules,
+                tool_set=tool_set,
+                tags=_tags(agent.tags, notes),
             ),
             tool_names=_custom_tools(letta, agent, notes, tool_set),
             blocks=_blocks(letta, agent, notes),
@@ -317,7 +322,10 @@ def _custom_tools(
     for tool in tools:
         ours = TOOL_SETS[tool_set]
         own = (tool.tool_type or "").startswith("letta_") or tool.name in LETTA_BASE_TOOLS
-        if own or tool.name in ours:
+        if tool.name in ATTACHABLE_TOOLS:  # ours too, attached by name (the multi-agent tools)
+            if tool.name not in names:
+                names.append(tool.name)
+        elif own or tool.name in ours:
             if tool.name not in ours:
                 notes[f"Letta's tool {tool.name!r} has no equivalent here; left out"] += 1
         elif not TOOL_NAME_PATTERN.match(tool.name):
@@ -325,6 +333,15 @@ def _custom_tools(
         elif tool.name not in names:
             names.append(tool.name)
     return names
+
+
+def _tags(tags: list[str], notes: Counter[str]) -> list[str]:
+    """The agent's tags that are tags here (not blank, at most
+    MAX_TAG_LENGTH characters); a note for the others."""
+    kept = [tag for tag in tags if tag.strip() and len(tag.strip()) <= MAX_TAG_LENGTH]
+    if len(kept) < len(tags):
+        notes[f"tags blank or over {MAX_TAG_LENGTH} characters: left out"] += 1
+    return kept
 
 
 # Messages

@@ -44,6 +44,7 @@ from memgpt_lite.models import utcnow
 from memgpt_lite.settings.endpoint import OPENAI_DEFAULT_BASE_URL
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS
 
 AGENT_ID = "agent-0"
 # Our built-in tools that Letta has under the same name, with Letta's tool type.
@@ -54,6 +55,8 @@ LETTA_TOOL_TYPES = {
     "archival_memory_search": "letta_core",
     "core_memory_append": "letta_memory_core",
     "core_memory_replace": "letta_memory_core",
+    "send_message_to_agent_and_wait_for_reply": "letta_multi_agent_core",
+    "send_message_to_agents_matching_tags": "letta_multi_agent_core",
 }
 SUMMARY_ALERT = (
     "Note: prior messages ({evicted} of {total} total messages) have been hidden from view "
@@ -159,7 +162,7 @@ def _agent_settings(data: AgentFile) -> dict[str, Any]:
             {**rule.model_dump(mode="json"), "prompt_template": None}
             for rule in data.settings.tool_rules
         ],
-        "tags": [],
+        "tags": data.settings.tags,
         "system": data.system,
         "agent_type": "memgpt_agent",
         "initial_message_sequence": None,
@@ -199,7 +202,7 @@ def _block(block_id: str, block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool(tool_id: str, name: str, asks_approval: bool) -> dict[str, Any]:
-    builtin = BUILTIN_TOOLS.get(name)
+    builtin = BUILTIN_TOOLS.get(name) or ATTACHABLE_TOOLS.get(name)
     if builtin is not None and name in LETTA_TOOL_TYPES:
         kind = LETTA_TOOL_TYPES[name]
         schema = dict(builtin.schema()["function"])

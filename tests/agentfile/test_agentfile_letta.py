@@ -30,6 +30,10 @@ def check_order_status(order_number: int) -> str:
     return f"Order {order_number} is processing."
 
 
+ASK = "send_message_to_agent_and_wait_for_reply"
+ASK_ASYNC = "send_message_to_agent_async"
+
+
 def run(*args: str, db=None):
     prefix = ["--db", str(db)] if db else []
     return CliRunner().invoke(cli, [*prefix, *args], catch_exceptions=False)
@@ -575,3 +579,27 @@ def test_a_last_answer_with_no_results_that_asked_no_approval_does_not_wait(fake
     fake_llm.enqueue(say("Hi again."))
     assert agent.step("Hello?").replies == ["Hi again."]
     assert fake_llm.rejections == []
+
+
+def test_letta_multi_agent_tools_and_tags_come_over(tmp_path):
+    """Letta's two multi-agent tools we have are attached; its async one is
+    left out, with a note. The agent's tags come over, a blank one left out."""
+    data = letta_file()
+    data["tools"] += [
+        {"id": "tool-3", "tool_type": "letta_multi_agent_core", "name": ASK},
+        {"id": "tool-4", "tool_type": "letta_multi_agent_core", "name": ASK_ASYNC},
+    ]
+    agent = data["agents"][0]
+    agent["tool_ids"] += ["tool-3", "tool-4"]
+    agent["tools"] = ["send_message_to_agents_matching_tags"]
+    agent["tags"] = ["shop", " ", "support"]
+    path = tmp_path / "kayak.af"
+    path.write_text(json.dumps(data))
+    store = Store(tmp_path / "a.db")
+    report = import_agent(store, path)
+    state = store.get_agent("kayak_helper")
+    assert state.tool_names == ["check_order_status", ASK, "send_message_to_agents_matching_tags"]
+    assert state.settings.tags == ["shop", "support"]
+    assert f"Letta's tool {ASK_ASYNC!r} has no equivalent here; left out" in report.notes
+    assert "tags blank or over 100 characters: left out" in report.notes
+    assert f"Letta's tool {ASK!r} has no equivalent here; left out" not in report.notes

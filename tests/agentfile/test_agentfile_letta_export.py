@@ -15,7 +15,7 @@ from memgpt_lite import AgentSettings, tool
 from memgpt_lite.agent import Agent
 from memgpt_lite.agentfile.letta import is_letta_file
 from memgpt_lite.agentfile.letta_export import export_letta
-from memgpt_lite.agentfile.native import AgentFile, export_agent, import_agent
+from memgpt_lite.agentfile.native import AgentFile, export_agent, import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.models import Block, Message
 from memgpt_lite.storage.sqlite.store import Store
@@ -289,3 +289,27 @@ def test_an_agent_s_rules_and_waiting_answer_export_as_letta_writes_them(tmp_pat
     agent.deny("keep the build")
     roles = [m["role"] for m in export_letta(agent.store, "sam")["agents"][0]["messages"]]
     assert "approval" not in roles
+
+
+def test_multi_agent_tools_and_tags_survive_both_formats(tmp_path):
+    multi = ["send_message_to_agent_and_wait_for_reply", "send_message_to_agents_matching_tags"]
+    store = Store(tmp_path / "a.db")
+    Agent.create(
+        "sam", "gpt-4o-mini", store=store, tools=multi, settings=AgentSettings(tags=["team"])
+    )
+    before, after, letta = round_trip(store, "sam", tmp_path)
+    assert before.tool_names == after.tool_names == multi
+    assert before.settings.tags == after.settings.tags == ["team"]
+    (only,) = letta["agents"]
+    assert only["tags"] == ["team"]
+    exported = {t["name"]: t for t in letta["tools"] if t["name"] in multi}
+    assert {t["tool_type"] for t in exported.values()} == {"letta_multi_agent_core"}
+    assert exported[multi[0]]["json_schema"]["parameters"]["required"] == [
+        "message",
+        "other_agent_id",
+        "request_heartbeat",
+    ]
+    write_agent_file(store, "sam", tmp_path / "sam.json")
+    native = import_agent(store, tmp_path / "sam.json", name="sam-native")
+    again = store.get_agent(native.name)
+    assert (again.tool_names, again.settings.tags) == (multi, ["team"])
