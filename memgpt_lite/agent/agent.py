@@ -79,7 +79,10 @@ class Agent:
     `resolve_settings` gives them; by default resolved from the environment
     when the agent is made) and, when its runner builds the model, its
     endpoint and timeout (`resolve_endpoint`, `resolve_timeout`: the
-    environment and config.toml as they are then) are handed to what it builds."""
+    environment and config.toml as they are then) are handed to what it builds.
+    `peer_api_key` chooses the API key of each agent it messages with the
+    multi-agent tools, for that agent's row (the server's rule; see
+    `_peer_opener` for the default)."""
 
     def __init__(
         self,
@@ -149,7 +152,9 @@ class Agent:
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
-        agent is shared, not copied. `llm_options` sets the other `LLMConfig`
+        agent is shared, not copied. `tools`: functions or `Tool`s of yours, and
+        names of built-in tools to attach, stored with the agent (the
+        multi-agent tools, tools/multi_agent.py). `llm_options` sets the other `LLMConfig`
         fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
         ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. Not
         stored: `api_key`, `timeout` (seconds for one model request, retries

@@ -6,7 +6,8 @@ imports the agent layer, the loop or the tools. It is what a tier needs: the
 agent's row, its store, its token counter, its embedder and vector indexes,
 the messages of its context window and the tool schemas that share the
 window with them, and the step lock that history edits hold. The loop and
-the tools take the wider `AgentDeps` (tools/deps.py), which adds the model.
+the tools take the wider `AgentDeps` (tools/deps.py), which adds the model
+(and a step of another agent, for the multi-agent tools).
 `state` is the agent's row as last read; code that changes it stores the
 change through `store.update_agent` and keeps the returned state here.
 """

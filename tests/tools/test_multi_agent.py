@@ -14,6 +14,7 @@ import pytest
 from memgpt_lite import Agent, AgentSettings, ConfigError
 from memgpt_lite.testing import FakeOpenAIServer, Reply, call, error, reply, say
 from memgpt_lite.tools.multi_agent import send_message_to_agent_and_wait_for_reply
+from memgpt_lite.tools.rules import needs_approval
 
 ASK = "send_message_to_agent_and_wait_for_reply"
 ASK_TAGS = "send_message_to_agents_matching_tags"
@@ -372,3 +373,26 @@ def test_the_key_given_goes_to_agents_of_the_same_endpoint_only(fake_llm, tmp_pa
         assert result.replies == ["alice: both answered"]
         assert {r.headers["authorization"] for r in own.requests} == {"Bearer alices-own-key"}
     assert [r.headers["authorization"] for r in fake_llm.requests] == ["Bearer test-key"]
+
+
+def test_an_agent_waiting_for_its_users_approval_says_so(fake_llm, tmp_path):
+    """bob's answer needs his user's approval: he does not reply, and until
+    his user answers, a new message to him is a tool error saying why."""
+    db = str(tmp_path / "agents.db")
+    alice = make(db, "alice", tools=[ASK])
+    make(db, "bob", tool_rules=[needs_approval("archival_memory_insert")])
+    fake_llm.enqueue(
+        reply(
+            tool_calls=[
+                call(ASK, message="note this", other_agent_id="bob"),
+                call(ASK, message="did you?", other_agent_id="bob"),
+            ]
+        ),
+        reply(tool_calls=[call("archival_memory_insert", content="a note")]),
+        say("alice: bob is waiting"),
+    )
+    result = alice.step("go")
+    first, second = tool_results(result, ASK)
+    assert first == "bob did not reply: it waits for its user's approval of archival_memory_insert."
+    assert second.startswith("Error: bob could not answer: agent 'bob' is waiting for approval")
+    assert result.replies == ["alice: bob is waiting"]
