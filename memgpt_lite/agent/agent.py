@@ -28,7 +28,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from memgpt_lite.agent.runner import Runner
-from memgpt_lite.agent.setup import ToolLike, custom_tools, new_agent, open_store, store_new_agent
+from memgpt_lite.agent.setup import (
+    ToolLike,
+    agent_custom_tools,
+    check_registered,
+    custom_tools,
+    new_agent,
+    open_store,
+    registered_names,
+    store_new_agent,
+)
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -95,15 +104,16 @@ class Agent:
         self.process_settings = (
             process_settings if process_settings is not None else resolve_settings()
         )
-        given = custom_tools(tools)
-        missing = [name for name in state.tool_names if name not in given]
+        custom, missing = agent_custom_tools(
+            state, store, custom_tools(tools), self.process_settings
+        )
         if missing:
             log.warning(
-                "agent %s: tools %s were not given, so the model will not see them",
+                "agent %s: tools %s were not given, nor registered, so the model will not see them",
                 state.name,
                 ", ".join(missing),
             )
-        self.tools = agent_tools(state.settings.tool_set, given)
+        self.tools = agent_tools(state.settings.tool_set, custom)
         # Told, with one line of text, when a step waits for another one of
         # this agent (another process, thread or host); None: a log warning.
         self.on_wait: OnWait | None = None
@@ -141,7 +151,9 @@ class Agent:
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
-        agent is shared, not copied. `llm_options` sets the other `LLMConfig`
+        agent is shared, not copied. `tools`: functions (or `Tool`s), which run
+        in this process, and names of tools `owner` registered (`memgpt-lite
+        tools add`), which run in a process of their own. `llm_options` sets the other `LLMConfig`
         fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
         ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. Not
         stored: `api_key`, `timeout` (seconds for one model request, retries
@@ -169,6 +181,7 @@ class Agent:
         )
         chosen = process_settings if process_settings is not None else resolve_settings()
         store = open_store(store, db, chosen)
+        check_registered(store, owner, registered_names(tools))
         state = store_new_agent(store, new, exist_ok)  # with its base_url, which the runner reads
         agent = cls(
             state, store, tools, api_key=api_key, timeout=timeout, llm=llm, process_settings=chosen
@@ -192,8 +205,10 @@ class Agent:
         llm: Model | None = None,
         process_settings: Settings | None = None,
     ) -> Agent:
-        """Reopen a stored agent by name. Pass the same custom tools it was
-        created with (and its embedder, if not built from its settings).
+        """Reopen a stored agent by name. Its registered tools come from its
+        owner's registry; pass the functions it was created with (a function
+        wins over a registered tool of its name), and its embedder if not
+        built from its settings.
         `timeout` limits each model request, for this session only; `llm`
         is a model to call instead of the endpoint's; `process_settings` as
         for `create`."""

@@ -5,9 +5,10 @@ A new agent's state and blocks, every argument checked before anything is
 stored (`new_agent`); whether a stored agent is the one asked for:
 `Agent.create(..., exist_ok=True)` opens an agent of that name only if it
 has what the caller chose (model, settings, system prompt, blocks); the
-store to open (`open_store`) and the custom tools given (`custom_tools`).
-And an agent's embedder, built with what the settings resolve
-(`embedder_for`).
+store to open (`open_store`), the custom tools given (`custom_tools`) and
+the agent's tools: those given in code, and those of its `tool_names` that
+its owner registered (`agent_custom_tools`). And an agent's embedder, built
+with what the settings resolve (`embedder_for`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.registry import ToolBuild, registry_tools
 from memgpt_lite.tools.schema import Tool, as_tool
 from memgpt_lite.tools.sets import agent_tools
 
-ToolLike = Tool | Callable[..., Any]
+# A tool to give an agent: a function (or `Tool`) that runs in this process,
+# or the name of a tool its owner registered (`memgpt-lite tools add`).
+ToolLike = Tool | Callable[..., Any] | str
 
 
 def open_store(store: Storage | None, db: str | Path | None, settings: Settings) -> Storage:
@@ -45,15 +49,48 @@ def open_store(store: Storage | None, db: str | Path | None, settings: Settings)
 
 
 def custom_tools(tools: Iterable[ToolLike]) -> dict[str, Tool]:
-    """The custom tools given, by name; two of one name (or a built-in's) is
-    a ConfigError."""
+    """The custom tools given as functions, by name (names of registered
+    tools are left out); two of one name (or a built-in's) is a ConfigError."""
     found: dict[str, Tool] = {}
     for item in tools:
+        if isinstance(item, str):
+            continue
         custom = as_tool(item)
         if custom.name in BUILTIN_TOOLS or custom.name in found:
             raise ConfigError(f"two tools are named {custom.name!r}")
         found[custom.name] = custom
     return found
+
+
+def registered_names(tools: Iterable[ToolLike]) -> list[str]:
+    """The names of registered tools among `tools`, once each, in order."""
+    return list(dict.fromkeys(item for item in tools if isinstance(item, str)))
+
+
+def check_registered(store: Storage, owner: str, names: Sequence[str]) -> None:
+    """A ConfigError naming the first of `names` that `owner` has not registered."""
+    if not names:
+        return
+    known = {definition.name for definition in store.list_tools(owner)}
+    for name in names:
+        if name not in known:
+            raise ConfigError(
+                f"no registered tool named {name!r}; add it with `memgpt-lite tools add "
+                "FILE.py`, or give the function itself"
+            )
+
+
+def agent_custom_tools(
+    state: AgentState, store: Storage, given: dict[str, Tool], settings: Settings
+) -> tuple[dict[str, Tool], list[str]]:
+    """The agent's custom tools: those `given` in code, and those of its
+    `tool_names` that its owner registered (a function given in code wins
+    over a registered tool of its name); and the names it has neither for."""
+    wanted = [name for name in state.tool_names if name not in given]
+    build = ToolBuild(store=store, limits=settings.tools)
+    registered = registry_tools(state.owner, wanted, build)
+    missing = [name for name in wanted if name not in registered]
+    return {**given, **registered}, missing
 
 
 def embedder_for(
@@ -157,7 +194,9 @@ def new_agent(
         check_timeout(timeout, "timeout")
     if base_url is not None:
         base_url = check_base_url(base_url, "the base_url argument")
+    tools = list(tools)
     custom = custom_tools(tools)
+    names = [name for name in registered_names(tools) if name not in custom]
     given_blocks = blocks is not None
     blocks = list(blocks) if blocks is not None else default_blocks(name=name)
     settings = (settings or AgentSettings()).model_copy()
@@ -170,7 +209,7 @@ def new_agent(
     if len(set(labels)) != len(labels):
         raise ConfigError(f"block labels must be unique, got {labels}")
     llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
-    state = new_state(name, llm_config, system, list(custom), settings, owner)
+    state = new_state(name, llm_config, system, [*custom, *names], settings, owner)
     wanted = Wanted(
         state=state,
         llm_keys={"model", *(llm_options or {}), *(["base_url"] if base_url else [])},

@@ -382,6 +382,25 @@ def _usage_lines(workspace: Workspace, state: AgentState) -> list[tuple[str, str
     return lines
 
 
+def _custom_tools_text(workspace: Workspace, state: AgentState) -> str:
+    """The agent's custom tools: those of its owner's registry, with where
+    they come from, then those its code must give (`Agent.load(tools=...)`)."""
+    from memgpt_lite.tools.external import origin_of
+
+    registered = {tool.name: tool for tool, _ in workspace.tools.list(state.owner)}
+    parts = [
+        f"{name} ({origin_of(registered[name])}"
+        + ("" if registered[name].trusted else ", not trusted")
+        + ")"
+        for name in state.tool_names
+        if name in registered
+    ]
+    given = [name for name in state.tool_names if name not in registered]
+    if given:
+        parts.append(f"{', '.join(given)} (give them to Agent.load)")
+    return "; ".join(parts)
+
+
 def _settings_text(state: AgentState) -> list[tuple[str, str]]:
     llm, settings = state.llm, state.settings
     temperature = "default" if llm.temperature is None else str(llm.temperature)
@@ -428,7 +447,7 @@ def show(ctx: click.Context, name: str) -> None:
         ("tools", ", ".join(BUILTIN_TOOLS)),
     ]
     if state.tool_names:
-        lines.append(("custom tools", f"{', '.join(state.tool_names)} (give them to Agent.load)"))
+        lines.append(("custom tools", _custom_tools_text(workspace, state)))
     if state.settings.tool_rules:
         lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
     waiting = workspace.waiting_calls(state)

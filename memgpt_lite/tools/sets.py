@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.schema import Tool
 
@@ -32,3 +33,13 @@ def agent_tools(tool_set: str, custom: Mapping[str, Tool]) -> dict[str, Tool]:
     if clash:
         raise ConfigError(f"tool {clash[0]!r} of the {tool_set} tool set is also given")
     return {**chosen, **custom}
+
+
+def tool_origin(tool: Tool, tool_set: str) -> str:
+    """Where one of an agent's tools comes from, in words: its tool set, a
+    function given in code, or the registry (a source, a module, an MCP server)."""
+    if TOOL_SETS.get(tool_set, {}).get(tool.name) is tool:
+        return f"built-in, {tool_set} set"
+    if isinstance(tool, ExternalTool):
+        return tool.origin
+    return "code: given to Agent.create or Agent.load"
