@@ -22,7 +22,6 @@ from memgpt_lite.models import AgentState, ToolDefinition
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.sets import TOOL_SETS
-from memgpt_lite.tools.source.requirements import RequirementError, checked_list
 from memgpt_lite.tools.source.tools import Described, describe
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -110,7 +109,7 @@ class ToolRegistry:
     def get(self, name: str, owner: str) -> ToolDefinition:
         return self.store.get_tool(owner, name)
 
-    def list(self, owner: str) -> list[tuple[ToolDefinition, list[str]]]:
+    def listed(self, owner: str) -> list[tuple[ToolDefinition, list[str]]]:
         """`owner`'s tools by name, each with the names of the agents using it."""
         agents = [state for state, _ in self.store.list_agents(owner=owner)]
         return [
@@ -168,11 +167,3 @@ def _schema(described: Described) -> dict[str, object]:
     if described.description:
         schema["description"] = described.description
     return schema
-
-
-def checked_requirements(requirements: Sequence[str]) -> list[str]:
-    """`requirements` if each is a valid PEP 508 string, else a ConfigError."""
-    try:
-        return checked_list(list(requirements))
-    except RequirementError as exc:
-        raise ConfigError(str(exc)) from None

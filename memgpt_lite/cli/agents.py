@@ -387,7 +387,7 @@ def _custom_tools_text(workspace: Workspace, state: AgentState) -> str:
     they come from, then those its code must give (`Agent.load(tools=...)`)."""
     from memgpt_lite.tools.external import origin_of
 
-    registered = {tool.name: tool for tool, _ in workspace.tools.list(state.owner)}
+    registered = {tool.name: tool for tool, _ in workspace.tools.listed(state.owner)}
     parts = [
         f"{name} ({origin_of(registered[name])}"
         + ("" if registered[name].trusted else ", not trusted")

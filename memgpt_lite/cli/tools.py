@@ -102,7 +102,7 @@ def tools_list(ctx: click.Context, user: str) -> None:
 
     When the output is piped, each tool is one tab-separated line.
     """
-    listed = workspace_for(ctx).tools.list(user)
+    listed = workspace_for(ctx).tools.listed(user)
     if not listed:
         click.echo("No registered tools. Add one with: memgpt-lite tools add FILE.py")
         return
