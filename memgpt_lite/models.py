@@ -340,6 +340,75 @@ ToolRule = Annotated[
 ]
 
 
+# The tool registry (tools/registry.py makes each definition a `Tool`).
+
+ToolKind = Literal["python", "module", "mcp"]
+# "pkg.mod:function": an importable module and the function in it.
+MODULE_REFERENCE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_KIND_NEEDS = {"python": "source_code", "module": "module", "mcp": "mcp_server"}
+
+
+class ToolDefinition(BaseModel):
+    """A tool in one user's registry, attached to agents by name (their
+    `tool_names`). Its call runs outside the caller's process: `python`
+    (its `source_code`, one function) and `module` ("pkg.mod:function") in
+    a process of their own, `mcp` on its MCP server (`mcp_server`, the name
+    of one of the owner's `MCPServer`s). `json_schema` is what the model is
+    shown: the function's name, description and parameters, without
+    `request_heartbeat` (added when it is offered). `requirements` are pip
+    requirement strings, checked before each call, never installed. A tool
+    that came in an imported agent file runs only once `trusted`."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: str = Field(default_factory=lambda: new_id("tool"))
+    owner: UserName = DEFAULT_USER
+    name: ToolName
+    description: CleanStr = ""
+    json_schema: dict[str, Any]
+    kind: ToolKind
+    source_code: CleanStr | None = None
+    module: Annotated[str, Field(pattern=MODULE_REFERENCE.pattern)] | None = None
+    mcp_server: CleanStr | None = None
+    requirements: list[CleanStr] = Field(default_factory=list)
+    trusted: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _has_what_its_kind_runs(self) -> ToolDefinition:
+        needed = _KIND_NEEDS[self.kind]
+        if not getattr(self, needed):
+            raise ValueError(f"a {self.kind} tool needs its {needed}")
+        if not isinstance(self.json_schema.get("parameters", {}), dict):
+            raise ValueError("json_schema.parameters must be a JSON object")
+        return self
+
+
+class MCPServer(BaseModel):
+    """An MCP server one user configured, by name: a command run over stdio
+    (`command`, `args`, `env`), or a streamable HTTP `url` with `headers`."""
+
+    id: str = Field(default_factory=lambda: new_id("mcp"))
+    owner: UserName = DEFAULT_USER
+    name: Annotated[str, Field(pattern=AGENT_NAME_PATTERN.pattern)]
+    transport: Literal["stdio", "http"]
+    command: CleanStr | None = None
+    args: list[CleanStr] = Field(default_factory=list)
+    env: dict[CleanStr, CleanStr] = Field(default_factory=dict)
+    url: Annotated[str | None, AfterValidator(_valid_url)] = None
+    headers: dict[CleanStr, CleanStr] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _has_its_transports_address(self) -> MCPServer:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs its command")
+        if self.transport == "http" and not self.url:
+            raise ValueError("an http MCP server needs its url")
+        return self
+
+
 class AgentSettings(BaseModel):
     """Per-agent settings. Thresholds are fractions of the context window."""
 

@@ -28,7 +28,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from memgpt_lite.agent.runner import Runner
-from memgpt_lite.agent.setup import ToolLike, given_tools, new_agent, open_store, store_new_agent
+from memgpt_lite.agent.setup import (
+    ToolLike,
+    agent_custom_tools,
+    check_registered,
+    given_tools,
+    new_agent,
+    open_store,
+    store_new_agent,
+)
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -63,7 +71,7 @@ from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.rules import RuleBook
-from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools
+from memgpt_lite.tools.sets import agent_tools
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +113,14 @@ class Agent:
         )
         given = given_tools(tools)
         attached = [*state.tool_names, *given.attached]
-        known = {*given.custom, *ATTACHABLE_TOOLS}
-        missing = [name for name in state.tool_names if name not in known]
+        custom, missing = agent_custom_tools(state, store, given.custom, self.process_settings)
         if missing:
             log.warning(
-                "agent %s: tools %s were not given, so the model will not see them",
+                "agent %s: tools %s were not given, nor registered, so the model will not see them",
                 state.name,
                 ", ".join(missing),
             )
-        self.tools = agent_tools(state.settings.tool_set, given.custom, attached)
+        self.tools = agent_tools(state.settings.tool_set, custom, attached)
         # Told, with one line of text, when a step waits for another one of
         # this agent (another process, thread or host); None: a log warning.
         self.on_wait: OnWait | None = None
@@ -152,9 +159,11 @@ class Agent:
     ) -> Agent:
         """Create and store a new agent. `blocks` defaults to `persona` and
         `human` from the templates; a block object already attached to another
-        agent is shared, not copied. `tools`: functions or `Tool`s of yours, and
-        names of built-in tools to attach, stored with the agent (the
-        multi-agent tools, tools/multi_agent.py). `llm_options` sets the other `LLMConfig`
+        agent is shared, not copied. `tools`: functions (or `Tool`s), which run
+        in this process, names of built-in tools to attach (the multi-agent
+        tools, tools/multi_agent.py), and names of tools `owner` registered
+        (`memgpt-lite tools add`), which run in a process of their own, all
+        stored with the agent. `llm_options` sets the other `LLMConfig`
         fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
         ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. Not
         stored: `api_key`, `timeout` (seconds for one model request, retries
@@ -182,6 +191,7 @@ class Agent:
         )
         chosen = process_settings if process_settings is not None else resolve_settings()
         store = open_store(store, db, chosen)
+        check_registered(store, owner, given_tools(tools).registered)
         state = store_new_agent(store, new, exist_ok)  # with its base_url, which the runner reads
         agent = cls(
             state, store, tools, api_key=api_key, timeout=timeout, llm=llm, process_settings=chosen
@@ -205,8 +215,10 @@ class Agent:
         llm: Model | None = None,
         process_settings: Settings | None = None,
     ) -> Agent:
-        """Reopen a stored agent by name. Pass the same custom tools it was
-        created with (and its embedder, if not built from its settings).
+        """Reopen a stored agent by name. Its registered tools come from its
+        owner's registry; pass the functions it was created with (a function
+        wins over a registered tool of its name), and its embedder if not
+        built from its settings.
         `timeout` limits each model request, for this session only; `llm`
         is a model to call instead of the endpoint's; `process_settings` as
         for `create`."""

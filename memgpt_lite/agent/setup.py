@@ -5,9 +5,11 @@ A new agent's state and blocks, every argument checked before anything is
 stored (`new_agent`); whether a stored agent is the one asked for:
 `Agent.create(..., exist_ok=True)` opens an agent of that name only if it
 has what the caller chose (model, settings, system prompt, blocks); the
-store to open (`open_store`) and the tools given (`given_tools`).
-And an agent's embedder, built with what the settings resolve
-(`embedder_for`).
+store to open (`open_store`) and the tools given (`given_tools`): functions
+run in this process, built-in tools attached by name, names of tools its owner
+registered; the agent's custom tools, those given in code and those of its
+`tool_names` that its owner registered (`agent_custom_tools`). And an
+agent's embedder, built with what the settings resolve (`embedder_for`).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.registry import ToolBuild, registry_tools
 from memgpt_lite.tools.schema import Tool, as_tool
-from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools, attachable
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, agent_tools
 
-# A custom tool (a `Tool`, or a function to make one of), or the name of a
-# built-in tool to attach (tools/sets.py's ATTACHABLE_TOOLS).
+# A tool to give an agent: a function (or `Tool`) that runs in this process,
+# the name of a built-in tool to attach (tools/sets.py's ATTACHABLE_TOOLS),
+# or the name of a tool its owner registered (`memgpt-lite tools add`).
 ToolLike = Tool | Callable[..., Any] | str
 
 
@@ -50,22 +54,24 @@ def open_store(store: Storage | None, db: str | Path | None, settings: Settings)
 class GivenTools:
     """The `tools=[...]` of `Agent.create` or `Agent.load`, sorted out: the
     built-in tools attached by name (`attached`: a name of
-    `ATTACHABLE_TOOLS`, or that built-in `Tool` itself) and the custom
-    tools, by name."""
+    `ATTACHABLE_TOOLS`, or that built-in `Tool` itself), the custom tools
+    given in code, by name, and the names of registered tools
+    (`registered`: any other name, checked against the registry)."""
 
     attached: list[str]
     custom: dict[str, Tool]
+    registered: list[str]
 
 
 def given_tools(tools: Iterable[ToolLike]) -> GivenTools:
-    """The tools given, sorted out (see `GivenTools`). Two of one name, a
-    custom tool named like a built-in, or a name that is no built-in tool to
-    attach is a ConfigError."""
+    """The tools given, sorted out (see `GivenTools`). Two of one name, or a
+    custom tool named like a built-in, is a ConfigError."""
     attached: list[str] = []
+    registered: list[str] = []
     custom: dict[str, Tool] = {}
     for item in tools:
         if isinstance(item, str):
-            attached.append(attachable(item).name)
+            (attached if item in ATTACHABLE_TOOLS else registered).append(item)
             continue
         given = as_tool(item)
         if ATTACHABLE_TOOLS.get(given.name) is given:
@@ -75,7 +81,37 @@ def given_tools(tools: Iterable[ToolLike]) -> GivenTools:
         if taken or given.name in custom:
             raise ConfigError(f"two tools are named {given.name!r}")
         custom[given.name] = given
-    return GivenTools(attached=list(dict.fromkeys(attached)), custom=custom)
+    registered = [name for name in dict.fromkeys(registered) if name not in custom]
+    return GivenTools(list(dict.fromkeys(attached)), custom, registered)
+
+
+def check_registered(store: Storage, owner: str, names: Sequence[str]) -> None:
+    """A ConfigError naming the first of `names` that `owner` has not registered."""
+    if not names:
+        return
+    known = {definition.name for definition in store.list_tools(owner)}
+    for name in names:
+        if name not in known:
+            raise ConfigError(
+                f"no registered tool named {name!r}; add it with `memgpt-lite tools add "
+                "FILE.py`, or give the function itself (the built-in tools attached by "
+                f"name are: {', '.join(ATTACHABLE_TOOLS)})"
+            )
+
+
+def agent_custom_tools(
+    state: AgentState, store: Storage, given: dict[str, Tool], settings: Settings
+) -> tuple[dict[str, Tool], list[str]]:
+    """The agent's custom tools: those `given` in code, and those of its
+    `tool_names` that its owner registered (a function given in code wins
+    over a registered tool of its name); and the names it has neither for."""
+    wanted = [
+        name for name in state.tool_names if name not in given and name not in ATTACHABLE_TOOLS
+    ]
+    build = ToolBuild(store=store, limits=settings.tools)
+    registered = registry_tools(state.owner, wanted, build)
+    missing = [name for name in wanted if name not in registered]
+    return {**given, **registered}, missing
 
 
 def embedder_for(
@@ -197,7 +233,7 @@ def new_agent(
     if len(set(labels)) != len(labels):
         raise ConfigError(f"block labels must be unique, got {labels}")
     llm_config = {"model": model, "base_url": base_url, **(llm_options or {})}
-    tool_names = [*given.attached, *given.custom]
+    tool_names = [*given.attached, *given.custom, *given.registered]
     state = new_state(name, llm_config, system, tool_names, settings, owner)
     wanted = Wanted(
         state=state,

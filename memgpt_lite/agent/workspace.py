@@ -7,7 +7,8 @@ through here, never to the loop or the store themselves: they get their
 agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage and tool calls
 waiting for approval, page and search their history, and make and check the
-server's API keys. A step itself runs on the agent (`agent.stream(...)`, its
+server's API keys; the tool registry is `workspace.tools`
+(tool_registry.py). A step itself runs on the agent (`agent.stream(...)`, its
 runner: agent/runner.py); its events are plain data (events.py).
 
 What needs no agent (no model, no tokenizer, no custom tools at hand) is
@@ -26,6 +27,7 @@ from typing import Any
 
 from memgpt_lite.agent import keys
 from memgpt_lite.agent.agent import Agent, PeerKey
+from memgpt_lite.agent.tool_registry import ToolRegistry
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
@@ -63,6 +65,7 @@ class Workspace:
     def __init__(self, store: Storage, settings: Settings) -> None:
         self.store = store  # for agentfile/, which reads and writes whole agents
         self.settings = settings
+        self.tools = ToolRegistry(store, settings)
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], settings: Settings) -> Workspace:

@@ -18,7 +18,9 @@ How things map:
 - The window starts at the first message Letta had in context.
 - Letta's own tools (send_message, core memory, recall and archival tools,
   and any tool of a `letta_*` type) are left to our built-ins; other tools
-  are kept as custom tool names, to be passed to `Agent.load`.
+  are kept as custom tool names, with their Python source where the file
+  has it (or, for an MCP tool, its server's name): an import registers
+  those, not trusted until the user says so (`letta_extras.file_tools`).
 - Tool rules of the kinds we enforce come over; tools that require
   approval (a `requires_approval` rule, or the tool's own flag) get a
   `requires_approval` rule (`letta_extras.imported_rules`).
@@ -40,6 +42,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from memgpt_lite.agentfile.letta_extras import (
+    file_tools,
     imported_rules,
     left_out,
     main_agent,
@@ -201,6 +204,10 @@ def _converted(
         notes[note] += 1
     llm, context_window = _llm_config(agent.llm_config, notes)
     history = convert_history(agent.messages, _in_context(agent), notes)
+    tool_names = _custom_tools(letta, agent, notes, tool_set)
+    tools, tool_notes = file_tools(raw, index, tool_names)
+    for note in tool_notes:
+        notes[note] += 1
     system = agent.system or ""
     if not system.strip():
         system = load_prompt("system")
@@ -217,7 +224,8 @@ def _converted(
                 tool_set=tool_set,
                 tags=_tags(agent.tags, notes),
             ),
-            tool_names=_custom_tools(letta, agent, notes, tool_set),
+            tool_names=tool_names,
+            tools=tools,
             blocks=_blocks(letta, agent, notes),
             messages=history.messages,
             context_start=history.start,

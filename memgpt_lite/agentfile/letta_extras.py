@@ -1,17 +1,22 @@
 """What a Letta agent file holds that an import does not carry over, named in
-the import's notes (one line per kind), and which agent of a file with several
-is its main one. Read from the file's JSON as it is (see `letta.py`), so that
-nothing Letta adds is validated for a feature we leave out."""
+the import's notes (one line per kind), which agent of a file with several
+is its main one, and its custom tools with their code (`file_tools`). Read
+from the file's JSON as it is (see `letta.py`), so that nothing Letta adds
+is validated for a feature we leave out."""
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memgpt_lite.agentfile.schema import FileTool
 from memgpt_lite.models import ToolRule
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.rules import LETTA_RULE_KINDS, rules_from_letta
+from memgpt_lite.tools.schema import HEARTBEAT_PARAM
+from memgpt_lite.tools.source.requirements import RequirementError, parse_requirement
 
 # Letta's agent types that only serve another agent (its sleep-time memory editor).
 HELPER_AGENT_TYPES = frozenset({"sleeptime_agent", "voice_sleeptime_agent"})
@@ -60,8 +65,8 @@ def left_out(raw: dict[str, Any], index: int) -> list[str]:
         notes.append(f"MCP servers ({len(servers)}: {names}): not connected here")
     if mcp_tools:
         notes.append(
-            f"MCP tools ({len(mcp_tools)}: {_names(mcp_tools)}): kept as custom tool names; "
-            "give Agent.load an implementation, or the model will not see them"
+            f"MCP tools ({len(mcp_tools)}: {_names(mcp_tools)}): registered with their "
+            "server's name; a call of one is an error until that MCP server is set up here"
         )
     files = _dicts(raw.get("files")) or _dicts(agent.get("files_agents"))
     folders = _dicts(raw.get("sources")) or agent.get("source_ids") or []
@@ -160,3 +165,117 @@ def tool_set_of(raw: dict[str, Any], index: int) -> tuple[str, list[str]]:
     if not v1:
         return "memgpt", []
     return "letta-v1", [f"Letta's memory tools ({', '.join(v1)}): the letta-v1 tool set"]
+
+
+# Custom tools with their code
+
+
+def file_tools(
+    raw: dict[str, Any], index: int, names: Sequence[str]
+) -> tuple[list[FileTool], list[str]]:
+    """The tools of agent `index` among `names` (its custom tools) that the
+    file carries with their Python source, or, for an MCP tool, its server's
+    name; and a note on those that take Letta's `agent_state`, which stay
+    names only (nothing here gives it, so they could never run)."""
+    agent = _dicts(raw.get("agents"))[index]
+    found: dict[str, FileTool] = {}
+    letta_only: list[str] = []
+    for tool in _agent_tools(raw, agent):
+        name = tool.get("name")
+        if name not in names or name in found or name in letta_only:
+            continue
+        made = _file_tool(tool)
+        if made is not None and takes_agent_state(made):
+            letta_only.append(str(name))
+        elif made is not None:
+            found[str(name)] = made
+    notes = []
+    if letta_only:
+        notes.append(
+            f"tools that take Letta's agent_state ({len(letta_only)}: {_names(letta_only)}): "
+            "kept by name only, since nothing gives it here; give Agent.load an "
+            "implementation, or the model will not see them"
+        )
+    return list(found.values()), notes
+
+
+def _file_tool(tool: dict[str, Any]) -> FileTool | None:
+    name, description = str(tool.get("name")), str(tool.get("description") or "")
+    schema = _schema(tool, name, description)
+    if tool.get("tool_type") == "external_mcp":
+        server = _mcp_server(tool)
+        if server is None:
+            return None
+        return FileTool(
+            name=name, description=description, json_schema=schema, kind="mcp", mcp_server=server
+        )
+    source = tool.get("source_code")
+    if not isinstance(source, str) or not source.strip():
+        return None
+    if tool.get("source_type") not in (None, "python"):
+        return None
+    return FileTool(
+        name=name,
+        description=description,
+        json_schema=schema,
+        source_code=source,
+        requirements=_requirements(tool.get("pip_requirements")),
+    )
+
+
+def _schema(tool: dict[str, Any], name: str, description: str) -> dict[str, Any]:
+    """Letta's JSON schema of the tool, as ours: its parameters without
+    `request_heartbeat` (added when the tool is offered)."""
+    given = tool.get("json_schema") if isinstance(tool.get("json_schema"), dict) else {}
+    parameters = given.get("parameters") if isinstance(given.get("parameters"), dict) else {}
+    parameters = {"type": "object", **parameters}
+    properties = parameters.get("properties")
+    if isinstance(properties, dict):
+        parameters["properties"] = {k: v for k, v in properties.items() if k != HEARTBEAT_PARAM}
+    required = parameters.get("required")
+    if isinstance(required, list):
+        parameters["required"] = [r for r in required if r != HEARTBEAT_PARAM]
+    schema: dict[str, Any] = {"name": name, "parameters": parameters}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _mcp_server(tool: dict[str, Any]) -> str | None:
+    metadata = tool.get("metadata_") if isinstance(tool.get("metadata_"), dict) else {}
+    mcp = metadata.get("mcp") if isinstance(metadata.get("mcp"), dict) else {}
+    if isinstance(mcp.get("server_name"), str) and mcp["server_name"]:
+        return mcp["server_name"]
+    tags = [t for t in tool.get("tags") or [] if isinstance(t, str) and t.startswith("mcp:")]
+    return (tags[0].removeprefix("mcp:") or None) if tags else None
+
+
+def _requirements(given: Any) -> list[str]:
+    """Letta's `pip_requirements` ({"name", "version"}) as requirement
+    strings; one that is not valid is left out (the call would refuse it)."""
+    found = []
+    for item in given if isinstance(given, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        text = item["name"] + (f"=={item['version']}" if item.get("version") else "")
+        try:
+            parse_requirement(text)
+        except RequirementError:
+            continue
+        found.append(text)
+    return found
+
+
+def takes_agent_state(tool: FileTool) -> bool:
+    """Whether the tool's function takes Letta's `agent_state`, which Letta
+    gives its tools and memgpt_lite does not (read without running it)."""
+    try:
+        tree = ast.parse(tool.source_code or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name == tool.name
+        and any(arg.arg == "agent_state" for arg in [*node.args.args, *node.args.kwonlyargs])
+        for node in tree.body
+    )

@@ -8,9 +8,11 @@ vectors, settings, LLM config, system prompt and custom tool names.
 as a new agent in one transaction: on any error nothing is stored.
 
 Left out on purpose: the API key (never stored anywhere); the code of custom
-tools, only their names (pass the tools to `Agent.load`, which warns about
-missing ones); and ids: an import gives the agent, blocks, messages and
-passages fresh ids, so a file can be imported again as an independent copy.
+tools given in code, only their names (pass the tools to `Agent.load`, which
+warns about missing ones; registered tools travel with their code, and an
+import registers them not trusted, see file_tools.py); and ids: an import
+gives the agent, blocks, messages and passages fresh ids, so a file can be
+imported again as an independent copy.
 Tool calls stay paired by their `tool_call_id`. An answer waiting for the
 user's approval (the last message, its calls with no results) is exported as
 it is stored and imported still waiting (`pair_tool_calls`).
@@ -38,6 +40,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from memgpt_lite.agent.setup import embedder_for
+from memgpt_lite.agentfile.file_tools import exported_tools, register_tools
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
@@ -121,6 +124,7 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         passages = store.list_passages(state.id, limit=max(count, 1))[0][::-1]  # oldest first
         message_vectors = _stored_vectors(store, state, "message")
         passage_vectors = _stored_vectors(store, state, "passage")
+        tools = exported_tools(store, state)
     start = next(
         (i for i, m in enumerate(messages) if (m.seq or 0) >= state.context_start), len(messages)
     )
@@ -132,6 +136,7 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         llm=state.llm,
         settings=state.settings,
         tool_names=state.tool_names,
+        tools=tools,
         blocks=[FileBlock(**b.model_dump(exclude={"id"})) for b in blocks],
         messages=[
             FileMessage(
@@ -485,11 +490,13 @@ def store_agent_file(
     notes: Sequence[str] = (),
     owner: str = DEFAULT_USER,
     shared_blocks: dict[str, Block] | None = None,
+    trust_tools: bool = False,
 ) -> ImportReport:
     """Store `data` as a new agent (named `name`, or as in the file), with
     fresh ids, in one transaction, belonging to user `owner` (files carry no
-    owner). `embedder` ("local", "endpoint:MODEL" or an `Embedder`) re-embeds
-    the passages unless the file's vectors come from it."""
+    owner), and register the tools it carries for `owner`, trusted only with
+    `trust_tools`. `embedder` ("local", "endpoint:MODEL" or an `Embedder`)
+    re-embeds the passages unless the file's vectors come from it."""
     messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
     state = _new_state(data, name, owner)
     blocks = _new_blocks(data.blocks, shared_blocks)
@@ -504,14 +511,16 @@ def store_agent_file(
         Message(agent_id=state.id, **m.model_dump(exclude={"vector"})) for m in messages
     ]
     new_passages = _new_passages(data.passages, state.id)
-    stored, vectors = _write_agent(
-        store,
-        state,
-        blocks,
-        list(zip(new_messages, message_vectors, strict=True)),
-        start,
-        list(zip(new_passages, passage_vectors, strict=True)),
-    )
+    with store.transaction():
+        tool_notes = register_tools(store, owner, data.tools, trust_tools)
+        stored, vectors = _write_agent(
+            store,
+            state,
+            blocks,
+            list(zip(new_messages, message_vectors, strict=True)),
+            start,
+            list(zip(new_passages, passage_vectors, strict=True)),
+        )
     skipped = len(new_passages) - stored
     repeats = [f"{skipped} passages repeated the text of another and were skipped"]
     return ImportReport(
@@ -523,7 +532,7 @@ def store_agent_file(
         messages_in_context=len(new_messages) - start,
         passages=stored,
         vectors=vectors,
-        notes=[*notes, *repair_notes, *(repeats if skipped else [])],
+        notes=[*notes, *tool_notes, *repair_notes, *(repeats if skipped else [])],
     )
 
 
@@ -535,9 +544,11 @@ def import_agent(
     embedder: Embedder | str | None = None,
     letta_agent: str | None = None,
     owner: str = DEFAULT_USER,
+    trust_tools: bool = False,
 ) -> ImportReport:
     """Import an agent file (ours or Letta's `.af`, told apart automatically)
-    as a new agent of user `owner`. On any error nothing is stored."""
+    as a new agent of user `owner`, with the tools it carries (trusted only
+    with `trust_tools`). On any error nothing is stored."""
     loaded = read_agent_file(path, letta_agent)
     return store_agent_file(
         store,
@@ -547,6 +558,7 @@ def import_agent(
         source=loaded.source,
         notes=loaded.notes,
         owner=owner,
+        trust_tools=trust_tools,
     )
 
 
@@ -556,13 +568,14 @@ def import_every_agent(
     *,
     embedder: Embedder | str | None = None,
     owner: str = DEFAULT_USER,
+    trust_tools: bool = False,
 ) -> list[ImportReport]:
     """Import every agent of a Letta file, each under its own name, in one
     transaction: a block several of them share stays one block, attached to
     each. Our own files hold one agent, imported as `import_agent` does."""
     raw = _unwrapped(load_json(path))
     if not isinstance(raw, dict) or "format" in raw or not is_letta_file(raw):
-        return [import_agent(store, path, embedder=embedder, owner=owner)]
+        return [import_agent(store, path, embedder=embedder, owner=owner, trust_tools=trust_tools)]
     shared: dict[str, Block] = {}
     with store.transaction():
         return [
@@ -574,6 +587,7 @@ def import_every_agent(
                 notes=notes,
                 owner=owner,
                 shared_blocks=shared,
+                trust_tools=trust_tools,
             )
             for data, notes in letta_to_agent_files(raw, str(path))
         ]

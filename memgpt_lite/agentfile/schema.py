@@ -9,7 +9,7 @@ writer depend on it, and not on each other.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
@@ -96,6 +96,22 @@ class FilePassage(BaseModel):
     superseded_at: UtcDatetime | None = None
 
 
+class FileTool(BaseModel):
+    """A custom tool the file carries with its code (a registered tool's, or
+    a Letta tool's source), or, for an MCP tool, its server's name. An import
+    registers it for the importing user, not trusted unless asked
+    (`--trust-tools`): its code runs only once trusted. `json_schema` is the
+    function's name, description and parameters, without `request_heartbeat`."""
+
+    name: str
+    description: str = ""
+    json_schema: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["python", "mcp"] = "python"
+    source_code: str | None = None
+    mcp_server: str | None = None
+    requirements: list[str] = Field(default_factory=list)
+
+
 class AgentFile(BaseModel):
     """One agent, whole. `messages[context_start:]` are in the context window."""
 
@@ -110,6 +126,7 @@ class AgentFile(BaseModel):
     llm: Annotated[LLMConfig, AfterValidator(_without_old_default_timeout)]
     settings: AgentSettings = Field(default_factory=AgentSettings)
     tool_names: list[str] = Field(default_factory=list)
+    tools: list[FileTool] = Field(default_factory=list)  # of `tool_names`, those with code
     blocks: list[FileBlock] = Field(default_factory=list)
     messages: list[FileMessage] = Field(default_factory=list)
     context_start: int = Field(default=0, ge=0)

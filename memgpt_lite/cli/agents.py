@@ -403,6 +403,25 @@ def _usage_lines(workspace: Workspace, state: AgentState) -> list[tuple[str, str
     return lines
 
 
+def _custom_tools_text(workspace: Workspace, owner: str, names: list[str]) -> str:
+    """An agent's custom tools (`names`): those of its owner's registry, with
+    where they come from, then those its code must give (`Agent.load(tools=...)`)."""
+    from memgpt_lite.tools.external import origin_of
+
+    registered = {tool.name: tool for tool, _ in workspace.tools.listed(owner)}
+    parts = [
+        f"{name} ({origin_of(registered[name])}"
+        + ("" if registered[name].trusted else ", not trusted")
+        + ")"
+        for name in names
+        if name in registered
+    ]
+    given = [name for name in names if name not in registered]
+    if given:
+        parts.append(f"{', '.join(given)} (give them to Agent.load)")
+    return "; ".join(parts)
+
+
 def _settings_text(state: AgentState) -> list[tuple[str, str]]:
     llm, settings = state.llm, state.settings
     temperature = "default" if llm.temperature is None else str(llm.temperature)
@@ -451,7 +470,7 @@ def show(ctx: click.Context, name: str) -> None:
     ]
     custom = [name for name in state.tool_names if name not in ATTACHABLE_TOOLS]
     if custom:
-        lines.append(("custom tools", f"{', '.join(custom)} (give them to Agent.load)"))
+        lines.append(("custom tools", _custom_tools_text(workspace, state.owner, custom)))
     if state.settings.tool_rules:
         lines.append(("tool rules", "; ".join(map(describe, state.settings.tool_rules))))
     waiting = workspace.waiting_calls(state)

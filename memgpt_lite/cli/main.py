@@ -36,6 +36,7 @@ from memgpt_lite.cli.scripting import (
     run_step,
 )
 from memgpt_lite.cli.serve import serve
+from memgpt_lite.cli.tools import tools
 from memgpt_lite.cli.transfer import export_command, import_command
 
 if TYPE_CHECKING:
@@ -337,6 +338,7 @@ cli.add_command(import_command)
 cli.add_command(keys)
 cli.add_command(log_command)
 cli.add_command(serve)
+cli.add_command(tools)
 for command in AGENT_COMMANDS:
     cli.add_command(command)
 

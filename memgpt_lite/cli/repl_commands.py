@@ -21,6 +21,7 @@ from memgpt_lite.cli.editor import edit_text, keep_text
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.recall.window import UNKNOWN_MODEL_WINDOW, known_window
 from memgpt_lite.models import Approval
+from memgpt_lite.tools.sets import tool_origin
 
 if TYPE_CHECKING:
     from memgpt_lite.agent.agent import Agent
@@ -319,11 +320,13 @@ def _dump(session: Session, arguments: str) -> None:
         _dump_message(session, message, state.context_start)
 
 
-@command("/tools", "List the agent's tools.")
+@command("/tools", "List the agent's tools, and where each comes from.")
 def _tools(session: Session, arguments: str) -> None:
     _no_arguments(arguments)
+    tool_set = session.agent.state.settings.tool_set
     for tool in session.agent.tools.values():
-        session.print(f"{tool.name}: {' '.join((tool.description or '').split())}")
+        description = " ".join((tool.description or "").split())
+        session.print(f"{tool.name}: {description} [{tool_origin(tool, tool_set)}]")
 
 
 def _window_size(text: str) -> int:

@@ -66,9 +66,17 @@ def export_command(
         f"Exported agent {name!r} to {click.format_filename(path)}: {len(data.blocks)} blocks, "
         f"{len(data.messages)} messages, {len(data.passages)} passages."
     )
-    if data.tool_names:
+    carried = {tool.name for tool in data.tools}
+    by_name = [name for name in data.tool_names if name not in carried]
+    if carried:
         click.echo(
-            f"Its custom tools ({', '.join(data.tool_names)}) are exported by name only: "
+            f"Its registered tools ({', '.join(sorted(carried))}) are exported with their code; "
+            "an import registers them not trusted (import --trust-tools trusts them).",
+            err=True,
+        )
+    if by_name:
+        click.echo(
+            f"Its custom tools ({', '.join(by_name)}) are exported by name only: "
             "give them to Agent.load where you import it.",
             err=True,
         )
@@ -122,6 +130,11 @@ def _export_letta(workspace: Workspace, name: str, output: str | None, force: bo
     help='Re-embed archival passages with "local" or "endpoint:MODEL" (default: the '
     "file's vectors).",
 )
+@click.option(
+    "--trust-tools",
+    is_flag=True,
+    help="Trust the tools the file carries with their code: agents may run them at once.",
+)
 @click.pass_context
 def import_command(
     ctx: click.Context,
@@ -130,10 +143,16 @@ def import_command(
     letta_agent: str | None,
     every_agent: bool,
     embedder: str | None,
+    trust_tools: bool,
 ) -> None:
     """Import an agent from FILE: a file written by `memgpt-lite export`, or a
     Letta agent file (.af). The new agent gets fresh ids, so a file can be
     imported again under another name. Nothing is stored if anything fails.
+
+    Tools the file carries with their code are registered (see `memgpt-lite
+    tools list`) but not trusted: a call of one is an error until you read
+    it (`tools show NAME`) and trust it (`tools trust NAME`), unless you
+    import with --trust-tools.
 
     Example: memgpt-lite import sam.json --name sam2
     """
@@ -141,16 +160,15 @@ def import_command(
 
     if every_agent and (name or letta_agent):
         raise BadInput("--all imports every agent under its own name: drop --name and --agent")
+    store = workspace_for(ctx).store
     if every_agent:
-        for report in import_every_agent(workspace_for(ctx).store, file, embedder=embedder):
+        for report in import_every_agent(store, file, embedder=embedder, trust_tools=trust_tools):
             _said(report, file)
         return
-    _said(
-        import_agent(
-            workspace_for(ctx).store, file, name=name, embedder=embedder, letta_agent=letta_agent
-        ),
-        file,
+    report = import_agent(
+        store, file, name=name, embedder=embedder, letta_agent=letta_agent, trust_tools=trust_tools
     )
+    _said(report, file)
 
 
 def _said(report: ImportReport, file: Path) -> None:

@@ -59,8 +59,12 @@ from memgpt_lite.settings.values import (
     EMBEDDING_MODEL_DIR_ENV,
     PG_LANGUAGE_ENV,
     PG_VECTORS_ENV,
+    TOOL_ENVIRONMENT,
+    TOOL_MEMORY_ENV,
+    TOOL_TIMEOUT_ENV,
     PostgresOptions,
     Settings,
+    ToolRunSettings,
 )
 
 if TYPE_CHECKING:
@@ -129,6 +133,25 @@ def resolve_settings() -> Settings:
             server_vectors=os.environ.get(PG_VECTORS_ENV, "").strip().lower() != "off",
         ),
         embedding_model_dir=Path(model_dir).expanduser() if model_dir else None,
+        tools=tool_run_settings(),
+    )
+
+
+def tool_run_settings() -> ToolRunSettings:
+    """The limits of registered tools' calls ($MEMGPT_LITE_TOOL_TIMEOUT in
+    seconds, $MEMGPT_LITE_TOOL_MEMORY_MB), and the few variables of this
+    environment their processes get (TOOL_ENVIRONMENT)."""
+    defaults = ToolRunSettings()
+    timeout = os.environ.get(TOOL_TIMEOUT_ENV)
+    memory = os.environ.get(TOOL_MEMORY_ENV, "").strip()
+    if memory and not (memory.isascii() and memory.isdigit() and int(memory) >= 64):
+        raise ConfigError(f"${TOOL_MEMORY_ENV} must be a whole number of MB, 64 or more")
+    return ToolRunSettings(
+        timeout_seconds=check_timeout(timeout, f"${TOOL_TIMEOUT_ENV}")
+        if timeout
+        else defaults.timeout_seconds,
+        memory_mb=int(memory) if memory else defaults.memory_mb,
+        environment=tuple((n, os.environ[n]) for n in TOOL_ENVIRONMENT if n in os.environ),
     )
 
 

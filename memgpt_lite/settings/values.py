@@ -23,6 +23,11 @@ from memgpt_lite.settings.folders import FolderNames
 PG_LANGUAGE_ENV = "MEMGPT_LITE_PG_LANGUAGE"  # PostgresOptions.search_language
 PG_VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"  # "off": PostgresOptions.server_vectors False
 EMBEDDING_MODEL_DIR_ENV = "MEMGPT_LITE_EMBEDDING_MODEL_DIR"  # Settings.embedding_model_dir
+TOOL_TIMEOUT_ENV = "MEMGPT_LITE_TOOL_TIMEOUT"  # ToolRunSettings.timeout_seconds
+TOOL_MEMORY_ENV = "MEMGPT_LITE_TOOL_MEMORY_MB"  # ToolRunSettings.memory_mb
+# The only variables of the caller's environment a tool's process is given:
+# never a key, a database URL or a MEMGPT_LITE_* setting.
+TOOL_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,19 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
+class ToolRunSettings:
+    """How a registered tool's call runs, in a process of its own
+    (tools/source/): its limits, and the variables of the caller's
+    environment it gets (of TOOL_ENVIRONMENT only; HOME is its own folder)."""
+
+    timeout_seconds: float = 30.0
+    memory_mb: int = 1024  # its address space (RLIMIT_AS)
+    result_max_chars: int = 100_000  # a longer result is cut, saying so
+    output_max_bytes: int = 1_000_000  # what it prints; more stops it
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Settings:
     """The settings of a process that are not an agent's own."""
 
@@ -53,6 +71,7 @@ class Settings:
     folder_names: FolderNames = field(default_factory=FolderNames)
     postgres: PostgresOptions = field(default_factory=PostgresOptions)
     embedding_model_dir: Path | None = None  # the local embedder's model folder, if chosen
+    tools: ToolRunSettings = field(default_factory=ToolRunSettings)
 
     @property
     def storage(self) -> StorageSettings:

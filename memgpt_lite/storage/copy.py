@@ -6,8 +6,9 @@ keeps its id, name, state, blocks (in order, with their history; a block
 shared by several agents is created once and linked to each), every message (same ids, in
 order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
-with its id, user and times. Step locks are not copied: they belong to
-running processes.
+with its id, user and times, and so does every user's tool registry (tools
+and MCP servers, with their ids and trust). Step locks are not copied: they
+belong to running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`)
@@ -103,6 +104,7 @@ def copy_agents(
         with dst.transaction():
             _refuse_taken(src, dst, agents)
             _copy_keys(dst, keys)
+            _copy_registry(src, dst)
             if on_keys is not None:
                 on_keys(len(keys))
             copied = []
@@ -155,6 +157,26 @@ def _copy_keys(dst: Storage, keys: Sequence[ApiKey]) -> None:
         )
     for key in keys:
         dst.add_api_key(key.model_copy())
+
+
+def _copy_registry(src: Storage, dst: Storage) -> None:
+    """Store every user's tools and MCP servers of `src` in `dst` as they
+    are, or AlreadyExistsError naming those `dst` has (same owner and name)."""
+    servers, tools = src.list_mcp_servers(), src.list_tools()
+    held_servers = {(s.owner, s.name) for s in dst.list_mcp_servers()}
+    held_tools = {(t.owner, t.name) for t in dst.list_tools()}
+    taken = [
+        f"MCP server {s.name} of {s.owner}" for s in servers if (s.owner, s.name) in held_servers
+    ]
+    taken += [f"tool {t.name} of {t.owner}" for t in tools if (t.owner, t.name) in held_tools]
+    if taken:
+        raise AlreadyExistsError(
+            f"the destination already has these: {', '.join(taken)}; nothing was copied"
+        )
+    for server in servers:
+        dst.add_mcp_server(server)
+    for tool in tools:
+        dst.add_tool(tool)
 
 
 def _vectors(store: Storage, state: AgentState, owner: Owner) -> StoredVectors | None:

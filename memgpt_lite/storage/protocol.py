@@ -8,8 +8,9 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 `Storage` is made of one small protocol per concern (storage/protocols/):
 `StoreLifecycle` (opening, closing, transactions), `AgentStorage`,
 `BlockStorage` (blocks and their history), `MessageStorage` (recall),
-`ArchivalStorage` (passages and vectors), `UsageAndKeyStorage` and
-`StepLockStorage`. A caller that needs one concern may ask for its protocol.
+`ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
+`StepLockStorage` and `ToolStorage` (the tool registry and MCP servers). A
+caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
 
@@ -45,6 +46,7 @@ from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
+from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
     Owner,
     Ranking,
@@ -71,6 +73,7 @@ __all__ = [
     "Storage",
     "StoreLifecycle",
     "StoredVectors",
+    "ToolStorage",
     "UsageAndKeyStorage",
     "VectorCounters",
     "VectorMatches",
@@ -87,10 +90,11 @@ class Storage(
     ArchivalStorage,
     UsageAndKeyStorage,
     StepLockStorage,
+    ToolStorage,
     Protocol,
 ):
-    """Agents, blocks, messages, passages, vectors, token usage, step locks
-    and the users' API keys: every part of the seam, in one protocol."""
+    """Agents, blocks, messages, passages, vectors, token usage, step locks,
+    the users' API keys and their tools: every part of the seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_message
-from memgpt_lite.llm import runner
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 
 if TYPE_CHECKING:
@@ -127,6 +126,11 @@ class Tool:
         """Validate the raw JSON arguments, call the function, and return what the
         model should see. Never raises for the model's or the tool's mistakes.
         An `async def` tool is awaited on an event loop of its own here."""
+        # Imported here: the process that runs a source tool's call
+        # (tools/source/child.py) imports this module for each call, and
+        # the runner brings the openai client, 0.7 s of imports it never uses.
+        from memgpt_lite.llm import runner
+
         return runner.run(self.arun(context, arguments, max_chars, in_thread=False))
 
     async def arun(
@@ -154,11 +158,7 @@ class Tool:
         try:
             raw = parse_arguments(arguments)
         except JSONProblem as exc:
-            return ToolOutcome(
-                f"Error: the arguments could not be used: {exc}. Call {self.name} again "
-                "with a JSON object that matches its schema.",
-                ok=False,
-            )
+            return unusable_arguments(self.name, exc)
         try:
             validated = self.arguments_model.model_validate(raw)
         except ValidationError as exc:
@@ -242,6 +242,15 @@ def tool(
 
 def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     return obj if isinstance(obj, Tool) else Tool(obj)
+
+
+def unusable_arguments(name: str, problem: JSONProblem) -> ToolOutcome:
+    """What the model sees for arguments that are not a JSON object it may send."""
+    return ToolOutcome(
+        f"Error: the arguments could not be used: {problem}. Call {name} again "
+        "with a JSON object that matches its schema.",
+        ok=False,
+    )
 
 
 def truncate(text: str, max_chars: int) -> str:

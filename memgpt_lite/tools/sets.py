@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
+from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.schema import Tool
@@ -29,17 +30,6 @@ TOOL_SETS: dict[str, dict[str, Tool]] = {
 ATTACHABLE_TOOLS: dict[str, Tool] = dict(MULTI_AGENT_TOOLS)
 
 
-def attachable(name: str) -> Tool:
-    """The built-in tool attached by `name`; a ConfigError naming those there are."""
-    found = ATTACHABLE_TOOLS.get(name)
-    if found is None:
-        raise ConfigError(
-            f"there is no built-in tool named {name!r} to attach; "
-            f"the tools attached by name are: {', '.join(ATTACHABLE_TOOLS)}"
-        )
-    return found
-
-
 def agent_tools(
     tool_set: str, custom: Mapping[str, Tool], attached: Iterable[str] = ()
 ) -> dict[str, Tool]:
@@ -54,3 +44,16 @@ def agent_tools(
         raise ConfigError(f"tool {clash[0]!r} of the {tool_set} tool set is also given")
     builtins = {name: ATTACHABLE_TOOLS[name] for name in attached if name in ATTACHABLE_TOOLS}
     return {**chosen, **builtins, **custom}
+
+
+def tool_origin(tool: Tool, tool_set: str) -> str:
+    """Where one of an agent's tools comes from, in words: its tool set, the
+    built-in tools attached by name, a function given in code, or the
+    registry (a source, a module, an MCP server)."""
+    if TOOL_SETS.get(tool_set, {}).get(tool.name) is tool:
+        return f"built-in, {tool_set} set"
+    if ATTACHABLE_TOOLS.get(tool.name) is tool:
+        return "built-in, attached by name"
+    if isinstance(tool, ExternalTool):
+        return tool.origin
+    return "code: given to Agent.create or Agent.load"

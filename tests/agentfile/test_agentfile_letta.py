@@ -251,6 +251,9 @@ def test_letta_agent_file_imports_and_takes_a_step(fake_llm, tmp_path):
     )
     assert result.stderr == (
         "note: Letta's tool 'web_search' has no equivalent here; left out\n"
+        "note: tools with their code (1: check_order_status): registered, not trusted; read "
+        "each (memgpt-lite tools show NAME), then trust it (memgpt-lite tools trust NAME), or "
+        "import with --trust-tools\n"
         "note: 1 tool calls had no result; each was given an error result\n"
     )
     agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])

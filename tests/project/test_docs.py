@@ -110,6 +110,7 @@ FILES = {
     "notes.md": "Due: May",
     "me.md": "Alice",
     "notes/bees.txt": "The bees swarmed in May.",
+    "weather.py": 'def weather(city: str) -> str:\n    """The weather."""\n    return "sun"',
 }
 LETTA_FILE = "my_letta_agent.af"
 

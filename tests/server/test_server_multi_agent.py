@@ -137,4 +137,6 @@ def test_our_api_attaches_built_in_tools_by_name(db: str, server: str) -> None:
     assert made.json()["settings"]["tags"] == ["lead"]
     refused = create(name="other", model="gpt-4o-mini", tools=["web_search"])
     assert refused.status_code == 422  # ConfigError, as for any bad field
-    assert "no built-in tool named 'web_search' to attach" in refused.json()["detail"]
+    detail = refused.json()["detail"]
+    assert "no registered tool named 'web_search'" in detail
+    assert "the built-in tools attached by name are: send_message_to_agent_and_wait" in detail

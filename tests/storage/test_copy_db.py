@@ -21,6 +21,7 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.memory.recall.window import compile_context
 from memgpt_lite.memory.retrieval.search import search_messages
+from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.storage.copy import AgentCopy, copy_database
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
@@ -251,3 +252,28 @@ def test_a_taken_block_is_refused(locations, fake_llm):
     with pytest.raises(AlreadyExistsError, match=r"these blocks: team \(block-\w+\) of ada;"):
         copy_database(src, dst)
     assert agent_names(dst) == ["zoe"]
+
+
+def test_the_tool_registry_comes_along_and_a_taken_tool_is_refused(locations):
+    src, dst = locations
+    with open_storage(src) as store:
+        store.add_mcp_server(
+            MCPServer(name="time", owner="alice", transport="stdio", command="mcp-server-time")
+        )
+        store.add_tool(
+            ToolDefinition(
+                name="get_time", owner="alice", kind="mcp", mcp_server="time", json_schema={}
+            )
+        )
+        source = "def weather(city: str) -> str:\n    return 'sun'\n"
+        weather = ToolDefinition(
+            name="weather", kind="python", source_code=source, json_schema={}, trusted=True
+        )
+        store.add_tool(weather)
+        tools, servers = store.list_tools(), store.list_mcp_servers()
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        assert (store.list_tools(), store.list_mcp_servers()) == (tools, servers)
+    taken = "MCP server time of alice, tool get_time of alice, tool weather of local"
+    with pytest.raises(AlreadyExistsError, match=f"these: {taken}; nothing was copied"):
+        copy_database(src, dst)

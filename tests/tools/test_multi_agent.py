@@ -113,7 +113,8 @@ def test_attached_as_tool_objects_and_refused_names(tmp_path):
         "ann", "gpt-4o-mini", db=db, tools=[send_message_to_agent_and_wait_for_reply]
     )
     assert given.state.tool_names == [ASK]
-    with pytest.raises(ConfigError, match="no built-in tool named 'web_search' to attach"):
+    refused = "no registered tool named 'web_search'.*built-in tools attached by name are: send_"
+    with pytest.raises(ConfigError, match=refused):
         Agent.create("ben", "gpt-4o-mini", db=db, tools=["web_search"])
 
     def send_message_to_agents_matching_tags(message: str) -> str:

@@ -9,7 +9,8 @@ The seam has three tiers:
    `CoreStore` (store.py): the transaction rules (transactions.py), agents
    (agents.py), blocks and their history (blocks.py), reads of messages
    (messages.py) and of passages and vectors (archival.py), step locks
-   (locks.py), token usage and API keys (accounts.py), rows as models
+   (locks.py), token usage and API keys (accounts.py), the tool registry
+   and MCP servers (tools.py), rows as models
    (rows.py), the schema both dialects create (schema.py) and the words of
    errors (errors.py). Its statements are written once (sql.py), with `?`
    placeholders and SQL both dialects read alike; a `Dialect` says the rest.

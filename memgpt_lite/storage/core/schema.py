@@ -179,6 +179,41 @@ BLOCK_HISTORY = """
 # The newest message seq a reflection has read (loop/reflection.py).
 REFLECTED_SEQ = "ALTER TABLE agents ADD COLUMN reflected_seq $bigint NOT NULL DEFAULT 0"
 
+# The tool registry: each user's tools (`ToolDefinition`) and MCP servers
+# (`MCPServer`), a name unique per owner. Lists and mappings are JSON text.
+# Agents use tools by name (their `tool_names`), so no foreign key links them.
+TOOL_REGISTRY = """
+        CREATE TABLE tools (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            json_schema TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            source_code TEXT,
+            module TEXT,
+            mcp_server TEXT,
+            requirements TEXT NOT NULL DEFAULT '[]',
+            trusted $bool NOT NULL DEFAULT $false,
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL,
+            UNIQUE (owner, name)
+        );
+        CREATE TABLE mcp_servers (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            transport TEXT NOT NULL,
+            command TEXT,
+            args TEXT NOT NULL DEFAULT '[]',
+            env TEXT NOT NULL DEFAULT '{}',
+            url TEXT,
+            headers TEXT NOT NULL DEFAULT '{}',
+            created_at $time NOT NULL,
+            UNIQUE (owner, name)
+        );
+        """
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

@@ -8,8 +8,9 @@ from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages
+from memgpt_lite.storage.core.tools import Tools
 
 
-class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys):
+class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools):
     """Agents and blocks, messages, passages and vectors, step locks, usage
-    and keys, and transactions."""
+    and keys, the tool registry, and transactions."""

@@ -40,6 +40,7 @@ from memgpt_lite.storage.core.schema import (
     REFLECTED_SEQ,
     STEP_LOCKS,
     TOKEN_USAGE,
+    TOOL_REGISTRY,
     USERS_AND_API_KEYS,
     ColumnTypes,
     ddl,
@@ -243,6 +244,12 @@ def m006_block_history(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
 def m007_reflected_seq(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m014: the newest message seq a reflection has read (REFLECTED_SEQ)."""
     conn.execute(ddl(REFLECTED_SEQ, TYPES))
+
+
+@migration
+def m008_tool_registry(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m015: each user's tools and MCP servers (TOOL_REGISTRY)."""
+    conn.execute(ddl(TOOL_REGISTRY, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

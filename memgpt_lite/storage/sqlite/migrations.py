@@ -24,6 +24,7 @@ from memgpt_lite.storage.core.schema import (
     REFLECTED_SEQ,
     STEP_LOCKS,
     TOKEN_USAGE,
+    TOOL_REGISTRY,
     USERS_AND_API_KEYS,
     ColumnTypes,
     ddl,
@@ -255,3 +256,9 @@ def m013_block_history(db: Database) -> None:
 def m014_reflected_seq(db: Database) -> None:
     """The newest message seq a reflection has read (core/schema.py's REFLECTED_SEQ)."""
     db.execute(ddl(REFLECTED_SEQ, TYPES))
+
+
+@migrations()
+def m015_tool_registry(db: Database) -> None:
+    """Each user's tools and MCP servers (core/schema.py's TOOL_REGISTRY)."""
+    db.executescript(ddl(TOOL_REGISTRY, TYPES))

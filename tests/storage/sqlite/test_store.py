@@ -115,6 +115,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m012_passage_supersession",
         "m013_block_history",
         "m014_reflected_seq",
+        "m015_tool_registry",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -500,6 +501,9 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm013_block_history'")
         conn.execute("ALTER TABLE agents DROP COLUMN reflected_seq")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm014_reflected_seq'")
+        conn.execute("DROP TABLE tools")
+        conn.execute("DROP TABLE mcp_servers")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm015_tool_registry'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -508,7 +512,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 14"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 15"
     )
 
 

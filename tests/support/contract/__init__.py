@@ -18,6 +18,7 @@ from support.contract.block_history import BlockHistoryContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.supersede import SupersedeContract
+from support.contract.tools import MCPServerContract, ToolContract
 from support.contract.transactions import StepLockContract, ThreadContract, TransactionContract
 from support.contract.usage import UsageContract
 from support.contract.window import WindowContract
@@ -38,6 +39,8 @@ class StorageContract(
     WindowContract,
     OwnerContract,
     KeyContract,
+    ToolContract,
+    MCPServerContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
