@@ -182,7 +182,7 @@ class Session:
         # ends this session; the caller is told in one line, and the
         # traceback goes to the log.
         except Exception as exc:  # noqa: BLE001 - see above
-            log.info("MCP server %s: the session ended: %r", self.server.name, exc, exc_info=exc)
+            log.debug("MCP server %s: the session ended: %r", self.server.name, exc, exc_info=exc)
             if not ready.is_set():
                 self._failure = exc
         finally:
