@@ -4,8 +4,9 @@
     python tests/support/mcp_server.py stdio
     python tests/support/mcp_server.py http PORT     # streamable HTTP at /mcp on 127.0.0.1
 
-Its tools echo, add, fail (the server's error), hang, crash the process, tell
-its pid, an environment variable and a request header, and return an image.
+Its tools echo, add, fail (the tool's error), refuse (a protocol error),
+hang, crash the process, tell its pid, an environment variable and a request
+header, and return an image.
 `start_http_server` runs the HTTP variant for a test.
 """
 
@@ -22,9 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
+from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent
 
 SCRIPT = Path(__file__).resolve()
 # A 1x1 PNG, for a result that is not text.
@@ -56,6 +58,11 @@ def build() -> MCPServer:
     def fail(reason: str) -> str:
         """Always fails, with the reason given."""
         raise ToolError(f"failed on purpose: {reason}")
+
+    @server.tool()
+    def refuse(reason: str) -> str:
+        """Always answers with a protocol error (JSON-RPC), not a tool error."""
+        raise MCPError(code=INVALID_PARAMS, message=f"refused: {reason}")
 
     @server.tool()
     async def hang(seconds: float) -> str:

@@ -13,7 +13,9 @@ that changed starts the server anew.
   hung up) is started again at the next call. A call that was in flight when
   it went away fails: it is not sent twice, since the server may have acted.
 - A call that outlasts its timeout fails with a clear error, and its session
-  is reset (a stdio server is stopped), so the next call starts afresh.
+  is reset (a stdio server is stopped), so the next call starts afresh. So
+  does an HTTP server's protocol error (such as a session it no longer knows,
+  after a restart).
 - `close()` stops every server; it runs at exit too (atexit).
 
 Failures to reach or start a server raise `MCPServerError` for a listing;
@@ -256,6 +258,11 @@ class MCPConnections:
             )
         except (MCPError, ValidationError) as exc:
             if not _closed(exc):
+                if server.transport == "http":
+                    # An HTTP server answers a session it no longer knows (it
+                    # restarted) with an error too; a new session costs only
+                    # a handshake, so the next call starts one.
+                    self._retire(server.name)
                 return MCPCallResult(f"Error: {where} refused the call: {describe(exc)}", ok=False)
             words = session.last_words()
             self._retire(server.name)
@@ -281,6 +288,7 @@ class MCPConnections:
     async def _stop_all(self) -> None:
         for name in list(self._sessions):
             self._retire(name)
+        self._starting.clear()  # its locks belong to this loop, which is ending
         if self._stopping:
             await asyncio.wait(set(self._stopping))
 

@@ -20,7 +20,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.mcp.config import ServerParams, http_server, stdio_server
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 
-TOOLS = ["echo", "add", "fail", "hang", "crash", "pid", "env", "header", "picture"]
+TOOLS = ["echo", "add", "fail", "refuse", "hang", "crash", "pid", "env", "header", "picture"]
 
 
 def ours(name: str = "tests", env: dict[str, str] | None = None) -> ServerParams:
@@ -103,6 +103,17 @@ def test_the_servers_errors_are_failed_results_not_exceptions(kept):
     unknown = kept.call_tool(server, "teleport", {})
     assert not unknown.ok and "teleport" in unknown.text
     assert kept.call_tool(server, "echo", {"text": "still here"}).text == "still here"
+
+
+def test_a_protocol_error_is_a_failed_result_and_a_stdio_server_is_kept(kept):
+    server = ours()
+    before = pid_of(kept, server)
+    refused = kept.call_tool(server, "refuse", {"reason": "not today"})
+    assert (refused.ok, refused.text) == (
+        False,
+        "Error: refuse (MCP server 'tests') refused the call: refused: not today",
+    )
+    assert kept.is_running("tests") and pid_of(kept, server) == before
 
 
 def test_content_that_is_not_text_is_described(kept):
@@ -205,6 +216,12 @@ def test_streamable_http_server_with_headers(connections):
         assert connections.call_tool(server, "header", {"name": "X-Team"}).text == "blue"
         failed = connections.call_tool(server, "fail", {"reason": "over http"})
         assert not failed.ok and "failed on purpose: over http" in failed.text
+        assert connections.is_running("web")
+        # A protocol error may be a session the server no longer knows (it
+        # restarted): the next call opens a new one.
+        refused = connections.call_tool(server, "refuse", {"reason": "over http"})
+        assert not refused.ok and refused.text.endswith("refused the call: refused: over http")
+        assert not connections.is_running("web")
         result = connections.call_tool(server, "hang", {"seconds": 3600}, timeout=0.5)
         assert not result.ok and "did not answer within 0.5 s" in result.text
         assert connections.call_tool(server, "echo", {"text": "again"}).text == "again"
