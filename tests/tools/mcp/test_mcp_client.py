@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -250,3 +251,30 @@ def test_the_published_time_server(kept):
     )
     wrong = kept.call_tool(server, "get_current_time", {"timezone": "Mars/Olympus_Mons"})
     assert not wrong.ok and "Mars/Olympus_Mons" in wrong.text
+
+
+def test_a_program_that_exits_stops_its_servers():
+    """The process's shared connections are closed at exit (atexit): checked
+    by the program's own exit handler, registered first so that it runs
+    last, while the program still holds the server's pipes (without the
+    close, the server would still be running then)."""
+    command, args = stdio_command()
+    program = (
+        "import atexit, os\n"
+        "from memgpt_lite.tools.mcp.config import stdio_server\n"
+        "from memgpt_lite.tools.mcp.connections import shared_connections\n"
+        "pids = []\n"
+        "def check():\n"
+        "    try:\n"
+        "        os.kill(pids[0], 0)\n"
+        "        print('still running')\n"
+        "    except ProcessLookupError:\n"
+        "        print('stopped')\n"
+        "atexit.register(check)\n"
+        f"server = stdio_server('tests', {command!r}, {args!r})\n"
+        "pids.append(int(shared_connections().call_tool(server, 'pid', {}).text))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (0, "stopped\n"), done.stderr
