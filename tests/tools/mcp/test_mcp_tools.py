@@ -11,13 +11,14 @@ from collections.abc import Iterator
 import pytest
 from support.mcp_server import stdio_command
 
-from memgpt_lite import Agent
+from memgpt_lite import Agent, AgentSettings
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.tools.mcp.config import stdio_server
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 from memgpt_lite.tools.mcp.results import MCPToolInfo
 from memgpt_lite.tools.mcp.tool import MCPTool, mcp_tools
+from memgpt_lite.tools.rules import at_most
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +107,16 @@ def test_tools_the_agent_cannot_take_are_refused(server, connections):
     clash = MCPToolInfo("beat", "", {"type": "object", "properties": {"request_heartbeat": {}}})
     with pytest.raises(ConfigError, match="has its own request_heartbeat"):
         MCPTool(server, clash, connections=connections)
+
+
+def test_tool_rules_apply_to_mcp_tools(fake_llm, tmp_path, tools):
+    settings = AgentSettings(tool_rules=[at_most("add", 1)])
+    agent = Agent.create(
+        "sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[tools["add"]], settings=settings
+    )
+    twice = [call("add", a=1, b=1, request_heartbeat=True) for _ in range(2)]
+    fake_llm.enqueue(reply(tool_calls=twice), say("Two, once."))
+    result = agent.step("add 1 and 1, twice")
+    first, second = result.tool_results[0], result.tool_results[1]
+    assert (first.content, first.ok) == ("2", True)
+    assert not second.ok and "add" in second.content
