@@ -174,7 +174,7 @@ class MCPConnections:
             if session is not None and session.alive and same_server(session.server, server):
                 return session
             if session is not None:
-                self._retire(server.name)
+                self._retire(session)
             session = Session(server)
             try:
                 with anyio.fail_after(self.start_timeout):
@@ -194,14 +194,17 @@ class MCPConnections:
             self._sessions[server.name] = session
             return session
 
-    def _retire(self, name: str) -> None:
-        """Forget the session of `name` and stop it in the background (a
-        stdio server may take seconds to stop; nobody waits for that but
-        `close`)."""
-        session = self._sessions.pop(name, None)
-        if session is None:
+    def _retire(self, session: Session) -> None:
+        """Forget `session` (if it is still its server's) and stop it in the
+        background (a stdio server may take seconds to stop; nobody waits
+        for that but `close`). A call that failed on an old session never
+        stops the new one another call started meanwhile."""
+        name = session.server.name
+        if self._sessions.get(name) is session:
+            del self._sessions[name]
+        if session.retired:
             return
-        session.ended = True
+        session.retired = session.ended = True
         task = asyncio.get_running_loop().create_task(session.stop())
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
@@ -222,13 +225,13 @@ class MCPConnections:
                     if cursor is None:
                         break
         except TimeoutError:
-            self._retire(server.name)
+            self._retire(session)
             raise MCPServerError(
                 f"MCP server {server.name!r} did not list its tools within {timeout:g} s"
             ) from None
         except (MCPError, ValidationError) as exc:
             if _closed(exc):
-                self._retire(server.name)
+                self._retire(session)
             raise MCPServerError(
                 f"MCP server {server.name!r} could not list its tools: {describe(exc)}"
                 f"{session.last_words()}"
@@ -250,7 +253,7 @@ class MCPConnections:
             with anyio.fail_after(timeout):
                 result = await client.call_tool(tool, arguments)
         except TimeoutError:
-            self._retire(server.name)
+            self._retire(session)
             return MCPCallResult(
                 f"Error: {where} did not answer within {timeout:g} s; the server's session "
                 "was reset, and the next call starts it again.",
@@ -262,10 +265,10 @@ class MCPConnections:
                     # An HTTP server answers a session it no longer knows (it
                     # restarted) with an error too; a new session costs only
                     # a handshake, so the next call starts one.
-                    self._retire(server.name)
+                    self._retire(session)
                 return MCPCallResult(f"Error: {where} refused the call: {describe(exc)}", ok=False)
             words = session.last_words()
-            self._retire(server.name)
+            self._retire(session)
             return MCPCallResult(
                 f"Error: {where}: the server went away during the call{words}; "
                 "the next call starts it again.",
@@ -281,13 +284,15 @@ class MCPConnections:
         return session is not None and session.alive
 
     async def _stop_server(self, name: str) -> None:
-        session = self._sessions.pop(name, None)
+        session = self._sessions.get(name)
         if session is not None:
-            await session.stop()
+            self._retire(session)
+        if self._stopping:  # this one's stop, and any other under way
+            await asyncio.wait(set(self._stopping))
 
     async def _stop_all(self) -> None:
-        for name in list(self._sessions):
-            self._retire(name)
+        for session in list(self._sessions.values()):
+            self._retire(session)
         self._starting.clear()  # its locks belong to this loop, which is ending
         if self._stopping:
             await asyncio.wait(set(self._stopping))

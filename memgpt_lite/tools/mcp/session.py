@@ -127,6 +127,7 @@ class Session:
         self.server = server
         self.client: Client | None = None
         self.ended = False  # the server went away, or the session was stopped
+        self.retired = False  # its stop is under way (connections.py)
         self.stderr = StderrLog() if server.transport == "stdio" else None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

@@ -168,10 +168,13 @@ def test_a_server_that_dies_during_a_call_fails_that_call_only(connections):
     assert connections.call_tool(server, "add", {"a": 1, "b": 1}).text == "2"
 
 
-def test_close_stops_every_server(connections):
+def test_stop_and_close_stop_the_servers(connections):
     first, second = ours("one"), ours("two")
     pids = [pid_of(connections, first), pid_of(connections, second)]
     assert all(alive(pid) for pid in pids)
+    connections.stop("one")  # returns once it has exited
+    assert not alive(pids[0]) and alive(pids[1])
+    assert not connections.is_running("one") and connections.is_running("two")
     connections.close()
     assert not any(alive(pid) for pid in pids)  # close returns once they have exited
     assert not connections.is_running("one")
