@@ -27,6 +27,7 @@ from memgpt_lite.cli.doctor import doctor, models
 from memgpt_lite.cli.history import log_command
 from memgpt_lite.cli.keys import keys
 from memgpt_lite.cli.log import configure_logging, show_details
+from memgpt_lite.cli.mcp import mcp
 from memgpt_lite.cli.scripting import (
     ExitStatus,
     Output,
@@ -337,6 +338,7 @@ cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(keys)
 cli.add_command(log_command)
+cli.add_command(mcp)
 cli.add_command(serve)
 cli.add_command(tools)
 for command in AGENT_COMMANDS:

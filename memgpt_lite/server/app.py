@@ -1,5 +1,6 @@
 """The application: `create_app(db)` opens the workspace (the agents of the
-database, agent/workspace.py) and mounts every route.
+database, agent/workspace.py) and mounts every route, /mcp too (the agents
+over MCP, mcp_mount.py).
 
 Errors are answered in one place, each as `{"detail": "one line"}` with the
 status that says what went wrong: our errors by class (`STATUS_BY_ERROR`), a
@@ -150,6 +151,7 @@ def create_app(
         letta,
         openai_compat,
     )
+    from memgpt_lite.server.mcp_mount import mount_mcp
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -157,7 +159,8 @@ def create_app(
         steps = StepRunner(step_threads)
         app.state.context = ServerContext(workspace=workspace, steps=steps, auth=auth)
         try:
-            yield
+            async with mcp_running:
+                yield
         finally:
             steps.close()
             workspace.close()
@@ -172,6 +175,7 @@ def create_app(
     for module in (health, api_agents, api_approvals, api_memory, letta, openai_compat):
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
+    mcp_running = mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
     return app
 
 
