@@ -20,8 +20,8 @@ import copy
 from typing import Any
 
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.models import MCPServer
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
-from memgpt_lite.tools.mcp.config import MCPServerParams, check_server
 from memgpt_lite.tools.mcp.connections import (
     DEFAULT_CALL_TIMEOUT,
     MCPConnections,
@@ -46,7 +46,7 @@ class MCPTool(Tool):
 
     def __init__(
         self,
-        server: MCPServerParams,
+        server: MCPServer,
         listed: MCPToolInfo,
         *,
         name: str | None = None,
@@ -54,7 +54,6 @@ class MCPTool(Tool):
         requires_approval: bool = False,
         connections: MCPConnections | None = None,
     ) -> None:
-        check_server(server)
         if timeout <= 0:
             raise ConfigError(f"MCP tool {listed.name}: the timeout must be positive")
         self.server = server
@@ -128,7 +127,7 @@ def _object_schema(listed: MCPToolInfo) -> dict[str, Any]:
 
 
 def mcp_tools(
-    server: MCPServerParams,
+    server: MCPServer,
     *,
     timeout: float = DEFAULT_CALL_TIMEOUT,
     connections: MCPConnections | None = None,

@@ -13,8 +13,8 @@ from support.mcp_server import stdio_command
 
 from memgpt_lite import Agent, AgentSettings
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.models import MCPServer
 from memgpt_lite.testing import call, reply, say
-from memgpt_lite.tools.mcp.config import stdio_server
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 from memgpt_lite.tools.mcp.results import MCPToolInfo
 from memgpt_lite.tools.mcp.tool import MCPTool, mcp_tools
@@ -30,7 +30,7 @@ def connections() -> Iterator[MCPConnections]:
 @pytest.fixture(scope="module")
 def server():
     command, args = stdio_command()
-    return stdio_server("tests", command, args)
+    return MCPServer(name="tests", transport="stdio", command=command, args=args)
 
 
 @pytest.fixture(scope="module")
