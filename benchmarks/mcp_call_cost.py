@@ -76,7 +76,7 @@ async def measure(
 ) -> tuple[dict[str, list[float]], dict[str, float]]:
     from mcp import Client, StdioServerParameters
 
-    from memgpt_lite.tools.mcp.config import stdio_server
+    from memgpt_lite.models import MCPServer
     from memgpt_lite.tools.mcp.connections import MCPConnections
     from memgpt_lite.tools.mcp.tool import mcp_tools
     from memgpt_lite.tools.schema import ToolContext
@@ -89,7 +89,7 @@ async def measure(
         starts["sdk"] = time.perf_counter() - started
         with MCPConnections() as connections:
             started = time.perf_counter()
-            server = stdio_server("bench", command, args)
+            server = MCPServer(name="bench", transport="stdio", command=command, args=args)
             [mcp_tool] = [t for t in mcp_tools(server, connections=connections) if t.name == tool]
             starts["tools"] = time.perf_counter() - started
             encoded = json.dumps(arguments)

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -355,9 +356,12 @@ class ToolDefinition(BaseModel):
     a process of their own, `mcp` on its MCP server (`mcp_server`, the name
     of one of the owner's `MCPServer`s). `json_schema` is what the model is
     shown: the function's name, description and parameters, without
-    `request_heartbeat` (added when it is offered). `requirements` are pip
-    requirement strings, checked before each call, never installed. A tool
-    that came in an imported agent file runs only once `trusted`."""
+    `request_heartbeat` (added when it is offered); for an `mcp` tool, its
+    name is the tool's own name on its server (as in Letta's files), which
+    `name` may differ from (`SERVER__TOOL`, agent/mcp_servers.py).
+    `requirements` are pip requirement strings, checked before each call,
+    never installed. A tool that came in an imported agent file runs only
+    once `trusted`."""
 
     model_config = ConfigDict(validate_assignment=True)
 
@@ -389,7 +393,11 @@ class ToolDefinition(BaseModel):
 
 class MCPServer(BaseModel):
     """An MCP server one user configured, by name: a command run over stdio
-    (`command`, `args`, `env`), or a streamable HTTP `url` with `headers`."""
+    (`command`, `args`, `env`), or a streamable HTTP `url` (http:// or
+    https://) with `headers`. The one way to say a server: stored by the
+    registry, and handed as it is to the MCP client (tools/mcp/). The values
+    of `env` and `headers` are secrets (keys, tokens): show a server with
+    `agent.mcp_servers.redacted_server`, never as it is."""
 
     id: str = Field(default_factory=lambda: new_id("mcp"))
     owner: UserName = DEFAULT_USER
@@ -402,12 +410,24 @@ class MCPServer(BaseModel):
     headers: dict[CleanStr, CleanStr] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _named(cls, name: object) -> object:
+        if isinstance(name, str) and not name.strip():
+            raise ValueError("an MCP server needs a name")
+        return name
+
     @model_validator(mode="after")
     def _has_its_transports_address(self) -> MCPServer:
-        if self.transport == "stdio" and not self.command:
-            raise ValueError("a stdio MCP server needs its command")
-        if self.transport == "http" and not self.url:
-            raise ValueError("an http MCP server needs its url")
+        if self.transport == "stdio" and not (self.command or "").strip():
+            raise ValueError(f"MCP server {self.name!r}: a stdio server needs a command")
+        if self.transport == "http":
+            parts = urlsplit(self.url or "")
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"MCP server {self.name!r}: the URL must be http:// or https://, "
+                    f"got {self.url!r}"
+                )
         return self
 
 

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
-from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.schema import Tool
@@ -28,6 +27,11 @@ TOOL_SETS: dict[str, dict[str, Tool]] = {
 
 # Built-in tools in no set: an agent has them once attached by name.
 ATTACHABLE_TOOLS: dict[str, Tool] = dict(MULTI_AGENT_TOOLS)
+# The names no registered tool may take: those of every set's tools and of
+# the attachable ones.
+BUILT_IN_NAMES = frozenset(
+    [*(name for tools in TOOL_SETS.values() for name in tools), *ATTACHABLE_TOOLS]
+)
 
 
 def agent_tools(
@@ -54,6 +58,6 @@ def tool_origin(tool: Tool, tool_set: str) -> str:
         return f"built-in, {tool_set} set"
     if ATTACHABLE_TOOLS.get(tool.name) is tool:
         return "built-in, attached by name"
-    if isinstance(tool, ExternalTool):
+    if tool.origin is not None:
         return tool.origin
     return "code: given to Agent.create or Agent.load"

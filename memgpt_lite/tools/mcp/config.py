@@ -1,102 +1,39 @@
-"""How to reach one MCP server: a command to start (stdio) or a URL (streamable HTTP).
+"""How the client names and compares MCP servers.
 
-`MCPServerParams` is what the client (connections.py) needs of a server's
-configuration. The tool registry stores the same fields as the `MCPServer`
-model; until that model is here, callers build these with `stdio_server` or
-`http_server`, and then pass the stored configurations instead (a
-`MCPServer` has every attribute this protocol reads).
+A server is a `memgpt_lite.models.MCPServer`, the registry's own model:
+`command`, `args` and `env` for stdio, `url` and `headers` for streamable
+HTTP, checked when it is made. The registry stores it and hands it to the
+client as it is; code builds one the same way:
+
+    MCPServer(name="time", transport="stdio", command="uvx", args=["mcp-server-time"])
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
-from urllib.parse import urlsplit
+import hashlib
+import re
 
-from memgpt_lite.errors import ConfigError
-
-Transport = Literal["stdio", "http"]
+from memgpt_lite.models import MCPServer
+from memgpt_lite.tools.sets import BUILT_IN_NAMES
 
 # What to tell when the SDK is missing (this module does not import it, so
-# the edges can import this one to say so).
-MCP_EXTRA = 'MCP needs its extra: pip install "memgpt-lite[mcp]"'
+# the edges and the tool registry can import this one to say so).
+MCP_EXTRA = "MCP needs its extra: pip install 'memgpt-lite[mcp]'"
+
+# A server's key among a process's sessions: its owner and name, as two
+# users may each have a server of one name.
+ServerKey = tuple[str, str]
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NOT_IN_TOOL_NAMES = re.compile(r"[^a-zA-Z0-9_-]")
+MAX_TOOL_NAME = 64
 
 
-class MCPServerParams(Protocol):
-    """A named MCP server: `command`, `args` and `env` for stdio; `url` and
-    `headers` for streamable HTTP."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def transport(self) -> Transport: ...
-    @property
-    def command(self) -> str | None: ...
-    @property
-    def args(self) -> Sequence[str]: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def url(self) -> str | None: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
+def server_key(server: MCPServer) -> ServerKey:
+    return server.owner, server.name
 
 
-@dataclass(frozen=True)
-class ServerParams:
-    """An `MCPServerParams` given in code (see the module's doc)."""
-
-    name: str
-    transport: Transport
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-def stdio_server(
-    name: str,
-    command: str,
-    args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-) -> ServerParams:
-    """A server started as `command args...`, spoken to over its stdin and
-    stdout. Its environment is a few safe variables of ours (PATH, HOME,
-    USER, ...) and `env`: never our secrets."""
-    server = ServerParams(name, "stdio", command=command, args=tuple(args), env=dict(env or {}))
-    check_server(server)
-    return server
-
-
-def http_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> ServerParams:
-    """A server at `url` (streamable HTTP), sent `headers` with each request."""
-    server = ServerParams(name, "http", url=url, headers=dict(headers or {}))
-    check_server(server)
-    return server
-
-
-def check_server(server: MCPServerParams) -> None:
-    """A ConfigError naming what is missing or wrong in a server's configuration."""
-    if not server.name.strip():
-        raise ConfigError("an MCP server needs a name")
-    if server.transport == "stdio":
-        if not (server.command or "").strip():
-            raise ConfigError(f"MCP server {server.name!r}: a stdio server needs a command")
-        return
-    if server.transport != "http":
-        raise ConfigError(
-            f"MCP server {server.name!r}: unknown transport {server.transport!r} (stdio or http)"
-        )
-    parts = urlsplit(server.url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"MCP server {server.name!r}: the URL must be http:// or https://, got {server.url!r}"
-        )
-
-
-def same_server(one: MCPServerParams, other: MCPServerParams) -> bool:
+def same_server(one: MCPServer, other: MCPServer) -> bool:
     """Whether two configurations start or reach the same server."""
     return (
         one.transport == other.transport
@@ -106,3 +43,20 @@ def same_server(one: MCPServerParams, other: MCPServerParams) -> bool:
         and one.url == other.url
         and dict(one.headers) == dict(other.headers)
     )
+
+
+def mcp_tool_name(server: str, remote: str, taken: set[str]) -> str | None:
+    """What an agent calls the tool `remote` of server `server`: its own
+    name, unless that is not a tool name (1-64 letters, digits, '_' or '-':
+    MCP allows more, such as dots), is a built-in tool's or is in `taken`;
+    then `SERVER__TOOL`, each other character '_' (cut to 64 with a hash of
+    the whole). None if that is taken too."""
+    if _TOOL_NAME.match(remote) and remote not in taken and remote not in BUILT_IN_NAMES:
+        return remote
+    prefixed = _NOT_IN_TOOL_NAMES.sub("_", f"{server}__{remote}")
+    if len(prefixed) > MAX_TOOL_NAME:  # kept apart from others cut alike by the hash
+        digest = hashlib.sha256(prefixed.encode()).hexdigest()[:8]
+        prefixed = f"{prefixed[: MAX_TOOL_NAME - 9]}_{digest}"
+    if prefixed in taken or prefixed in BUILT_IN_NAMES:
+        return None
+    return prefixed

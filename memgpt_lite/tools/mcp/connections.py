@@ -5,8 +5,9 @@ code and from the step's own event loop alike, in any thread. So one
 background thread runs an event loop that owns every session
 (session.py): each method here hands a coroutine to that loop and waits
 for it, synchronously (`list_tools`, `call_tool`) or awaiting
-(`acall_tool`). A session is keyed by its server's name; a configuration
-that changed starts the server anew.
+(`acall_tool`). A server is a `models.MCPServer`; its session is keyed by
+its owner and name (two users may each have a server of one name), and a
+configuration that changed starts the server anew.
 
 - A server starts at its first use, bounded by `start_timeout`, and is kept.
 - A server that went away (a stdio process that exited, an HTTP server that
@@ -39,7 +40,8 @@ from mcp.types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.tools.mcp.config import MCPServerParams, check_server, same_server
+from memgpt_lite.models import MCPServer
+from memgpt_lite.tools.mcp.config import ServerKey, same_server, server_key
 from memgpt_lite.tools.mcp.results import MCPCallResult, MCPToolInfo, call_result, tool_info
 from memgpt_lite.tools.mcp.session import Session
 
@@ -71,52 +73,50 @@ class MCPConnections:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # Touched on the loop only.
-        self._sessions: dict[str, Session] = {}
-        self._starting: dict[str, asyncio.Lock] = {}
+        self._sessions: dict[ServerKey, Session] = {}
+        self._starting: dict[ServerKey, asyncio.Lock] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
     # What callers use, from any thread but the loop's
 
     def list_tools(
-        self, server: MCPServerParams, timeout: float = DEFAULT_CALL_TIMEOUT
+        self, server: MCPServer, timeout: float = DEFAULT_CALL_TIMEOUT
     ) -> list[MCPToolInfo]:
         """The server's tools, as it lists them; `MCPServerError` if it cannot."""
-        check_server(server)
         return self._wait(self._list_tools(server, timeout))
 
     def call_tool(
         self,
-        server: MCPServerParams,
+        server: MCPServer,
         tool: str,
         arguments: Mapping[str, Any],
         timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> MCPCallResult:
         """Call one tool of the server; its result or error, never raised."""
-        check_server(server)
         return self._wait(self._call_tool(server, tool, dict(arguments), timeout))
 
     async def acall_tool(
         self,
-        server: MCPServerParams,
+        server: MCPServer,
         tool: str,
         arguments: Mapping[str, Any],
         timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> MCPCallResult:
         """`call_tool`, awaited from another event loop (a step's)."""
-        check_server(server)
         future = self._submit(self._call_tool(server, tool, dict(arguments), timeout))
         return await asyncio.wrap_future(future)
 
-    def is_running(self, name: str) -> bool:
-        """Whether the server named `name` has a live session now."""
+    def is_running(self, server: MCPServer) -> bool:
+        """Whether `server` (its owner's server of its name) has a live session now."""
         if self._loop is None:
             return False
-        return self._wait(self._is_running(name))
+        return self._wait(self._is_running(server_key(server)))
 
-    def stop(self, name: str) -> None:
-        """Stop the server named `name`, if it runs (it starts again when used)."""
+    def stop(self, server: MCPServer) -> None:
+        """Stop `server` (its owner's server of its name), if it runs; it
+        starts again when used. Returns once it has stopped."""
         if self._loop is not None:
-            self._wait(self._stop_server(name))
+            self._wait(self._stop_server(server_key(server)))
 
     def close(self) -> None:
         """Stop every server and the background loop. Using this object
@@ -166,11 +166,12 @@ class MCPConnections:
 
     # On the loop
 
-    async def _session(self, server: MCPServerParams) -> Session:
+    async def _session(self, server: MCPServer) -> Session:
         """The server's live session, started (or started again) if needed."""
-        lock = self._starting.setdefault(server.name, asyncio.Lock())
+        key = server_key(server)
+        lock = self._starting.setdefault(key, asyncio.Lock())
         async with lock:
-            session = self._sessions.get(server.name)
+            session = self._sessions.get(key)
             if session is not None and session.alive and same_server(session.server, server):
                 return session
             if session is not None:
@@ -191,7 +192,7 @@ class MCPConnections:
                     f"MCP server {server.name!r} could not start: {describe(exc)}"
                     f"{session.last_words()}"
                 ) from None
-            self._sessions[server.name] = session
+            self._sessions[key] = session
             return session
 
     def _retire(self, session: Session) -> None:
@@ -199,9 +200,9 @@ class MCPConnections:
         background (a stdio server may take seconds to stop; nobody waits
         for that but `close`). A call that failed on an old session never
         stops the new one another call started meanwhile."""
-        name = session.server.name
-        if self._sessions.get(name) is session:
-            del self._sessions[name]
+        key = server_key(session.server)
+        if self._sessions.get(key) is session:
+            del self._sessions[key]
         if session.retired:
             return
         session.retired = session.ended = True
@@ -209,7 +210,7 @@ class MCPConnections:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 
-    async def _list_tools(self, server: MCPServerParams, timeout: float) -> list[MCPToolInfo]:
+    async def _list_tools(self, server: MCPServer, timeout: float) -> list[MCPToolInfo]:
         session = await self._session(server)
         client = session.client
         if client is None:
@@ -239,7 +240,7 @@ class MCPConnections:
         return found
 
     async def _call_tool(
-        self, server: MCPServerParams, tool: str, arguments: dict[str, Any], timeout: float
+        self, server: MCPServer, tool: str, arguments: dict[str, Any], timeout: float
     ) -> MCPCallResult:
         try:
             session = await self._session(server)
@@ -279,12 +280,12 @@ class MCPConnections:
                 session.stderr.trim()
         return call_result(result)
 
-    async def _is_running(self, name: str) -> bool:
-        session = self._sessions.get(name)
+    async def _is_running(self, key: ServerKey) -> bool:
+        session = self._sessions.get(key)
         return session is not None and session.alive
 
-    async def _stop_server(self, name: str) -> None:
-        session = self._sessions.get(name)
+    async def _stop_server(self, key: ServerKey) -> None:
+        session = self._sessions.get(key)
         if session is not None:
             self._retire(session)
         if self._stopping:  # this one's stop, and any other under way

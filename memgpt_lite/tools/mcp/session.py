@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from mcp.types import Implementation
 
-from memgpt_lite.tools.mcp.config import MCPServerParams
+from memgpt_lite.models import MCPServer
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Session:
     """A started server and its client (see the module's doc). Made, used
     and stopped on the connections' event loop only."""
 
-    def __init__(self, server: MCPServerParams) -> None:
+    def __init__(self, server: MCPServer) -> None:
         self.server = server
         self.client: Client | None = None
         self.ended = False  # the server went away, or the session was stopped

@@ -15,21 +15,50 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from pydantic import ValidationError
 from support.mcp_server import start_http_server, stdio_command
 
-from memgpt_lite.errors import ConfigError
-from memgpt_lite.tools.mcp.config import ServerParams, http_server, stdio_server
+from memgpt_lite.models import MCPServer
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 
-TOOLS = ["echo", "add", "fail", "refuse", "hang", "crash", "pid", "env", "header", "picture"]
+TOOLS = [
+    "echo",
+    "add",
+    "fail",
+    "refuse",
+    "hang",
+    "crash",
+    "pid",
+    "env",
+    "header",
+    "picture",
+    "text.upper",
+]
 
 
-def ours(name: str = "tests", env: dict[str, str] | None = None) -> ServerParams:
+def stdio_server(
+    name: str,
+    command: str,
+    args: list[str] | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    owner: str = "local",
+) -> MCPServer:
+    return MCPServer(
+        name=name, owner=owner, transport="stdio", command=command, args=args or [], env=env or {}
+    )
+
+
+def http_server(name: str, url: str, headers: dict[str, str] | None = None) -> MCPServer:
+    return MCPServer(name=name, transport="http", url=url, headers=headers or {})
+
+
+def ours(name: str = "tests", env: dict[str, str] | None = None, owner: str = "local") -> MCPServer:
     command, args = stdio_command()
-    return stdio_server(name, command, args, env=env)
+    return stdio_server(name, command, args, env=env, owner=owner)
 
 
-def time_server() -> ServerParams:
+def time_server() -> MCPServer:
     return stdio_server(
         "time", sys.executable, ["-m", "mcp_server_time", "--local-timezone", "UTC"]
     )
@@ -65,7 +94,7 @@ def connections() -> Iterator[MCPConnections]:
         yield connections
 
 
-def pid_of(connections: MCPConnections, server: ServerParams) -> int:
+def pid_of(connections: MCPConnections, server: MCPServer) -> int:
     result = connections.call_tool(server, "pid", {})
     assert result.ok, result.text
     return int(result.text)
@@ -90,7 +119,7 @@ def test_calls_return_the_text_the_server_answered(kept):
 def test_the_server_is_started_once_and_kept(kept):
     server = ours()
     first = pid_of(kept, server)
-    assert kept.is_running("tests")
+    assert kept.is_running(server)
     assert pid_of(kept, server) == first
 
 
@@ -114,7 +143,7 @@ def test_a_protocol_error_is_a_failed_result_and_a_stdio_server_is_kept(kept):
         False,
         "Error: refuse (MCP server 'tests') refused the call: refused: not today",
     )
-    assert kept.is_running("tests") and pid_of(kept, server) == before
+    assert kept.is_running(server) and pid_of(kept, server) == before
 
 
 def test_content_that_is_not_text_is_described(kept):
@@ -142,7 +171,7 @@ def test_a_hung_call_fails_after_its_timeout_and_the_session_is_reset(connection
         "Error: hang (MCP server 'tests') did not answer within 0.5 s; the server's session "
         "was reset, and the next call starts it again."
     )
-    assert not connections.is_running("tests")
+    assert not connections.is_running(server)
     wait_until(lambda: not alive(hung_pid), "stopped")
     assert pid_of(connections, server) != hung_pid
 
@@ -151,7 +180,7 @@ def test_a_server_that_died_between_calls_is_started_again(connections):
     server = ours()
     dead = pid_of(connections, server)
     os.kill(dead, signal.SIGKILL)
-    wait_until(lambda: not connections.is_running("tests"), "seen as gone")
+    wait_until(lambda: not connections.is_running(server), "seen as gone")
     again = connections.call_tool(server, "echo", {"text": "back"})
     assert (again.text, again.ok) == ("back", True)
     assert pid_of(connections, server) != dead
@@ -172,13 +201,25 @@ def test_stop_and_close_stop_the_servers(connections):
     first, second = ours("one"), ours("two")
     pids = [pid_of(connections, first), pid_of(connections, second)]
     assert all(alive(pid) for pid in pids)
-    connections.stop("one")  # returns once it has exited
+    connections.stop(first)  # returns once it has exited
     assert not alive(pids[0]) and alive(pids[1])
-    assert not connections.is_running("one") and connections.is_running("two")
+    assert not connections.is_running(first) and connections.is_running(second)
     connections.close()
     assert not any(alive(pid) for pid in pids)  # close returns once they have exited
-    assert not connections.is_running("one")
+    assert not connections.is_running(first)
     assert pid_of(connections, first) not in pids  # used again: a new loop, a new server
+
+
+def test_two_users_servers_of_one_name_are_apart(connections):
+    alices, bobs = ours(env={"WHO": "alice"}, owner="alice"), ours(env={"WHO": "bob"}, owner="bob")
+    for _ in range(2):  # neither restarts the other's: each is kept
+        assert connections.call_tool(alices, "env", {"name": "WHO"}).text == "alice"
+        assert connections.call_tool(bobs, "env", {"name": "WHO"}).text == "bob"
+    pids = pid_of(connections, alices), pid_of(connections, bobs)
+    assert pids == (pid_of(connections, alices), pid_of(connections, bobs))
+    assert pids[0] != pids[1]
+    connections.stop(alices)
+    assert not connections.is_running(alices) and connections.is_running(bobs)
 
 
 def test_a_changed_configuration_starts_the_server_anew(connections):
@@ -205,11 +246,13 @@ def test_a_server_that_cannot_start_is_one_clear_line(connections, tmp_path):
 
 
 def test_bad_configurations_are_refused():
-    with pytest.raises(ConfigError, match="a stdio server needs a command"):
+    with pytest.raises(ValidationError, match="a stdio server needs a command"):
         stdio_server("x", " ")
-    with pytest.raises(ConfigError, match="must be http:// or https://"):
+    with pytest.raises(ValidationError, match="must be http:// or https://"):
         http_server("x", "ftp://127.0.0.1/mcp")
-    with pytest.raises(ConfigError, match="needs a name"):
+    with pytest.raises(ValidationError, match="must be http:// or https://"):
+        http_server("x", "http:///mcp")  # no host
+    with pytest.raises(ValidationError, match="needs a name"):
         http_server("", "http://127.0.0.1/mcp")
 
 
@@ -220,12 +263,12 @@ def test_streamable_http_server_with_headers(connections):
         assert connections.call_tool(server, "header", {"name": "X-Team"}).text == "blue"
         failed = connections.call_tool(server, "fail", {"reason": "over http"})
         assert not failed.ok and "failed on purpose: over http" in failed.text
-        assert connections.is_running("web")
+        assert connections.is_running(server)
         # A protocol error may be a session the server no longer knows (it
         # restarted): the next call opens a new one.
         refused = connections.call_tool(server, "refuse", {"reason": "over http"})
         assert not refused.ok and refused.text.endswith("refused the call: refused: over http")
-        assert not connections.is_running("web")
+        assert not connections.is_running(server)
         result = connections.call_tool(server, "hang", {"seconds": 3600}, timeout=0.5)
         assert not result.ok and "did not answer within 0.5 s" in result.text
         assert connections.call_tool(server, "echo", {"text": "again"}).text == "again"
@@ -264,7 +307,7 @@ def test_a_program_that_exits_stops_its_servers():
     command, args = stdio_command()
     program = (
         "import atexit, os\n"
-        "from memgpt_lite.tools.mcp.config import stdio_server\n"
+        "from memgpt_lite.models import MCPServer\n"
         "from memgpt_lite.tools.mcp.connections import shared_connections\n"
         "pids = []\n"
         "def check():\n"
@@ -274,7 +317,7 @@ def test_a_program_that_exits_stops_its_servers():
         "    except ProcessLookupError:\n"
         "        print('stopped')\n"
         "atexit.register(check)\n"
-        f"server = stdio_server('tests', {command!r}, {args!r})\n"
+        f"server = MCPServer(name='tests', transport='stdio', command={command!r}, args={args!r})\n"
         "pids.append(int(shared_connections().call_tool(server, 'pid', {}).text))\n"
     )
     done = subprocess.run(
