@@ -30,6 +30,7 @@ from memgpt_lite.errors import (
     LLMError,
     MemGPTError,
     NotFoundError,
+    RemoteError,
     StoreError,
 )
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
@@ -47,6 +48,7 @@ STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (ConfigError, 422),
     (ContextBudgetError, 422),
     (LLMError, 502),
+    (RemoteError, 502),
     (BusyError, 503),
     (StoreError, 503),
 ]
