@@ -2,23 +2,30 @@
 agent can call: one factory per kind makes them.
 
 `python` and `module` tools run in a process of their own
-(tools/source/). The `mcp` kind's factory belongs to the MCP client, which
-registers it with `register_factory("mcp", ...)`; until one is registered,
-an MCP tool is offered to the model as stored, and each call of it is a
-clear tool error. A tool that is not trusted (it came in an imported agent
-file) is offered too, and each call says how to trust it; its code is never
-run, not even to read its schema.
+(tools/source/). `mcp` tools are the MCP client's (tools/mcp/), imported
+only when an agent has one, so that every process building agents (the
+command line, the server, a program's `Agent.create/load`) can call them,
+and no other pays for the SDK: such a tool reaches its owner's server of
+its `mcp_server` name at its first call. Where the `mcp` extra is not
+installed, or the server is not configured, the tool is offered to the
+model as stored and each call of it is a clear tool error.
+`register_factory` replaces a kind's factory. A tool that is not trusted
+(it came in an imported agent file) is offered too, and each call says how
+to trust it; its code is never run, not even to read its schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib.util import find_spec
 
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ToolDefinition, ToolKind
 from memgpt_lite.settings.values import ToolRunSettings
 from memgpt_lite.storage.protocol import ToolStorage
 from memgpt_lite.tools.external import failing_tool
+from memgpt_lite.tools.mcp.config import MCP_EXTRA
 from memgpt_lite.tools.schema import Tool
 from memgpt_lite.tools.source.tools import source_tool
 
@@ -34,14 +41,35 @@ class ToolBuild:
 
 ToolFactory = Callable[[ToolDefinition, ToolBuild], Tool]
 
+
+def mcp_tool(definition: ToolDefinition, build: ToolBuild) -> Tool:
+    """The tool of an MCP server (its owner's of the name `mcp_server`),
+    each call bounded by the tool timeout; a failing tool saying why when
+    the SDK or the server's configuration is missing."""
+    try:
+        server = build.store.get_mcp_server(definition.owner, definition.mcp_server or "")
+    except NotFoundError:
+        return failing_tool(
+            definition,
+            f"tool {definition.name} comes from MCP server {definition.mcp_server}, which is "
+            f"not configured: add it with `memgpt-lite mcp add {definition.mcp_server} ...`",
+        )
+    if find_spec("mcp") is None:
+        return failing_tool(definition, f"tool {definition.name} cannot be called: {MCP_EXTRA}")
+    from memgpt_lite.tools.mcp.tool import registered_mcp_tool  # the SDK: only when used
+
+    return registered_mcp_tool(definition, server, timeout=build.limits.timeout_seconds)
+
+
 _FACTORIES: dict[str, ToolFactory] = {
     "python": lambda definition, build: source_tool(definition, build.limits),
     "module": lambda definition, build: source_tool(definition, build.limits),
+    "mcp": mcp_tool,
 }
 
 
 def register_factory(kind: ToolKind, factory: ToolFactory) -> None:
-    """Make the tools of `kind` with `factory` from now on (the MCP client's seam)."""
+    """Make the tools of `kind` with `factory` from now on."""
     _FACTORIES[kind] = factory
 
 
@@ -53,14 +81,7 @@ def registry_tool(definition: ToolDefinition, build: ToolBuild) -> Tool:
     """The `Tool` of a registered tool."""
     if not definition.trusted:
         return failing_tool(definition, untrusted_error(definition.name))
-    factory = _FACTORIES.get(definition.kind)
-    if factory is None:
-        return failing_tool(
-            definition,
-            f"tool {definition.name} comes from MCP server {definition.mcp_server}, and no "
-            "MCP client is available in this process",
-        )
-    return factory(definition, build)
+    return _FACTORIES[definition.kind](definition, build)
 
 
 def registry_tools(owner: str, names: Iterable[str], build: ToolBuild) -> dict[str, Tool]:

@@ -72,6 +72,11 @@ class ToolOutcome:
 class Tool:
     """A function the model can call. Build one with the `@tool` decorator."""
 
+    # Where the tool comes from, for people (`/tools`): set by the tools
+    # whose call runs elsewhere (a registered tool, an MCP server's tool);
+    # None for a function given in code.
+    origin: str | None = None
+
     def __init__(
         self,
         function: Callable[..., Any],

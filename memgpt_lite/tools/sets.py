@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
-from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.schema import Tool
@@ -54,6 +53,6 @@ def tool_origin(tool: Tool, tool_set: str) -> str:
         return f"built-in, {tool_set} set"
     if ATTACHABLE_TOOLS.get(tool.name) is tool:
         return "built-in, attached by name"
-    if isinstance(tool, ExternalTool):
+    if tool.origin is not None:
         return tool.origin
     return "code: given to Agent.create or Agent.load"

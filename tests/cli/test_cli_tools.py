@@ -3,6 +3,7 @@ chat's `/tools`, which says where each tool comes from."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from support.backends import open_db, without_notices
 
 from memgpt_lite import Agent
 from memgpt_lite.cli.main import cli
-from memgpt_lite.models import ToolDefinition
+from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.testing import call, reply, say
 
 WEATHER = '''__requirements__ = ["packaging"]
@@ -133,19 +134,28 @@ def test_the_chats_tools_command_says_where_each_tool_comes_from(fake_llm, chat_
     (tmp_path / "weather.py").write_text(WEATHER)
     assert run("tools", "add", str(tmp_path / "weather.py"), db=db).exit_code == 0
     with open_db(str(db)) as store:
+        store.add_mcp_server(
+            MCPServer(
+                name="time",
+                transport="stdio",
+                command=sys.executable,
+                args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+            )
+        )
         store.add_tool(
             ToolDefinition(
                 name="get_time",
                 description="The time now.",
                 kind="mcp",
                 mcp_server="time",
-                json_schema={},
+                json_schema={"name": "get_current_time"},
                 trusted=True,
             )
         )
     Agent.create("sam", "gpt-4o-mini", db=db, tools=["weather", "get_time"]).store.close()
     fake_llm.enqueue(
-        reply(tool_calls=[call("get_time", request_heartbeat=True)]), say("No clock here.")
+        reply(tool_calls=[call("get_time", timezone="Asia/Tokyo", request_heartbeat=True)]),
+        say("It is late in Tokyo."),
     )
     finished = subprocess.run(
         [sys.executable, "-m", "memgpt_lite", "--db", str(db), "chat", "sam"],
@@ -164,8 +174,7 @@ def test_the_chats_tools_command_says_where_each_tool_comes_from(fake_llm, chat_
         "get_time: The time now. [registry: MCP server time]",
     ):
         assert expected in lines
-    assert "No clock here." in lines
-    assert fake_llm.chat_requests[1]["messages"][-1]["content"] == (
-        "Error: tool get_time comes from MCP server time, and no MCP client is available in "
-        "this process"
-    )
+    assert "It is late in Tokyo." in lines
+    # The call reached the published time server, and its answer the model.
+    answered = json.loads(fake_llm.chat_requests[1]["messages"][-1]["content"])
+    assert answered["timezone"] == "Asia/Tokyo" and answered["datetime"].endswith("+09:00")

@@ -12,6 +12,10 @@ call past its timeout), after which the model acts again as after
 The arguments are checked here only as far as our side needs: a JSON
 object. Their schema is the server's, so the server checks them, and its
 error is what the model reads.
+
+A registered tool (kind "mcp", `ToolDefinition`) becomes an `MCPTool`
+through `registered_mcp_tool`, with the schema the registry stored: the
+server is not contacted until the tool's first call.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import copy
 from typing import Any
 
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import MCPServer
+from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
+from memgpt_lite.tools.external import failing_tool, origin_of
 from memgpt_lite.tools.mcp.connections import (
     DEFAULT_CALL_TIMEOUT,
     MCPConnections,
@@ -42,7 +47,8 @@ from memgpt_lite.tools.schema import (
 class MCPTool(Tool):
     """A tool of an MCP server (see the module's doc). `name` is what the
     model calls it (the server's own name by default, which must then be
-    1-64 letters, digits, '_' or '-'); `timeout` bounds each call."""
+    1-64 letters, digits, '_' or '-'); `timeout` bounds each call; `origin`
+    says where it comes from, for people (`/tools`)."""
 
     def __init__(
         self,
@@ -53,10 +59,12 @@ class MCPTool(Tool):
         timeout: float = DEFAULT_CALL_TIMEOUT,
         requires_approval: bool = False,
         connections: MCPConnections | None = None,
+        origin: str | None = None,
     ) -> None:
         if timeout <= 0:
             raise ConfigError(f"MCP tool {listed.name}: the timeout must be positive")
         self.server = server
+        self.origin = origin or f"MCP server {server.name}"
         self.remote_name = listed.name
         self.timeout = timeout
         self.connections = connections or shared_connections()
@@ -137,3 +145,33 @@ def mcp_tools(
     connections = connections or shared_connections()
     listed = connections.list_tools(server, timeout)
     return [MCPTool(server, info, timeout=timeout, connections=connections) for info in listed]
+
+
+def registered_mcp_tool(
+    definition: ToolDefinition,
+    server: MCPServer,
+    *,
+    timeout: float,
+    connections: MCPConnections | None = None,
+) -> Tool:
+    """The `MCPTool` of a registered tool of `server`, from what the registry
+    stored (the server is reached at its first call only): the model calls it
+    `definition.name`; the server knows it by its schema's name. A stored
+    schema the tool cannot take is the error of each call, not a failure to
+    build the agent."""
+    schema = definition.json_schema
+    parameters = schema.get("parameters") or {"type": "object", "properties": {}}
+    listed = MCPToolInfo(
+        str(schema.get("name") or definition.name), definition.description, parameters
+    )
+    try:
+        return MCPTool(
+            server,
+            listed,
+            name=definition.name,
+            timeout=timeout,
+            connections=connections,
+            origin=origin_of(definition),
+        )
+    except ConfigError as exc:
+        return failing_tool(definition, str(exc))
