@@ -21,13 +21,10 @@ from memgpt_lite.llm import runner
 from memgpt_lite.models import AgentState, ToolDefinition
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, BUILT_IN_NAMES
 from memgpt_lite.tools.source.tools import Described, describe
 
 MAX_SOURCE_BYTES = 1_000_000
-BUILT_IN_NAMES = frozenset(
-    [*(name for tools in TOOL_SETS.values() for name in tools), *ATTACHABLE_TOOLS]
-)
 
 
 def read_source(path: Path) -> str:

@@ -8,8 +8,9 @@ agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage and tool calls
 waiting for approval, page and search their history, and make and check the
 server's API keys; the tool registry is `workspace.tools`
-(tool_registry.py). A step itself runs on the agent (`agent.stream(...)`, its
-runner: agent/runner.py); its events are plain data (events.py).
+(tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
+step itself runs on the agent (`agent.stream(...)`, its runner:
+agent/runner.py); its events are plain data (events.py).
 
 What needs no agent (no model, no tokenizer, no custom tools at hand) is
 read from the database here: `memgpt-lite show` and `log` work on a
@@ -27,6 +28,7 @@ from typing import Any
 
 from memgpt_lite.agent import keys
 from memgpt_lite.agent.agent import Agent, PeerKey
+from memgpt_lite.agent.mcp_servers import MCPServers
 from memgpt_lite.agent.tool_registry import ToolRegistry
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import NotFoundError
@@ -66,6 +68,7 @@ class Workspace:
         self.store = store  # for agentfile/, which reads and writes whole agents
         self.settings = settings
         self.tools = ToolRegistry(store, settings)
+        self.mcp = MCPServers(store, settings)
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], settings: Settings) -> Workspace:

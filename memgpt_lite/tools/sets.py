@@ -27,6 +27,11 @@ TOOL_SETS: dict[str, dict[str, Tool]] = {
 
 # Built-in tools in no set: an agent has them once attached by name.
 ATTACHABLE_TOOLS: dict[str, Tool] = dict(MULTI_AGENT_TOOLS)
+# The names no registered tool may take: those of every set's tools and of
+# the attachable ones.
+BUILT_IN_NAMES = frozenset(
+    [*(name for tools in TOOL_SETS.values() for name in tools), *ATTACHABLE_TOOLS]
+)
 
 
 def agent_tools(

@@ -27,6 +27,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.text import JSONProblem, clean_text, parse_arguments
 from memgpt_lite.tools.external import failing_tool, origin_of
+from memgpt_lite.tools.mcp.config import mcp_tool_name
 from memgpt_lite.tools.mcp.connections import (
     DEFAULT_CALL_TIMEOUT,
     MCPConnections,
@@ -141,10 +142,17 @@ def mcp_tools(
     connections: MCPConnections | None = None,
 ) -> list[MCPTool]:
     """Every tool the server lists, as tools for an agent (the server is
-    started to list them, and kept); `MCPServerError` if it cannot be."""
+    started to list them, and kept); `MCPServerError` if it cannot be. Each
+    is named as the server names it, or `SERVER__TOOL` where that is no
+    tool name or is taken (`mcp_tool_name`)."""
     connections = connections or shared_connections()
-    listed = connections.list_tools(server, timeout)
-    return [MCPTool(server, info, timeout=timeout, connections=connections) for info in listed]
+    tools: list[MCPTool] = []
+    for info in connections.list_tools(server, timeout):
+        name = mcp_tool_name(server.name, info.name, {tool.name for tool in tools})
+        if name is None:
+            raise ConfigError(f"MCP server {server.name!r} lists two tools named {info.name!r}")
+        tools.append(MCPTool(server, info, name=name, timeout=timeout, connections=connections))
+    return tools
 
 
 def registered_mcp_tool(

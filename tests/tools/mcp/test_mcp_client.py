@@ -21,7 +21,19 @@ from support.mcp_server import start_http_server, stdio_command
 from memgpt_lite.models import MCPServer
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 
-TOOLS = ["echo", "add", "fail", "refuse", "hang", "crash", "pid", "env", "header", "picture"]
+TOOLS = [
+    "echo",
+    "add",
+    "fail",
+    "refuse",
+    "hang",
+    "crash",
+    "pid",
+    "env",
+    "header",
+    "picture",
+    "text.upper",
+]
 
 
 def stdio_server(

@@ -15,6 +15,7 @@ from memgpt_lite import Agent, AgentSettings
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import MCPServer
 from memgpt_lite.testing import call, reply, say
+from memgpt_lite.tools.mcp.config import mcp_tool_name
 from memgpt_lite.tools.mcp.connections import MCPConnections, MCPServerError
 from memgpt_lite.tools.mcp.results import MCPToolInfo
 from memgpt_lite.tools.mcp.tool import MCPTool, mcp_tools
@@ -120,3 +121,16 @@ def test_tool_rules_apply_to_mcp_tools(fake_llm, tmp_path, tools):
     first, second = result.tool_results[0], result.tool_results[1]
     assert (first.content, first.ok) == ("2", True)
     assert not second.ok and "add" in second.content
+
+
+def test_tool_names_are_the_servers_or_prefixed(tools):
+    upper = tools["tests__text_upper"]  # mcp_tools names it so: a dot is no tool name
+    assert upper.remote_name == "text.upper"
+    assert mcp_tool_name("time", "get_time", set()) == "get_time"
+    assert mcp_tool_name("time", "get_time", {"get_time"}) == "time__get_time"
+    assert mcp_tool_name("files.v2", "read.file", set()) == "files_v2__read_file"
+    assert mcp_tool_name("chat", "send_message", set()) == "chat__send_message"  # built-in
+    assert mcp_tool_name("time", "get_time", {"get_time", "time__get_time"}) is None
+    long = mcp_tool_name("s", "x" * 70, set())
+    assert long is not None and len(long) == 64 and long.startswith("s__xxx")
+    assert long != mcp_tool_name("s", "x" * 71, set())
