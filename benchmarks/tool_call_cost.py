@@ -11,7 +11,11 @@ function called, its result as text) for:
   process of its own (tools/source/: a new interpreter, pydantic and the
   `Tool` code loaded, the source run, limits set, its folder made and
   removed);
-- an MCP stdio tool: see `mcp_stdio_case` below (left to the MCP client).
+- an MCP stdio tool: the same function served by an MCP server on stdio
+  (this file run with `--serve`, written with the `mcp` SDK), kept between
+  calls as the client keeps it, and made the tool an agent gets for a
+  registered MCP tool (`registered_mcp_tool`: the call handed to the
+  client's event loop, sent over the pipe, answered, its text returned).
 
 The cases take turns call by call, so a machine busy with other work slows
 them alike. Nothing reaches the network.
@@ -22,15 +26,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 from memgpt_lite.llm import runner
-from memgpt_lite.models import ToolDefinition
+from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.settings.resolve import tool_run_settings
 from memgpt_lite.tools.schema import Tool
-from memgpt_lite.tools.source.tools import describe, source_tool
+from memgpt_lite.tools.source.tools import Described, describe, source_tool
 
 SOURCE = '''
 def weather(city: str, days: int = 1) -> str:
@@ -51,9 +58,15 @@ def in_process_case() -> Tool:
     return Tool(namespace["weather"])
 
 
+def _described() -> Described:
+    """The tool's name, description and parameters, read from its source as
+    `memgpt-lite tools add` reads them (in a process of its own)."""
+    return runner.run(describe(tool_run_settings(), source=SOURCE, what="the benchmark's tool"))
+
+
 def source_case() -> Tool:
     limits = tool_run_settings()
-    described = runner.run(describe(limits, source=SOURCE, what="the benchmark's tool"))
+    described = _described()
     definition = ToolDefinition(
         name=described.name,
         description=described.description,
@@ -65,12 +78,39 @@ def source_case() -> Tool:
     return source_tool(definition, limits)
 
 
+def serve_weather() -> None:
+    """The MCP server of the MCP case: `weather`, from the same source."""
+    from mcp.server.mcpserver import MCPServer as SDKServer
+
+    namespace: dict[str, Any] = {}
+    exec(SOURCE, namespace)
+    server = SDKServer("bench-weather", log_level="WARNING")
+    server.tool()(namespace["weather"])
+    server.run("stdio")
+
+
 def mcp_stdio_case() -> Tool | None:
-    # >>> MCP stdio tool: to be filled in by the MCP client's part. Return the
-    # `Tool` of one tool of a stdio MCP server started for the benchmark (the
-    # server kept between calls, as the client keeps it), or None while there
-    # is no MCP client; the benchmark then prints that it was not measured.
-    return None
+    """The registered MCP tool `weather` of a stdio server started for the
+    benchmark (at the warm-up call, then kept); None without the mcp extra."""
+    if find_spec("mcp") is None:
+        return None
+    from memgpt_lite.tools.mcp.tool import registered_mcp_tool
+
+    server = MCPServer(
+        name="bench",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(Path(__file__).resolve()), "--serve"],
+    )
+    definition = ToolDefinition(
+        name="weather",
+        description="The weather in a city.",
+        json_schema={"name": "weather", "parameters": _described().parameters},
+        kind="mcp",
+        mcp_server=server.name,
+        trusted=True,
+    )
+    return registered_mcp_tool(definition, server, timeout=tool_run_settings().timeout_seconds)
 
 
 def _one_call_ms(tool: Tool) -> float:
@@ -93,7 +133,11 @@ def main() -> None:
     parser.add_argument(
         "--in-process-calls", type=int, default=5000, help="calls of the in-process tool"
     )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve_weather()
+        return
     cases: dict[str, Callable[[], Tool | None]] = {
         "in-process tool": in_process_case,
         "source tool (own process)": source_case,
@@ -113,7 +157,7 @@ def main() -> None:
     print(f"{'tool':<28}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}")
     for label, measured in samples.items():
         if not measured:
-            print(f"{label:<28}{'-':>7}  not measured (no MCP client in this build)")
+            print(f"{label:<28}{'-':>7}  not measured (the mcp extra is not installed)")
             continue
         p50, p95 = _percentiles(measured)
         print(f"{label:<28}{len(measured):>7}{p50:>10.3f}{p95:>10.3f}")

@@ -415,6 +415,11 @@ class MCPServer(BaseModel):
     def _named(cls, name: object) -> object:
         if isinstance(name, str) and not name.strip():
             raise ValueError("an MCP server needs a name")
+        if isinstance(name, str) and not AGENT_NAME_PATTERN.match(name):
+            raise ValueError(
+                f"MCP server name {name!r} must be 1-64 letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit"
+            )
         return name
 
     @model_validator(mode="after")

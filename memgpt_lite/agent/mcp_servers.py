@@ -204,14 +204,13 @@ class MCPServers:
             if _of_server(tool, server.name)
         ]
 
-    def remove_server(self, name: str, *, owner: str) -> None:
-        """Delete the owner's server `name` and its tools, and stop it if it
-        runs here. A ConflictError, deleting nothing, naming the tools
-        attached to agents and those agents."""
+    def remove_server(self, name: str, *, owner: str) -> list[str]:
+        """Delete the owner's server `name` and its tools (their names are
+        returned), and stop it if it runs here. A ConflictError, deleting
+        nothing, naming the tools attached to agents and those agents."""
         server = self.get_server(name, owner=owner)
-        attached = [
-            (tool, agents) for tool, agents in self.server_tools(name, owner=owner) if agents
-        ]
+        tools = self.server_tools(name, owner=owner)
+        attached = [(tool, agents) for tool, agents in tools if agents]
         if attached:
             named = "; ".join(f"{tool.name} ({', '.join(agents)})" for tool, agents in attached)
             raise ConflictError(
@@ -221,6 +220,7 @@ class MCPServers:
         self.store.delete_mcp_server(owner, server.id)
         if self._running(server):
             self.connections().stop(server)
+        return [tool.name for tool, _ in tools]
 
     def _running(self, server: MCPServer) -> bool:
         # A process that never loaded the client has no server running.

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 DEFAULT_USER = "local"  # memgpt_lite.models.DEFAULT_USER, without loading pydantic
 
-_user_option = click.option(
+user_option = click.option(
     "--user",
     default=DEFAULT_USER,
     show_default=True,
@@ -49,7 +49,7 @@ def tools() -> None:
     help="The tool's name (default: its function's); picks the function of that name in FILE.",
 )
 @click.option("--replace", is_flag=True, help="Replace a registered tool of that name.")
-@_user_option
+@user_option
 @click.pass_context
 def tools_add(
     ctx: click.Context,
@@ -95,7 +95,7 @@ def _source(tool: ToolDefinition) -> str:
 
 
 @tools.command(name="list")
-@_user_option
+@user_option
 @click.pass_context
 def tools_list(ctx: click.Context, user: str) -> None:
     """List the registered tools: name, kind, source, trusted, agents using it.
@@ -116,7 +116,7 @@ def tools_list(ctx: click.Context, user: str) -> None:
 
 @tools.command(name="show")
 @click.argument("tool")
-@_user_option
+@user_option
 @click.pass_context
 def tools_show(ctx: click.Context, tool: str, user: str) -> None:
     """Show registered tool TOOL: what the model is told, its requirements,
@@ -160,7 +160,7 @@ def tools_detach(ctx: click.Context, agent: str, names: tuple[str, ...]) -> None
 
 @tools.command(name="remove")
 @click.argument("tool")
-@_user_option
+@user_option
 @click.pass_context
 def tools_remove(ctx: click.Context, tool: str, user: str) -> None:
     """Delete registered tool TOOL. A tool attached to agents is not deleted:
@@ -171,7 +171,7 @@ def tools_remove(ctx: click.Context, tool: str, user: str) -> None:
 
 @tools.command(name="trust")
 @click.argument("tool")
-@_user_option
+@user_option
 @click.pass_context
 def tools_trust(ctx: click.Context, tool: str, user: str) -> None:
     """Let registered tool TOOL run: one that came in an imported agent file

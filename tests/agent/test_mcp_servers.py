@@ -23,7 +23,7 @@ from memgpt_lite import Agent
 from memgpt_lite.agent.mcp_servers import REDACTED, redacted_server
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import AlreadyExistsError, ConflictError
-from memgpt_lite.models import MCPServer
+from memgpt_lite.models import MCPServer, ToolDefinition
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.testing import call, reply, say
 from memgpt_lite.tools.mcp.connections import MCPServerError, shared_connections
@@ -190,3 +190,25 @@ def test_secrets_are_redacted_for_showing():
     assert server.headers == {"Authorization": "Bearer sk-1"}  # the server itself is kept
     plain = MCPServer(name="local", transport="http", url="http://127.0.0.1:8000/mcp")
     assert redacted_server(plain).url == "http://127.0.0.1:8000/mcp"
+
+
+def test_an_imported_tool_runs_once_its_server_is_added(fake_llm, tmp_path):
+    """A tool of an MCP server that came in an agent file (not trusted, its
+    server not configured here) is updated from the server and trusted when
+    a server of that name is added."""
+    with Workspace.open(tmp_path / "agents.db", resolve_settings()) as workspace:
+        imported = ToolDefinition(
+            name="say",
+            kind="mcp",
+            mcp_server="tests",
+            json_schema={"name": "echo", "parameters": {"type": "object", "properties": {}}},
+        )
+        workspace.store.add_tool(imported)
+        Agent.create("sam", "gpt-4o-mini", store=workspace.store, tools=["say"])
+        added = workspace.mcp.add_server(test_server())
+        assert "say" in added.updated and "echo" not in added.added
+        say_tool = workspace.store.get_tool("local", "say")
+        assert say_tool.trusted and say_tool.description == "Say the text back."
+        agent = Agent.load("sam", store=workspace.store)
+        fake_llm.enqueue(reply(tool_calls=[call("say", text="hi")]))
+        assert agent.step("say hi").tool_results[0].content == "hi"

@@ -214,6 +214,10 @@ def test_documented_commands_run_as_written(
     server, as a reader would type it; sam exists (made by the block, or
     before it) and has talked a little, as the lines about it assume."""
     monkeypatch.chdir(tmp_path)
+    # The programs installed beside memgpt-lite, as a reader's PATH has them:
+    # mcp-server-time, the MCP server the MCP page adds.
+    installed = Path(sys.executable).parent
+    monkeypatch.setenv("PATH", f"{installed}{os.pathsep}{os.environ.get('PATH', '')}")
     for file, text in FILES.items():
         (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / file).write_text(text + "\n")

@@ -16,6 +16,7 @@ from memgpt_lite.llm import runner
 from memgpt_lite.models import ToolDefinition
 from memgpt_lite.settings.resolve import tool_run_settings
 from memgpt_lite.settings.values import ToolRunSettings
+from memgpt_lite.storage.open import open_storage
 from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.registry import ToolBuild, registry_tool
 from memgpt_lite.tools.schema import Tool, ToolOutcome
@@ -320,7 +321,8 @@ def test_an_untrusted_tool_or_one_nothing_can_call_is_a_clear_error(tmp_path):
     mcp = ToolDefinition(
         name="get_time", kind="mcp", mcp_server="time", json_schema={}, trusted=True
     )
-    assert called(registry_tool(mcp, build)).content == (
-        "Error: tool get_time comes from MCP server time, and no MCP client is available in "
-        "this process"
-    )
+    with open_storage(tmp_path / "agents.db") as store:  # no MCP server "time" in it
+        assert called(registry_tool(mcp, ToolBuild(store, LIMITS))).content == (
+            "Error: tool get_time comes from MCP server time, which is not configured: add it "
+            "with `memgpt-lite mcp add time ...`"
+        )
