@@ -171,6 +171,10 @@ def test_bad_configurations_are_refused_in_one_line(db: str, server: str) -> Non
     assert failed.value.status_code == 502
     assert str(failed.value.body["detail"]).startswith("MCP server 'web' ")  # type: ignore[index]
     assert plain.mcp_servers.list() == []  # nothing stored
+    headers = {"Authorization": f"Bearer {new_key(db, 'alice')}"}
+    for method, path in (("PATCH", "/v1/mcp-servers/mcp-1"), ("GET", "/v1/tools/mcp/servers")):
+        unbuilt = httpx.request(method, f"{server}{path}", headers=headers, json={})
+        assert unbuilt.status_code == 501, (path, unbuilt.text)
 
 
 def test_another_user_s_server_is_not_found(db: str, server: str) -> None:
