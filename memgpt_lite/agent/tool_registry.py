@@ -1,7 +1,8 @@
 """The tool registry as the command line and the server use it
 (`workspace.tools`): add a tool from Python source or a module, list the
-tools with the agents using them, attach and detach them, trust and remove
-them. Each user has a registry of their own (`owner`); an agent uses its
+tools with the agents using them, change one (its description, tags,
+requirements or source: never its name), attach and detach them, trust and
+remove them. Each user has a registry of their own (`owner`); an agent uses its
 owner's tools, by name (its `tool_names`).
 
 Adding reads the tool's schema in a process of its own (tools/source/): the

@@ -29,6 +29,7 @@ from fastapi import APIRouter, Query
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError
 from memgpt_lite.models import AgentState, ToolDefinition
 from memgpt_lite.server.context import (
+    Caller,
     Context,
     CurrentCaller,
     Forbidden,
@@ -82,7 +83,7 @@ def _registered(ctx: ServerContext, user: str, tool_id: str) -> ToolDefinition:
         raise NotFoundError(f"no tool with id or name {tool_id!r}") from None
 
 
-def _add(ctx: ServerContext, caller: CurrentCaller, body: ToolCreate, replace: bool) -> Any:
+def _add(ctx: ServerContext, caller: Caller, body: ToolCreate, replace: bool) -> dict[str, Any]:
     require_code_rights(caller, "creating a tool from source")
     _refuse_what_we_lack(body)
     registry = ctx.workspace.tools
