@@ -53,6 +53,11 @@ class LLMError(MemGPTError):
     """The model endpoint failed after retries, or answered with an error."""
 
 
+class RemoteError(MemGPTError):
+    """A server reached on the user's behalf, other than the model endpoint
+    (an MCP server), could not be started, reached or understood."""
+
+
 class ContextBudgetError(MemGPTError):
     """Even the system message and core memory do not fit the context window."""
 

@@ -378,6 +378,8 @@ class ToolDefinition(BaseModel):
     trusted: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    # Labels the user gave it (Letta's tool tags): kept and shown, never read.
+    tags: list[CleanStr] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _has_what_its_kind_runs(self) -> ToolDefinition:
@@ -514,13 +516,16 @@ class AgentState(BaseModel):
 class ApiKey(BaseModel):
     """A user's key to the HTTP server, as stored: only the SHA-256 of its
     secret (see keys.py), never the secret itself. A revoked key is kept, with
-    the time it was revoked, so that listing keys shows its history."""
+    the time it was revoked, so that listing keys shows its history. An
+    `admin` key may also do over HTTP what runs code on the server's machine
+    (a tool from source, a stdio MCP server); see server/context.py."""
 
     id: str = Field(default_factory=lambda: new_id("key"))
     user: UserName
     key_hash: str
     created_at: datetime = Field(default_factory=utcnow)
     revoked_at: datetime | None = None
+    admin: bool = False
 
     @field_validator("key_hash")
     @classmethod

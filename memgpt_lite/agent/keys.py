@@ -36,21 +36,21 @@ def hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def create_key(store: Storage, user: str) -> tuple[ApiKey, str]:
-    """Make and store a new key of `user`. Returns the stored key and its
-    secret, which is not stored: show it to the user once. ConfigError for a
-    user name that is not valid."""
+def create_key(store: Storage, user: str, *, admin: bool = False) -> tuple[ApiKey, str]:
+    """Make and store a new key of `user` (an admin key with `admin`: see
+    `ApiKey`). Returns the stored key and its secret, which is not stored:
+    show it to the user once. ConfigError for a user name that is not valid."""
     secret = KEY_PREFIX + secrets.token_urlsafe(_SECRET_BYTES)
     try:
-        key = ApiKey(user=user, key_hash=hash_key(secret))
+        key = ApiKey(user=user, key_hash=hash_key(secret), admin=admin)
     except ValidationError as exc:
         raise ConfigError(f"cannot create a key for {user!r}: {validation_messages(exc)}") from None
     store.add_api_key(key)
     return key, secret
 
 
-def user_for_key(store: Storage, secret: str) -> str | None:
-    """The user whose key `secret` is, or None for a secret that is not of
+def key_for_secret(store: Storage, secret: str) -> ApiKey | None:
+    """The key whose secret is `secret`, or None for a secret that is not of
     our form, unknown, or revoked. Found by hash: comparing hashes is no
     timing oracle, since an attacker cannot choose a hash's bytes."""
     if not isinstance(secret, str) or not _KEY_PATTERN.match(secret):
@@ -58,4 +58,10 @@ def user_for_key(store: Storage, secret: str) -> str | None:
     key = store.api_key_by_hash(hash_key(secret))
     if key is None or key.revoked_at is not None:
         return None
-    return key.user
+    return key
+
+
+def user_for_key(store: Storage, secret: str) -> str | None:
+    """The user whose key `secret` is (see `key_for_secret`), or None."""
+    key = key_for_secret(store, secret)
+    return None if key is None else key.user

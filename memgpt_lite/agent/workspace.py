@@ -250,9 +250,10 @@ class Workspace:
         """The agent's stored token totals, one per model."""
         return self.store.usage_by_model(agent_id)
 
-    def create_key(self, user: str) -> tuple[ApiKey, str]:
-        """A new key of `user`, and its secret (shown once, never stored)."""
-        return keys.create_key(self.store, user)
+    def create_key(self, user: str, *, admin: bool = False) -> tuple[ApiKey, str]:
+        """A new key of `user` (an admin key with `admin`), and its secret
+        (shown once, never stored)."""
+        return keys.create_key(self.store, user, admin=admin)
 
     def api_keys(self) -> list[ApiKey]:
         """Every key, oldest first (revoked ones too); no secret."""
@@ -264,6 +265,10 @@ class Workspace:
     def user_for_key(self, secret: str) -> str | None:
         """The user whose key `secret` is; None if unknown or revoked."""
         return keys.user_for_key(self.store, secret)
+
+    def key_for_secret(self, secret: str) -> ApiKey | None:
+        """The key whose secret is `secret`; None if unknown or revoked."""
+        return keys.key_for_secret(self.store, secret)
 
 
 def copy_database(

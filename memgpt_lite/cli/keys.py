@@ -23,17 +23,26 @@ def keys() -> None:
 
 @keys.command(name="create")
 @click.option("--user", required=True, help="The user the key belongs to.")
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="The key may also run code on the server: add tools from Python source "
+    "and stdio MCP servers over HTTP.",
+)
 @click.pass_context
-def keys_create(ctx: click.Context, user: str) -> None:
+def keys_create(ctx: click.Context, user: str, admin: bool) -> None:
     """Make a new key for USER and print its secret, alone on stdout.
 
     The secret is shown this once: only its hash is stored. stderr says
-    which key id it has (for `keys revoke`).
+    which key id it has (for `keys revoke`). Over HTTP, adding a tool from
+    Python source or a stdio MCP server runs code on the server's machine:
+    only an --admin key may, unless the server runs with --allow-user-code.
     """
-    key, secret = workspace_for(ctx).create_key(user)
+    key, secret = workspace_for(ctx).create_key(user, admin=admin)
     click.echo(secret)
+    kind = "admin key" if key.admin else "key"
     click.echo(
-        f"Created key {key.id} for user {key.user!r}; its secret is shown only this once.",
+        f"Created {kind} {key.id} for user {key.user!r}; its secret is shown only this once.",
         err=True,
     )
 
@@ -41,7 +50,7 @@ def keys_create(ctx: click.Context, user: str) -> None:
 @keys.command(name="list")
 @click.pass_context
 def keys_list(ctx: click.Context) -> None:
-    """List the keys, oldest first: id, user, created, revoked.
+    """List the keys, oldest first: id, user, created, revoked, admin.
 
     Secrets and hashes are never shown. When the output is piped, each key is
     one tab-separated line.
@@ -50,7 +59,13 @@ def keys_list(ctx: click.Context) -> None:
     if not stored:
         click.echo("No API keys yet. Create one with: memgpt-lite keys create --user NAME")
         return
-    columns = [("id", "left"), ("user", "left"), ("created", "left"), ("revoked", "left")]
+    columns = [
+        ("id", "left"),
+        ("user", "left"),
+        ("created", "left"),
+        ("revoked", "left"),
+        ("admin", "left"),
+    ]
     when = "%Y-%m-%d %H:%M"
     rows = [
         [
@@ -58,6 +73,7 @@ def keys_list(ctx: click.Context) -> None:
             key.user,
             key.created_at.astimezone().strftime(when),
             key.revoked_at.astimezone().strftime(when) if key.revoked_at else "-",
+            "yes" if key.admin else "no",
         ]
         for key in stored
     ]

@@ -13,6 +13,8 @@ from memgpt_lite.cli.scripting import BadInput
 SERVER_EXTRA = 'the server needs its extra: pip install "memgpt-lite[server]"'
 # What tells a worker process started by uvicorn not to ask for keys.
 NO_AUTH_VARIABLE = "MEMGPT_LITE_SERVE_NO_AUTH"
+# ... and that every key may run code on the server.
+ALLOW_USER_CODE_VARIABLE = "MEMGPT_LITE_SERVE_ALLOW_USER_CODE"
 
 
 def is_loopback(host: str) -> bool:
@@ -45,15 +47,31 @@ def is_loopback(host: str) -> bool:
     is_flag=True,
     help="Serve without API keys, every request as user `local` (loopback addresses only).",
 )
+@click.option(
+    "--allow-user-code",
+    is_flag=True,
+    help="Let every key add tools from Python source and stdio MCP servers, which run "
+    "code on this machine (default: admin keys only, `keys create --admin`).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, host: str, port: int, db: str | None, workers: int, no_auth: bool
+    ctx: click.Context,
+    host: str,
+    port: int,
+    db: str | None,
+    workers: int,
+    no_auth: bool,
+    allow_user_code: bool,
 ) -> None:
     """Serve agents over HTTP: our API under /api, the routes of Letta's REST
     API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
     (model: an agent's name or id). Every route but /health needs
     `Authorization: Bearer KEY`, a key from `memgpt-lite keys create --user NAME`.
     The API's documentation is served at /docs.
+
+    Adding a tool from Python source or a stdio MCP server runs code on this
+    machine: only admin keys (`keys create --admin`) may, unless
+    --allow-user-code (or --no-auth: one local user) says every key may.
 
     The model endpoint and its key come from the server's environment
     (OPENAI_BASE_URL, OPENAI_API_KEY), or an agent's own base URL and key.
@@ -83,6 +101,7 @@ def serve(
     )  # the database opens (and is upgraded) here, or the command fails in one line
     os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
+    os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
     click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)
     uvicorn.run(
         "memgpt_lite.server.app:app_from_environment",

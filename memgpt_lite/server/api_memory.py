@@ -20,7 +20,7 @@ from memgpt_lite.memory.core.block_history import server_author
 from memgpt_lite.memory.recall.window import ContextOverview
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.bodies import BlockSet, PassageIn
-from memgpt_lite.server.context import Context, User
+from memgpt_lite.server.context import Context, CurrentCaller, User, require_code_rights
 
 router = APIRouter(prefix="/api/agents", tags=["memory"])
 
@@ -117,12 +117,19 @@ def export(agent: str, ctx: Context, user: User) -> dict[str, Any]:
 @router.post("/import", status_code=201)
 def import_file(
     ctx: Context,
-    user: User,
+    caller: CurrentCaller,
     file: Annotated[dict[str, Any], Body(description="An agent file: ours, or Letta's .af")],
     name: Annotated[str | None, Query(description="Store it under this name")] = None,
     letta_agent: Annotated[str | None, Query(description="Which agent of a Letta file")] = None,
+    trust_tools: Annotated[
+        bool, Query(description="Let the file's tools run (they run code on the server)")
+    ] = False,
 ) -> ImportReport:
-    """Import an agent file as a new agent of the user's."""
+    """Import an agent file as a new agent of the user's. The tools it
+    carries are registered with their source, and run only once trusted:
+    `trust_tools` trusts them, for a caller who may run code on the server."""
+    if trust_tools:
+        require_code_rights(caller, "trusting an agent file's tools")
     loaded = parse_agent_file(file, "the request body", letta_agent)
     return store_agent_file(
         ctx.workspace.store,
@@ -130,5 +137,6 @@ def import_file(
         name=name,
         source=loaded.source,
         notes=loaded.notes,
-        owner=user,
+        owner=caller.user,
+        trust_tools=trust_tools,
     )

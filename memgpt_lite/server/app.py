@@ -5,7 +5,7 @@ over MCP, mcp_mount.py).
 Errors are answered in one place, each as `{"detail": "one line"}` with the
 status that says what went wrong: our errors by class (`STATUS_BY_ERROR`), a
 body that is not JSON or a field that is wrong 422 naming the field, a body
-over the size limit 413, a missing or bad key 401.
+over the size limit 413, a missing or bad key 401, what the key may not do 403.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from memgpt_lite.errors import (
     LLMError,
     MemGPTError,
     NotFoundError,
+    RemoteError,
     StoreError,
 )
-from memgpt_lite.server.context import ServerContext, Unauthorized
+from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
@@ -47,6 +48,7 @@ STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (ConfigError, 422),
     (ContextBudgetError, 422),
     (LLMError, 502),
+    (RemoteError, 502),
     (BusyError, 503),
     (StoreError, 503),
 ]
@@ -132,6 +134,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         headers = {"WWW-Authenticate": "Bearer"}
         return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
 
+    @app.exception_handler(Forbidden)
+    async def forbidden(request: Request, exc: Forbidden) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=403)
+
 
 def create_app(
     db: str,
@@ -139,14 +145,17 @@ def create_app(
     auth: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     step_threads: int = DEFAULT_STEP_THREADS,
+    allow_user_code: bool = False,
 ) -> FastAPI:
     """The server's application on the database at `db` (a SQLite file or a
     postgresql:// URL), opened when the app starts. `auth=False` serves every
-    request as user `local` (the CLI refuses it off loopback)."""
+    request as user `local` (the CLI refuses it off loopback);
+    `allow_user_code` lets every key run code on the server (context.py)."""
     from memgpt_lite.server import (
         api_agents,
         api_approvals,
         api_memory,
+        api_tools,
         health,
         letta,
         openai_compat,
@@ -157,7 +166,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
-        app.state.context = ServerContext(workspace=workspace, steps=steps, auth=auth)
+        app.state.context = ServerContext(
+            workspace=workspace, steps=steps, auth=auth, allow_user_code=allow_user_code
+        )
         try:
             async with mcp_running:
                 yield
@@ -172,7 +183,8 @@ def create_app(
     )
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     _install_error_handlers(app)
-    for module in (health, api_agents, api_approvals, api_memory, letta, openai_compat):
+    routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
+    for module in routers:
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     mcp_running = mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
@@ -181,7 +193,10 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The app `memgpt-lite serve` starts in each worker: the database from
-    $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set."""
+    $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set, every
+    key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is."""
     return create_app(
-        str(resolve_db(None).value), auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH")
+        str(resolve_db(None).value),
+        auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH"),
+        allow_user_code=bool(os.environ.get("MEMGPT_LITE_SERVE_ALLOW_USER_CODE")),
     )

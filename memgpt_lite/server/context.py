@@ -1,11 +1,21 @@
 """What every route shares: the workspace (the agents of the server's
 database, opened with the settings resolved when the app started: the
 application layer, agent/workspace.py, through which the routes reach agents
-and what is stored), the step runner, and the rule that a user sees only
-their own agents.
+and what is stored), the step runner, the rule that a user sees only their
+own agents, and the rule of who may run code on the server's machine.
 
-Routes get these through FastAPI dependencies (`context`, `current_user`),
-never through globals, so one process can serve two apps (the tests do).
+Two things a request can ask run code on the server's machine: a tool from
+Python source (its source is run to read its schema, then at each call,
+in a process of its own) and a stdio MCP server (a command the server
+starts). Only admin keys may ask either (`memgpt-lite keys create
+--admin`), unless the server was started with `--allow-user-code`; with
+`--no-auth` (one local user, on a loopback address) the user may. Any other
+key gets a 403 naming the rule (`require_code_rights`). The process a tool
+runs in contains faults, not hostile code (docs/tools.md): hence the rule.
+
+Routes get these through FastAPI dependencies (`context`, `current_caller`,
+`current_user`), never through globals, so one process can serve two apps
+(the tests do).
 """
 
 from __future__ import annotations
@@ -30,6 +40,33 @@ class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401
     """No key, or a key that is unknown or revoked."""
 
 
+class Forbidden(Exception):  # noqa: N818 - an HTTP status, turned into a 403 by app.py
+    """A request the caller may not make: code on the server without the
+    right to run it, or a change to a built-in tool."""
+
+
+RUN_CODE_RULE = (
+    "only admin keys may (`memgpt-lite keys create --admin`), "
+    "or start the server with --allow-user-code"
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from: the user its key acts as, and whether it
+    may run code on the server (see the module's doc)."""
+
+    user: str
+    may_run_code: bool
+
+
+def require_code_rights(caller: Caller, what: str) -> None:
+    """A 403 naming the rule unless `caller` may run code on the server;
+    `what` says what would run it ("creating a tool from source")."""
+    if not caller.may_run_code:
+        raise Forbidden(f"{what} runs code on the server: {RUN_CODE_RULE}")
+
+
 # Agents kept from one step to the next, at most this many (the most recent).
 KEPT_AGENTS = 256
 
@@ -41,23 +78,29 @@ class ServerContext:
     workspace: Workspace
     steps: StepRunner
     auth: bool = True
+    # `serve --allow-user-code`: every key may run code on the server.
+    allow_user_code: bool = False
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def user_for(self, authorization: str | None) -> str:
-        """The user a request's `Authorization` header names."""
+    def caller_for(self, authorization: str | None) -> Caller:
+        """Who a request's `Authorization` header says it comes from."""
         if not self.auth:
-            return DEFAULT_USER
+            return Caller(DEFAULT_USER, may_run_code=True)
         scheme, _, secret = (authorization or "").partition(" ")
         secret = secret.strip()
         if scheme.lower() != "bearer" or not secret:
             raise Unauthorized("send an API key: Authorization: Bearer KEY")
-        user = self.workspace.user_for_key(secret)
-        if user is None:
+        key = self.workspace.key_for_secret(secret)
+        if key is None:
             raise Unauthorized("the API key is unknown or revoked")
-        return user
+        return Caller(key.user, may_run_code=key.admin or self.allow_user_code)
+
+    def user_for(self, authorization: str | None) -> str:
+        """The user a request's `Authorization` header names."""
+        return self.caller_for(authorization).user
 
     def agent_state(self, user: str, ref: str) -> AgentState:
         """The user's agent named or numbered `ref`; another user's agent is
@@ -121,9 +164,14 @@ def context(request: Request) -> ServerContext:
     return request.app.state.context
 
 
-def current_user(request: Request) -> str:
-    return context(request).user_for(request.headers.get("authorization"))
+def current_caller(request: Request) -> Caller:
+    return context(request).caller_for(request.headers.get("authorization"))
+
+
+def current_user(caller: Annotated[Caller, Depends(current_caller)]) -> str:
+    return caller.user
 
 
 Context = Annotated[ServerContext, Depends(context)]
+CurrentCaller = Annotated[Caller, Depends(current_caller)]
 User = Annotated[str, Depends(current_user)]

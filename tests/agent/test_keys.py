@@ -128,13 +128,15 @@ def test_an_imported_agent_gets_the_owner_given_and_files_carry_none(db_location
 
 def _as_before_users(location: str) -> None:
     """Put the database back as the version before users left it: no owner
-    column, no api_keys table, the migration not applied."""
+    column, no api_keys table, the migrations that made them (and the later
+    one that added a column to api_keys) not applied."""
     execute_sql(location, "DROP TABLE api_keys")
     if is_postgres(location):
         execute_sql(location, "ALTER TABLE agents DROP COLUMN owner")  # its index goes with it
         execute_sql(
             location,
-            "DELETE FROM memgpt_lite_migrations WHERE name = 'm004_users_and_api_keys'",
+            "DELETE FROM memgpt_lite_migrations "
+            "WHERE name IN ('m004_users_and_api_keys', 'm009_admin_keys')",
         )
         from memgpt_lite.storage.postgres import store as store_module
         from memgpt_lite.storage.postgres.connect import close_pool
@@ -144,7 +146,11 @@ def _as_before_users(location: str) -> None:
         return
     execute_sql(location, "DROP INDEX agents_owner")
     execute_sql(location, "ALTER TABLE agents DROP COLUMN owner")
-    execute_sql(location, "DELETE FROM _sqlite_migrations WHERE name = 'm011_users_and_api_keys'")
+    execute_sql(
+        location,
+        "DELETE FROM _sqlite_migrations "
+        "WHERE name IN ('m011_users_and_api_keys', 'm016_admin_keys')",
+    )
 
 
 def _agent_columns(location: str) -> set[str]:

@@ -12,7 +12,7 @@ import sys
 from click.testing import CliRunner
 from support.backends import open_db, without_notices
 
-from memgpt_lite.agent.keys import KEY_PREFIX, hash_key, user_for_key
+from memgpt_lite.agent.keys import KEY_PREFIX, hash_key, key_for_secret, user_for_key
 from memgpt_lite.cli.main import cli
 
 SECRET = re.compile(rf"^{KEY_PREFIX}[A-Za-z0-9_-]{{43}}\n$")
@@ -35,6 +35,20 @@ def test_create_prints_the_secret_alone_and_stores_only_its_hash(db_location):
     assert without_notices(created.stderr) == (
         f"Created key {key.id} for user 'alice'; its secret is shown only this once.\n"
     )
+
+
+def test_admin_keys_are_made_with_admin_and_listed_so(db_location):
+    created = run("keys", "create", "--user", "root", "--admin", db=db_location)
+    assert created.exit_code == 0, created.output
+    run("keys", "create", "--user", "bob", db=db_location)
+    with open_db(db_location) as store:
+        admin, plain = store.list_api_keys()
+        found = key_for_secret(store, created.stdout.strip())
+    assert (admin.admin, plain.admin) == (True, False)
+    assert found is not None and found.id == admin.id and found.admin
+    assert without_notices(created.stderr).startswith(f"Created admin key {admin.id} for user")
+    rows = [line.split("\t") for line in run("keys", "list", db=db_location).stdout.splitlines()]
+    assert [(r[1], r[4]) for r in rows] == [("root", "yes"), ("bob", "no")]
 
 
 def test_list_shows_ids_users_and_times_never_hashes(db_location):

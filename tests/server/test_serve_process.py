@@ -338,6 +338,29 @@ def test_a_client_that_leaves_mid_stream_leaves_the_agent_consistent(served: Ser
         ]
 
 
+# Who may run code on the server
+
+
+def test_allow_user_code_reaches_the_workers(
+    served: Served, model: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    tool = {"source_code": 'def shout(text: str) -> str:\n    """Louder."""\n    return text\n'}
+    with served.client() as http:  # a key that is not an admin's
+        refused = http.post("/api/tools", json=tool)
+    assert refused.status_code == 403 and "--allow-user-code" in refused.json()["detail"]
+    env = environment(model, tmp_path / "home")
+    db = tmp_path / "agents.db"
+    key = make_key(env, db, "alice")
+    process, url = start_serve(env, db, tmp_path / "serve.log", "--allow-user-code")
+    try:
+        headers = {"Authorization": f"Bearer {key}"}
+        created = httpx.post(f"{url}/api/tools", json=tool, headers=headers, timeout=60)
+        assert created.status_code == 201, created.text
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+
+
 # The command line refuses what cannot work
 
 

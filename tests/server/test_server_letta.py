@@ -321,10 +321,10 @@ def test_passages(client: Letta) -> None:
 
 def test_other_letta_routes_are_501_and_ours_are_not_shadowed(client: Letta, server: str) -> None:
     with pytest.raises(APIStatusError) as unimplemented:
-        client.tools.list()
+        client.folders.list()
     assert unimplemented.value.status_code == 501
     assert unimplemented.value.body == {
-        "detail": "memgpt-lite does not implement GET /v1/tools/ (Letta's list_tools)"
+        "detail": "memgpt-lite does not implement GET /v1/folders/ (Letta's list_folders)"
     }
     agent = new_agent(client)
     with pytest.raises(APIStatusError, match="Letta's reset_messages") as reset:

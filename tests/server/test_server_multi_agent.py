@@ -46,7 +46,7 @@ def send(client: Letta, agent_id: str, text: str) -> Any:
 def test_letta_create_attaches_the_tools_and_keeps_tags(db: str, server: str) -> None:
     client = client_of(db, server, "alice")
     boss = client.agents.create(
-        name="boss", model="openai/gpt-4o-mini", tools=[ASK, "web_search"], tags=["lead"]
+        name="boss", model="openai/gpt-4o-mini", tools=[ASK, "send_message"], tags=["lead"]
     )
     assert [t.name for t in boss.tools if t.tool_type == "letta_multi_agent_core"] == [ASK]
     assert boss.tags == ["lead"]

@@ -23,10 +23,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def new_key(db: str, user: str) -> str:
-    """A fresh API key of `user` in the database at `db`."""
+def new_key(db: str, user: str, *, admin: bool = False) -> str:
+    """A fresh API key of `user` in the database at `db` (an admin key with `admin`)."""
     with open_storage(db) as store:
-        return create_key(store, user)[1]
+        return create_key(store, user, admin=admin)[1]
 
 
 @contextmanager

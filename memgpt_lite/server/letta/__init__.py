@@ -4,11 +4,19 @@ every other router, answers the rest of Letta's API with 501."""
 
 from fastapi import APIRouter
 
-from memgpt_lite.server.letta import agents, memory, messages, send
+from memgpt_lite.server.letta import (
+    agent_files,
+    agents,
+    mcp_servers,
+    memory,
+    messages,
+    send,
+    tools,
+)
 from memgpt_lite.server.letta.fallback import router as fallback_router
 
 router = APIRouter()
-for module in (agents, messages, send, memory):
+for module in (agents, agent_files, messages, send, memory, tools, mcp_servers):
     router.include_router(module.router)
 
 __all__ = ["fallback_router", "router"]

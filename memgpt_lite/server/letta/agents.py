@@ -16,16 +16,23 @@ from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
-from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, AgentState, AgentStats, RequiresApprovalToolRule
+from memgpt_lite.models import (
+    DEFAULT_BLOCK_LIMIT,
+    AgentSettings,
+    AgentState,
+    AgentStats,
+    RequiresApprovalToolRule,
+)
 from memgpt_lite.server import bodies as ours
 from memgpt_lite.server.api_agents import create_agent, update_agent
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import CreateAgent, LettaBody, MemoryBlock, UpdateAgent
 from memgpt_lite.server.letta.paging import Order, effective_order, page
+from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import agent_view
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.rules import needs_approval, rules_from_letta
-from memgpt_lite.tools.sets import ATTACHABLE_TOOLS
+from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -99,8 +106,9 @@ def _block(block: MemoryBlock) -> ours.BlockIn:
     )
 
 
-def our_create_body(body: CreateAgent) -> ours.AgentCreate:
-    """Letta's CreateAgentRequest as our AgentCreate (the fields we honour)."""
+def our_create_body(body: CreateAgent, tools: list[str]) -> ours.AgentCreate:
+    """Letta's CreateAgentRequest as our AgentCreate (the fields we honour),
+    with the names of the `tools` to attach (`tool_names`)."""
     handle = body.model or (body.llm_config.model if body.llm_config else None)
     if not handle or not handle.strip():
         raise ConfigError("model: give the agent a model, e.g. 'openai/gpt-4o-mini'")
@@ -121,19 +129,40 @@ def our_create_body(body: CreateAgent) -> ours.AgentCreate:
             blocks=None if body.memory_blocks is None else [_block(b) for b in body.memory_blocks],
             settings=settings or None,
             embedder=embedder_name(body.embedding),
-            tools=_attached(body),
+            tools=tools,
         )
     except ValidationError as exc:
         raise ConfigError(f"cannot create the agent: {validation_messages(exc)}") from None
 
 
-def _attached(body: CreateAgent) -> list[str]:
-    """The built-in tools to attach that Letta's create names: those of its
-    `tools` that are ours to attach, and the multi-agent tools with
-    `include_multi_agent_tools`. Its other names (its base tools, which
-    every agent of ours has, and the names of tools we do not hold) are
-    left, as the rest of Letta's body we lack."""
-    names = [name for name in body.tools or () if name in ATTACHABLE_TOOLS]
+def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
+    """The tools to attach that Letta's create names: those of its `tools`
+    (names) and `tool_ids` that are built-in tools to attach or the user's
+    registered tools, and the multi-agent tools with
+    `include_multi_agent_tools`. A tool of the agent's tool set is left
+    (every agent has its set's tools); any other name or id is a 422 naming
+    each, never dropped."""
+    own_set = TOOL_SETS[AgentSettings().tool_set]  # Letta's create sets no other
+    registered = ctx.workspace.tools.tools_of(user)
+    by_name = {tool.name for tool in registered}
+    by_id = {tool.id: tool.name for tool in registered}
+    asked = [(f"tools: {ref!r}", ref) for ref in body.tools or ()]
+    asked += [
+        (f"tool_ids: {ref!r}", by_id.get(ref) or builtin_name(ref)) for ref in body.tool_ids or ()
+    ]
+    names, unknown = [], []
+    for what, name in asked:
+        if name in own_set:
+            continue
+        if name in ATTACHABLE_TOOLS or name in by_name:
+            names.append(name)
+        else:
+            unknown.append(what)
+    if unknown:
+        raise ConfigError(
+            f"no such tool ({', '.join(unknown)}): register a tool with tools.create "
+            f"first; the built-in tools to attach are {', '.join(ATTACHABLE_TOOLS)}"
+        )
     if body.include_multi_agent_tools:
         names += list(MULTI_AGENT_TOOLS)
     return list(dict.fromkeys(names))
@@ -143,7 +172,7 @@ def _attached(body: CreateAgent) -> list[str]:
 @router.post("")
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's create_agent."""
-    agent = create_agent(ctx, user, our_create_body(body))
+    agent = create_agent(ctx, user, our_create_body(body, tool_names(ctx, user, body)))
     return agent_view(ctx.workspace, agent.state)
 
 

@@ -46,8 +46,10 @@ class CreateAgent(LettaBody):
     embedding: str | None = None
     # Letta's rules, as tools/rules.py reads them (kinds we lack are ignored).
     tool_rules: list[dict[str, Any]] | None = None
-    # Tools by name: our built-in ones to attach are honoured (agents.py).
+    # Tools by name or id: the built-in ones to attach and the user's
+    # registered ones (agents.py); an unknown one is refused.
     tools: list[str] | None = None
+    tool_ids: list[str] | None = None
     include_multi_agent_tools: bool = False
     tags: list[str] | None = None
 
@@ -219,3 +221,39 @@ class CreatePassage(LettaBody):
     text: str = Field(min_length=1)
     tags: list[str] | None = None
     created_at: datetime | None = None
+
+
+class PipRequirementIn(LettaBody):
+    """Letta's PipRequirement: a project and, optionally, its version
+    ("2.31" pins it; a specifier such as ">=2.31" is kept as given)."""
+
+    name: str = Field(min_length=1)
+    version: str | None = None
+
+    def text(self) -> str:
+        """As a PEP 508 requirement string."""
+        name, version = self.name.strip(), (self.version or "").strip()
+        if not version:
+            return name
+        return f"{name}{version}" if version[0] in "<>=!~" else f"{name}=={version}"
+
+
+class ToolIn(LettaBody):
+    """What Letta's ToolCreate and ToolUpdate share (see server/letta/tools.py
+    for what is honoured)."""
+
+    description: str | None = None
+    tags: list[str] | None = None
+    source_type: str | None = None
+    json_schema: dict[str, Any] | None = None
+    pip_requirements: list[PipRequirementIn] | None = None
+    npm_requirements: list[dict[str, Any]] | None = None
+    default_requires_approval: bool | None = None
+
+
+class ToolCreate(ToolIn):
+    source_code: str
+
+
+class ToolUpdate(ToolIn):
+    source_code: str | None = None

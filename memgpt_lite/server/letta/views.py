@@ -1,5 +1,5 @@
 """Our objects in Letta's shapes: an agent as Letta's AgentState, a block as
-its BlockResponse, a passage as its Passage, a tool as its Tool.
+its BlockResponse, a passage as its Passage (a tool as its Tool: tool_views.py).
 
 Each gets the fields letta-client's types mark required, with honest values:
 what we do not have (sources, metadata, tags of blocks) is empty, never
@@ -8,15 +8,12 @@ invented.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import AgentState, Block, Passage
-from memgpt_lite.tools.builtin import BUILTIN_TOOLS
-from memgpt_lite.tools.schema import Tool
-from memgpt_lite.tools.sets import ATTACHABLE_TOOLS
+from memgpt_lite.server.letta.tool_views import agent_tool_views
 
 # The agent type whose loop ours is: tools for everything, send_message to talk.
 AGENT_TYPE = "memgpt_agent"
@@ -49,36 +46,6 @@ def passage_view(passage: Passage) -> dict[str, Any]:
         "embedding": None,
         "embedding_config": None,
     }
-
-
-def _tool_view(name: str, tool: Tool, kind: str) -> dict[str, Any]:
-    """A built-in tool as Letta's Tool. Letta names tools by id; ours are
-    named by name, so the id is the name with a prefix."""
-    function = tool.schema()["function"]
-    return {
-        "id": f"tool-{name}",
-        "name": name,
-        "description": function.get("description"),
-        "json_schema": function,
-        "tool_type": kind,
-        "tags": [],
-    }
-
-
-@cache
-def tool_views() -> tuple[dict[str, Any], ...]:
-    """Our built-in tools, which every agent has."""
-    return tuple(_tool_view(name, tool, "letta_core") for name, tool in BUILTIN_TOOLS.items())
-
-
-def attached_views(state: AgentState) -> list[dict[str, Any]]:
-    """The built-in tools attached to the agent by name (Letta's type for
-    the multi-agent ones)."""
-    return [
-        _tool_view(name, ATTACHABLE_TOOLS[name], "letta_multi_agent_core")
-        for name in state.tool_names
-        if name in ATTACHABLE_TOOLS
-    ]
 
 
 def llm_config(state: AgentState) -> dict[str, Any]:
@@ -124,7 +91,11 @@ def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
         "embedding_config": embedding_config(state),
         "blocks": blocks,
         "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
-        "tools": [*tool_views(), *attached_views(state)],
+        "tools": agent_tool_views(
+            state,
+            workspace.tools.tools_of(state.owner),
+            workspace.settings.tools.result_max_chars,
+        ),
         "tool_rules": [rule.model_dump(mode="json") for rule in state.settings.tool_rules],
         "sources": [],
         "tags": state.settings.tags,

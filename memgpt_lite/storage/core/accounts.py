@@ -5,7 +5,8 @@ GROUP BY over the agent's rows, by its index): `show` and the chat's footer
 ask rarely, while a step writes a row each time, so no counter is kept up
 to date on every write. Of an API key only its SHA-256 is stored
 (memgpt_lite/agent/keys.py makes and checks keys); the server finds a key by its
-hash, through the column's unique index. `"user"` is quoted: a reserved word
+hash, through the column's unique index; an admin key (`admin`) may also
+run code on the server (memgpt_lite/server/context.py). `"user"` is quoted: a reserved word
 in PostgreSQL.
 
 A backend provides nothing more than what the core runs on (core/sql.py).
@@ -23,7 +24,7 @@ from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.text import clean_text
 
-_KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at'
+_KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at, admin'
 # The agent must exist: NotFoundError, not a foreign-key error, for one that
 # does not (deleted meanwhile by another process, say). One statement.
 _ADD_USAGE = (
@@ -33,9 +34,14 @@ _ADD_USAGE = (
 
 
 def _key(row: Sequence[Any]) -> ApiKey:
-    id_, user, key_hash, created_at, revoked_at = row
+    id_, user, key_hash, created_at, revoked_at, admin = row
     return ApiKey(
-        id=id_, user=user, key_hash=key_hash, created_at=created_at, revoked_at=revoked_at
+        id=id_,
+        user=user,
+        key_hash=key_hash,
+        created_at=created_at,
+        revoked_at=revoked_at,
+        admin=bool(admin),
     )
 
 
@@ -92,8 +98,15 @@ class UsageAndKeys(Transactions):
         revoked = None if key.revoked_at is None else self.dialect.time(key.revoked_at)
         with self.refusing_duplicates(f"an API key with id {key.id!r} or its hash exists"):
             self._execute(
-                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                [key.id, key.user, key.key_hash, self.dialect.time(key.created_at), revoked],
+                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    key.id,
+                    key.user,
+                    key.key_hash,
+                    self.dialect.time(key.created_at),
+                    revoked,
+                    key.admin,
+                ],
             )
 
     @guarded

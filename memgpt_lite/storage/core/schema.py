@@ -214,6 +214,13 @@ TOOL_REGISTRY = """
         );
         """
 
+# Admin keys: a key that may also do over HTTP what runs code on the
+# server's machine (memgpt_lite/server/context.py). Keys made before are not.
+ADMIN_KEYS = "ALTER TABLE api_keys ADD COLUMN admin $bool NOT NULL DEFAULT $false"
+
+# A registered tool's tags (Letta's tool tags), a JSON list.
+TOOL_TAGS = "ALTER TABLE tools ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'"
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

@@ -1,6 +1,6 @@
 """The tool registry and MCP server configurations, for every backend.
 
-Lists and mappings (a tool's JSON schema and requirements, a server's
+Lists and mappings (a tool's JSON schema, requirements and tags, a server's
 arguments, environment and headers) are JSON text in both dialects. A tool
 is found by its owner and its name or id (one index: the UNIQUE owner and
 name). Whether a tool is attached is read from the owner's agents'
@@ -34,8 +34,9 @@ _TOOL_COLUMNS = (
     "trusted",
     "created_at",
     "updated_at",
+    "tags",
 )
-_JSON_TOOL_COLUMNS = ("json_schema", "requirements")
+_JSON_TOOL_COLUMNS = ("json_schema", "requirements", "tags")
 _SERVER_COLUMNS = (
     "id",
     "owner",
@@ -113,7 +114,7 @@ class Tools(Transactions):
     def add_tool(self, tool: ToolDefinition) -> None:
         values = self._tool_values(tool)
         with self.refusing_duplicates(f"a tool named {tool.name!r} (or id {tool.id!r}) exists"):
-            self._execute(_insert("tools", _TOOL_COLUMNS), list(values.values()))
+            self._execute(_insert("tools", _TOOL_COLUMNS), [values[c] for c in _TOOL_COLUMNS])
 
     @guarded
     def upsert_tool(self, tool: ToolDefinition) -> ToolDefinition:

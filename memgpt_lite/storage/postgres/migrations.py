@@ -29,6 +29,7 @@ from psycopg import sql
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.settings.values import PG_LANGUAGE_ENV, PostgresOptions
 from memgpt_lite.storage.core.schema import (
+    ADMIN_KEYS,
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
@@ -41,6 +42,7 @@ from memgpt_lite.storage.core.schema import (
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
+    TOOL_TAGS,
     USERS_AND_API_KEYS,
     ColumnTypes,
     ddl,
@@ -250,6 +252,18 @@ def m007_reflected_seq(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
 def m008_tool_registry(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m015: each user's tools and MCP servers (TOOL_REGISTRY)."""
     conn.execute(ddl(TOOL_REGISTRY, TYPES))
+
+
+@migration
+def m009_admin_keys(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m016: admin keys (ADMIN_KEYS)."""
+    conn.execute(ddl(ADMIN_KEYS, TYPES))
+
+
+@migration
+def m010_tool_tags(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m017: a registered tool's tags (TOOL_TAGS)."""
+    conn.execute(TOOL_TAGS)
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -13,6 +13,7 @@ from sqlite_utils import Database, Migrations
 
 from memgpt_lite.storage.core.rows import text_hash
 from memgpt_lite.storage.core.schema import (
+    ADMIN_KEYS,
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
@@ -25,6 +26,7 @@ from memgpt_lite.storage.core.schema import (
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
+    TOOL_TAGS,
     USERS_AND_API_KEYS,
     ColumnTypes,
     ddl,
@@ -262,3 +264,15 @@ def m014_reflected_seq(db: Database) -> None:
 def m015_tool_registry(db: Database) -> None:
     """Each user's tools and MCP servers (core/schema.py's TOOL_REGISTRY)."""
     db.executescript(ddl(TOOL_REGISTRY, TYPES))
+
+
+@migrations()
+def m016_admin_keys(db: Database) -> None:
+    """Admin keys (core/schema.py's ADMIN_KEYS)."""
+    db.execute(ddl(ADMIN_KEYS, TYPES))
+
+
+@migrations()
+def m017_tool_tags(db: Database) -> None:
+    """A registered tool's tags (core/schema.py's TOOL_TAGS)."""
+    db.execute(TOOL_TAGS)

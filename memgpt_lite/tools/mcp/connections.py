@@ -39,7 +39,7 @@ from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
-from memgpt_lite.errors import MemGPTError
+from memgpt_lite.errors import RemoteError
 from memgpt_lite.models import MCPServer
 from memgpt_lite.tools.mcp.config import ServerKey, same_server, server_key
 from memgpt_lite.tools.mcp.results import MCPCallResult, MCPToolInfo, call_result, tool_info
@@ -60,7 +60,7 @@ CLOSE_TIMEOUT = 30.0
 MAX_TOOL_PAGES = 100
 
 
-class MCPServerError(MemGPTError):
+class MCPServerError(RemoteError):
     """An MCP server could not be started, reached or understood."""
 
 

@@ -12,6 +12,7 @@ take a `ToolContext`: what it runs in has no agent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +54,17 @@ async def describe(
     module: str | None = None,
     name: str | None = None,
     what: str,
+    requirements: Sequence[str] = (),
 ) -> Described:
     """Read the tool in `source` (its function named `name`, else its one
     public function) or at `module` ("pkg.mod:function"), named `name` if
-    given, in a process of its own; a ConfigError saying what is wrong with it."""
+    given, in a process of its own; a ConfigError saying what is wrong with
+    it, or naming those of `requirements` (besides the ones it declares)
+    that are not installed."""
+    request = _request("describe", name, source, module)
+    request["requirements"] = list(requirements)
     try:
-        reply = await run_in_process(_request("describe", name, source, module), limits, what)
+        reply = await run_in_process(request, limits, what)
     except ToolProcessError as exc:
         raise ConfigError(f"cannot add {what}: {exc}") from None
     if "error" in reply:

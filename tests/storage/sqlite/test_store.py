@@ -116,6 +116,8 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m013_block_history",
         "m014_reflected_seq",
         "m015_tool_registry",
+        "m016_admin_keys",
+        "m017_tool_tags",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -124,6 +126,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "key_hash",
         "created_at",
         "revoked_at",
+        "admin",
     ]
     assert store.db["agents"].columns_dict["owner"] is str
     assert store.db["agents"].columns_dict["pressure_warned"] is int
@@ -504,6 +507,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP TABLE tools")
         conn.execute("DROP TABLE mcp_servers")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm015_tool_registry'")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_admin_keys'")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_tool_tags'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -512,7 +517,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 15"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 17"
     )
 
 

@@ -90,6 +90,18 @@ class KeyContract(ContractBase):
         assert other.api_key_by_hash("c" * 64) is None
         assert other.list_api_keys()[0].revoked_at is None
 
+    def test_a_key_is_an_admin_key_only_when_made_so(self, store, open_store: OpenStore):
+        store.add_api_key(a_key("alice", "a", admin=True))
+        store.add_api_key(a_key("bob", "b"))
+        other = open_store()
+        assert [(k.user, k.admin) for k in other.list_api_keys()] == [
+            ("alice", True),
+            ("bob", False),
+        ]
+        found = other.api_key_by_hash("a" * 64)
+        assert found is not None and found.admin
+        assert store.revoke_api_key(found.id).admin  # revoking keeps what it was
+
     def test_a_key_id_or_hash_is_stored_once(self, store):
         first = a_key("alice", "a")
         store.add_api_key(first)

@@ -44,7 +44,7 @@ def stdio_server(name: str = "time", owner: str = "local") -> MCPServer:
 
 class ToolContract(ContractBase):
     def test_a_tool_round_trips_by_name_or_id(self, store, open_store: OpenStore):
-        tool = a_tool(requirements=["requests>=2"], trusted=True)
+        tool = a_tool(requirements=["requests>=2"], trusted=True, tags=["weather", "é"])
         store.add_tool(tool)
         other = open_store()
         assert other.get_tool("local", "weather") == tool
@@ -55,6 +55,7 @@ class ToolContract(ContractBase):
         store.add_tool(mcp)
         assert other.list_tools("local") == [module, mcp, tool]
         assert (mcp.mcp_server, module.module, tool.trusted) == ("web", "clocks.utc:now", True)
+        assert (other.get_tool("local", "weather").tags, mcp.tags) == (["weather", "é"], [])
 
     def test_names_are_unique_per_owner(self, store):
         store.add_tool(a_tool(owner="alice"))
