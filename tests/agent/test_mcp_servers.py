@@ -31,7 +31,7 @@ from memgpt_lite.tools.mcp.connections import MCPServerError, shared_connections
 SOURCE_ECHO = 'def echo(text: str) -> str:\n    """Echo, from source."""\n    return text\n'
 
 
-def test_server(changes: Path | None = None, name: str = "tests") -> MCPServer:
+def fixture_server(changes: Path | None = None, name: str = "tests") -> MCPServer:
     command, args = stdio_command()
     env = {"MCP_TEST_CHANGES": str(changes)} if changes else {}
     return MCPServer(name=name, transport="stdio", command=command, args=args, env=env)
@@ -45,7 +45,7 @@ def workspace(db_location) -> Iterator[Workspace]:
 
 def test_adding_a_server_registers_its_tools(workspace):
     workspace.tools.add_source(SOURCE_ECHO, name=None, owner="local", what="echo.py")
-    added = workspace.mcp.add_server(test_server())
+    added = workspace.mcp.add_server(fixture_server())
     # "echo" is taken by the source tool, "text.upper" is no tool name.
     assert added.added == [
         "tests__echo",
@@ -76,13 +76,13 @@ def test_adding_a_server_registers_its_tools(workspace):
     assert tools["add"] == ["sam"] and tools["pid"] == []
     assert workspace.mcp.list_servers(owner="bob") == []  # each user's own
     with pytest.raises(AlreadyExistsError, match="an MCP server named 'tests' already exists"):
-        workspace.mcp.add_server(test_server())
+        workspace.mcp.add_server(fixture_server())
 
 
 def test_an_agent_calls_its_mcp_tool_here_and_after_a_restart(fake_llm, chat_env, tmp_path):
     db = tmp_path / "agents.db"
     with Workspace.open(db, resolve_settings()) as workspace:
-        workspace.mcp.add_server(test_server(name="calc"))
+        workspace.mcp.add_server(fixture_server(name="calc"))
         Agent.create("sam", "gpt-4o-mini", store=workspace.store)
         workspace.tools.attach("sam", ["add", "pid"])  # by the names the server gave
         agent = Agent.load("sam", store=workspace.store)
@@ -123,7 +123,7 @@ def test_refresh_follows_what_the_server_lists(tmp_path):
     changes = tmp_path / "changes.json"
     changes.write_text(json.dumps({"hide": ["pid"]}))
     with Workspace.open(tmp_path / "agents.db", resolve_settings()) as workspace:
-        added = workspace.mcp.add_server(test_server(changes))
+        added = workspace.mcp.add_server(fixture_server(changes))
         assert "pid" not in added.added and "env" in added.added
         Agent.create("sam", "gpt-4o-mini", store=workspace.store, tools=["env"])
         changes.write_text(
@@ -146,7 +146,7 @@ def test_refresh_follows_what_the_server_lists(tmp_path):
 
 
 def test_a_server_with_tools_attached_is_not_removed(workspace):
-    server = test_server(name="calc")
+    server = fixture_server(name="calc")
     workspace.mcp.add_server(server)
     Agent.create("sam", "gpt-4o-mini", store=workspace.store, tools=["add", "echo"])
     Agent.create("ada", "gpt-4o-mini", store=workspace.store, tools=["add"])
@@ -205,7 +205,7 @@ def test_an_imported_tool_runs_once_its_server_is_added(fake_llm, tmp_path):
         )
         workspace.store.add_tool(imported)
         Agent.create("sam", "gpt-4o-mini", store=workspace.store, tools=["say"])
-        added = workspace.mcp.add_server(test_server())
+        added = workspace.mcp.add_server(fixture_server())
         assert "say" in added.updated and "echo" not in added.added
         say_tool = workspace.store.get_tool("local", "say")
         assert say_tool.trusted and say_tool.description == "Say the text back."
