@@ -119,7 +119,9 @@ class ServerContext:
         its state read anew, as a program that holds an agent steps it. It
         keeps its model client (whose pooled connections spare a TLS
         handshake per step) and its token counter (which counts only what
-        is new in the window); rebuilt when the model, endpoint or embedder changed.
+        is new in the window); rebuilt when the model, endpoint or embedder
+        changed, or its registered tools did (attached, detached, modified,
+        trusted: the `Agent` holds the tools it was built with).
         Only one step of an agent runs at a time (steps.py), so no two
         threads use one `Agent` at once."""
         state = self.agent_state(user, ref)
@@ -128,6 +130,7 @@ class ServerContext:
         built_for = (
             (llm.model, llm.base_url, llm.api_key, llm.timeout_seconds),
             (key, state.settings.embedder),
+            self._registered_tools(state),
         )
         with self._kept_lock:
             kept = self._kept.pop(state.id, None)
@@ -142,6 +145,17 @@ class ServerContext:
             while len(self._kept) > KEPT_AGENTS:
                 self._kept.popitem(last=False)
         return agent
+
+    def _registered_tools(self, state: AgentState) -> tuple[str, ...]:
+        """The agent's tool names and its owner's registered tools of those
+        names as stored: what its `Agent`'s tools were built from."""
+        named = set(state.tool_names)
+        stored = [
+            tool.model_dump_json()
+            for tool in self.workspace.store.list_tools(state.owner)
+            if tool.name in named
+        ]
+        return (*state.tool_names, *stored)
 
 
 def endpoint_key(state: AgentState) -> str | None:

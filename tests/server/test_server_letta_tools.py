@@ -111,6 +111,32 @@ def test_letta_s_example_a_tool_upserted_attached_and_called(
     assert "secret_message" in offered
 
 
+def test_an_agent_that_has_stepped_gets_a_tool_attached_or_changed_after(
+    admin: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    """The server keeps an agent's `Agent` between steps: a tool attached,
+    then changed, after a step is what the next step offers and runs."""
+    agent = admin.agents.create(model="openai/gpt-4o-mini")
+    fake_llm.enqueue(reply("", tool_calls=[call("send_message", message="Hi.")]))
+    send(admin, agent.id, "hello")
+    tool = admin.tools.upsert(source_code=SECRET)
+    admin.agents.tools.attach(tool.id, agent_id=agent.id)
+
+    def secret_returned() -> str:
+        fake_llm.enqueue(
+            reply("", tool_calls=[call("secret_message", request_heartbeat=True)]),
+            reply("", tool_calls=[call("send_message", message="Done.")]),
+        )
+        response = send(admin, agent.id, "run it")
+        return [m for m in response.messages if m.message_type == "tool_return_message"][
+            0
+        ].tool_return
+
+    assert secret_returned() == "Hello world!"
+    admin.tools.update(tool.id, source_code=SECRET.replace("Hello world!", "Bye world!"))
+    assert secret_returned() == "Bye world!"
+
+
 def test_a_tool_in_letta_s_shape_with_its_schema_read_from_the_source(admin: Letta) -> None:
     tool = admin.tools.create(
         source_code=FORECAST,
