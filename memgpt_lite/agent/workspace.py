@@ -188,6 +188,23 @@ class Workspace:
         """The names of the agents a block is attached to."""
         return self.store.block_owners(block_id)
 
+    def share_block(self, agent_id: str, block_id: str, owner: str) -> None:
+        """Attach to agent `agent_id` the block `block_id` of another agent
+        of `owner`'s, shared: an edit through either is seen by both. A
+        block of no agent of `owner`'s is not found."""
+        if not any(
+            block_id in {b.id for b in self.store.get_blocks(state.id)}
+            for state, _ in self.store.list_agents(owner=owner)
+        ):
+            raise NotFoundError(f"no block with id {block_id!r}")
+        self.store.attach_block(agent_id, self.store.get_block(block_id))
+
+    def detach_block(self, agent_id: str, block_id: str) -> None:
+        """Take a block from an agent; it is deleted once no agent holds it."""
+        if block_id not in {b.id for b in self.store.get_blocks(agent_id)}:
+            raise NotFoundError(f"the agent has no block with id {block_id!r}")
+        self.store.detach_block(agent_id, block_id)
+
     def update_block(self, block: Block) -> None:
         """Store a block's limit and description as given; its value is as
         stored (`Agent.set_block` changes that, with its history)."""

@@ -282,9 +282,33 @@ def test_path_labels_and_attach_over_letta_routes(client: Letta) -> None:
         "system/human/family", agent_id=agent.id, value="Two sisters, one brother."
     )
     assert changed.value == "Two sisters, one brother."
-    with pytest.raises(APIStatusError) as caught:
+    with pytest.raises(NotFoundError, match="no block with id 'block-123'"):
         client.agents.blocks.attach("block-123", agent_id=agent.id)
-    assert caught.value.status_code == 501 and "attach_core_memory_block" in str(caught.value)
+
+
+def test_a_block_shared_between_agents_attach_and_detach(
+    db: str, client: Letta, server: str
+) -> None:
+    first = new_agent(client)
+    second = client.agents.create(model="openai/gpt-4o-mini")
+    assert second.memory.blocks == []  # no memory_blocks given: none, as Letta makes it
+    human = client.agents.blocks.retrieve("human", agent_id=first.id)
+    shared = client.agents.blocks.attach(human.id, agent_id=second.id)
+    assert [b.id for b in shared.memory.blocks] == [human.id]
+    client.agents.blocks.update("human", agent_id=second.id, value="Alice keeps goats.")
+    assert client.agents.blocks.retrieve("human", agent_id=first.id).value == "Alice keeps goats."
+    with pytest.raises(APIStatusError, match="already has a block labelled 'human'") as twice:
+        client.agents.blocks.attach(human.id, agent_id=first.id)
+    assert twice.value.status_code == 409
+    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+    bobs = bob.agents.create(model="openai/gpt-4o-mini")
+    with pytest.raises(NotFoundError, match="no block with id"):
+        bob.agents.blocks.attach(human.id, agent_id=bobs.id)
+    left = client.agents.blocks.detach(human.id, agent_id=second.id)
+    assert left.memory.blocks == []
+    assert client.agents.blocks.retrieve("human", agent_id=first.id).value == "Alice keeps goats."
+    with pytest.raises(NotFoundError, match="no block with id"):
+        client.agents.blocks.detach(human.id, agent_id=second.id)
 
 
 def test_read_only_block_is_refused(client: Letta) -> None:

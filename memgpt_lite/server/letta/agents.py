@@ -126,7 +126,7 @@ def our_create_body(body: CreateAgent, tools: list[str]) -> ours.AgentCreate:
             name=body.name or f"agent-{uuid.uuid4().hex[:8]}",
             model=model_name(handle),
             system=body.system,
-            blocks=None if body.memory_blocks is None else [_block(b) for b in body.memory_blocks],
+            blocks=[_block(b) for b in body.memory_blocks or []],  # none given: none, as Letta
             settings=settings or None,
             embedder=embedder_name(body.embedding),
             tools=tools,

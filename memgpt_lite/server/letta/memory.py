@@ -7,13 +7,11 @@ refuses it.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from memgpt_lite.agent.agent import Agent
@@ -22,9 +20,8 @@ from memgpt_lite.memory.core.block_history import server_author
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreatePassage
-from memgpt_lite.server.letta.fallback import not_built
 from memgpt_lite.server.letta.paging import Order, page
-from memgpt_lite.server.letta.views import block_view, passage_view
+from memgpt_lite.server.letta.views import agent_view, block_view, passage_view
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -60,9 +57,8 @@ def list_blocks(
 
 # A label may be a path (`system/human`): letta-client sends its slashes as
 # %2F, which arrive decoded, so the label is the rest of the path. Letta's
-# attach/detach routes (PATCH .../blocks/attach/{block_id}) then land here too,
-# and are answered as the fallback answers what is not built.
-_ATTACH_OR_DETACH = re.compile(r"^(attach|detach)/[^/]+$")
+# attach/detach routes (PATCH .../blocks/attach/{block_id}) are declared
+# before the PATCH of a label, so they are matched first.
 
 
 @router.get("/{agent_id}/core-memory/blocks/{block_label:path}")
@@ -88,19 +84,34 @@ def _set_limit_and_description(ctx: ServerContext, block: Block, body: BlockUpda
     ctx.workspace.update_block(changed)  # the value is the same: no version
 
 
-@router.patch("/{agent_id}/core-memory/blocks/{block_label:path}", response_model=None)
+@router.patch("/{agent_id}/core-memory/blocks/attach/{block_id}")
+def attach_block(agent_id: str, block_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's attach_core_memory_block: another of the user's agents'
+    block, shared (an edit through either agent is seen by both); a 409 if
+    the agent has a block of its label already."""
+    state = ctx.agent_state(user, agent_id)
+    ctx.workspace.share_block(state.id, block_id, user)
+    return agent_view(ctx.workspace, ctx.agent_state(user, state.id))
+
+
+@router.patch("/{agent_id}/core-memory/blocks/detach/{block_id}")
+def detach_block(agent_id: str, block_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's detach_core_memory_block: the block is deleted once no agent holds it."""
+    state = ctx.agent_state(user, agent_id)
+    ctx.workspace.detach_block(state.id, block_id)
+    return agent_view(ctx.workspace, ctx.agent_state(user, state.id))
+
+
+@router.patch("/{agent_id}/core-memory/blocks/{block_label:path}")
 def update_block(
     agent_id: str,
     block_label: str,
     ctx: Context,
     user: User,
-    request: Request,
     body: BlockUpdate | None = None,
-) -> dict[str, Any] | JSONResponse:
+) -> dict[str, Any]:
     """Letta's modify_core_memory_block: `value` (under the block's limit,
     not on a read-only block), `limit` and `description` are honoured."""
-    if _ATTACH_OR_DETACH.match(block_label):
-        return not_built(request)
     body = body or BlockUpdate()
     agent = ctx.agent(user, agent_id)
     with ctx.workspace.transaction():
