@@ -22,9 +22,13 @@ How things map (the inverse of `letta.py` and `letta_messages.py`):
 - Archival passages: Letta's format (up to its `agent_file.py` of 2026-02) has
   no place for them. They are written to the agent's `passages`, where our
   importer reads them; Letta ignores the field.
+- Registered tools from Python source are Letta `custom` tools with their
+  `source_code`, `json_schema` and `pip_requirements`; an MCP server's tool
+  is Letta's `external_mcp` tool naming its server (its configuration stays
+  here). An import registers them not trusted, as it does Letta's.
 - Left out: vectors, step ids, our settings other than the context window
-  and tool rules, and the code of custom tools (written by name, as Letta `custom` tools
-  without source code).
+  and tool rules, and the code of tools given in code or from a module
+  (written by name, as Letta `custom` tools without source code).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memgpt_lite.agentfile.schema import AgentFile, FileMessage
+from memgpt_lite.agentfile.schema import AgentFile, FileMessage, FileTool
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import utcnow
@@ -100,7 +104,10 @@ def agent_file_to_letta(data: AgentFile) -> dict[str, Any]:
     names = [n for n in LETTA_TOOL_TYPES if n in BUILTIN_TOOLS]
     names += [n for n in data.tool_names if n not in names]
     asking = {r.tool_name for r in data.settings.tool_rules if r.type == "requires_approval"}
-    tools = [_tool(f"tool-{i}", name, name in asking) for i, name in enumerate(names)]
+    carried = {tool.name: tool for tool in data.tools}
+    tools = [
+        _tool(f"tool-{i}", name, name in asking, carried.get(name)) for i, name in enumerate(names)
+    ]
     messages, in_context = _history(data)
     agent = {
         **_agent_settings(data),
@@ -201,12 +208,14 @@ def _block(block_id: str, block: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tool(tool_id: str, name: str, asks_approval: bool) -> dict[str, Any]:
+def _tool(tool_id: str, name: str, asks_approval: bool, carried: FileTool | None) -> dict[str, Any]:
     builtin = BUILTIN_TOOLS.get(name) or ATTACHABLE_TOOLS.get(name)
     if builtin is not None and name in LETTA_TOOL_TYPES:
         kind = LETTA_TOOL_TYPES[name]
         schema = dict(builtin.schema()["function"])
-    else:  # a custom tool: its name only, we never hold its code
+    elif carried is not None:
+        return _carried_tool(tool_id, carried, asks_approval)
+    else:  # given in code or from a module: its name only, the file cannot carry its code
         kind = "custom"
         schema = {"name": name, "parameters": {"type": "object", "properties": {}}}
     return {
@@ -226,6 +235,47 @@ def _tool(tool_id: str, name: str, asks_approval: bool) -> dict[str, Any]:
         "enable_parallel_execution": False,
         "metadata_": {},
     }
+
+
+def _carried_tool(tool_id: str, tool: FileTool, asks_approval: bool) -> dict[str, Any]:
+    """A registered tool as Letta writes one: a custom tool with its source,
+    or an MCP server's tool with the server's name (where `letta_extras`
+    reads it back)."""
+    schema = {
+        "name": tool.name,
+        "description": tool.description or tool.json_schema.get("description"),
+        "parameters": tool.json_schema.get("parameters") or {"type": "object", "properties": {}},
+    }
+    mcp = tool.kind == "mcp"
+    return {
+        "id": tool_id,
+        "tool_type": "external_mcp" if mcp else "custom",
+        "description": schema["description"],
+        "source_type": "python",
+        "name": tool.name,
+        "tags": [f"mcp:{tool.mcp_server}"] if mcp else [],
+        "source_code": None if mcp else tool.source_code,
+        "json_schema": schema,
+        "args_json_schema": None,
+        "return_char_limit": 50000,
+        "pip_requirements": [_pip_requirement(r) for r in tool.requirements] or None,
+        "npm_requirements": None,
+        "default_requires_approval": True if asks_approval else None,
+        "enable_parallel_execution": False,
+        "metadata_": {"mcp": {"server_name": tool.mcp_server}} if mcp else {},
+    }
+
+
+# Letta's PipRequirement holds a name and an exact version; any other
+# specifier stays in the name, which pip and our import read back whole.
+_PINNED = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s,;=<>!~]+)$")
+
+
+def _pip_requirement(requirement: str) -> dict[str, str | None]:
+    pinned = _PINNED.match(requirement.strip())
+    if pinned is None:
+        return {"name": requirement, "version": None}
+    return {"name": pinned["name"], "version": pinned["version"]}
 
 
 # Messages

@@ -100,10 +100,12 @@ def _export_letta(workspace: Workspace, name: str, output: str | None, force: bo
         "(Letta's system prompt message included), "
         f"{len(agent['passages'])} passages."
     )
-    custom = [t["name"] for t in data["tools"] if t["tool_type"] == "custom"]
-    if custom:
+    by_name = [
+        t["name"] for t in data["tools"] if t["tool_type"] == "custom" and t["source_code"] is None
+    ]
+    if by_name:
         click.echo(
-            f"Its custom tools ({', '.join(custom)}) are exported by name only: "
+            f"Its custom tools ({', '.join(by_name)}) are exported by name only: "
             "Letta needs their code.",
             err=True,
         )

@@ -179,3 +179,72 @@ def test_real_letta_files_tools_mcp_tools_and_agent_state_tools(tmp_path):
     )
     # Letta Code's client-side tools are schemas only (source_type "json"): names.
     assert len(client_names) == 12 and "Bash" in client_names and "Bash" not in registered
+
+
+FORECAST = (
+    "def forecast(city: str, days: int = 1) -> str:\n"
+    '    """The weather to come.\n\n'
+    "    Args:\n"
+    "        city: Where.\n"
+    "        days: How many days ahead.\n"
+    '    """\n'
+    '    return f"{city}: sun for {days} days"\n'
+)
+FORECAST_SCHEMA = {
+    "name": "forecast",
+    "description": "The weather to come.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "Where."},
+            "days": {"type": "integer", "description": "How many days ahead.", "default": 1},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+def test_letta_export_carries_a_source_tool_and_an_import_registers_it_untrusted(tmp_path):
+    from memgpt_lite.agentfile.letta_export import write_letta_file
+
+    with Store(tmp_path / "a.db") as store:
+        store.add_tool(
+            ToolDefinition(
+                name="forecast",
+                description="The weather to come.",
+                kind="python",
+                source_code=FORECAST,
+                json_schema=FORECAST_SCHEMA,
+                requirements=["packaging", "pytest>=7", "rich==13.0.0"],
+                trusted=True,
+            )
+        )
+        store.add_tool(ToolDefinition(name="clock", kind="module", module="t:now", json_schema={}))
+        Agent.create("sam", "m", store=store, tools=["forecast", "clock"])
+        written = write_letta_file(store, "sam", tmp_path / "sam.af")
+    by_name = {t["name"]: t for t in written["tools"]}
+    forecast = by_name["forecast"]
+    assert (forecast["tool_type"], forecast["source_type"]) == ("custom", "python")
+    assert (forecast["source_code"], forecast["json_schema"]) == (FORECAST, FORECAST_SCHEMA)
+    assert forecast["pip_requirements"] == [
+        {"name": "packaging", "version": None},
+        {"name": "pytest>=7", "version": None},
+        {"name": "rich", "version": "13.0.0"},
+    ]
+    assert forecast["id"] in written["agents"][0]["tool_ids"]
+    assert by_name["clock"]["source_code"] is None  # a module's function: its name only
+    with Store(tmp_path / "b.db") as other:
+        report = import_agent(other, tmp_path / "sam.af")
+        tool = other.get_tool("local", "forecast")
+        assert (tool.kind, tool.trusted, tool.source_code) == ("python", False, FORECAST)
+        assert tool.json_schema == FORECAST_SCHEMA
+        assert tool.requirements == ["packaging", "pytest>=7", "rich==13.0.0"]
+        assert other.get_agent("sam").tool_names == ["forecast", "clock"]
+    assert any(note.startswith("tools with their code (1: forecast)") for note in report.notes)
+    again = run(
+        "export", "sam", "--format", "letta", "-o", str(tmp_path / "again.af"), db=tmp_path / "a.db"
+    )
+    assert again.stderr.splitlines() == [
+        "Its custom tools (clock) are exported by name only: Letta needs their code."
+    ]
