@@ -248,3 +248,34 @@ def test_letta_export_carries_a_source_tool_and_an_import_registers_it_untrusted
     assert again.stderr.splitlines() == [
         "Its custom tools (clock) are exported by name only: Letta needs their code."
     ]
+
+
+def test_letta_export_names_an_mcp_tool_s_server_and_an_import_keeps_it(tmp_path):
+    from memgpt_lite.agentfile.letta_export import export_letta
+
+    schema = {"name": "now", "description": "The time.", "parameters": {"type": "object"}}
+    with Store(tmp_path / "a.db") as store:
+        store.add_tool(
+            ToolDefinition(
+                name="now",
+                description="The time.",
+                kind="mcp",
+                mcp_server="clock",
+                json_schema=schema,
+                trusted=True,
+            )
+        )
+        Agent.create("sam", "m", store=store, tools=["now"])
+        written = export_letta(store, "sam")
+    [now] = [t for t in written["tools"] if t["name"] == "now"]
+    assert (now["tool_type"], now["source_code"], now["tags"]) == (
+        "external_mcp",
+        None,
+        ["mcp:clock"],
+    )
+    path = tmp_path / "sam.af"
+    path.write_text(json.dumps(written))
+    with Store(tmp_path / "b.db") as other:
+        import_agent(other, path)
+        tool = other.get_tool("local", "now")
+        assert (tool.kind, tool.mcp_server, tool.json_schema) == ("mcp", "clock", schema)
