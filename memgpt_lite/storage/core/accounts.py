@@ -45,7 +45,7 @@ class UsageAndKeys(Transactions):
     @guarded
     def add_usage(self, record: UsageRecord) -> None:
         with self.transaction():
-            inserted = self._execute(
+            inserted = self._execute_later(
                 _ADD_USAGE,
                 [
                     record.agent_id,
@@ -60,8 +60,8 @@ class UsageAndKeys(Transactions):
                     record.agent_id,
                 ],
             )
-            if inserted.rowcount == 0:
-                raise unknown_agent(record.agent_id)
+        if inserted.rowcount == 0:  # nothing was written
+            raise unknown_agent(record.agent_id)
 
     @guarded
     def usage_by_model(self, agent_id: str) -> list[ModelUsage]:

@@ -48,10 +48,26 @@ class Cursor(Protocol):
     """What `_execute` returns: a DB-API cursor."""
 
     rowcount: int
+    description: Any
 
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
+
+
+class Fetched:
+    """A statement's outcome, read to its end at once: its rows and rowcount."""
+
+    def __init__(self, cursor: Cursor) -> None:
+        # DB-API: no description for a statement that returns no rows.
+        self._rows = cursor.fetchall() if cursor.description is not None else []
+        self.rowcount = cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
 
 
 class Dialect:
@@ -126,6 +142,13 @@ class Runner:
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
         """Run `statement` (`?` placeholders) on the store's connection."""
         raise NotImplementedError
+
+    def _execute_later(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run `statement` as a part of the write open now, whose outcome the
+        caller reads only after the `transaction()` level it is in ended: a
+        backend may send it with that level's end (its failure then fails the
+        level, as if raised inside it). Here, at once."""
+        return Fetched(self._execute(statement, params))
 
     def _one(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """The first row of `statement`, or None."""

@@ -61,11 +61,6 @@ class PostgresPrimitives(Transactions):
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
         return self.conn.execute(postgres_statement(statement), params)
 
-    def _serialize_lock_taking(self, agent_id: str) -> None:
-        """Two processes that both find the lock free cannot both take it
-        (READ COMMITTED would let each insert over the other's row)."""
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [agent_id])
-
     def _init_transactions(self, busy_timeout_seconds: float) -> None:
         super()._init_transactions(busy_timeout_seconds)
         self._conn: psycopg.Connection | None = None  # taken from the pool while in use
