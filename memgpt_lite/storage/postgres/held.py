@@ -3,28 +3,29 @@ primitives.py).
 
 A statement sent alone is a round trip to the server, and each round trip
 costs the client, the server and the machine's scheduler far more than the
-work it carries (a step's writes were 31 of them). So the statements that
-nothing waits for are held: BEGIN and its lock timeout, SAVEPOINT, RELEASE,
-the lease renewal, and the writes whose outcome is read only once their
-level ended (`_execute_later`). They go to the server together with the
-next statement that is sent, or with the COMMIT: one simple query, one
-round trip (batch.py writes them as text). A transaction that ends having
-sent nothing costs none; a savepoint whose block sent nothing is never sent.
+work it carries. So the statements that nothing waits for are held: BEGIN
+and its lock timeout, SAVEPOINT, RELEASE, the lease renewal, and the writes
+whose outcome is read only once their level ended (`_execute_later`). They
+go to the server with the next statement that is sent, or with the COMMIT:
+one simple query, one round trip (batch.py writes them as text). A
+transaction that ends having sent nothing and holding no write costs none; a
+savepoint whose block held no write is never sent.
 
 Errors stay where they were. What is held either cannot fail on its own
 (BEGIN, SET LOCAL, SAVEPOINT and RELEASE: the server being gone fails the
-statement they go with), or is sent before its level ends: a savepoint that
-holds a write sends it before its RELEASE (and is rolled back alone if it
-failed), and an outermost transaction sends its writes with its COMMIT,
-which the server then skips (the transaction rolls back, as if they had
-failed inside it). The lease renewal is held last before COMMIT and fails
-on purpose when a lease was taken over, so that the COMMIT is never run.
+statement they go with), or is sent before its level ends: a savepoint
+sends the writes its block held before it is released (and is rolled back
+alone if one failed), and an outermost transaction sends its writes with
+its COMMIT, which the server then skips (the transaction rolls back, as if
+they had failed inside it). The lease renewal is held last before COMMIT
+and fails on purpose when a lease was taken over, so that the COMMIT is
+never run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -41,9 +42,8 @@ LEASE_LOST = psycopg.errors.DivisionByZero
 
 
 class Later:
-    """The outcome of a held statement, as a cursor reads it: its rows and
-    rowcount once it was sent (reading it sends it, and what was held
-    before it, if it was not yet)."""
+    """The outcome of a held statement, as a cursor gives it: its rows and
+    rowcount once it was sent (reading it first sends what is held)."""
 
     def __init__(self, send_held: Callable[[], None]) -> None:
         self._send_held = send_held
@@ -74,20 +74,19 @@ class Later:
         return rows[0] if rows else None
 
 
-class Held:
-    """A statement held back: a transaction statement (no parameters), or a
-    statement with psycopg's placeholders, its parameters and its outcome."""
+class Held(NamedTuple):
+    """A statement held back, as the text it is sent as (batch.py)."""
 
-    __slots__ = ("later", "params", "query")
-
-    def __init__(
-        self, query: str, params: Sequence[Any] | None = None, later: Later | None = None
-    ) -> None:
-        self.query, self.params, self.later = query, params, later
+    text: str
+    later: Later | None = None  # where its outcome goes, for one that has one
+    # A write, a read whose outcome is awaited, or the renewal: it must be sent
+    # (BEGIN, SAVEPOINT and the like change nothing unless something follows).
+    must_send: bool = False
 
 
 class HeldStatements:
-    """The statements held back for one connection, in order."""
+    """The statements held back for one connection, in order, and what they
+    mean for the level being ended (primitives.py decides)."""
 
     def __init__(self) -> None:
         self.statements: list[Held] = []
@@ -100,31 +99,31 @@ class HeldStatements:
     def hold(self, held: Held) -> None:
         self.statements.append(held)
 
-    def hold_begin(self, queries: Sequence[str]) -> None:
-        self.statements.extend(Held(query) for query in queries)
+    def hold_begin(self, *texts: str) -> None:
+        self.statements.extend(Held(text) for text in texts)
         self.begin = True
 
-    def hold_renewal(self, params: Sequence[Any]) -> None:
-        self.statements.append(Held(RENEW, params))
+    def hold_renewal(self, text: str) -> None:
+        self.statements.append(Held(text, must_send=True))
         self.renewal = True
 
     def writes(self) -> bool:
-        """Whether a statement with parameters (a write, or the renewal) is held."""
-        return any(held.params is not None for held in self.statements)
+        """Whether a statement that must be sent (a write, the renewal) is among them."""
+        return any(held.must_send for held in self.statements)
 
     def unsent_savepoint(self, name: str) -> int | None:
         """Where the savepoint `name` stands among them, if it was never sent."""
         for at in range(len(self.statements) - 1, -1, -1):
-            if self.statements[at].query == f"SAVEPOINT {name}":
+            if self.statements[at].text == f"SAVEPOINT {name}":
                 return at
         return None
 
     def drop_from(self, at: int) -> None:
-        """Forget what was held from `at` on (rolled back before it was sent)."""
+        """Forget what was held from `at` on (its block ended unsent)."""
         del self.statements[at:]
 
     def only_begun(self) -> bool:
-        """Whether the transaction was never sent and nothing of it would
+        """Whether the transaction was never sent and nothing held would
         change anything: ending it needs no round trip."""
         return self.begin and not self.writes()
 

@@ -1,10 +1,10 @@
 """PostgreSQL's writes and full-text ranking of messages (a part of
 `PostgresStore`); the reads are core/messages.py's.
 
-What SQLite's triggers do, each write does itself: it locks the agent's row
-first (so one agent's messages are numbered and committed in the same
-order), writes the rows with their tsvector and length (fulltext.py), then
-moves the agent's counters; deleting or editing a message drops its vector.
+What SQLite's triggers do, each write does itself: it moves the agent's
+counters first, which locks its row (so one agent's messages are numbered
+and committed in the same order), then writes the rows with their tsvector
+and length (fulltext.py); deleting or editing a message drops its vector.
 There is no window cache: `messages_from` reads the rows every time.
 """
 
@@ -20,7 +20,7 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.errors import NO_MESSAGE
+from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
 from memgpt_lite.storage.core.rows import (
     MESSAGE_COLUMNS,
     message_edit,
@@ -39,17 +39,30 @@ from memgpt_lite.storage.postgres.fulltext import (
 from memgpt_lite.storage.postgres.vectors import delete_vectors_of
 from memgpt_lite.storage.protocol import Ranking
 
-_INSERT = sql.SQL(
-    "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
-    "step_id, created_at, search_text, search_length, search_vector) "
-    "SELECT r.id, r.agent_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.name, "
-    "r.step_id, r.created_at, r.search_text, r.search_length, {vector} "
-    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::int[], %s::text[]) "
-    "WITH ORDINALITY AS r(id, agent_id, role, content, tool_calls, tool_call_id, name, "
-    "step_id, created_at, search_text, search_length, plain, n) ORDER BY r.n "
-    "RETURNING seq, id"
-).format(vector=to_tsvector("r.plain"))
+_INSERT = (
+    sql.SQL(
+        "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
+        "step_id, created_at, search_text, search_length, search_vector) "
+        "SELECT r.id, r.agent_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.name, "
+        "r.step_id, r.created_at, r.search_text, r.search_length, {vector} "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::int[], %s::text[]) "
+        "WITH ORDINALITY AS r(id, agent_id, role, content, tool_calls, tool_call_id, name, "
+        "step_id, created_at, search_text, search_length, plain, n) "
+        # An unknown agent's rows are left out (its counters' UPDATE found no
+        # row: NotFoundError, not a foreign-key error).
+        "WHERE EXISTS (SELECT 1 FROM agents a WHERE a.id = r.agent_id) ORDER BY r.n "
+        "RETURNING seq, id"
+    )
+    .format(vector=to_tsvector("r.plain"))
+    .as_string()
+)
+# Moves an agent's counters, locking its row until the write ends; returns
+# its id (no row: no such agent).
+_COUNT = (
+    "UPDATE agents SET message_count = message_count + %s, "
+    "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s RETURNING id"
+)
 
 
 def _columns(messages: Sequence[Message]) -> list[list[Any]]:
@@ -65,29 +78,30 @@ def _columns(messages: Sequence[Message]) -> list[list[Any]]:
 
 
 class MessageStore(TextSearch):
-    """Mixed into `PostgresStore`."""
+    """Mixed into `PostgresStore` (`_hold` and `_send` are its primitives')."""
 
     conn: psycopg.Connection
     rank_budget = PG_RANK_BUDGET
 
     def _insert_messages(self, messages: Sequence[Message]) -> None:
-        """In one statement, after the agents' counters."""
+        """Each agent's counters moved (locking its row, in the agents'
+        order), then the rows in one statement: one round trip."""
         columns = _columns(messages)
-        self._lock_agents(columns[1])
         added: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         last: dict[str, datetime] = {}
         for message, length in zip(messages, columns[10], strict=True):
             added[message.agent_id][0] += 1
             added[message.agent_id][1] += length
             last[message.agent_id] = message.created_at
-        for agent_id in sorted(added):
-            count, tokens = added[agent_id]
-            self.conn.execute(
-                "UPDATE agents SET message_count = message_count + %s, "
-                "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s",
-                [count, tokens, last[agent_id], agent_id],
-            )
-        seqs = dict((id_, seq) for seq, id_ in self.conn.execute(_INSERT, columns))
+        counted = {
+            agent_id: self._hold(_COUNT, [*added[agent_id], last[agent_id], agent_id])
+            for agent_id in sorted(added)
+        }
+        inserted = self._send(_INSERT, columns).fetchall()
+        missing = [agent_id for agent_id, found in counted.items() if not found.fetchall()]
+        if missing:
+            raise unknown_agent(missing[0])
+        seqs = dict((id_, seq) for seq, id_ in inserted)
         for message in messages:
             message.seq = seqs[message.id]
 

@@ -31,7 +31,7 @@ from memgpt_lite.storage.core.locks import TAKEN_OVER, HeldLease
 from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions
 from memgpt_lite.storage.location import describe
-from memgpt_lite.storage.postgres.batch import send
+from memgpt_lite.storage.postgres.batch import as_text, send
 from memgpt_lite.storage.postgres.connect import (
     DRIVER_ERRORS,
     give_back,
@@ -40,7 +40,7 @@ from memgpt_lite.storage.postgres.connect import (
     server_problem,
 )
 from memgpt_lite.storage.postgres.dialect import POSTGRES
-from memgpt_lite.storage.postgres.held import LEASE_LOST, Held, HeldStatements, Later
+from memgpt_lite.storage.postgres.held import LEASE_LOST, RENEW, Held, HeldStatements, Later
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -67,25 +67,22 @@ class PostgresPrimitives(Transactions):
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
         return self._send(postgres_statement(statement), params)
 
-    def _send(self, query: str, params: Sequence[Any] | None = None) -> Cursor:
-        """Run `query` (psycopg's placeholders) now, with what is held (held.py):
-        one round trip."""
-        self._connection_in_use()
+    def _execute_later(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
+        return self._hold(postgres_statement(statement), params)
+
+    def _send(self, query: str, params: Sequence[Any] = ()) -> Later:
+        """Run `query` (psycopg's placeholders) now, with what is held: one
+        round trip."""
         later = self._hold(query, params)
         self._send_held()
         return later
 
-    def _execute_later(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
-        return self._send_later(postgres_statement(statement), params)
-
-    def _send_later(self, query: str, params: Sequence[Any]) -> Later:
-        """Held, to be sent with the level's end (or when its outcome is read)."""
-        self._connection_in_use()
-        return self._hold(query, params)
-
-    def _hold(self, query: str, params: Sequence[Any] | None) -> Later:
+    def _hold(self, query: str, params: Sequence[Any] = ()) -> Later:
+        """Hold `query` (psycopg's placeholders), to go with the next
+        statement sent, or its level's end (held.py)."""
         later = Later(self._send_held)
-        self._held.hold(Held(query, params, later))
+        text = as_text(self._connection_in_use(), query, params)
+        self._held.hold(Held(text, later, must_send=True))
         return later
 
     def _send_held(self, then: str | None = None) -> None:
@@ -130,11 +127,10 @@ class PostgresPrimitives(Transactions):
 
     def _begin(self, write: bool) -> None:
         self._connection()  # taken now: no free connection fails here, not later
-        self._held.hold_begin(
-            ["BEGIN", f"SET LOCAL lock_timeout = {self._lock_timeout}"]
-            if write
-            else ["BEGIN ISOLATION LEVEL REPEATABLE READ"]
-        )
+        if write:
+            self._held.hold_begin("BEGIN", f"SET LOCAL lock_timeout = {self._lock_timeout}")
+        else:
+            self._held.hold_begin("BEGIN ISOLATION LEVEL REPEATABLE READ")
 
     def _execute_control(self, statement: str) -> None:
         if statement == "COMMIT":
@@ -205,18 +201,16 @@ class PostgresPrimitives(Transactions):
         then) if a lease was taken over or its agent deleted."""
         if not self.held_leases:
             return
-        now = time.time()
-        leases = self.held_leases
-        self._held.hold_renewal(
-            [
-                now,
-                now,
-                list(leases),
-                [lease.token for lease in leases.values()],
-                [float(lease.lease_seconds) for lease in leases.values()],
-                len(leases),
-            ]
-        )
+        now, leases = time.time(), self.held_leases
+        values = [
+            now,
+            now,
+            list(leases),
+            [lease.token for lease in leases.values()],
+            [float(lease.lease_seconds) for lease in leases.values()],
+            len(leases),
+        ]
+        self._held.hold_renewal(as_text(self._connection_in_use(), RENEW, values))
 
     def _database_in_transaction(self) -> bool:
         conn = self._conn
