@@ -228,10 +228,7 @@ def _usage_record(run: StepRun, spent: Usage, answer: Message) -> UsageRecord:
 
 def _store_answer(agent: AgentDeps, messages: list[Message], usage: UsageRecord | None) -> None:
     """An answer's messages and what it cost, in one transaction."""
-    with agent.store.transaction():
-        agent.store.add_messages(messages)
-        if usage is not None:
-            agent.store.add_usage(usage)
+    agent.store.add_messages(messages, usage)
 
 
 async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIterator[StepEvent]:

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from memgpt_lite.models import Message
+from memgpt_lite.models import Message, UsageRecord
+from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
 from memgpt_lite.storage.core.sql import Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
@@ -58,11 +60,21 @@ class Messages(Transactions):
         return [message_from_row(r) for r in self._all(_WINDOW, [agent_id, start_seq])]
 
     @guarded
-    def add_messages(self, messages: Sequence[Message]) -> None:
-        """Append messages to recall memory, in order, setting their `seq`."""
-        if messages:
-            with self.transaction():
+    def add_messages(self, messages: Sequence[Message], usage: UsageRecord | None = None) -> None:
+        """Append messages to recall memory, in order, setting their `seq`,
+        and store `usage` with them."""
+        if not messages and usage is None:
+            return
+        with self.transaction():
+            if usage is None:
                 self._insert_messages(messages)
+                return
+            # First, so that a backend that holds writes sends it with the messages.
+            added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))
+            if messages:
+                self._insert_messages(messages)
+            if added.rowcount == 0:
+                raise unknown_agent(usage.agent_id)
 
     @guarded
     def update_message(self, message: Message) -> None:

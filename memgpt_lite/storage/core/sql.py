@@ -144,10 +144,10 @@ class Runner:
         raise NotImplementedError
 
     def _execute_later(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
-        """Run `statement` as a part of the write open now, whose outcome the
-        caller reads only after the `transaction()` level it is in ended: a
-        backend may send it with that level's end (its failure then fails the
-        level, as if raised inside it). Here, at once."""
+        """Run `statement`, a write of the `transaction()` level open now whose
+        outcome is not needed at once: a backend may send it with its next
+        statement, or with the level's end (its failure then fails the level,
+        as if raised inside it); reading the outcome sends it. Here, at once."""
         return Fetched(self._execute(statement, params))
 
     def _one(self, statement: str, params: Sequence[Any] = ()) -> Any:

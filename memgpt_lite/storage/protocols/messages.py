@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import Message
+    from memgpt_lite.models import Message, UsageRecord
     from memgpt_lite.storage.protocols.types import Ranking
 
 
@@ -16,9 +16,11 @@ if TYPE_CHECKING:
 class MessageStorage(Protocol):
     """Messages (recall memory)."""
 
-    def add_messages(self, messages: Sequence[Message]) -> None:
+    def add_messages(self, messages: Sequence[Message], usage: UsageRecord | None = None) -> None:
         """Append messages, in order, in one transaction; sets each `seq`.
-        NotFoundError, storing none, if one belongs to an unknown agent."""
+        With `usage`, stores it in the same transaction (what the answer among
+        them cost: see `add_usage`). NotFoundError, storing none, if one
+        belongs to an unknown agent."""
         ...
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:

@@ -1,0 +1,51 @@
+"""The storage calls a step makes, on both backends: an answer stored with
+what it cost in one call (`add_messages(messages, usage)`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from support.backends import open_db
+from support.contract.base import new_agent, said
+from support.contract.usage import spent
+
+from memgpt_lite.errors import NotFoundError
+from memgpt_lite.models import AgentState, LLMConfig
+from memgpt_lite.storage.protocol import Storage
+
+
+@pytest.fixture
+def store(db_location: str) -> Iterator[Storage]:
+    opened = open_db(db_location)
+    yield opened
+    opened.close()
+
+
+def test_an_answer_and_its_usage_are_stored_together(store: Storage):
+    sam = new_agent(store)
+    answer = [said(sam, "hello", role="assistant"), said(sam, "done", role="tool")]
+    store.add_messages(answer, spent(sam, "step-1", "gpt-4o-mini", 100, 5))
+    assert [m.seq for m in answer] == [m.seq for m in store.messages_from(sam.id, 0)]
+    assert answer[0].seq is not None and answer[0].seq < answer[1].seq
+    assert [r.prompt_tokens for r in store.step_usage(sam.id, "step-1")] == [100]
+
+
+def test_usage_of_an_unknown_agent_stores_nothing_of_the_answer(store: Storage):
+    sam = new_agent(store)
+    ghost = AgentState(name="ghost", llm=LLMConfig(model="m"), system="s")
+    with pytest.raises(NotFoundError, match=ghost.id):
+        store.add_messages([said(sam, "hello")], spent(ghost, "step-1", "m", 1, 1))
+    assert store.messages_from(sam.id, 0) == []
+    assert store.agent_stats(sam.id).message_count == 0
+
+
+def test_an_answer_of_an_unknown_agent_stores_nothing(store: Storage):
+    sam = new_agent(store)
+    ghost = AgentState(name="ghost", llm=LLMConfig(model="m"), system="s")
+    with pytest.raises(NotFoundError, match=ghost.id):
+        store.add_messages([said(ghost, "hello")], spent(ghost, "step-1", "m", 1, 1))
+    with pytest.raises(NotFoundError, match=ghost.id):
+        store.add_messages([said(sam, "hi"), said(ghost, "hello")])
+    assert store.messages_from(sam.id, 0) == []
+    assert store.agent_usage(sam.id) == []
