@@ -48,6 +48,7 @@ from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
+    MainContext,
     Owner,
     Ranking,
     StepLockHolder,
@@ -65,6 +66,7 @@ __all__ = [
     "AgentStorage",
     "ArchivalStorage",
     "BlockStorage",
+    "MainContext",
     "MessageStorage",
     "Owner",
     "Ranking",

@@ -1,5 +1,6 @@
 """The storage calls a step makes, on both backends: an answer stored with
-what it cost in one call (`add_messages(messages, usage)`)."""
+what it cost in one call (`add_messages(messages, usage)`), and what the next
+request is built from read in one (`main_context`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from support.contract.usage import spent
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import AgentState, LLMConfig
-from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.protocol import MainContext, Storage
 
 
 @pytest.fixture
@@ -49,3 +50,17 @@ def test_an_answer_of_an_unknown_agent_stores_nothing(store: Storage):
         store.add_messages([said(sam, "hi"), said(ghost, "hello")])
     assert store.messages_from(sam.id, 0) == []
     assert store.agent_usage(sam.id) == []
+
+
+def test_the_main_context_is_the_window_the_blocks_and_the_stats(store: Storage):
+    sam = new_agent(store)
+    store.add_messages([said(sam, f"message {i}") for i in range(5)])
+    start = store.messages_from(sam.id, 0)[2].seq
+    assert store.main_context(sam.id, start) == MainContext(
+        store.messages_from(sam.id, start), store.get_blocks(sam.id), store.agent_stats(sam.id)
+    )
+
+
+def test_the_main_context_of_an_unknown_agent_is_not_found(store: Storage):
+    with pytest.raises(NotFoundError, match="agent-nobody"):
+        store.main_context("agent-nobody", 0)

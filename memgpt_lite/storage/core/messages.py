@@ -25,7 +25,7 @@ from memgpt_lite.storage.protocol import Ranking
 # Leaves out the searching step's own messages (two parameters, both the
 # step's id); a NULL one leaves out none.
 NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <> ?)"
-_WINDOW = (
+WINDOW = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
 
@@ -57,7 +57,7 @@ class Messages(Transactions):
 
     def _window(self, agent_id: str, start_seq: int) -> list[Message]:
         """`messages_from`: read afresh (a backend may keep the window)."""
-        return [message_from_row(r) for r in self._all(_WINDOW, [agent_id, start_seq])]
+        return [message_from_row(r) for r in self._all(WINDOW, [agent_id, start_seq])]
 
     @guarded
     def add_messages(self, messages: Sequence[Message], usage: UsageRecord | None = None) -> None:

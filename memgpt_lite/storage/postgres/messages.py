@@ -20,7 +20,10 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
+from memgpt_lite.storage.core.agents import AGENT_STATS, stats_from_row
+from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
 from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
+from memgpt_lite.storage.core.messages import WINDOW
 from memgpt_lite.storage.core.rows import (
     MESSAGE_COLUMNS,
     message_edit,
@@ -28,6 +31,7 @@ from memgpt_lite.storage.core.rows import (
     message_row,
 )
 from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
@@ -36,8 +40,9 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
+from memgpt_lite.storage.postgres.primitives import postgres_statement
 from memgpt_lite.storage.postgres.vectors import delete_vectors_of
-from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.storage.protocol import MainContext, Ranking
 
 _INSERT = (
     sql.SQL(
@@ -104,6 +109,21 @@ class MessageStore(TextSearch):
         seqs = dict((id_, seq) for seq, id_ in inserted)
         for message in messages:
             message.seq = seqs[message.id]
+
+    @guarded
+    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+        """Its three reads in one round trip."""
+        blocks = self._hold(postgres_statement(AGENT_BLOCKS), [agent_id])
+        stats = self._hold(postgres_statement(AGENT_STATS), [agent_id])
+        window = self._send(postgres_statement(WINDOW), [agent_id, start_seq]).fetchall()
+        row = stats.fetchone()
+        if row is None:
+            raise unknown_agent(agent_id)
+        return MainContext(
+            [message_from_row(r) for r in window],
+            [block_from_row(r) for r in blocks.fetchall()],
+            stats_from_row(row),
+        )
 
     def _update_message(self, message: Message) -> None:
         edit = message_edit(message)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from memgpt_lite.models import Message, UsageRecord
-    from memgpt_lite.storage.protocols.types import Ranking
+    from memgpt_lite.storage.protocols.types import MainContext, Ranking
 
 
 @runtime_checkable
@@ -30,6 +30,13 @@ class MessageStorage(Protocol):
         when first handed out: one a caller changed, or whose row changed,
         comes back as a new object (so what a caller built from an object,
         like `TokenCounter.sent`, holds while the same object comes back)."""
+        ...
+
+    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+        """What the agent's next request is built from, read together (in one
+        round trip where the backend can): the window (`messages_from`), its
+        blocks (`get_blocks`) and its stats (`agent_stats`: NotFoundError for
+        an unknown agent)."""
         ...
 
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
