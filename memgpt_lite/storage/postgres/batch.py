@@ -6,10 +6,10 @@ and polls once per statement: on a busy machine it cost more than it saved.
 So a statement is written as text when it is held: `EXECUTE name(values)`
 of a statement prepared once per connection (SQL's PREPARE: parsed and
 planned once, as psycopg's own prepared statements are), its values written
-as SQL literals by psycopg's client-side binding (`ClientCursor.mogrify`:
-strings and bytes quoted by libpq's escaping, each other type as psycopg
-writes it; a value psycopg refuses, a string holding NUL say, fails there,
-in psycopg's words). A batch's outcome is read from the query's results,
+as SQL literals by psycopg's adapters (`Transformer.as_literal`, what its
+client-side binding uses: strings and bytes quoted by libpq's escaping, each
+other type as psycopg writes it; a value psycopg refuses, a string holding
+NUL say, fails there, in psycopg's words). A batch's outcome is read from the query's results,
 one per statement, in order.
 
 A statement is prepared in a round trip of its own, the first time it is
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
 from memgpt_lite.storage.postgres.held import Held
@@ -83,16 +84,14 @@ def _prepared_name(conn: psycopg.Connection, query: str) -> str | None:
 def as_text(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> str:
     """`query` (psycopg's `%s` placeholders) with `params`, as text for a
     simple query. Raises what psycopg raises for values it cannot send."""
-    client = psycopg.ClientCursor(conn)
     name = _prepared_name(conn, query)
-    if name is None:
-        return client.mogrify(query, params)
-    placeholders = _PLACEHOLDER.findall(query).count("%s")
-    if placeholders != len(params):
-        return client.mogrify(query, params)  # raises, in psycopg's words
-    if not placeholders:
+    if name is None or _PLACEHOLDER.findall(query).count("%s") != len(params):
+        # (a wrong count of values raises here, in psycopg's words)
+        return psycopg.ClientCursor(conn).mogrify(query, params)
+    if not params:
         return f"EXECUTE {name}"
-    return client.mogrify(f"EXECUTE {name}({', '.join(['%s'] * placeholders)})", params)
+    literal, encoding = Transformer(conn).as_literal, conn.info.encoding
+    return f"EXECUTE {name}({', '.join(literal(value).decode(encoding) for value in params)})"
 
 
 def send(conn: psycopg.Connection, statements: Sequence[Held]) -> None:
