@@ -52,6 +52,18 @@ def test_an_answer_of_an_unknown_agent_stores_nothing(store: Storage):
     assert store.agent_usage(sam.id) == []
 
 
+def test_an_unknown_agents_answer_inside_a_transaction_leaves_the_rest(store: Storage):
+    sam = new_agent(store)
+    ghost = AgentState(name="ghost", llm=LLMConfig(model="m"), system="s")
+    with store.transaction():
+        store.add_messages([said(sam, "kept")])
+        with pytest.raises(NotFoundError, match=ghost.id):
+            store.add_messages([said(ghost, "lost")], spent(ghost, "step-1", "m", 1, 1))
+        store.add_messages([said(sam, "also kept")], spent(sam, "step-1", "m", 2, 2))
+    assert [m.content for m in store.messages_from(sam.id, 0)] == ["kept", "also kept"]
+    assert [r.prompt_tokens for r in store.agent_usage(sam.id)] == [2]
+
+
 def test_the_main_context_is_the_window_the_blocks_and_the_stats(store: Storage):
     sam = new_agent(store)
     store.add_messages([said(sam, f"message {i}") for i in range(5)])

@@ -18,7 +18,7 @@ from memgpt_lite.models import Message, UsageRecord
 from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Fetched, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Ranking
 
@@ -30,15 +30,36 @@ WINDOW = (
 )
 
 
+def _check_stored(
+    messages: Sequence[Message],
+    inserted: Cursor,
+    usage: UsageRecord | None,
+    added: Cursor | None,
+) -> None:
+    """Set each message's `seq` from the rows `inserted`; NotFoundError for
+    an agent that got nothing (a message without a row, a usage not added)."""
+    seqs = {id_: seq for seq, id_ in inserted.fetchall()}
+    missing = sorted({m.agent_id for m in messages if m.id not in seqs})
+    if missing:
+        raise unknown_agent(missing[0])
+    for message in messages:
+        message.seq = seqs[message.id]
+    if usage is not None and added is not None and added.rowcount == 0:
+        raise unknown_agent(usage.agent_id)
+
+
 class Messages(Transactions):
     """Messages (see `MessageStorage`)."""
 
     # How many matches a ranking scores at most, unless asked otherwise.
     rank_budget: int
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
-        """Append the messages (at least one), in order, setting each `seq`;
-        NotFoundError if one belongs to an unknown agent. Inside a transaction."""
+    def _insert_messages(self, messages: Sequence[Message]) -> Cursor:
+        """Append the messages (at least one), in order, inside a transaction;
+        their `(seq, id)` rows, which may be read only once the level ended
+        (`_execute_later`). NotFoundError if one belongs to an unknown agent,
+        or, where the backend cannot tell at once, no row for its messages
+        and nothing of that agent written."""
         raise NotImplementedError
 
     def _update_message(self, message: Message) -> None:
@@ -65,16 +86,16 @@ class Messages(Transactions):
         and store `usage` with them."""
         if not messages and usage is None:
             return
+        agents = {m.agent_id for m in messages} | ({usage.agent_id} if usage else set())
         with self.transaction():
-            if usage is None:
-                self._insert_messages(messages)
-                return
-            # First, so that a backend that holds writes sends it with the messages.
-            added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))
-            if messages:
-                self._insert_messages(messages)
-            if added.rowcount == 0:
-                raise unknown_agent(usage.agent_id)
+            added = None  # the usage first: a backend holding writes sends it with the rows
+            if usage is not None:
+                added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))
+            inserted = self._insert_messages(messages) if messages else Fetched([], 0)
+            if len(agents) > 1:  # an unknown agent must leave the others' items unwritten
+                _check_stored(messages, inserted, usage, added)
+        # Of one agent, checked once sent: an unknown one had nothing written.
+        _check_stored(messages, inserted, usage, added)
 
     @guarded
     def update_message(self, message: Message) -> None:

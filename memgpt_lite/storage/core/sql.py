@@ -56,12 +56,15 @@ class Cursor(Protocol):
 
 
 class Fetched:
-    """A statement's outcome, read to its end at once: its rows and rowcount."""
+    """A statement's outcome, read to its end: its rows and rowcount."""
 
-    def __init__(self, cursor: Cursor) -> None:
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows, self.rowcount = rows, rowcount
+
+    @classmethod
+    def of(cls, cursor: Cursor) -> Fetched:
         # DB-API: no description for a statement that returns no rows.
-        self._rows = cursor.fetchall() if cursor.description is not None else []
-        self.rowcount = cursor.rowcount
+        return cls(cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
 
     def fetchone(self) -> Any:
         return self._rows[0] if self._rows else None
@@ -148,7 +151,7 @@ class Runner:
         outcome is not needed at once: a backend may send it with its next
         statement, or with the level's end (its failure then fails the level,
         as if raised inside it); reading the outcome sends it. Here, at once."""
-        return Fetched(self._execute(statement, params))
+        return Fetched.of(self._execute(statement, params))
 
     def _one(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """The first row of `statement`, or None."""

@@ -30,7 +30,7 @@ from memgpt_lite.storage.core.rows import (
     message_from_row,
     message_row,
 )
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
@@ -62,11 +62,11 @@ _INSERT = (
     .format(vector=to_tsvector("r.plain"))
     .as_string()
 )
-# Moves an agent's counters, locking its row until the write ends; returns
-# its id (no row: no such agent).
+# Moves an agent's counters, locking its row until the write ends (an
+# unknown agent: no row, nothing written).
 _COUNT = (
     "UPDATE agents SET message_count = message_count + %s, "
-    "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s RETURNING id"
+    "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s"
 )
 
 
@@ -88,9 +88,10 @@ class MessageStore(TextSearch):
     conn: psycopg.Connection
     rank_budget = PG_RANK_BUDGET
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
+    def _insert_messages(self, messages: Sequence[Message]) -> Cursor:
         """Each agent's counters moved (locking its row, in the agents'
-        order), then the rows in one statement: one round trip."""
+        order), then the rows in one statement, all held: they go with the
+        level's end, or with whatever reads the rows first."""
         columns = _columns(messages)
         added: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         last: dict[str, datetime] = {}
@@ -98,17 +99,9 @@ class MessageStore(TextSearch):
             added[message.agent_id][0] += 1
             added[message.agent_id][1] += length
             last[message.agent_id] = message.created_at
-        counted = {
-            agent_id: self._hold(_COUNT, [*added[agent_id], last[agent_id], agent_id])
-            for agent_id in sorted(added)
-        }
-        inserted = self._send(_INSERT, columns).fetchall()
-        missing = [agent_id for agent_id, found in counted.items() if not found.fetchall()]
-        if missing:
-            raise unknown_agent(missing[0])
-        seqs = dict((id_, seq) for seq, id_ in inserted)
-        for message in messages:
-            message.seq = seqs[message.id]
+        for agent_id in sorted(added):
+            self._hold(_COUNT, [*added[agent_id], last[agent_id], agent_id])
+        return self._hold(_INSERT, columns)
 
     @guarded
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:

@@ -23,7 +23,7 @@ from memgpt_lite.storage.core.rows import (
     message_from_row,
     message_row,
 )
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Fetched, Search
 from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
@@ -40,11 +40,11 @@ class MessageStore(BudgetedSearch):
     window_cache: WindowCache
     rank_budget = RANK_BUDGET
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
+    def _insert_messages(self, messages: Sequence[Message]) -> Fetched:
         self._lock_agents(m.agent_id for m in messages)
-        for message in messages:
-            cursor = self.db.conn.execute(_INSERT, message_row(message, stored_time))
-            message.seq = cursor.lastrowid
+        execute = self.db.conn.execute
+        rows = [(execute(_INSERT, message_row(m, stored_time)).lastrowid, m.id) for m in messages]
+        return Fetched(rows, len(rows))
 
     def _update_message(self, message: Message) -> None:
         """The FTS trigger follows the new text; the vector is dropped here."""
