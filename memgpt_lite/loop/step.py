@@ -107,9 +107,10 @@ async def run_step(
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     agent = run.agent
-    agent.state = agent.store.get_agent(agent.state.id)  # another process may have changed it
+    # Another process may have changed the agent, or answered or stored a message.
+    agent.state, newest = agent.store.agent_and_newest_message(agent.state.id)
     run.rules = RuleBook(agent.state.settings.tool_rules)
-    waiting = approvals.waiting_answer(agent)
+    waiting = approvals.waiting_in(newest)
     if isinstance(message, str):
         if waiting is not None:
             calls = approvals.calls_waiting(run.tools, run.rules, waiting)

@@ -1,5 +1,6 @@
-"""The storage calls a step makes, on both backends: an answer stored with
-what it cost in one call (`add_messages(messages, usage)`), and what the next
+"""The storage calls a step makes, on both backends: the agent and its newest
+message read in one call (`agent_and_newest_message`), an answer stored with
+what it cost in one (`add_messages(messages, usage)`), and what the next
 request is built from read in one (`main_context`)."""
 
 from __future__ import annotations
@@ -76,3 +77,17 @@ def test_the_main_context_is_the_window_the_blocks_and_the_stats(store: Storage)
 def test_the_main_context_of_an_unknown_agent_is_not_found(store: Storage):
     with pytest.raises(NotFoundError, match="agent-nobody"):
         store.main_context("agent-nobody", 0)
+
+
+def test_a_step_starts_from_the_agent_and_its_newest_message(store: Storage):
+    sam = new_agent(store)
+    assert store.agent_and_newest_message(sam.id) == (store.get_agent(sam.id), None)
+    store.add_messages([said(sam, "first"), said(sam, "newest", role="assistant")])
+    state, newest = store.agent_and_newest_message(sam.id)
+    assert (state, newest) == (store.get_agent(sam.id), store.last_messages(sam.id, 1)[0])
+    assert newest is not None and newest.content == "newest"
+
+
+def test_a_step_of_an_unknown_agent_starts_from_nothing(store: Storage):
+    with pytest.raises(NotFoundError, match="no agent named 'agent-nobody'"):
+        store.agent_and_newest_message("agent-nobody")

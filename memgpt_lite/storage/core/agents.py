@@ -181,17 +181,24 @@ class Agents(Blocks):
             self._write_agent(state)
         return state
 
-    @guarded
-    def get_agent(self, name_or_id: str) -> AgentState:
+    def _agent_read(self, name_or_id: str) -> tuple[str, list[Any]]:
+        """`get_agent`'s read: at most one row (`_agent_named` makes the agent)."""
         name_or_id = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
-        row = self._one(
+        return (
             f"SELECT {self._with_blocks()} FROM agents WHERE name = ? OR id = ? "
             "ORDER BY name = ? DESC LIMIT 1",
             [name_or_id, name_or_id, name_or_id],
         )
-        if row is None:
-            raise NotFoundError(f"no agent named {name_or_id!r}")
-        return self._agent_from_row(row)
+
+    def _agent_named(self, name_or_id: str, rows: list[Any]) -> AgentState:
+        """The agent `_agent_read` found, or NotFoundError."""
+        if not rows:
+            raise NotFoundError(f"no agent named {clean_text(name_or_id)!r}")
+        return self._agent_from_row(rows[0])
+
+    @guarded
+    def get_agent(self, name_or_id: str) -> AgentState:
+        return self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id)))
 
     @guarded
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:

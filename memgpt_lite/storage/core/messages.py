@@ -28,6 +28,10 @@ NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <
 WINDOW = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
+# The agent's newest messages, newest first (the limit: its second parameter).
+NEWEST = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? ORDER BY m.seq DESC LIMIT ?"
+)
 
 
 def _check_stored(
@@ -119,11 +123,7 @@ class Messages(Transactions):
     @guarded
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
         """The agent's newest `limit` messages, oldest first."""
-        rows = self._all(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
-            "ORDER BY m.seq DESC LIMIT ?",
-            [agent_id, limit],
-        )
+        rows = self._all(NEWEST, [agent_id, limit])
         return [message_from_row(r) for r in reversed(rows)]
 
     @guarded

@@ -153,6 +153,11 @@ class Runner:
         as if raised inside it); reading the outcome sends it. Here, at once."""
         return Fetched.of(self._execute(statement, params))
 
+    def _all_together(self, *reads: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """The rows of each read (a statement and its parameters), in order:
+        a backend may send them in one round trip. Here, one after the other."""
+        return [self._all(statement, params) for statement, params in reads]
+
     def _one(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """The first row of `statement`, or None."""
         return self._execute(statement, params).fetchone()

@@ -40,7 +40,6 @@ from memgpt_lite.storage.postgres.fulltext import (
     to_tsvector,
     word_count,
 )
-from memgpt_lite.storage.postgres.primitives import postgres_statement
 from memgpt_lite.storage.postgres.vectors import delete_vectors_of
 from memgpt_lite.storage.protocol import MainContext, Ranking
 
@@ -83,7 +82,7 @@ def _columns(messages: Sequence[Message]) -> list[list[Any]]:
 
 
 class MessageStore(TextSearch):
-    """Mixed into `PostgresStore` (`_hold` and `_send` are its primitives')."""
+    """Mixed into `PostgresStore` (`_hold` and `_all_together` are its primitives')."""
 
     conn: psycopg.Connection
     rank_budget = PG_RANK_BUDGET
@@ -106,16 +105,15 @@ class MessageStore(TextSearch):
     @guarded
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:
         """Its three reads in one round trip."""
-        blocks = self._hold(postgres_statement(AGENT_BLOCKS), [agent_id])
-        stats = self._hold(postgres_statement(AGENT_STATS), [agent_id])
-        window = self._send(postgres_statement(WINDOW), [agent_id, start_seq]).fetchall()
-        row = stats.fetchone()
-        if row is None:
+        window, blocks, stats = self._all_together(
+            (WINDOW, [agent_id, start_seq]), (AGENT_BLOCKS, [agent_id]), (AGENT_STATS, [agent_id])
+        )
+        if not stats:
             raise unknown_agent(agent_id)
         return MainContext(
             [message_from_row(r) for r in window],
-            [block_from_row(r) for r in blocks.fetchall()],
-            stats_from_row(row),
+            [block_from_row(r) for r in blocks],
+            stats_from_row(stats[0]),
         )
 
     def _update_message(self, message: Message) -> None:

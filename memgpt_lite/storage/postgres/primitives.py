@@ -85,6 +85,12 @@ class PostgresPrimitives(Transactions):
         self._held.hold(Held(text, later, must_send=True))
         return later
 
+    def _all_together(self, *reads: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """In one round trip."""
+        held = [self._hold(postgres_statement(statement), params) for statement, params in reads]
+        self._send_held()
+        return [later.fetchall() for later in held]
+
     def _send_held(self, then: str | None = None) -> None:
         """Send what is held, and the transaction statement `then`, in one round trip."""
         statements = self._held.take()

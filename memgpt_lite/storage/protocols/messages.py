@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import Message, UsageRecord
+    from memgpt_lite.models import AgentState, Message, UsageRecord
     from memgpt_lite.storage.protocols.types import MainContext, Ranking
 
 
@@ -30,6 +30,12 @@ class MessageStorage(Protocol):
         when first handed out: one a caller changed, or whose row changed,
         comes back as a new object (so what a caller built from an object,
         like `TokenCounter.sent`, holds while the same object comes back)."""
+        ...
+
+    def agent_and_newest_message(self, agent_id: str) -> tuple[AgentState, Message | None]:
+        """The agent as stored now (`get_agent(agent_id)`, NotFoundError alike)
+        and its newest message (`last_messages(agent_id, 1)`), read together
+        (in one round trip where the backend can): what a step starts from."""
         ...
 
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:
