@@ -164,6 +164,7 @@ class StepLock:
         self.token = uuid.uuid4().hex
         # A transaction already open when the lock was taken is the caller's.
         self._outer_transaction = False
+        self._given_up = False  # by the step's last write (`give_up_with`)
 
     def __enter__(self) -> StepLock:
         self._outer_transaction = self.store.in_transaction()
@@ -227,7 +228,20 @@ class StepLock:
             # Ctrl-C between a BEGIN and its guard leaves a transaction open;
             # releasing inside it would be rolled back with it.
             self.store.rollback_interrupted()
-        self._release()
+        if not self._given_up:
+            self._release()
+
+    def give_up_with(self, last_write: Callable[[tuple[str, str] | None], None]) -> None:
+        """Run the step's last write, `last_write(release_lock)`, giving the
+        lock up with it (`Storage.add_messages`): its commit releases the lock,
+        and leaving the lock then has nothing left to do. Taken inside the
+        caller's transaction, whose commit is the caller's, the lock is kept
+        (`release_lock` None) and released on leaving, as always."""
+        if self._outer_transaction:
+            last_write(None)
+            return
+        last_write((self.agent_id, self.token))
+        self._given_up = True
 
     def renew(self) -> None:
         """Push back the lease, if a quarter of it went by since the last

@@ -1,7 +1,8 @@
 """The storage calls a step makes, on both backends: the agent and its newest
 message read in one call (`agent_and_newest_message`), an answer stored with
-what it cost in one (`add_messages(messages, usage)`), and what the next
-request is built from read in one (`main_context`)."""
+what it cost in one (`add_messages(messages, usage)`), what the next request
+is built from read in one (`main_context`), and the step's lock given up with
+its last write (`add_messages(..., release_lock=...)`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from support.backends import open_db
 from support.contract.base import new_agent, said
 from support.contract.usage import spent
 
-from memgpt_lite.errors import NotFoundError
+from memgpt_lite.errors import ConflictError, NotFoundError
 from memgpt_lite.models import AgentState, LLMConfig
-from memgpt_lite.storage.protocol import MainContext, Storage
+from memgpt_lite.storage.protocol import MainContext, StepLockHolder, Storage
 
 
 @pytest.fixture
@@ -91,3 +92,37 @@ def test_a_step_starts_from_the_agent_and_its_newest_message(store: Storage):
 def test_a_step_of_an_unknown_agent_starts_from_nothing(store: Storage):
     with pytest.raises(NotFoundError, match="no agent named 'agent-nobody'"):
         store.agent_and_newest_message("agent-nobody")
+
+
+def claim(token: str) -> StepLockHolder:
+    return StepLockHolder(token=token, pid=4321, hostname="far-host", host_id="far-host")
+
+
+def test_a_steps_last_write_gives_its_lock_up(store: Storage):
+    sam = new_agent(store)
+    assert store.take_step_lock(sam.id, claim("mine"), 60, lambda _: False) is None
+    store.add_messages([said(sam, "bye", role="assistant")], release_lock=(sam.id, "mine"))
+    assert store.step_lock_holder(sam.id) is None
+    assert [m.content for m in store.messages_from(sam.id, 0)] == ["bye"]
+
+
+def test_a_last_write_whose_lock_was_taken_over_stores_nothing(store: Storage, db_location: str):
+    sam = new_agent(store)
+    assert store.take_step_lock(sam.id, claim("mine"), 60, lambda _: False) is None
+    with open_db(db_location) as elsewhere:  # the lease ran out; another host took over
+        assert elsewhere.take_step_lock(sam.id, claim("theirs"), 60, lambda _: True) is None
+    with pytest.raises(ConflictError, match="taken over"):
+        store.add_messages([said(sam, "too late")], release_lock=(sam.id, "mine"))
+    assert store.messages_from(sam.id, 0) == []
+    assert store.step_lock_holder(sam.id).token == "theirs"
+
+
+def test_a_lock_is_given_up_by_a_write_of_its_own_only(store: Storage):
+    sam = new_agent(store)
+    assert store.take_step_lock(sam.id, claim("mine"), 60, lambda _: False) is None
+    with store.transaction():
+        with pytest.raises(RuntimeError, match="outside any transaction"):
+            store.add_messages([said(sam, "inside")], release_lock=(sam.id, "mine"))
+        store.add_messages([said(sam, "kept")])
+    assert store.step_lock_holder(sam.id).token == "mine"
+    assert [m.content for m in store.messages_from(sam.id, 0)] == ["kept"]

@@ -51,6 +51,7 @@ _TAKE = (
     "WHERE step_locks.holder = excluded.holder OR step_locks.expires_at <= excluded.acquired_at "
     "OR step_locks.holder = ? RETURNING agent_id"
 )
+_RELEASE = "DELETE FROM step_locks WHERE agent_id = ? AND holder = ?"
 _CHANGING = "kept changing hands while this process tried to take it; try again"
 # Rounds of `take_step_lock`: another round follows only when another
 # connection changed the lock in between (never on SQLite, with its one writer).
@@ -195,6 +196,10 @@ class StepLocks(Transactions):
         """Give up the lock if `token` holds it (a no-op otherwise)."""
         self.held_leases.pop(agent_id, None)
         with self.transaction():
-            self._execute_later(
-                "DELETE FROM step_locks WHERE agent_id = ? AND holder = ?", [agent_id, token]
-            )
+            self._execute_later(_RELEASE, [agent_id, token])
+
+    def _give_up_step_lock(self, agent_id: str, token: str) -> None:
+        """The lock given up by the write committing now, after its lease was
+        renewed (`_write`): its commit releases it."""
+        self.held_leases.pop(agent_id, None)
+        self._execute_later(_RELEASE, [agent_id, token])

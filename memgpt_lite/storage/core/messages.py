@@ -85,13 +85,19 @@ class Messages(Transactions):
         return [message_from_row(r) for r in self._all(WINDOW, [agent_id, start_seq])]
 
     @guarded
-    def add_messages(self, messages: Sequence[Message], usage: UsageRecord | None = None) -> None:
+    def add_messages(
+        self,
+        messages: Sequence[Message],
+        usage: UsageRecord | None = None,
+        release_lock: tuple[str, str] | None = None,
+    ) -> None:
         """Append messages to recall memory, in order, setting their `seq`,
-        and store `usage` with them."""
-        if not messages and usage is None:
+        and store `usage` with them; give up the step lock `release_lock`
+        when they commit."""
+        if not messages and usage is None and release_lock is None:
             return
         agents = {m.agent_id for m in messages} | ({usage.agent_id} if usage else set())
-        with self.transaction():
+        with self._write(gives_up=release_lock):
             added = None  # the usage first: a backend holding writes sends it with the rows
             if usage is not None:
                 added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))

@@ -16,11 +16,21 @@ if TYPE_CHECKING:
 class MessageStorage(Protocol):
     """Messages (recall memory)."""
 
-    def add_messages(self, messages: Sequence[Message], usage: UsageRecord | None = None) -> None:
+    def add_messages(
+        self,
+        messages: Sequence[Message],
+        usage: UsageRecord | None = None,
+        release_lock: tuple[str, str] | None = None,
+    ) -> None:
         """Append messages, in order, in one transaction; sets each `seq`.
         With `usage`, stores it in the same transaction (what the answer among
         them cost: see `add_usage`). NotFoundError, storing none, if one
-        belongs to an unknown agent."""
+        belongs to an unknown agent. With `release_lock` (an agent id and the
+        token of its step lock, as `release_step_lock` takes them), that
+        transaction also gives the lock up, after its commit renewed the
+        lease (so a lock taken over still fails it, storing nothing): a
+        step's last write, outside any transaction (RuntimeError inside one,
+        whose commit would be the caller's)."""
         ...
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
