@@ -6,11 +6,10 @@ and polls once per statement: on a busy machine it cost more than it saved.
 So a statement is written as text when it is held: `EXECUTE name(values)`
 of a statement prepared once per connection (SQL's PREPARE: parsed and
 planned once, as psycopg's own prepared statements are), its values written
-as SQL literals by psycopg's adapters (`Transformer.as_literal`, what its
-client-side binding uses: strings and bytes quoted by libpq's escaping, each
-other type as psycopg writes it; a value psycopg refuses, a string holding
-NUL say, fails there, in psycopg's words). A batch's outcome is read from the query's results,
-one per statement, in order.
+as SQL literals, as psycopg's client-side binding writes them (`_Literals`:
+strings quoted by libpq's escaping; a value psycopg refuses, a string holding
+NUL say, fails there, in psycopg's words). A batch's outcome is read from
+the query's results, one per statement, in order.
 
 A statement is prepared in a round trip of its own, the first time it is
 sent on a connection (inside a transaction, in a savepoint: a PREPARE that
@@ -29,7 +28,7 @@ from typing import Any
 
 import psycopg
 from psycopg.adapt import Transformer
-from psycopg.pq import TransactionStatus
+from psycopg.pq import Escaping, TransactionStatus
 
 from memgpt_lite.storage.postgres.held import Held
 
@@ -81,6 +80,40 @@ def _prepared_name(conn: psycopg.Connection, query: str) -> str | None:
     return name
 
 
+class _Literals:
+    """Values as SQL literals on one connection, as psycopg's client-side
+    binding writes them (`Transformer.as_literal`: strings and bytes quoted
+    by libpq's escaping; what psycopg refuses, a string holding NUL say,
+    fails in its words). A list of strings, which psycopg writes slowly
+    (the message INSERT's columns), is quoted here, by libpq, the same way."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._escape = Escaping(conn.pgconn).escape_literal
+        self._encoding = conn.info.encoding
+        self._psycopg = Transformer(conn).as_literal
+
+    def __call__(self, value: Any) -> str:
+        if type(value) is list and value and all(map(_plain, value)):
+            # '{"a",NULL}': an array literal of no type (the parameter's, in the end)
+            text = "{" + ",".join(map(_array_item, value)) + "}"
+            try:
+                return self._escape(text.encode(self._encoding)).decode(self._encoding)
+            except UnicodeError:  # not in the connection's encoding: psycopg says so
+                pass
+        return self._psycopg(value).decode(self._encoding)
+
+
+def _plain(item: Any) -> bool:
+    """Whether `item` is an array element `_Literals` quotes itself."""
+    return item is None or (type(item) is str and "\x00" not in item)
+
+
+def _array_item(item: str | None) -> str:
+    if item is None:
+        return "NULL"
+    return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def as_text(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> str:
     """`query` (psycopg's `%s` placeholders) with `params`, as text for a
     simple query. Raises what psycopg raises for values it cannot send."""
@@ -90,8 +123,7 @@ def as_text(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> str:
         return psycopg.ClientCursor(conn).mogrify(query, params)
     if not params:
         return f"EXECUTE {name}"
-    literal, encoding = Transformer(conn).as_literal, conn.info.encoding
-    return f"EXECUTE {name}({', '.join(literal(value).decode(encoding) for value in params)})"
+    return f"EXECUTE {name}({', '.join(map(_Literals(conn), params))})"
 
 
 def send(conn: psycopg.Connection, statements: Sequence[Held]) -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg.pq import ExecStatus
 
 # Renew the leases this store holds, and fail (division by zero, the one
 # error a plain SQL statement can raise on purpose) unless every one was
@@ -51,8 +52,12 @@ class Later:
         self._rowcount = -1
 
     def fill(self, cursor: psycopg.Cursor) -> None:
+        """From the cursor's current result (its status, not `description`,
+        which makes a column object per column, tells whether it has rows)."""
         self._rowcount = cursor.rowcount
-        self._rows = cursor.fetchall() if cursor.description is not None else []
+        result = cursor.pgresult
+        has_rows = result is not None and result.status == ExecStatus.TUPLES_OK
+        self._rows = cursor.fetchall() if has_rows else []
 
     def _sent(self) -> list[Any]:
         if self._rows is None:
