@@ -5,7 +5,9 @@ What SQLite's triggers do, each write does itself: it moves the agent's
 counters first, which locks its row (so one agent's messages are numbered
 and committed in the same order), then writes the rows with their tsvector
 and length (fulltext.py); deleting or editing a message drops its vector.
-There is no window cache: `messages_from` reads the rows every time.
+The window is read through the window cache (core/window_cache.py): only
+the rows stored since the last read, with the stamp the edits and deletions
+here move.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.agents import AGENT_STATS, stats_from_row
+from memgpt_lite.storage.core.agents import stats_from_row
 from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
 from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
 from memgpt_lite.storage.core.messages import WINDOW
@@ -32,6 +34,7 @@ from memgpt_lite.storage.core.rows import (
 )
 from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
@@ -61,6 +64,13 @@ _INSERT = (
     .format(vector=to_tsvector("r.plain"))
     .as_string()
 )
+# The agent's edit stamp, then its stats (`stats_from_row`), which start with
+# its message count: what `WindowRead` takes.
+_STAMPED_STATS = (
+    "SELECT message_edits, message_count, passage_count, last_active, memory_updated_at "
+    "FROM agents WHERE id = ?"
+)
+Read = tuple[str, Sequence[Any]]  # a statement (`?` placeholders) and its parameters
 # Moves an agent's counters, locking its row until the write ends (an
 # unknown agent: no row, nothing written).
 _COUNT = (
@@ -82,9 +92,11 @@ def _columns(messages: Sequence[Message]) -> list[list[Any]]:
 
 
 class MessageStore(TextSearch):
-    """Mixed into `PostgresStore` (`_hold` and `_all_together` are its primitives')."""
+    """Mixed into `PostgresStore` (`_hold` and `_all_together` are its
+    primitives'), which provides `window_cache`."""
 
     conn: psycopg.Connection
+    window_cache: WindowCache
     rank_budget = PG_RANK_BUDGET
 
     def _insert_messages(self, messages: Sequence[Message]) -> Cursor:
@@ -104,17 +116,41 @@ class MessageStore(TextSearch):
 
     @guarded
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:
-        """Its three reads in one round trip."""
-        window, blocks, stats = self._all_together(
-            (WINDOW, [agent_id, start_seq]), (AGENT_BLOCKS, [agent_id]), (AGENT_STATS, [agent_id])
+        """Its three reads in one round trip, the window through `window_cache`."""
+        messages, head, (blocks,) = self._kept_window(
+            agent_id, start_seq, (AGENT_BLOCKS, [agent_id])
         )
-        if not stats:
+        if head is None:
             raise unknown_agent(agent_id)
-        return MainContext(
-            [message_from_row(r) for r in window],
-            [block_from_row(r) for r in blocks],
-            stats_from_row(stats[0]),
+        stats = stats_from_row(head[1:])
+        return MainContext(messages, [block_from_row(r) for r in blocks], stats)
+
+    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
+        """Through `window_cache`: one round trip."""
+        return self._kept_window(agent_id, start_seq)[0]
+
+    def _kept_window(
+        self, agent_id: str, start_seq: int, *also: Read
+    ) -> tuple[list[Message], Any, list[list[Any]]]:
+        """The window through `window_cache`, the agent's `_STAMPED_STATS`
+        row (None: no such agent), and the rows of the reads `also`: one
+        round trip, and one more to read the whole window when what was kept
+        does not account for every change. The stamp is read before the rows,
+        so that a change committed in between is one the next read sees."""
+        rows_from = self.window_cache.rows_from(agent_id, start_seq)
+        stamped, *others, rows = self._all_together(
+            (_STAMPED_STATS, [agent_id]), *also, (WINDOW, [agent_id, rows_from])
         )
+        head = stamped[0] if stamped else None
+        found = WindowRead(*(head[:2] if head else (None, None)), rows_from, rows)
+        messages = self.window_cache.read(
+            agent_id,
+            start_seq,
+            found,
+            lambda: self._all(WINDOW, [agent_id, start_seq]),
+            keep=not self._levels,  # outside any transaction: what was read is committed
+        )
+        return messages, head, others
 
     def _update_message(self, message: Message) -> None:
         edit = message_edit(message)
@@ -140,7 +176,8 @@ class MessageStore(TextSearch):
             raise NotFoundError(NO_MESSAGE.format(message.id))
         seq, old_length = row
         self.conn.execute(
-            "UPDATE agents SET message_tokens = message_tokens + %s WHERE id = %s",
+            "UPDATE agents SET message_tokens = message_tokens + %s, "
+            "message_edits = message_edits + 1 WHERE id = %s",
             [word_count(text) - old_length, message.agent_id],
         )
         delete_vectors_of(self.conn, message.agent_id, "message", [seq])
@@ -158,7 +195,7 @@ class MessageStore(TextSearch):
             return 0
         self.conn.execute(
             "UPDATE agents SET message_count = message_count - %s, "
-            "message_tokens = message_tokens - %s WHERE id = %s",
+            "message_tokens = message_tokens - %s, message_edits = message_edits + 1 WHERE id = %s",
             [len(gone), sum(r[1] for r in gone), agent_id],
         )
         delete_vectors_of(self.conn, agent_id, "message", [r[0] for r in gone])

@@ -252,6 +252,14 @@ def m008_tool_registry(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     conn.execute(ddl(TOOL_REGISTRY, TYPES))
 
 
+@migration
+def m009_message_edits(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """A stamp of each agent's message edits and deletions, which the store's
+    edits and deletions move (as they move the counters): a kept window
+    (core/window_cache.py) is read again once it moved."""
+    conn.execute("ALTER TABLE agents ADD COLUMN message_edits BIGINT NOT NULL DEFAULT 0")
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()
