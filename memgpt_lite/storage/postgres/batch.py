@@ -20,10 +20,12 @@ only its value tells) goes with its values in its text, as psycopg's
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 import zlib
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -84,8 +86,9 @@ class _Literals:
     """Values as SQL literals on one connection, as psycopg's client-side
     binding writes them (`Transformer.as_literal`: strings and bytes quoted
     by libpq's escaping; what psycopg refuses, a string holding NUL say,
-    fails in its words). A list of strings, which psycopg writes slowly
-    (the message INSERT's columns), is quoted here, by libpq, the same way."""
+    fails in its words). A list of strings, integers and times, which
+    psycopg writes slowly (the message INSERT's columns), is written here,
+    quoted by libpq, the same way."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self._escape = Escaping(conn.pgconn).escape_literal
@@ -104,21 +107,35 @@ class _Literals:
 
 
 def _plain(item: Any) -> bool:
-    """Whether `item` is an array element `_Literals` quotes itself."""
-    return item is None or (type(item) is str and "\x00" not in item)
+    """Whether `item` is an array element `_Literals` writes itself."""
+    kind = type(item)
+    return (
+        item is None
+        or kind is int
+        or (kind is str and "\x00" not in item)
+        or (kind is datetime and item.tzinfo is not None)
+    )
 
 
-def _array_item(item: str | None) -> str:
+def _array_item(item: str | int | datetime | None) -> str:
     if item is None:
         return "NULL"
-    return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if type(item) is int:
+        return str(item)
+    text = item.isoformat() if isinstance(item, datetime) else item
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@functools.lru_cache(maxsize=1024)
+def _placeholders(query: str) -> int:
+    return _PLACEHOLDER.findall(query).count("%s")
 
 
 def as_text(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> str:
     """`query` (psycopg's `%s` placeholders) with `params`, as text for a
     simple query. Raises what psycopg raises for values it cannot send."""
     name = _prepared_name(conn, query)
-    if name is None or _PLACEHOLDER.findall(query).count("%s") != len(params):
+    if name is None or _placeholders(query) != len(params):
         # (a wrong count of values raises here, in psycopg's words)
         return psycopg.ClientCursor(conn).mogrify(query, params)
     if not params:

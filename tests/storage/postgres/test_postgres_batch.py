@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -62,11 +63,13 @@ def test_each_kind_of_value_reads_back_from_its_literal(pg_url: str):
         [None, None],
         [],
         [3, None],
+        [datetime(2026, 6, 1, 12, tzinfo=ZoneInfo("Europe/Paris")), None],
         b"\x00\x01'\\",
     ]
     query = (
         "SELECT %s::text, %s::int, %s::bigint, %s::float8, %s::float8, %s::bool, %s::text, "
-        "%s::timestamptz, %s::text[], %s::text[], %s::text[], %s::int[], %s::bytea"
+        "%s::timestamptz, %s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[], "
+        "%s::bytea"
     )
     with psycopg.connect(pg_url, autocommit=True, prepare_threshold=None) as conn:
         text = as_text(conn, query, values)
