@@ -11,10 +11,14 @@ strings quoted by libpq's escaping; a value psycopg refuses, a string holding
 NUL say, fails there, in psycopg's words). A batch's outcome is read from
 the query's results, one per statement, in order.
 
-A statement is prepared in a round trip of its own, the first time it is
-sent on a connection (inside a transaction, in a savepoint: a PREPARE that
-fails would spoil it). One that PREPARE refuses (a parameter whose type
-only its value tells) goes with its values in its text, as psycopg's
+The statement is prepared with the parameter types psycopg would send its
+values with (`unknown` for a string, `float8` for a float, `int2` or `int8`
+by the integer's size, ...), so the server reads it as it reads psycopg's:
+types left to the statement's context would make a float an integer where
+it meets an integer column. So one statement is prepared once per set of
+types, in a round trip of its own the first time it is sent on a connection
+(inside a transaction, in a savepoint: a PREPARE that fails would spoil it).
+One that PREPARE refuses goes with its values in its text, as psycopg's
 `ClientCursor` would send it.
 """
 
@@ -24,51 +28,74 @@ import functools
 import re
 import weakref
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
-from psycopg.adapt import Transformer
+from psycopg import sql
+from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import Escaping, TransactionStatus
 
 from memgpt_lite.storage.postgres.held import Held
 
-_PLACEHOLDER = re.compile(r"%%|%s")
+# psycopg's placeholders: positional (%s) or named (%(name)s); %% is a %.
+_PLACEHOLDER = re.compile(r"%%|%s|%\((\w+)\)s")
 _PREPARING = "memgpt_preparing"
 _PREPARABLE = (TransactionStatus.IDLE, TransactionStatus.INTRANS)
 _MAX_PREPARED = 500  # per connection; any more go with their values in their text
-# Per connection: each statement's prepared name, or None where PREPARE refused it.
-_prepared: weakref.WeakKeyDictionary[psycopg.Connection, dict[str, str | None]] = (
+# Per connection: the prepared name of each statement and its parameters' types,
+# or None where PREPARE refused it.
+_prepared: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[str, ...], str | None]] = (
     weakref.WeakKeyDictionary()
 )
+Params = Sequence[Any] | Mapping[str, Any]
 
 
-def _numbered(query: str) -> str:
-    """`query` with `$1`, `$2`, ... for its placeholders (PREPARE's)."""
-    count = 0
+@functools.lru_cache(maxsize=1024)
+def _numbered(query: str) -> tuple[str, tuple[int | str, ...]]:
+    """`query` with `$1`, `$2`, ... for its placeholders (PREPARE's), and the
+    key of the value each stands for: a position, or a name (a name used
+    twice is one parameter)."""
+    keys: list[int | str] = []
 
     def number(match: re.Match[str]) -> str:
-        nonlocal count
         if match.group() == "%%":
             return "%"
-        count += 1
-        return f"${count}"
+        key: int | str = match.group(1) or len(keys)
+        if key not in keys:
+            keys.append(key)
+        return f"${keys.index(key) + 1}"
 
-    return _PLACEHOLDER.sub(number, query)
+    return _PLACEHOLDER.sub(number, query), tuple(keys)
 
 
-def _prepared_name(conn: psycopg.Connection, query: str) -> str | None:
-    """The name `query` is prepared under on `conn`, prepared now if need be
-    (None: PREPARE refused it, or the connection's transaction failed)."""
+def _values(params: Params, keys: tuple[int | str, ...]) -> list[Any] | None:
+    """The values of `params` in the order of `keys`; None if they do not
+    fit (psycopg then says how)."""
+    if isinstance(params, Mapping):
+        if all(isinstance(key, str) and key in params for key in keys):
+            return [params[key] for key in keys]
+        return None
+    if all(isinstance(key, int) for key in keys) and len(params) == len(keys):
+        return list(params)
+    return None
+
+
+def _prepared_name(conn: psycopg.Connection, query: str, types: Sequence[str]) -> str | None:
+    """The name `query` is prepared under on `conn` with parameters of
+    `types`, prepared now if need be (None: PREPARE refused it, or the
+    connection's transaction failed)."""
     names = _prepared.setdefault(conn, {})
-    if query in names:
-        return names[query]
+    key = (query, *types)
+    if key in names:
+        return names[key]
     status = conn.info.transaction_status
     if len(names) >= _MAX_PREPARED or status not in _PREPARABLE:
         return None
     name = f"memgpt_{zlib.crc32(query.encode()):08x}_{len(names)}"
-    prepare = f"PREPARE {name} AS {_numbered(query)}"
+    declared = f" ({', '.join(types)})" if types else ""
+    prepare = f"PREPARE {name}{declared} AS {_numbered(query)[0]}"
     try:
         if status == TransactionStatus.IDLE:
             conn.execute(prepare)
@@ -78,7 +105,7 @@ def _prepared_name(conn: psycopg.Connection, query: str) -> str | None:
         if status == TransactionStatus.INTRANS:
             conn.execute(f"ROLLBACK TO SAVEPOINT {_PREPARING}; RELEASE SAVEPOINT {_PREPARING}")
         name = None  # its parameters' types need the values: written out each time
-    names[query] = name
+    names[key] = name
     return name
 
 
@@ -93,7 +120,21 @@ class _Literals:
     def __init__(self, conn: psycopg.Connection) -> None:
         self._escape = Escaping(conn.pgconn).escape_literal
         self._encoding = conn.info.encoding
-        self._psycopg = Transformer(conn).as_literal
+        self._transformer = Transformer(conn)
+        self._psycopg = self._transformer.as_literal
+        self._types = conn.adapters.types
+
+    def type_of(self, value: Any) -> str | None:
+        """The parameter type psycopg sends `value` as (what it dumps it as:
+        `unknown` for a string, which the statement's context types), as
+        PREPARE names it; None for one it has no name of."""
+        oid = 0 if value is None else self._transformer.get_dumper(value, PyFormat.AUTO).oid
+        if not oid:
+            return "unknown"
+        info = self._types.get(oid)
+        if info is None:
+            return None
+        return info.regtype if oid == info.oid else f"{info.regtype}[]"
 
     def __call__(self, value: Any) -> str:
         if type(value) is list and value and all(map(_plain, value)):
@@ -126,21 +167,26 @@ def _array_item(item: str | int | datetime | None) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@functools.lru_cache(maxsize=1024)
-def _placeholders(query: str) -> int:
-    return _PLACEHOLDER.findall(query).count("%s")
-
-
-def as_text(conn: psycopg.Connection, query: str, params: Sequence[Any]) -> str:
-    """`query` (psycopg's `%s` placeholders) with `params`, as text for a
-    simple query. Raises what psycopg raises for values it cannot send."""
-    name = _prepared_name(conn, query)
-    if name is None or _placeholders(query) != len(params):
-        # (a wrong count of values raises here, in psycopg's words)
+def as_text(conn: psycopg.Connection, query: str | sql.Composable, params: Params) -> str:
+    """`query` (psycopg's placeholders, or a composed statement) with
+    `params`, as text for a simple query. Its parameters have the types
+    psycopg would send them with, so that the server reads the statement as
+    psycopg would have it read. Raises what psycopg raises for values it
+    cannot send."""
+    if isinstance(query, sql.Composable):
+        query = query.as_string(conn)
+    values = _values(params, _numbered(query)[1])
+    literals = _Literals(conn)
+    types = None if values is None else [literals.type_of(value) for value in values]
+    name = None
+    if values is not None and types is not None and None not in types:
+        name = _prepared_name(conn, query, cast(list[str], types))
+    if name is None or values is None:
+        # (values that do not fit the placeholders raise here, in psycopg's words)
         return psycopg.ClientCursor(conn).mogrify(query, params)
-    if not params:
+    if not values:
         return f"EXECUTE {name}"
-    return f"EXECUTE {name}({', '.join(map(_Literals(conn), params))})"
+    return f"EXECUTE {name}({', '.join(map(literals, values))})"
 
 
 def send(conn: psycopg.Connection, statements: Sequence[Held]) -> None:

@@ -47,7 +47,8 @@ def _configure(conn: psycopg.Connection) -> None:
 # Every connection: autocommit (the store begins its own transactions), and
 # none of psycopg's automatic prepared statements: psycopg deallocates all of
 # a session's prepared statements after any ROLLBACK, the store's own
-# (batch.py) with them.
+# (batch.py) with them. The statements that run often (a step's, searches,
+# inserts) go through batch.py, prepared as psycopg would have.
 _CONNECTION_OPTIONS = {
     "autocommit": True,
     "connect_timeout": CONNECT_TIMEOUT_SECONDS,

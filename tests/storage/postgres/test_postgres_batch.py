@@ -80,6 +80,18 @@ def test_each_kind_of_value_reads_back_from_its_literal(pg_url: str):
         assert conn.execute(untyped).fetchone() == (True, 2)
 
 
+def test_parameters_have_the_types_psycopg_would_send(pg_url: str):
+    """Not the types the statement's context suggests: an integer column
+    times a float stays a float, and a small and a huge integer both fit."""
+    query = "SELECT n * %s, n + %s FROM (VALUES (2)) AS v(n)"
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=None) as conn:
+        for factor, added in [(1.5, 1), (0.25, 2**40)]:
+            text = as_text(conn, query, [factor, added])
+            assert text.startswith("EXECUTE memgpt_")
+            assert conn.execute(text).fetchone() == (2 * factor, 2 + added)
+            assert conn.execute(query, [factor, added]).fetchone() == (2 * factor, 2 + added)
+
+
 def test_a_value_psycopg_refuses_fails_where_it_was_given(store: PostgresStore):
     sam = new_agent(store)
     with pytest.raises(psycopg.DataError, match="NUL"):
