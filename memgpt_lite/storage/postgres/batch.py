@@ -25,6 +25,7 @@ One that PREPARE refuses goes with its values in its text, as psycopg's
 from __future__ import annotations
 
 import functools
+import math
 import re
 import weakref
 import zlib
@@ -113,56 +114,70 @@ class _Literals:
     """Values as SQL literals on one connection, as psycopg's client-side
     binding writes them (`Transformer.as_literal`: strings and bytes quoted
     by libpq's escaping; what psycopg refuses, a string holding NUL say,
-    fails in its words). A list of strings, integers and times, which
-    psycopg writes slowly (the message INSERT's columns), is written here,
-    quoted by libpq, the same way."""
+    fails in its words), each with the parameter type psycopg sends it as
+    (as PREPARE names it; `unknown` for a string, which the statement's
+    context types)."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self._escape = Escaping(conn.pgconn).escape_literal
         self._encoding = conn.info.encoding
         self._transformer = Transformer(conn)
-        self._psycopg = self._transformer.as_literal
         self._types = conn.adapters.types
 
-    def type_of(self, value: Any) -> str | None:
-        """The parameter type psycopg sends `value` as (what it dumps it as:
-        `unknown` for a string, which the statement's context types), as
-        PREPARE names it; None for one it has no name of."""
-        oid = 0 if value is None else self._transformer.get_dumper(value, PyFormat.AUTO).oid
-        if not oid:
-            return "unknown"
-        info = self._types.get(oid)
+    def __call__(self, value: Any) -> tuple[str, str | None]:
+        """`value` as a literal, and its type (None: one PREPARE cannot name)."""
+        array = self._array(value)
+        if array is not None:
+            return array
+        text = self._transformer.as_literal(value).decode(self._encoding)
+        if value is None:
+            return text, "unknown"
+        oid = self._transformer.get_dumper(value, PyFormat.AUTO).oid
+        info = self._types.get(oid) if oid else None
         if info is None:
+            return text, None if oid else "unknown"
+        return text, info.regtype if oid == info.oid else f"{info.regtype}[]"
+
+    def _array(self, value: Any) -> tuple[str, str] | None:
+        """A list of strings, integers, floats or times, and NULLs, which
+        psycopg writes slowly (the message INSERT's columns), written here as
+        psycopg writes it ('{"a",NULL}', quoted by libpq) with the type it
+        gives it; None for any other value."""
+        if type(value) is not list or not value:
             return None
-        return info.regtype if oid == info.oid else f"{info.regtype}[]"
-
-    def __call__(self, value: Any) -> str:
-        if type(value) is list and value and all(map(_plain, value)):
-            # '{"a",NULL}': an array literal of no type (the parameter's, in the end)
-            text = "{" + ",".join(map(_array_item, value)) + "}"
-            try:
-                return self._escape(text.encode(self._encoding)).decode(self._encoding)
-            except UnicodeError:  # not in the connection's encoding: psycopg says so
-                pass
-        return self._psycopg(value).decode(self._encoding)
-
-
-def _plain(item: Any) -> bool:
-    """Whether `item` is an array element `_Literals` writes itself."""
-    kind = type(item)
-    return (
-        item is None
-        or kind is int
-        or (kind is str and "\x00" not in item)
-        or (kind is datetime and item.tzinfo is not None)
-    )
+        items = [item for item in value if item is not None]
+        kinds = {type(item) for item in items}
+        kind = kinds.pop() if len(kinds) == 1 else (str if not kinds else None)
+        if kind is str and not any("\x00" in item for item in items):
+            type_name = "unknown"
+        elif kind is int:
+            type_name = _integers(min(items), max(items))
+        elif kind is float and all(map(math.isfinite, items)):
+            type_name = "double precision[]"
+        elif kind is datetime and all(item.tzinfo is not None for item in items):
+            type_name = "timestamp with time zone[]"
+        else:
+            return None
+        text = "{" + ",".join(map(_array_item, value)) + "}"
+        try:
+            return self._escape(text.encode(self._encoding)).decode(self._encoding), type_name
+        except UnicodeError:  # not in the connection's encoding: psycopg says so
+            return None
 
 
-def _array_item(item: str | int | datetime | None) -> str:
+def _integers(low: int, high: int) -> str:
+    """The array type psycopg gives integers from `low` to `high`."""
+    for name, bits in (("smallint", 16), ("integer", 32), ("bigint", 64)):
+        if -(2 ** (bits - 1)) <= low and high < 2 ** (bits - 1):
+            return f"{name}[]"
+    return "numeric[]"
+
+
+def _array_item(item: str | int | float | datetime | None) -> str:
     if item is None:
         return "NULL"
-    if type(item) is int:
-        return str(item)
+    if isinstance(item, int | float):
+        return repr(item)
     text = item.isoformat() if isinstance(item, datetime) else item
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -176,17 +191,16 @@ def as_text(conn: psycopg.Connection, query: str | sql.Composable, params: Param
     if isinstance(query, sql.Composable):
         query = query.as_string(conn)
     values = _values(params, _numbered(query)[1])
-    literals = _Literals(conn)
-    types = None if values is None else [literals.type_of(value) for value in values]
+    written = None if values is None else list(map(_Literals(conn), values))
     name = None
-    if values is not None and types is not None and None not in types:
-        name = _prepared_name(conn, query, cast(list[str], types))
-    if name is None or values is None:
+    if written is not None and all(type_name for _, type_name in written):
+        name = _prepared_name(conn, query, [cast(str, type_name) for _, type_name in written])
+    if name is None or written is None:
         # (values that do not fit the placeholders raise here, in psycopg's words)
         return psycopg.ClientCursor(conn).mogrify(query, params)
-    if not values:
+    if not written:
         return f"EXECUTE {name}"
-    return f"EXECUTE {name}({', '.join(map(literals, values))})"
+    return f"EXECUTE {name}({', '.join(text for text, _ in written)})"
 
 
 def send(conn: psycopg.Connection, statements: Sequence[Held]) -> None:

@@ -12,10 +12,11 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+from psycopg.adapt import PyFormat, Transformer
 from support.contract.base import new_agent, said
 
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.postgres.batch import as_text
+from memgpt_lite.storage.postgres.batch import _Literals, as_text
 from memgpt_lite.storage.postgres.store import PostgresStore
 
 # What a user may type: quotes, backslashes, placeholders, comments, array
@@ -64,12 +65,14 @@ def test_each_kind_of_value_reads_back_from_its_literal(pg_url: str):
         [],
         [3, None],
         [datetime(2026, 6, 1, 12, tzinfo=ZoneInfo("Europe/Paris")), None],
+        [1.5, None, 1e300, -0.1],
+        [2**40, -3],
         b"\x00\x01'\\",
     ]
     query = (
         "SELECT %s::text, %s::int, %s::bigint, %s::float8, %s::float8, %s::bool, %s::text, "
         "%s::timestamptz, %s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[], "
-        "%s::bytea"
+        "%s::float8[], %s::bigint[], %s::bytea"
     )
     with psycopg.connect(pg_url, autocommit=True, prepare_threshold=None) as conn:
         text = as_text(conn, query, values)
@@ -78,6 +81,37 @@ def test_each_kind_of_value_reads_back_from_its_literal(pg_url: str):
         # A statement PREPARE refuses (a parameter of no type) goes with its values.
         untyped = as_text(conn, "SELECT %s IS NULL, 100 %% 7", [None])
         assert conn.execute(untyped).fetchone() == (True, 2)
+
+
+def test_each_value_has_the_type_psycopg_sends_it_as(pg_url: str):
+    values = [
+        "text",
+        None,
+        7,
+        -40_000,
+        2**40,
+        2.5,
+        False,
+        datetime(2026, 1, 2, tzinfo=UTC),
+        b"bytes",
+        ["a", None],
+        [None],
+        [1, None, 2],
+        [1, 40_000],
+        [-(2**31), 2**31],
+        [2**63],
+        [0.5, None],
+        [datetime(2026, 1, 2, tzinfo=UTC)],
+        [True],
+    ]
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=None) as conn:
+        transformer = Transformer(conn)
+        for value in values:
+            oid = 0 if value is None else transformer.get_dumper(value, PyFormat.AUTO).oid
+            info = conn.adapters.types.get(oid)
+            expected = "unknown" if info is None else info.regtype
+            expected += "[]" if info is not None and oid != info.oid else ""
+            assert _Literals(conn)(value)[1] == expected, value
 
 
 def test_parameters_have_the_types_psycopg_would_send(pg_url: str):
