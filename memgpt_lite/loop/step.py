@@ -60,8 +60,9 @@ class StepHost(AgentDeps, Protocol):
 
     tools: dict[str, Tool]
 
-    def new_step_lock(self) -> StepLock:
-        """A step lock for this agent, not yet taken."""
+    def new_step_lock(self, starts_step: bool = False) -> StepLock:
+        """A step lock for this agent, not yet taken; a step's (`starts_step`)
+        reads what the step starts from as it is taken (`StepLock.start`)."""
         ...
 
     def after_step(self) -> None:
@@ -86,7 +87,7 @@ async def run_step(
     other agents on it)."""
     run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads)
     lock: AbstractAsyncContextManager[StepLock | None]
-    lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock()
+    lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock(True)
     try:
         async with lock as taken:
             run.lock, run.owns_lock = taken, held_lock is None
@@ -107,8 +108,10 @@ async def run_step(
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     agent = run.agent
-    # Another process may have changed the agent, or answered or stored a message.
-    agent.state, newest = agent.store.agent_and_newest_message(agent.state.id)
+    # Another process may have changed the agent, or answered or stored a
+    # message: read as the lock was taken, or now under a caller's lock.
+    start = run.lock.start if run.owns_lock and run.lock is not None else None
+    agent.state, newest = start or agent.store.agent_and_newest_message(agent.state.id)
     run.rules = RuleBook(agent.state.settings.tool_rules)
     waiting = approvals.waiting_in(newest)
     if isinstance(message, str):

@@ -1,5 +1,6 @@
-"""The storage calls a step makes, on both backends: the agent and its newest
-message read in one call (`agent_and_newest_message`), an answer stored with
+"""The storage calls a step makes, on both backends: the lock taken with what
+the step starts from (`start_step`), or the agent and its newest message read
+in one call (`agent_and_newest_message`), an answer stored with
 what it cost in one (`add_messages(messages, usage)`), what the next request
 is built from read in one (`main_context`), and the step's lock given up with
 its last write (`add_messages(..., release_lock=...)`)."""
@@ -15,7 +16,7 @@ from support.contract.usage import spent
 
 from memgpt_lite.errors import ConflictError, NotFoundError
 from memgpt_lite.models import AgentState, LLMConfig
-from memgpt_lite.storage.protocol import MainContext, StepLockHolder, Storage
+from memgpt_lite.storage.protocol import MainContext, StepLockHolder, StepStart, Storage
 
 
 @pytest.fixture
@@ -126,3 +127,25 @@ def test_a_lock_is_given_up_by_a_write_of_its_own_only(store: Storage):
         store.add_messages([said(sam, "kept")])
     assert store.step_lock_holder(sam.id).token == "mine"
     assert [m.content for m in store.messages_from(sam.id, 0)] == ["kept"]
+
+
+def test_a_step_starts_by_taking_its_lock_and_reading_what_it_starts_from(store: Storage):
+    sam = new_agent(store)
+    store.add_messages([said(sam, "newest")])
+    start = store.start_step(sam.id, claim("mine"), 60, lambda _: False)
+    assert start == StepStart(store.get_agent(sam.id), store.last_messages(sam.id, 1)[0])
+    assert store.step_lock_holder(sam.id).token == "mine"
+
+
+def test_a_step_that_finds_its_lock_held_reads_nothing(store: Storage, db_location: str):
+    sam = new_agent(store)
+    with open_db(db_location) as elsewhere:
+        assert elsewhere.take_step_lock(sam.id, claim("theirs"), 60, lambda _: False) is None
+    holder = store.start_step(sam.id, claim("mine"), 60, lambda _: False)
+    assert isinstance(holder, StepLockHolder) and holder.token == "theirs"
+    # A holder that is dead loses the lock; what was read before is read again.
+    start = store.start_step(sam.id, claim("mine"), 60, lambda _: True)
+    assert start == StepStart(store.get_agent(sam.id), None)
+    assert store.step_lock_holder(sam.id).token == "mine"
+    with pytest.raises(NotFoundError):
+        store.start_step("agent-nobody", claim("mine"), 60, lambda _: False)

@@ -28,6 +28,7 @@ from typing import Any
 
 from memgpt_lite.errors import BusyError, ConflictError
 from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import StepLockHolder
 
@@ -120,15 +121,32 @@ class StepLocks(Transactions):
         """Take the agent's step lock for `claim` unless someone else holds
         it: a holder whose lease ran out, or that `is_dead`, no longer does.
         Returns None when taken, else the holder."""
+        return self._take(agent_id, claim, lease_seconds, is_dead)[0]
+
+    def _take(
+        self,
+        agent_id: str,
+        claim: StepLockHolder,
+        lease_seconds: float,
+        is_dead: Callable[[StepLockHolder], bool],
+        *reads: tuple[str, Sequence[Any]],
+    ) -> tuple[StepLockHolder | None, list[Cursor] | None]:
+        """`take_step_lock`, and the `reads` (statements and parameters)
+        made after the take, in its transaction: one round trip, where the
+        backend sends them with its COMMIT. Their outcomes when the lock was
+        free; None when it was taken from a holder that `is_dead` (after
+        them: read again) or not taken (the holder comes first then)."""
         values = self._take_values(agent_id, claim, time.time(), lease_seconds)
-        with self.transaction():  # one round trip, where the backend sends it with the COMMIT
+        with self.transaction():
             taken = self._execute_later(_TAKE, values)
+            read = [self._execute_later(statement, params) for statement, params in reads]
         if not taken.fetchall():
             holder = self._take_from_dead(agent_id, claim, lease_seconds, is_dead)
             if holder is not None:
-                return holder
+                return holder, None
+            read = None
         self.held_leases[agent_id] = HeldLease(claim.token, lease_seconds, time.monotonic())
-        return None
+        return None, read
 
     @staticmethod
     def _take_values(

@@ -8,8 +8,8 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import AgentState, Message, UsageRecord
-    from memgpt_lite.storage.protocols.types import MainContext, Ranking
+    from memgpt_lite.models import Message, UsageRecord
+    from memgpt_lite.storage.protocols.types import MainContext, Ranking, StepStart
 
 
 @runtime_checkable
@@ -42,7 +42,7 @@ class MessageStorage(Protocol):
         like `TokenCounter.sent`, holds while the same object comes back)."""
         ...
 
-    def agent_and_newest_message(self, agent_id: str) -> tuple[AgentState, Message | None]:
+    def agent_and_newest_message(self, agent_id: str) -> StepStart:
         """The agent as stored now (`get_agent(agent_id)`, NotFoundError alike)
         and its newest message (`last_messages(agent_id, 1)`), read together
         (in one round trip where the backend can): what a step starts from."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, TypeVar
 if TYPE_CHECKING:
     import numpy as np
 
-    from memgpt_lite.models import AgentStats, Block, Message
+    from memgpt_lite.models import AgentState, AgentStats, Block, Message
 
 Owner = Literal["passage", "message"]  # what kind of item a stored vector belongs to
 T = TypeVar("T")
@@ -32,6 +32,14 @@ class MainContext(NamedTuple):
     messages: list[Message]
     blocks: list[Block]
     stats: AgentStats
+
+
+class StepStart(NamedTuple):
+    """What a step starts from, read once its lock was taken: the agent as
+    stored then, and its newest message."""
+
+    state: AgentState
+    newest: Message | None
 
 
 class VectorCounters(NamedTuple):
