@@ -40,6 +40,9 @@ from psycopg.pq import Escaping, TransactionStatus
 
 from memgpt_lite.storage.postgres.held import Held
 
+# What an array literal's element must be quoted for (whitespace, and the
+# characters of the array syntax).
+_ARRAY_SYNTAX = re.compile(r'[\s{},"\\]')
 # psycopg's placeholders: positional (%s) or named (%(name)s); %% is a %.
 _PLACEHOLDER = re.compile(r"%%|%s|%\((\w+)\)s")
 _PREPARING = "memgpt_preparing"
@@ -111,74 +114,112 @@ def _prepared_name(conn: psycopg.Connection, query: str, types: Sequence[str]) -
 
 
 class _Literals:
-    """Values as SQL literals on one connection, as psycopg's client-side
-    binding writes them (`Transformer.as_literal`: strings and bytes quoted
-    by libpq's escaping; what psycopg refuses, a string holding NUL say,
-    fails in its words), each with the parameter type psycopg sends it as
-    (as PREPARE names it; `unknown` for a string, which the statement's
-    context types)."""
+    """Values as SQL literals on one connection, each with the parameter type
+    psycopg sends it as (as PREPARE names it: `unknown` for a string, which
+    the statement's context types). The values a step writes (strings,
+    numbers, booleans, times and lists of them) are written here as psycopg's
+    client-side binding writes them, strings quoted by libpq: about ninety a
+    step, and psycopg's adapters took a third of PostgreSQL's own time in
+    it. Any other value is psycopg's (`Transformer.as_literal`), and so is
+    what psycopg refuses (a string holding NUL, say), in its words."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
         self._escape = Escaping(conn.pgconn).escape_literal
         self._encoding = conn.info.encoding
-        self._transformer = Transformer(conn)
-        self._types = conn.adapters.types
 
     def __call__(self, value: Any) -> tuple[str, str | None]:
         """`value` as a literal, and its type (None: one PREPARE cannot name)."""
-        array = self._array(value)
-        if array is not None:
-            return array
-        text = self._transformer.as_literal(value).decode(self._encoding)
+        kind = type(value)
         if value is None:
-            return text, "unknown"
-        oid = self._transformer.get_dumper(value, PyFormat.AUTO).oid
-        info = self._types.get(oid) if oid else None
+            return "NULL", "unknown"
+        if kind is list:
+            written = self._array(value)
+        else:
+            type_name = _scalar_type(value)
+            written = None if type_name is None else self._scalar(value, type_name)
+        return written or self._by_psycopg(value)
+
+    def _scalar(self, value: Any, type_name: str) -> tuple[str, str] | None:
+        if type_name == "unknown":  # a string
+            quoted = self._quoted(value)
+            return None if quoted is None else (quoted, type_name)
+        if type_name == "timestamp with time zone":
+            return f"'{value.isoformat()}'", type_name
+        if type_name == "boolean":
+            return ("true" if value else "false"), type_name
+        return repr(value), type_name  # a number
+
+    def _array(self, value: list[Any]) -> tuple[str, str] | None:
+        """A list of strings, integers, floats or times, of one kind, and
+        NULLs, written as psycopg writes it ('{"a",NULL}', quoted by libpq)
+        with the type it gives it; None for any other list."""
+        items = [item for item in value if item is not None]
+        kinds = set(map(type, items))
+        kind = kinds.pop() if len(kinds) == 1 else (str if not kinds else None)
+        if kind is str:
+            type_name = "unknown"
+        elif kind is int:
+            type_name = _integer_type(min(items), max(items)) + "[]"
+        elif kind in (float, datetime) and all(map(_scalar_type, items)):
+            type_name = f"{_scalar_type(items[0])}[]"
+        else:
+            return None
+        quoted = self._quoted("{" + ",".join(map(_array_item, value)) + "}")
+        return None if quoted is None else (quoted, type_name)
+
+    def _quoted(self, text: str) -> str | None:
+        if "\x00" in text:
+            return None  # psycopg refuses it, in its words
+        try:
+            return self._escape(text.encode(self._encoding)).decode(self._encoding)
+        except UnicodeError:  # not in the connection's encoding: psycopg says so
+            return None
+
+    def _by_psycopg(self, value: Any) -> tuple[str, str | None]:
+        transformer = Transformer(self._conn)
+        text = transformer.as_literal(value).decode(self._encoding)
+        oid = transformer.get_dumper(value, PyFormat.AUTO).oid
+        info = self._conn.adapters.types.get(oid) if oid else None
         if info is None:
             return text, None if oid else "unknown"
         return text, info.regtype if oid == info.oid else f"{info.regtype}[]"
 
-    def _array(self, value: Any) -> tuple[str, str] | None:
-        """A list of strings, integers, floats or times, and NULLs, which
-        psycopg writes slowly (the message INSERT's columns), written here as
-        psycopg writes it ('{"a",NULL}', quoted by libpq) with the type it
-        gives it; None for any other value."""
-        if type(value) is not list or not value:
-            return None
-        items = [item for item in value if item is not None]
-        kinds = {type(item) for item in items}
-        kind = kinds.pop() if len(kinds) == 1 else (str if not kinds else None)
-        if kind is str and not any("\x00" in item for item in items):
-            type_name = "unknown"
-        elif kind is int:
-            type_name = _integers(min(items), max(items))
-        elif kind is float and all(map(math.isfinite, items)):
-            type_name = "double precision[]"
-        elif kind is datetime and all(item.tzinfo is not None for item in items):
-            type_name = "timestamp with time zone[]"
-        else:
-            return None
-        text = "{" + ",".join(map(_array_item, value)) + "}"
-        try:
-            return self._escape(text.encode(self._encoding)).decode(self._encoding), type_name
-        except UnicodeError:  # not in the connection's encoding: psycopg says so
-            return None
+
+def _scalar_type(value: Any) -> str | None:
+    """The type psycopg sends `value` as, for the values `_Literals` writes
+    itself (None for any other)."""
+    kind = type(value)
+    if kind is str:
+        return "unknown"
+    if kind is int:
+        return _integer_type(value, value)
+    if kind is float:
+        return "double precision" if math.isfinite(value) else None
+    if kind is bool:
+        return "boolean"
+    if kind is datetime and value.tzinfo is not None:
+        return "timestamp with time zone"
+    return None
 
 
-def _integers(low: int, high: int) -> str:
-    """The array type psycopg gives integers from `low` to `high`."""
+def _integer_type(low: int, high: int) -> str:
+    """The smallest type psycopg sends integers from `low` to `high` as."""
     for name, bits in (("smallint", 16), ("integer", 32), ("bigint", 64)):
         if -(2 ** (bits - 1)) <= low and high < 2 ** (bits - 1):
-            return f"{name}[]"
-    return "numeric[]"
+            return name
+    return "numeric"
 
 
 def _array_item(item: str | int | float | datetime | None) -> str:
+    """An element of an array literal: quoted where the array syntax needs it."""
     if item is None:
         return "NULL"
     if isinstance(item, int | float):
         return repr(item)
     text = item.isoformat() if isinstance(item, datetime) else item
+    if text and text.upper() != "NULL" and not _ARRAY_SYNTAX.search(text):
+        return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
