@@ -103,6 +103,7 @@ def test_each_value_has_the_type_psycopg_sends_it_as(pg_url: str):
         [0.5, None],
         [datetime(2026, 1, 2, tzinfo=UTC)],
         [True],
+        ["", "NULL", "a b", "{x}", 'q"', "back\\slash", "plain"],
     ]
     with psycopg.connect(pg_url, autocommit=True, prepare_threshold=None) as conn:
         transformer = Transformer(conn)
@@ -112,6 +113,9 @@ def test_each_value_has_the_type_psycopg_sends_it_as(pg_url: str):
             expected = "unknown" if info is None else info.regtype
             expected += "[]" if info is not None and oid != info.oid else ""
             assert _Literals(conn)(value)[1] == expected, value
+            # and read back as what psycopg sends, even where nothing types it
+            as_sent = conn.execute("SELECT %s", [value]).fetchone()
+            assert conn.execute(as_text(conn, "SELECT %s", [value])).fetchone() == as_sent
 
 
 def test_parameters_have_the_types_psycopg_would_send(pg_url: str):
