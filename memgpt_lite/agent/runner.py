@@ -209,13 +209,15 @@ class Runner:
             finally:
                 del self._held_locks[owner]
 
-    def new_step_lock(self) -> StepLock:
-        """The agent's step lock, not yet taken (`with` or `async with` it)."""
+    def new_step_lock(self, starts_step: bool = False) -> StepLock:
+        """The agent's step lock, not yet taken (`with` or `async with` it);
+        a step's (`starts_step`) reads what the step starts from as it is
+        taken (`StepLock.start`)."""
         given = (self.state.llm.timeout_seconds, self._timeout)
         if self._lease is None or self._lease[0] != given:
             self._lease = given, lease_seconds(resolve_timeout(self.state.llm, self._timeout))
-        state = self.state
-        return StepLock(self.store, state.id, state.name, self._lease[1], self.agent.on_wait)
+        state, on_wait = self.state, self.agent.on_wait
+        return StepLock(self.store, state.id, state.name, self._lease[1], on_wait, starts_step)
 
     def rollback_interrupted(self) -> None:
         """Roll back what a step interrupted in this thread (Ctrl-C) left

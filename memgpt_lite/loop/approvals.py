@@ -52,13 +52,18 @@ def calls_waiting(
     return calls_to_approve(tools, rules, answer.tool_calls) or list(answer.tool_calls)
 
 
-def stored_waiting_answer(store: Storage, agent_id: str) -> Message | None:
-    """The agent's stored answer whose tool calls wait for approval, if any:
-    its newest message, when that is an answer with tool calls."""
-    newest = store.last_messages(agent_id, 1)
-    if newest and newest[-1].role == "assistant" and newest[-1].tool_calls:
-        return newest[-1]
+def waiting_in(newest: Message | None) -> Message | None:
+    """The answer whose tool calls wait for approval, given the agent's
+    newest stored message: that message, when it is an answer with tool calls."""
+    if newest is not None and newest.role == "assistant" and newest.tool_calls:
+        return newest
     return None
+
+
+def stored_waiting_answer(store: Storage, agent_id: str) -> Message | None:
+    """The agent's stored answer whose tool calls wait for approval, if any."""
+    newest = store.last_messages(agent_id, 1)
+    return waiting_in(newest[-1] if newest else None)
 
 
 def waiting_answer(agent: AgentDeps) -> Message | None:

@@ -65,6 +65,7 @@ class StepRun:
     tools: dict[str, Tool] = field(default_factory=dict)
     tools_in_threads: bool = True
     lock: StepLock | None = None
+    owns_lock: bool = False  # taken for this step (not a caller's): its last write may release it
     done: bool = False  # the model answered without asking to go on
     result: StepResult = field(default_factory=StepResult)
     pending: list[StepEvent] = field(default_factory=list)

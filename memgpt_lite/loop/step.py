@@ -60,8 +60,9 @@ class StepHost(AgentDeps, Protocol):
 
     tools: dict[str, Tool]
 
-    def new_step_lock(self) -> StepLock:
-        """A step lock for this agent, not yet taken."""
+    def new_step_lock(self, starts_step: bool = False) -> StepLock:
+        """A step lock for this agent, not yet taken; a step's (`starts_step`)
+        reads what the step starts from as it is taken (`StepLock.start`)."""
         ...
 
     def after_step(self) -> None:
@@ -86,10 +87,10 @@ async def run_step(
     other agents on it)."""
     run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads)
     lock: AbstractAsyncContextManager[StepLock | None]
-    lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock()
+    lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock(True)
     try:
         async with lock as taken:
-            run.lock = taken
+            run.lock, run.owns_lock = taken, held_lock is None
             async for event in _steps(run, message):
                 yield event
     except MemGPTError as exc:
@@ -107,9 +108,12 @@ async def run_step(
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     agent = run.agent
-    agent.state = agent.store.get_agent(agent.state.id)  # another process may have changed it
+    # Another process may have changed the agent, or answered or stored a
+    # message: read as the lock was taken, or now under a caller's lock.
+    start = run.lock.start if run.owns_lock and run.lock is not None else None
+    agent.state, newest = start or agent.store.agent_and_newest_message(agent.state.id)
     run.rules = RuleBook(agent.state.settings.tool_rules)
-    waiting = approvals.waiting_answer(agent)
+    waiting = approvals.waiting_in(newest)
     if isinstance(message, str):
         if waiting is not None:
             calls = approvals.calls_waiting(run.tools, run.rules, waiting)
@@ -226,12 +230,16 @@ def _usage_record(run: StepRun, spent: Usage, answer: Message) -> UsageRecord:
     return record
 
 
-def _store_answer(agent: AgentDeps, messages: list[Message], usage: UsageRecord | None) -> None:
-    """An answer's messages and what it cost, in one transaction."""
-    with agent.store.transaction():
-        agent.store.add_messages(messages)
-        if usage is not None:
-            agent.store.add_usage(usage)
+def _store_answer(
+    run: StepRun, messages: list[Message], usage: UsageRecord | None, ends_step: bool
+) -> None:
+    """An answer's messages and what it cost, in one transaction; the step's
+    own lock goes with it when it ends the step (one transaction less)."""
+    store = run.agent.store
+    if not (ends_step and run.owns_lock and run.lock is not None):
+        store.add_messages(messages, usage)
+        return
+    run.lock.give_up_with(lambda release: store.add_messages(messages, usage, release))
 
 
 async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIterator[StepEvent]:
@@ -249,7 +257,7 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
     usage = _usage_record(run, spent, assistant)
     if not assistant.tool_calls:
         # A plain text reply (tool_choice "auto" endpoints): it is the answer.
-        _store_answer(agent, [assistant], usage)
+        _store_answer(run, [assistant], usage, ends_step=True)
         result.messages.append(assistant)
         result.stop_reason, run.done = "text_reply", True
         if assistant.content:
@@ -260,7 +268,7 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
         result.thoughts.append(assistant.content)
     asking = approvals.calls_to_approve(run.tools, run.rules, assistant.tool_calls)
     if asking:
-        _store_answer(agent, [assistant], usage)  # the wait itself: calls with no results
+        _store_answer(run, [assistant], usage, ends_step=True)  # the wait: calls, no results
         result.messages.append(assistant)
         result.pending_approvals = asking
         result.stop_reason, run.done = "approval_required", True
@@ -310,7 +318,8 @@ async def _run_calls(
         for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
     ]
     stored = answers if usage is None else [assistant, *answers]
-    _store_answer(agent, stored, usage)
+    stop_reason = _end_after(run, assistant.tool_calls, outcomes, bool(context.replies))
+    _store_answer(run, stored, usage, ends_step=stop_reason is not None)
     result.messages += stored
     result.tool_results += [
         ToolResult(call=call, content=outcome.content, ok=outcome.ok)
@@ -319,26 +328,28 @@ async def _run_calls(
     result.replies.extend(context.replies)
     for reply in context.replies:
         yield ReplyDelivered(step_id=step_id, text=reply)
-    _decide_end(run, assistant.tool_calls, outcomes, bool(context.replies))
+    if stop_reason is not None:
+        result.stop_reason, run.done = stop_reason, True
 
 
-def _decide_end(
+def _end_after(
     run: StepRun, calls: list[ToolCall], outcomes: list[ToolOutcome], replied: bool
-) -> None:
-    """Whether the step ends after an answer's tool calls: when a tool that
-    ends the step ran, or none asked to go on (a heartbeat, a failure, a
-    tool that continues the step), or the tool rules leave nothing to call."""
-    rules, result = run.rules, run.result
+) -> str | None:
+    """Why the step ends after an answer's tool calls, or None if it goes
+    on: a tool that ends the step ran, or none asked to go on (a heartbeat,
+    a failure, a tool that continues the step), or the tool rules leave
+    nothing to call."""
+    rules = run.rules
     ran = [call.name for call, outcome in zip(calls, outcomes, strict=True) if outcome.ok]
     go_on = any(
         not outcome.ok or outcome.heartbeat or (outcome.ok and rules.continues(call.name))
         for call, outcome in zip(calls, outcomes, strict=True)
     )
     if rules.ends_step(ran) or (go_on and not rules.allowed(run.tools)):
-        result.stop_reason, run.done = "tool_rule", True
-    elif not go_on:
-        result.stop_reason = "send_message" if replied else "no_heartbeat"
-        run.done = True
+        return "tool_rule"
+    if not go_on:
+        return "send_message" if replied else "no_heartbeat"
+    return None
 
 
 async def _run_tool_call(run: StepRun, context: ToolContext, call: ToolCall) -> ToolOutcome:

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import TracebackType
 
 from memgpt_lite.errors import BusyError, StoreError
-from memgpt_lite.storage.protocol import StepLockHolder, Storage
+from memgpt_lite.storage.protocol import StepLockHolder, StepStart, Storage
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,7 @@ class StepLock:
         agent_name: str,
         lease_seconds: float,
         on_wait: OnWait | None = None,
+        starts_step: bool = False,
     ) -> None:
         self.store = store
         self.agent_id = agent_id
@@ -162,8 +163,13 @@ class StepLock:
         self.lease_seconds = lease_seconds
         self.on_wait = on_wait
         self.token = uuid.uuid4().hex
+        # A step's lock reads what the step starts from as it is taken
+        # (`Storage.start_step`: one round trip less where that counts).
+        self.starts_step = starts_step
+        self.start: StepStart | None = None
         # A transaction already open when the lock was taken is the caller's.
         self._outer_transaction = False
+        self._given_up = False  # by the step's last write (`give_up_with`)
 
     def __enter__(self) -> StepLock:
         self._outer_transaction = self.store.in_transaction()
@@ -227,7 +233,20 @@ class StepLock:
             # Ctrl-C between a BEGIN and its guard leaves a transaction open;
             # releasing inside it would be rolled back with it.
             self.store.rollback_interrupted()
-        self._release()
+        if not self._given_up:
+            self._release()
+
+    def give_up_with(self, last_write: Callable[[tuple[str, str] | None], None]) -> None:
+        """Run the step's last write, `last_write(release_lock)`, giving the
+        lock up with it (`Storage.add_messages`): its commit releases the lock,
+        and leaving the lock then has nothing left to do. Taken inside the
+        caller's transaction, whose commit is the caller's, the lock is kept
+        (`release_lock` None) and released on leaving, as always."""
+        if self._outer_transaction:
+            last_write(None)
+            return
+        last_write((self.agent_id, self.token))
+        self._given_up = True
 
     def renew(self) -> None:
         """Push back the lease, if a quarter of it went by since the last
@@ -251,9 +270,7 @@ class StepLock:
             if holder is None or holder.expires_at <= time.time() or holder_is_dead(holder):
                 try:
                     with self.store.busy_timeout(TAKE_BUSY_SECONDS):
-                        holder = self.store.take_step_lock(
-                            self.agent_id, claim, self.lease_seconds, holder_is_dead
-                        )
+                        holder = self._take(claim)
                     busy_since = None
                 except BusyError:
                     # Another write holds the database, not necessarily this agent.
@@ -268,6 +285,19 @@ class StepLock:
                 self._announce(holder)
             yield delay
             delay = min(longest, delay * 1.5)
+
+    def _take(self, claim: StepLockHolder) -> StepLockHolder | None:
+        """Take the lock (with what the step starts from, for a step's):
+        None when taken, else the holder."""
+        if not self.starts_step:
+            return self.store.take_step_lock(
+                self.agent_id, claim, self.lease_seconds, holder_is_dead
+            )
+        taken = self.store.start_step(self.agent_id, claim, self.lease_seconds, holder_is_dead)
+        if isinstance(taken, StepLockHolder):
+            return taken
+        self.start = taken
+        return None
 
     def _busy_too_long(self, since: float) -> bool:
         return time.monotonic() - since > self.store.busy_timeout_seconds

@@ -48,9 +48,11 @@ from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
+    MainContext,
     Owner,
     Ranking,
     StepLockHolder,
+    StepStart,
     StoredVectors,
     VectorCounters,
     VectorMatches,
@@ -65,11 +67,13 @@ __all__ = [
     "AgentStorage",
     "ArchivalStorage",
     "BlockStorage",
+    "MainContext",
     "MessageStorage",
     "Owner",
     "Ranking",
     "StepLockHolder",
     "StepLockStorage",
+    "StepStart",
     "Storage",
     "StoreLifecycle",
     "StoredVectors",

@@ -339,3 +339,19 @@ def test_history_edits_and_summaries_wait_for_a_step(fake_llm, db_location):
             assert what not in finished
         thread.join(timeout=30)
         assert what in finished
+
+
+def test_a_step_gives_its_own_lock_up_with_its_last_write_and_keeps_a_callers(
+    fake_llm, db_location
+):
+    db = db_location
+    agent = Agent.create("sam", "gpt-4o-mini", db=db)
+    fake_llm.responder = echo
+    agent.step("hello")
+    assert agent.store.step_lock_holder(agent.state.id) is None
+    with agent.runner.step_lock() as lock:  # the caller's lock: the step leaves it held
+        agent.step("again")
+        assert agent.store.step_lock_holder(agent.state.id).token == lock.token
+    assert agent.store.step_lock_holder(agent.state.id) is None
+    assert user_messages(db) == ["hello", "again"]
+    assert_steps_did_not_interleave(db, 2)

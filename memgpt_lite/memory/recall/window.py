@@ -258,15 +258,14 @@ def compile_context(
     progress. Messages over `clip_tokens` (default: half the room left for
     messages) are clipped in the request; unanswered ones are left out."""
     counter, budget = agent.token_counter, budget_for(agent)
-    state, store = agent.state, agent.store
-    messages = store.messages_from(state.id, state.context_start)
+    state = agent.state
+    messages, blocks, stats = agent.store.main_context(state.id, state.context_start)
     left_out = {m.id for m in _unanswered_in_window(agent, messages, step_id)}
     if left_out:
         messages = [m for m in messages if m.id not in left_out]
-    stats = store.agent_stats(state.id)
     sections = system_sections(
         state.system,
-        store.get_blocks(state.id),
+        blocks,
         stats,
         utcnow(),
         state.summary,

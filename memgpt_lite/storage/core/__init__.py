@@ -25,7 +25,7 @@ The seam has three tiers:
 A backend's store class lists its own parts first and `CoreStore` last, so
 that its methods take the place of the core's stubs. To add a backend: a
 package with a `Dialect`, a primitives class (as sqlite/primitives.py: run a
-statement, BEGIN, COMMIT and savepoints, errors, busy timeout, lock taking),
+statement, BEGIN, COMMIT and savepoints, errors, busy timeout),
 the write, ranking and vector methods of core/messages.py and
 core/archival.py, migrations that fill core/schema.py's templates with its
 column types, and a branch in storage/open.py; the contract suite

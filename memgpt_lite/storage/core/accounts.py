@@ -21,16 +21,33 @@ from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord, utcnow
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
+from memgpt_lite.storage.core.sql import Dialect
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.text import clean_text
 
 _KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at, admin'
 # The agent must exist: NotFoundError, not a foreign-key error, for one that
 # does not (deleted meanwhile by another process, say). One statement.
-_ADD_USAGE = (
+ADD_USAGE = (
     f"INSERT INTO token_usage ({', '.join(USAGE_RECORD_KEYS)}) "
     "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM agents WHERE id = ?)"
 )
+
+
+def usage_values(record: UsageRecord, dialect: Dialect) -> list[Any]:
+    """`ADD_USAGE`'s parameters (no row added: an unknown agent)."""
+    return [
+        record.agent_id,
+        record.step_id,
+        record.model,
+        record.prompt_tokens,
+        record.completion_tokens,
+        record.total_tokens,
+        record.requests,
+        record.estimated,
+        dialect.time(record.created_at),
+        record.agent_id,
+    ]
 
 
 def _key(row: Sequence[Any]) -> ApiKey:
@@ -51,23 +68,9 @@ class UsageAndKeys(Transactions):
     @guarded
     def add_usage(self, record: UsageRecord) -> None:
         with self.transaction():
-            inserted = self._execute(
-                _ADD_USAGE,
-                [
-                    record.agent_id,
-                    record.step_id,
-                    record.model,
-                    record.prompt_tokens,
-                    record.completion_tokens,
-                    record.total_tokens,
-                    record.requests,
-                    record.estimated,
-                    self.dialect.time(record.created_at),
-                    record.agent_id,
-                ],
-            )
-            if inserted.rowcount == 0:
-                raise unknown_agent(record.agent_id)
+            inserted = self._execute_later(ADD_USAGE, usage_values(record, self.dialect))
+        if inserted.rowcount == 0:  # nothing was written
+            raise unknown_agent(record.agent_id)
 
     @guarded
     def usage_by_model(self, agent_id: str) -> list[ModelUsage]:

@@ -54,11 +54,12 @@ _COLUMNS = (
 )
 _WRITTEN = [c for c in _COLUMNS if c not in ("id", "owner", "created_at")]  # kept as created
 _STATS = "message_count, passage_count, last_active, memory_updated_at"
+AGENT_STATS = f"SELECT {_STATS} FROM agents WHERE id = ?"  # `stats_from_row` reads it
 _INSERT = f"INSERT INTO agents ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _UPDATE = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _WRITTEN)} WHERE id = ?"
 
 
-def _stats(row: Sequence[Any]) -> AgentStats:
+def stats_from_row(row: Sequence[Any]) -> AgentStats:
     messages, passages, last_active, memory_updated_at = row
     return AgentStats(
         message_count=messages,
@@ -180,17 +181,24 @@ class Agents(Blocks):
             self._write_agent(state)
         return state
 
-    @guarded
-    def get_agent(self, name_or_id: str) -> AgentState:
+    def _agent_read(self, name_or_id: str) -> tuple[str, list[Any]]:
+        """`get_agent`'s read: at most one row (`_agent_named` makes the agent)."""
         name_or_id = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
-        row = self._one(
+        return (
             f"SELECT {self._with_blocks()} FROM agents WHERE name = ? OR id = ? "
             "ORDER BY name = ? DESC LIMIT 1",
             [name_or_id, name_or_id, name_or_id],
         )
-        if row is None:
-            raise NotFoundError(f"no agent named {name_or_id!r}")
-        return self._agent_from_row(row)
+
+    def _agent_named(self, name_or_id: str, rows: list[Any]) -> AgentState:
+        """The agent `_agent_read` found, or NotFoundError."""
+        if not rows:
+            raise NotFoundError(f"no agent named {clean_text(name_or_id)!r}")
+        return self._agent_from_row(rows[0])
+
+    @guarded
+    def get_agent(self, name_or_id: str) -> AgentState:
+        return self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id)))
 
     @guarded
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
@@ -199,14 +207,14 @@ class Agents(Blocks):
             f"SELECT {self._with_blocks()}, {_STATS} FROM agents {where}ORDER BY name", params
         )
         width = len(_COLUMNS) + 1
-        return [(self._agent_from_row(r[:width]), _stats(r[width:])) for r in rows]
+        return [(self._agent_from_row(r[:width]), stats_from_row(r[width:])) for r in rows]
 
     @guarded
     def agent_stats(self, agent_id: str) -> AgentStats:
-        row = self._one(f"SELECT {_STATS} FROM agents WHERE id = ?", [agent_id])
+        row = self._one(AGENT_STATS, [agent_id])
         if row is None:
             raise unknown_agent(agent_id)
-        return _stats(row)
+        return stats_from_row(row)
 
     @guarded
     def delete_agent(self, agent_id: str) -> None:

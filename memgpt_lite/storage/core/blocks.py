@@ -37,9 +37,14 @@ _INSERT_VERSION = (
     "INSERT INTO block_history (block_id, label, value, author, created_at) VALUES (?, ?, ?, ?, ?)"
 )
 _VERSION_KEYS = ("seq", "block_id", "label", "value", "author", "created_at")
+# An agent's blocks, in order (`block_from_row` reads each row).
+AGENT_BLOCKS = (
+    f"SELECT {_COLUMNS} FROM blocks b JOIN agent_blocks ab "
+    "ON ab.block_id = b.id WHERE ab.agent_id = ? ORDER BY ab.position"
+)
 
 
-def _block(row: Sequence[Any]) -> Block:
+def block_from_row(row: Sequence[Any]) -> Block:
     id_, label, value, limit, description, read_only, updated_at = row
     return Block(
         id=id_,
@@ -88,19 +93,14 @@ class Blocks(Transactions):
 
     @guarded
     def get_blocks(self, agent_id: str) -> list[Block]:
-        rows = self._all(
-            f"SELECT {_COLUMNS} FROM blocks b JOIN agent_blocks ab "
-            "ON ab.block_id = b.id WHERE ab.agent_id = ? ORDER BY ab.position",
-            [agent_id],
-        )
-        return [_block(r) for r in rows]
+        return [block_from_row(r) for r in self._all(AGENT_BLOCKS, [agent_id])]
 
     @guarded
     def get_block(self, block_id: str) -> Block:
         row = self._one(f"SELECT {_COLUMNS} FROM blocks b WHERE b.id = ?", [block_id])
         if row is None:
             raise NotFoundError(f"no block with id {block_id!r}")
-        return _block(row)
+        return block_from_row(row)
 
     @guarded
     def block_owners(self, block_id: str) -> list[str]:

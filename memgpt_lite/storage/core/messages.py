@@ -14,18 +14,42 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from memgpt_lite.models import Message
+from memgpt_lite.models import Message, UsageRecord
+from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
+from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Fetched, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Ranking
 
 # Leaves out the searching step's own messages (two parameters, both the
 # step's id); a NULL one leaves out none.
 NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <> ?)"
-_WINDOW = (
+WINDOW = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
+# The agent's newest messages, newest first (the limit: its second parameter).
+NEWEST = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? ORDER BY m.seq DESC LIMIT ?"
+)
+
+
+def _check_stored(
+    messages: Sequence[Message],
+    inserted: Cursor,
+    usage: UsageRecord | None,
+    added: Cursor | None,
+) -> None:
+    """Set each message's `seq` from the rows `inserted`; NotFoundError for
+    an agent that got nothing (a message without a row, a usage not added)."""
+    seqs = {id_: seq for seq, id_ in inserted.fetchall()}
+    missing = sorted({m.agent_id for m in messages if m.id not in seqs})
+    if missing:
+        raise unknown_agent(missing[0])
+    for message in messages:
+        message.seq = seqs[message.id]
+    if usage is not None and added is not None and added.rowcount == 0:
+        raise unknown_agent(usage.agent_id)
 
 
 class Messages(Transactions):
@@ -34,9 +58,12 @@ class Messages(Transactions):
     # How many matches a ranking scores at most, unless asked otherwise.
     rank_budget: int
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
-        """Append the messages (at least one), in order, setting each `seq`;
-        NotFoundError if one belongs to an unknown agent. Inside a transaction."""
+    def _insert_messages(self, messages: Sequence[Message]) -> Cursor:
+        """Append the messages (at least one), in order, inside a transaction;
+        their `(seq, id)` rows, which may be read only once the level ended
+        (`_execute_later`). NotFoundError if one belongs to an unknown agent,
+        or, where the backend cannot tell at once, no row for its messages
+        and nothing of that agent written."""
         raise NotImplementedError
 
     def _update_message(self, message: Message) -> None:
@@ -55,14 +82,30 @@ class Messages(Transactions):
 
     def _window(self, agent_id: str, start_seq: int) -> list[Message]:
         """`messages_from`: read afresh (a backend may keep the window)."""
-        return [message_from_row(r) for r in self._all(_WINDOW, [agent_id, start_seq])]
+        return [message_from_row(r) for r in self._all(WINDOW, [agent_id, start_seq])]
 
     @guarded
-    def add_messages(self, messages: Sequence[Message]) -> None:
-        """Append messages to recall memory, in order, setting their `seq`."""
-        if messages:
-            with self.transaction():
-                self._insert_messages(messages)
+    def add_messages(
+        self,
+        messages: Sequence[Message],
+        usage: UsageRecord | None = None,
+        release_lock: tuple[str, str] | None = None,
+    ) -> None:
+        """Append messages to recall memory, in order, setting their `seq`,
+        and store `usage` with them; give up the step lock `release_lock`
+        when they commit."""
+        if not messages and usage is None and release_lock is None:
+            return
+        agents = {m.agent_id for m in messages} | ({usage.agent_id} if usage else set())
+        with self._write(gives_up=release_lock):
+            added = None  # the usage first: a backend holding writes sends it with the rows
+            if usage is not None:
+                added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))
+            inserted = self._insert_messages(messages) if messages else Fetched([], 0)
+            if len(agents) > 1:  # an unknown agent must leave the others' items unwritten
+                _check_stored(messages, inserted, usage, added)
+        # Of one agent, checked once sent: an unknown one had nothing written.
+        _check_stored(messages, inserted, usage, added)
 
     @guarded
     def update_message(self, message: Message) -> None:
@@ -86,11 +129,7 @@ class Messages(Transactions):
     @guarded
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
         """The agent's newest `limit` messages, oldest first."""
-        rows = self._all(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? "
-            "ORDER BY m.seq DESC LIMIT ?",
-            [agent_id, limit],
-        )
+        rows = self._all(NEWEST, [agent_id, limit])
         return [message_from_row(r) for r in reversed(rows)]
 
     @guarded

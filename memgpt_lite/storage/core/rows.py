@@ -143,7 +143,7 @@ def _shared(text: Any) -> Any:
     """`text` as the one string object of its value: the agent id, role and
     tool names repeat from message to message, and each distinct object is
     memory that a window cache's check of what it handed out walks through
-    on every read (storage/sqlite/window_cache.py)."""
+    on every read (storage/core/window_cache.py)."""
     return intern(text) if type(text) is str else text
 
 

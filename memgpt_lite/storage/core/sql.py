@@ -48,10 +48,29 @@ class Cursor(Protocol):
     """What `_execute` returns: a DB-API cursor."""
 
     rowcount: int
+    description: Any
 
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
+
+
+class Fetched:
+    """A statement's outcome, read to its end: its rows and rowcount."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows, self.rowcount = rows, rowcount
+
+    @classmethod
+    def of(cls, cursor: Cursor) -> Fetched:
+        # DB-API: no description for a statement that returns no rows.
+        return cls(cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
+
+    def fetchone(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
 
 
 class Dialect:
@@ -126,6 +145,18 @@ class Runner:
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
         """Run `statement` (`?` placeholders) on the store's connection."""
         raise NotImplementedError
+
+    def _execute_later(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run `statement`, a write of the `transaction()` level open now whose
+        outcome is not needed at once: a backend may send it with its next
+        statement, or with the level's end (its failure then fails the level,
+        as if raised inside it); reading the outcome sends it. Here, at once."""
+        return Fetched.of(self._execute(statement, params))
+
+    def _all_together(self, *reads: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """The rows of each read (a statement and its parameters), in order:
+        a backend may send them in one round trip. Here, one after the other."""
+        return [self._all(statement, params) for statement, params in reads]
 
     def _one(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """The first row of `statement`, or None."""

@@ -3,14 +3,57 @@ backend's store is its own parts first, then `CoreStore` (see core/__init__.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.locks import StepLocks
-from memgpt_lite.storage.core.messages import Messages
+from memgpt_lite.storage.core.messages import NEWEST, Messages
+from memgpt_lite.storage.core.rows import message_from_row
 from memgpt_lite.storage.core.tools import Tools
+from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.protocols.types import MainContext, StepLockHolder, StepStart
 
 
 class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools):
     """Agents and blocks, messages, passages and vectors, step locks, usage
     and keys, the tool registry, and transactions."""
+
+    @guarded
+    def agent_and_newest_message(self, agent_id: str) -> StepStart:
+        """Both reads at once, where the backend can (`_all_together`)."""
+        return self._step_start(agent_id, *self._all_together(*self._start_reads(agent_id)))
+
+    @guarded
+    def start_step(
+        self,
+        agent_id: str,
+        claim: StepLockHolder,
+        lease_seconds: float,
+        is_dead: Callable[[StepLockHolder], bool],
+    ) -> StepLockHolder | StepStart:
+        """The take and the reads at once, where the backend can (`_take`)."""
+        reads = self._start_reads(agent_id)
+        holder, read = self._take(agent_id, claim, lease_seconds, is_dead, *reads)
+        if holder is not None:
+            return holder
+        if read is None:  # taken from a dead holder after the reads: read again
+            return self.agent_and_newest_message(agent_id)
+        return self._step_start(agent_id, *(cursor.fetchall() for cursor in read))
+
+    def _start_reads(self, agent_id: str) -> list[tuple[str, Sequence[Any]]]:
+        """The reads of `agent_and_newest_message` (`_step_start` reads their rows)."""
+        return [self._agent_read(agent_id), (NEWEST, [agent_id, 1])]
+
+    def _step_start(self, agent_id: str, agents: list[Any], newest: list[Any]) -> StepStart:
+        return StepStart(
+            self._agent_named(agent_id, agents), message_from_row(newest[0]) if newest else None
+        )
+
+    @guarded
+    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+        """Its three reads, one after the other (a backend may send them at once)."""
+        messages = self.messages_from(agent_id, start_seq)
+        return MainContext(messages, self.get_blocks(agent_id), self.agent_stats(agent_id))

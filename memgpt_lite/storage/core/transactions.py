@@ -83,6 +83,7 @@ class Level(NamedTuple):
     outermost: bool  # began the database transaction
     savepoint: str | None  # a nested write's savepoint
     changes: int  # the backend's count of changes when it began (`_changes`)
+    gives_up: tuple[str, str] | None = None  # a step lock (agent id, token) going with it
 
 
 class Transactions(Runner):
@@ -170,6 +171,11 @@ class Transactions(Runner):
     def renew_held_leases(self) -> None:
         """Before each commit (core/locks.py)."""
 
+    def _give_up_step_lock(self, agent_id: str, token: str) -> None:
+        """Before the commit of a write that gives a step lock up, after
+        the renewal (core/locks.py)."""
+        raise NotImplementedError
+
     # The rules.
 
     def database_errors(self) -> AbstractContextManager[None]:
@@ -194,7 +200,16 @@ class Transactions(Runner):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic write (see `Storage.transaction`)."""
-        level = self._open(write=True)
+        with self._write():
+            yield
+
+    @contextmanager
+    def _write(self, gives_up: tuple[str, str] | None = None) -> Iterator[None]:
+        """`transaction()`; one that `gives_up` a step lock (its agent id and
+        token) gives it up when it commits, after renewing its lease (so
+        that a lock taken over still fails it): outside any transaction
+        only, since a savepoint does not commit."""
+        level = self._open(write=True, gives_up=gives_up)
         try:
             yield
         except BaseException:
@@ -239,15 +254,17 @@ class Transactions(Runner):
             self._execute_control("ROLLBACK")
             self.transaction_ended(False)
 
-    def _open(self, write: bool) -> Level:
+    def _open(self, write: bool, gives_up: tuple[str, str] | None = None) -> Level:
         """Take the lock and open a level: BEGIN, a savepoint for a write
         inside another level, or nothing."""
         self.lock.acquire()
         try:
             if self._levels and self.task_with_transaction is not None:
                 check_task(self.task_with_transaction)
+            if self._levels and gives_up is not None:
+                raise RuntimeError("a step lock is given up by a write outside any transaction")
             with self.database_errors():
-                return self._begin_level(write)
+                return self._begin_level(write)._replace(gives_up=gives_up)
         except BaseException:
             # Also an interrupt just after BEGIN: never leave it for the next write.
             if self._levels == 0:
@@ -322,6 +339,8 @@ class Transactions(Runner):
         # if one was taken over); a snapshot's only if something inside wrote.
         if level.write or self._wrote_inside(level):
             self.renew_held_leases()
+        if level.gives_up is not None:
+            self._give_up_step_lock(*level.gives_up)
         self._execute_control("COMMIT")
         return True
 

@@ -11,7 +11,7 @@ of thousands of passages is one round trip.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -22,7 +22,7 @@ from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.core.errors import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
     TextSearch,
@@ -67,9 +67,10 @@ def _columns(passages: Sequence[Passage]) -> list[list[Any]]:
 
 
 class ArchivalStore(TextSearch):
-    """Mixed into `PostgresStore`."""
+    """Mixed into `PostgresStore` (`_hold` is its primitives')."""
 
     conn: psycopg.Connection
+    _hold: Callable[[str, Sequence[Any]], Cursor]
     rank_budget = PG_RANK_BUDGET
 
     def _insert_passages(self, passages: Sequence[Passage]) -> list[bool]:
@@ -83,7 +84,7 @@ class ArchivalStore(TextSearch):
                 seen.add(key)
                 batch.append(passage)
         self._lock_agents([p.agent_id for p in batch])
-        rows = self.conn.execute(_INSERT, _columns(batch)).fetchall()
+        rows = self._send(_INSERT, _columns(batch)).fetchall()
         stored = {id_: (seq, length) for seq, id_, length in rows}
         self._count_added([p for p in batch if p.id in stored], stored)
         kept = {id(p) for p in batch if p.id in stored}
@@ -105,7 +106,7 @@ class ArchivalStore(TextSearch):
             ]
         for agent_id in sorted(totals):
             count, tokens, last = totals[agent_id]
-            self.conn.execute(
+            self._hold(
                 "UPDATE agents SET passage_count = passage_count + %s, "
                 "passage_tokens = passage_tokens + %s, memory_updated_at = %s WHERE id = %s",
                 [count, tokens, last, agent_id],

@@ -44,11 +44,22 @@ def _configure(conn: psycopg.Connection) -> None:
         conn.execute("SET synchronous_commit = off")
 
 
+# Every connection: autocommit (the store begins its own transactions), and
+# none of psycopg's automatic prepared statements: psycopg deallocates all of
+# a session's prepared statements after any ROLLBACK, the store's own
+# (batch.py) with them. The statements that run often (a step's, searches,
+# inserts) go through batch.py, prepared as psycopg would have.
+_CONNECTION_OPTIONS = {
+    "autocommit": True,
+    "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+    "prepare_threshold": None,
+}
+
+
 def connect(url: str) -> psycopg.Connection:
-    """A new connection in autocommit mode (the store begins its own
-    transactions), or a one-line StoreError."""
+    """A new connection, or a one-line StoreError."""
     with server_errors(url):
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        conn = psycopg.connect(url, **_CONNECTION_OPTIONS)
     _configure(conn)
     return conn
 
@@ -82,7 +93,7 @@ def pool(url: str) -> psycopg_pool.ConnectionPool:
                 url,
                 min_size=1,
                 max_size=POOL_MAX_SIZE,
-                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+                kwargs=_CONNECTION_OPTIONS,
                 configure=_configure,
                 check=_check_if_idle,
                 name="memgpt-lite",

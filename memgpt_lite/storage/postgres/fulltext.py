@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.core.words import (
     BM25_K1,
     ScoreBound,
@@ -55,6 +55,7 @@ from memgpt_lite.storage.core.words import (
     fts_words,
     split_by_rarity,
 )
+from memgpt_lite.storage.postgres.batch import Params
 
 Indexed = Literal["passages", "messages"]
 SEARCH_CONFIG = "memgpt_lite_search"  # made by migration m003
@@ -181,9 +182,12 @@ class Scored(NamedTuple):
 
 
 class TextSearch:
-    """Mixed into `PostgresStore`, which provides `conn`."""
+    """Mixed into `PostgresStore`, which provides `conn` and `_send` (its
+    statements go through `_send`: prepared once per connection, as psycopg
+    prepares a statement run often, so their plans are chosen alike)."""
 
     conn: psycopg.Connection
+    _send: Callable[[str | sql.Composable, Params], Cursor]
 
     def ranked_rows(self, table: Indexed, columns: str, search: Search) -> Scored:
         """The agent's best rows of `table` for the search (see `Search`), as
@@ -258,7 +262,7 @@ class TextSearch:
         ]
         if not capped:
             return found
-        stats = self.conn.execute(
+        stats = self._send(
             "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
             "WHERE schemaname = current_schema() AND tablename = %s "
             "AND attname = 'search_vector'",
@@ -298,7 +302,7 @@ class TextSearch:
             tokens=sql.Identifier(tokens),
         )
         args = {"agent": agent_id, "cap": cap, "words": words, "count": count}
-        return self.conn.execute(statement, args).fetchall()
+        return self._send(statement, args).fetchall()
 
     def _score(
         self,
@@ -341,7 +345,7 @@ class TextSearch:
             "b_average": BM25_B / average,
             "limit": limit,
         }
-        return self.conn.execute(statement, args).fetchall()
+        return self._send(statement, args).fetchall()
 
 
 def bm25(

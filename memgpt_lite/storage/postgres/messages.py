@@ -1,11 +1,13 @@
 """PostgreSQL's writes and full-text ranking of messages (a part of
 `PostgresStore`); the reads are core/messages.py's.
 
-What SQLite's triggers do, each write does itself: it locks the agent's row
-first (so one agent's messages are numbered and committed in the same
-order), writes the rows with their tsvector and length (fulltext.py), then
-moves the agent's counters; deleting or editing a message drops its vector.
-There is no window cache: `messages_from` reads the rows every time.
+What SQLite's triggers do, each write does itself: it moves the agent's
+counters first, which locks its row (so one agent's messages are numbered
+and committed in the same order), then writes the rows with their tsvector
+and length (fulltext.py); deleting or editing a message drops its vector.
+The window is read through the window cache (core/window_cache.py): only
+the rows stored since the last read, with the stamp the edits and deletions
+here move.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.errors import NO_MESSAGE
+from memgpt_lite.storage.core.agents import stats_from_row
+from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
+from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
+from memgpt_lite.storage.core.messages import WINDOW
 from memgpt_lite.storage.core.rows import (
     MESSAGE_COLUMNS,
     message_edit,
     message_from_row,
     message_row,
 )
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Cursor, Search
+from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
@@ -37,19 +44,39 @@ from memgpt_lite.storage.postgres.fulltext import (
     word_count,
 )
 from memgpt_lite.storage.postgres.vectors import delete_vectors_of
-from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.storage.protocol import MainContext, Ranking
 
-_INSERT = sql.SQL(
-    "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
-    "step_id, created_at, search_text, search_length, search_vector) "
-    "SELECT r.id, r.agent_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.name, "
-    "r.step_id, r.created_at, r.search_text, r.search_length, {vector} "
-    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::int[], %s::text[]) "
-    "WITH ORDINALITY AS r(id, agent_id, role, content, tool_calls, tool_call_id, name, "
-    "step_id, created_at, search_text, search_length, plain, n) ORDER BY r.n "
-    "RETURNING seq, id"
-).format(vector=to_tsvector("r.plain"))
+_INSERT = (
+    sql.SQL(
+        "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
+        "step_id, created_at, search_text, search_length, search_vector) "
+        "SELECT r.id, r.agent_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.name, "
+        "r.step_id, r.created_at, r.search_text, r.search_length, {vector} "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::int[], %s::text[]) "
+        "WITH ORDINALITY AS r(id, agent_id, role, content, tool_calls, tool_call_id, name, "
+        "step_id, created_at, search_text, search_length, plain, n) "
+        # An unknown agent's rows are left out (its counters' UPDATE found no
+        # row: NotFoundError, not a foreign-key error).
+        "WHERE EXISTS (SELECT 1 FROM agents a WHERE a.id = r.agent_id) ORDER BY r.n "
+        "RETURNING seq, id"
+    )
+    .format(vector=to_tsvector("r.plain"))
+    .as_string()
+)
+# The agent's edit stamp, then its stats (`stats_from_row`), which start with
+# its message count: what `WindowRead` takes.
+_STAMPED_STATS = (
+    "SELECT message_edits, message_count, passage_count, last_active, memory_updated_at "
+    "FROM agents WHERE id = ?"
+)
+Read = tuple[str, Sequence[Any]]  # a statement (`?` placeholders) and its parameters
+# Moves an agent's counters, locking its row until the write ends (an
+# unknown agent: no row, nothing written).
+_COUNT = (
+    "UPDATE agents SET message_count = message_count + %s, "
+    "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s"
+)
 
 
 def _columns(messages: Sequence[Message]) -> list[list[Any]]:
@@ -65,15 +92,18 @@ def _columns(messages: Sequence[Message]) -> list[list[Any]]:
 
 
 class MessageStore(TextSearch):
-    """Mixed into `PostgresStore`."""
+    """Mixed into `PostgresStore` (`_hold` and `_all_together` are its
+    primitives'), which provides `window_cache`."""
 
     conn: psycopg.Connection
+    window_cache: WindowCache
     rank_budget = PG_RANK_BUDGET
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
-        """In one statement, after the agents' counters."""
+    def _insert_messages(self, messages: Sequence[Message]) -> Cursor:
+        """Each agent's counters moved (locking its row, in the agents'
+        order), then the rows in one statement, all held: they go with the
+        level's end, or with whatever reads the rows first."""
         columns = _columns(messages)
-        self._lock_agents(columns[1])
         added: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         last: dict[str, datetime] = {}
         for message, length in zip(messages, columns[10], strict=True):
@@ -81,15 +111,46 @@ class MessageStore(TextSearch):
             added[message.agent_id][1] += length
             last[message.agent_id] = message.created_at
         for agent_id in sorted(added):
-            count, tokens = added[agent_id]
-            self.conn.execute(
-                "UPDATE agents SET message_count = message_count + %s, "
-                "message_tokens = message_tokens + %s, last_active = %s WHERE id = %s",
-                [count, tokens, last[agent_id], agent_id],
-            )
-        seqs = dict((id_, seq) for seq, id_ in self.conn.execute(_INSERT, columns))
-        for message in messages:
-            message.seq = seqs[message.id]
+            self._hold(_COUNT, [*added[agent_id], last[agent_id], agent_id])
+        return self._hold(_INSERT, columns)
+
+    @guarded
+    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+        """Its three reads in one round trip, the window through `window_cache`."""
+        messages, head, (blocks,) = self._kept_window(
+            agent_id, start_seq, (AGENT_BLOCKS, [agent_id])
+        )
+        if head is None:
+            raise unknown_agent(agent_id)
+        stats = stats_from_row(head[1:])
+        return MainContext(messages, [block_from_row(r) for r in blocks], stats)
+
+    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
+        """Through `window_cache`: one round trip."""
+        return self._kept_window(agent_id, start_seq)[0]
+
+    def _kept_window(
+        self, agent_id: str, start_seq: int, *also: Read
+    ) -> tuple[list[Message], Any, list[list[Any]]]:
+        """The window through `window_cache`, the agent's `_STAMPED_STATS`
+        row (None: no such agent), and the rows of the reads `also`: one
+        round trip, and one more to read the whole window when what was kept
+        does not account for every change. The stamp is read before the rows,
+        so that a change committed in between is one the next read sees."""
+        rows_from = self.window_cache.rows_from(agent_id, start_seq)
+        stamped, *others, rows = self._all_together(
+            (_STAMPED_STATS, [agent_id]), *also, (WINDOW, [agent_id, rows_from])
+        )
+        head = stamped[0] if stamped else None
+        found = WindowRead(*(head[:2] if head else (None, None)), rows_from, rows)
+        messages = self.window_cache.read(
+            agent_id,
+            start_seq,
+            found,
+            lambda: self._all(WINDOW, [agent_id, start_seq]),
+            keep=not self._levels,  # outside any transaction: what was read is committed
+        )
+        return messages, head, others
 
     def _update_message(self, message: Message) -> None:
         edit = message_edit(message)
@@ -115,7 +176,8 @@ class MessageStore(TextSearch):
             raise NotFoundError(NO_MESSAGE.format(message.id))
         seq, old_length = row
         self.conn.execute(
-            "UPDATE agents SET message_tokens = message_tokens + %s WHERE id = %s",
+            "UPDATE agents SET message_tokens = message_tokens + %s, "
+            "message_edits = message_edits + 1 WHERE id = %s",
             [word_count(text) - old_length, message.agent_id],
         )
         delete_vectors_of(self.conn, message.agent_id, "message", [seq])
@@ -133,7 +195,7 @@ class MessageStore(TextSearch):
             return 0
         self.conn.execute(
             "UPDATE agents SET message_count = message_count - %s, "
-            "message_tokens = message_tokens - %s WHERE id = %s",
+            "message_tokens = message_tokens - %s, message_edits = message_edits + 1 WHERE id = %s",
             [len(gone), sum(r[1] for r in gone), agent_id],
         )
         delete_vectors_of(self.conn, agent_id, "message", [r[0] for r in gone])

@@ -266,6 +266,14 @@ def m010_tool_tags(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     conn.execute(TOOL_TAGS)
 
 
+@migration
+def m011_message_edits(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """A stamp of each agent's message edits and deletions, which the store's
+    edits and deletions move (as they move the counters): a kept window
+    (core/window_cache.py) is read again once it moved."""
+    conn.execute("ALTER TABLE agents ADD COLUMN message_edits BIGINT NOT NULL DEFAULT 0")
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

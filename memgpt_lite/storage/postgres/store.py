@@ -22,6 +22,7 @@ import psycopg
 
 from memgpt_lite.settings.values import PostgresOptions, StorageSettings
 from memgpt_lite.storage.core.store import CoreStore
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.location import describe
 from memgpt_lite.storage.postgres.archival import ArchivalStore
 from memgpt_lite.storage.postgres.connect import connect, server_errors
@@ -62,6 +63,7 @@ class PostgresStore(
     ) -> None:
         self.url = url
         self._init_transactions(busy_timeout_seconds)
+        self.window_cache = WindowCache()  # each agent's window, kept between reads
         prepared = _prepared.get(url)
         if prepared is None:
             conn = connect(url)

@@ -27,8 +27,9 @@ import psycopg
 from psycopg.adapt import Buffer, Loader
 
 from memgpt_lite.storage.core.errors import unknown_agent
-from memgpt_lite.storage.core.sql import Filters
+from memgpt_lite.storage.core.sql import Cursor, Filters
 from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.postgres.batch import Params
 from memgpt_lite.storage.postgres.primitives import postgres_statement
 from memgpt_lite.storage.protocol import Owner, VectorMatches
 
@@ -98,6 +99,7 @@ class VectorStore:
     url: str
     server_vectors: bool
     snapshot: Callable[[], AbstractContextManager[None]]
+    _send: Callable[[str, Params], Cursor]  # the primitives' (its search is prepared)
 
     def _lock_agent_vectors(self, agent_id: str, inserts: int) -> None:
         """Lock the agent's row (first, so its vector writes commit in id
@@ -225,7 +227,7 @@ class VectorStore:
         mine = f"agent_id = %(agent)s AND owner = %(owner)s AND dimension = {dimension}"
         with self.snapshot():
             self.conn.execute(self._search_settings(k))
-            rows = self.conn.execute(
+            rows = self._send(
                 f"(SELECT item_seq, {distance}, true FROM vectors WHERE {mine} "
                 f"ORDER BY {distance} LIMIT %(k)s) UNION ALL "
                 f"SELECT item_seq, {distance}, false FROM vectors "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from memgpt_lite.storage.protocols.types import StepLockHolder
+from memgpt_lite.storage.protocols.types import StepLockHolder, StepStart
 
 
 @runtime_checkable
@@ -29,6 +29,19 @@ class StepLockStorage(Protocol):
         holder has it: one whose lease ran out, or that `is_dead`, no longer
         does. Returns None when taken, else the holder. From then on, every
         commit of this store renews the lease. NotFoundError for an unknown agent."""
+        ...
+
+    def start_step(
+        self,
+        agent_id: str,
+        claim: StepLockHolder,
+        lease_seconds: float,
+        is_dead: Callable[[StepLockHolder], bool],
+    ) -> StepLockHolder | StepStart:
+        """Take the agent's lock as `take_step_lock` does and, once taken,
+        read what a step starts from (as `agent_and_newest_message` does),
+        in one round trip where the backend can. Returns the holder when
+        another has the lock (nothing was read), else what was read."""
         ...
 
     def renew_step_locks(self, older_than: float = 0.0) -> None:

@@ -8,17 +8,29 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memgpt_lite.models import Message
-    from memgpt_lite.storage.protocols.types import Ranking
+    from memgpt_lite.models import Message, UsageRecord
+    from memgpt_lite.storage.protocols.types import MainContext, Ranking, StepStart
 
 
 @runtime_checkable
 class MessageStorage(Protocol):
     """Messages (recall memory)."""
 
-    def add_messages(self, messages: Sequence[Message]) -> None:
+    def add_messages(
+        self,
+        messages: Sequence[Message],
+        usage: UsageRecord | None = None,
+        release_lock: tuple[str, str] | None = None,
+    ) -> None:
         """Append messages, in order, in one transaction; sets each `seq`.
-        NotFoundError, storing none, if one belongs to an unknown agent."""
+        With `usage`, stores it in the same transaction (what the answer among
+        them cost: see `add_usage`). NotFoundError, storing none, if one
+        belongs to an unknown agent. With `release_lock` (an agent id and the
+        token of its step lock, as `release_step_lock` takes them), that
+        transaction also gives the lock up, after its commit renewed the
+        lease (so a lock taken over still fails it, storing nothing): a
+        step's last write, outside any transaction (RuntimeError inside one,
+        whose commit would be the caller's)."""
         ...
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
@@ -28,6 +40,19 @@ class MessageStorage(Protocol):
         when first handed out: one a caller changed, or whose row changed,
         comes back as a new object (so what a caller built from an object,
         like `TokenCounter.sent`, holds while the same object comes back)."""
+        ...
+
+    def agent_and_newest_message(self, agent_id: str) -> StepStart:
+        """The agent as stored now (`get_agent(agent_id)`, NotFoundError alike)
+        and its newest message (`last_messages(agent_id, 1)`), read together
+        (in one round trip where the backend can): what a step starts from."""
+        ...
+
+    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+        """What the agent's next request is built from, read together (in one
+        round trip where the backend can): the window (`messages_from`), its
+        blocks (`get_blocks`) and its stats (`agent_stats`: NotFoundError for
+        an unknown agent)."""
         ...
 
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:

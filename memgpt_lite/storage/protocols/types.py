@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Generic, Literal, NamedTuple, TypeVar
 if TYPE_CHECKING:
     import numpy as np
 
+    from memgpt_lite.models import AgentState, AgentStats, Block, Message
+
 Owner = Literal["passage", "message"]  # what kind of item a stored vector belongs to
 T = TypeVar("T")
 
@@ -21,6 +23,23 @@ class Ranking(NamedTuple, Generic[T]):
     # Whether the results that had to be exact are the exact ranking of every
     # match; a backend that ranks only part of a huge match set says False.
     proven: bool
+
+
+class MainContext(NamedTuple):
+    """What of an agent's memory the next request holds, read together: the
+    window's messages, its core memory blocks, and its stats."""
+
+    messages: list[Message]
+    blocks: list[Block]
+    stats: AgentStats
+
+
+class StepStart(NamedTuple):
+    """What a step starts from, read once its lock was taken: the agent as
+    stored then, and its newest message."""
+
+    state: AgentState
+    newest: Message | None
 
 
 class VectorCounters(NamedTuple):

@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
 from memgpt_lite.storage.core.errors import NO_MESSAGE
+from memgpt_lite.storage.core.messages import WINDOW
 from memgpt_lite.storage.core.rows import (
     MESSAGE_COLUMNS,
     MESSAGE_FIELDS,
@@ -23,14 +24,20 @@ from memgpt_lite.storage.core.rows import (
     message_from_row,
     message_row,
 )
-from memgpt_lite.storage.core.sql import Search
+from memgpt_lite.storage.core.sql import Fetched, Search
+from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
 from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
-from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 _INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+# The agent's edit stamp (None until a first edit) and message count (None:
+# no such agent), for `WindowCache.read`.
+_STAMP = (
+    "SELECT (SELECT stamp FROM message_edits WHERE agent_id = ?),"
+    " (SELECT message_count FROM agents WHERE id = ?)"
+)
 
 
 class MessageStore(BudgetedSearch):
@@ -40,11 +47,11 @@ class MessageStore(BudgetedSearch):
     window_cache: WindowCache
     rank_budget = RANK_BUDGET
 
-    def _insert_messages(self, messages: Sequence[Message]) -> None:
+    def _insert_messages(self, messages: Sequence[Message]) -> Fetched:
         self._lock_agents(m.agent_id for m in messages)
-        for message in messages:
-            cursor = self.db.conn.execute(_INSERT, message_row(message, stored_time))
-            message.seq = cursor.lastrowid
+        execute = self.db.conn.execute
+        rows = [(execute(_INSERT, message_row(m, stored_time)).lastrowid, m.id) for m in messages]
+        return Fetched(rows, len(rows))
 
     def _update_message(self, message: Message) -> None:
         """The FTS trigger follows the new text; the vector is dropped here."""
@@ -69,11 +76,23 @@ class MessageStore(BudgetedSearch):
         return cursor.rowcount
 
     def _window(self, agent_id: str, start_seq: int) -> list[Message]:
-        """Read through `window_cache` (only new rows are fetched); kept only
-        when read outside a write, which may hold uncommitted rows."""
+        """Read through `window_cache` (only new rows are fetched), in one
+        snapshot; kept only when read outside a write, which may hold
+        uncommitted rows."""
         committed = not self.db.conn.in_transaction
+        execute = self.db.execute
         with self.snapshot():
-            return self.window_cache.read(self.db, agent_id, start_seq, keep=committed)
+            rows_from = self.window_cache.rows_from(agent_id, start_seq)
+            stamp, count = execute(_STAMP, [agent_id, agent_id]).fetchone()
+            rows = execute(WINDOW, [agent_id, rows_from]).fetchall()
+            found = WindowRead(stamp, count, rows_from, rows)
+            return self.window_cache.read(
+                agent_id,
+                start_seq,
+                found,
+                lambda: execute(WINDOW, [agent_id, start_seq]),
+                keep=committed,
+            )
 
     def _rank_messages(self, search: Search) -> Ranking[Message]:
         """By FTS5's BM25 (see `fts_words`); budgeted like `rank_passages`

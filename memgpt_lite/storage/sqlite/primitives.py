@@ -41,9 +41,6 @@ class SQLitePrimitives(Transactions):
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> Cursor:
         return self.db.conn.execute(statement, params)
 
-    def _serialize_lock_taking(self, agent_id: str) -> None:
-        """Nothing: a write began IMMEDIATE holds SQLite's one write lock."""
-
     def store_problem(self, exc: BaseException) -> StoreError | None:
         return file_problem(self.path, exc, self.folder_names)
 

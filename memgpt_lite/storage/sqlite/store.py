@@ -22,6 +22,7 @@ from sqlite_utils import Database
 
 from memgpt_lite.settings.values import StorageSettings
 from memgpt_lite.storage.core.store import CoreStore
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
 from memgpt_lite.storage.sqlite.messages import MessageStore
@@ -29,7 +30,6 @@ from memgpt_lite.storage.sqlite.migrations import migrations
 from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
 from memgpt_lite.storage.sqlite.vectors import BlobVectors
-from memgpt_lite.storage.sqlite.window_cache import WindowCache
 
 # Up to 64 MiB of pages cached per connection (the store's and its side
 # reader's), not SQLite's 2 MB: a search of a large archive re-reads the same

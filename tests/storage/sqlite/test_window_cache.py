@@ -1,6 +1,6 @@
 """The SQLite store's reading of messages: rows read back without validating
 them again, and each agent's window kept in memory between reads
-(storage/sqlite/window_cache.py). That a read after any change holds what a
+(storage/core/window_cache.py). That a read after any change holds what a
 fresh read holds is the storage contract's (tests/support/contract/window.py); here,
 what only SQLite has: that the memory is used at all, rows written by another
 program, and the trusted construction."""
@@ -15,8 +15,8 @@ import pytest
 from support.contract.window import CHANGES, two_calls
 
 from memgpt_lite.models import AgentState, LLMConfig, Message, ToolCall
+from memgpt_lite.storage.core.window_cache import MAX_AGENTS, message_from_row
 from memgpt_lite.storage.sqlite.store import Store
-from memgpt_lite.storage.sqlite.window_cache import MAX_AGENTS, message_from_row
 
 
 @pytest.fixture

@@ -1,23 +1,30 @@
-"""Messages read back from rows, and each agent's window kept in memory.
+"""Messages read back from rows, and each agent's window kept in memory,
+for every backend.
 
-Every turn reads the whole context window (`Store.messages_from`), thousands
-of messages of which only the last few are new. `WindowCache` keeps what the
-last read found, as immutable records, and a read fetches only the rows
-stored since, after checking in one query that nothing it holds changed:
+Every turn reads the whole context window (`Storage.messages_from`),
+thousands of messages of which only the last few are new. `WindowCache`
+keeps what the last read found, as immutable records, and a read fetches
+only the rows stored since, with what tells that nothing it holds changed:
 
-- an edit or deletion of any of the agent's messages moves its stamp in
-  `message_edits` (a trigger, migration m009): the whole window is read again;
+- an edit or deletion of any of the agent's messages moves its stamp (SQLite:
+  the `message_edits` table, kept by a trigger, its migration m009;
+  PostgreSQL: `agents.message_edits`, moved by the store's own edits and
+  deletions as they move the counters, its m011): the whole window is read
+  again;
 - appends are the rows past the last one held, as many as `message_count`
-  grew by (SQLite numbers a new row past every row there is; a row stored
-  with a seq of its own, by another program, reads the whole window again);
+  grew by (SQLite numbers a new row past every row there is; PostgreSQL's
+  writes lock the agent's row before a row takes its seq, so one agent's
+  rows commit in seq order; a row stored with a seq of its own, by another
+  program, reads the whole window again);
 - a window start before the one held reads it again; a later one (compaction
   moved it) drops what fell out.
 
-Triggers keep the stamp and the count for every connection, so this holds
-whichever process or `Store` changed the rows. What a read keeps is read in
-one snapshot and only outside a write transaction, so the cache only ever
-holds committed states (a rolled-back stamp can be given again, a committed
-one never).
+So this holds whichever process or store changed the rows. What a read
+keeps is read in one snapshot (SQLite), or its stamp and count before its
+rows (PostgreSQL, one round trip: a change committed in between makes the
+next read's check fail), and only outside a write transaction, so the cache
+only ever holds committed states (a rolled-back stamp can be given again, a
+committed one never).
 
 A read hands out the `Message` objects the last one did, after checking that
 each still holds what it was given (a caller may have changed one: it is
@@ -47,19 +54,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
-
-from sqlite_utils import Database
+from typing import Any, NamedTuple
 
 from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.core.rows import (
-    MESSAGE_COLUMNS,
-    Record,
-    message_from_record,
-    record_from_row,
-)
+from memgpt_lite.storage.core.rows import Record, message_from_record, record_from_row
 from memgpt_lite.storage.core.rows import message_from_row as message_from_row
 
 # Windows of this many agents are kept per store, the most recently read. A
@@ -69,13 +70,6 @@ from memgpt_lite.storage.core.rows import message_from_row as message_from_row
 # messages, a few hundred kB at most, so 128 of them stay well under 100 MB.
 MAX_AGENTS = 128
 
-_STAMP = (
-    "SELECT (SELECT stamp FROM message_edits WHERE agent_id = ?),"
-    " (SELECT message_count FROM agents WHERE id = ?)"
-)
-_FROM = (
-    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
-)
 _dict_of = attrgetter("__dict__")
 
 
@@ -159,66 +153,87 @@ class _Window:
     """An agent's messages from `start` on, as a committed state had them."""
 
     start: int
-    stamp: int | None  # message_edits.stamp: None until a first edit
+    stamp: Any  # the agent's edit stamp, as `WindowRead` gives it
     count: int  # agents.message_count
     held: _Held  # changed only by the read that replaces this window
 
 
 class WindowCache:
     """The last window read of up to `MAX_AGENTS` agents. Not thread-safe:
-    the store calls it holding its lock."""
+    the store calls it holding its lock. The store reads what `read` needs
+    (in one snapshot, or the stamp and count before the rows): the agent's
+    edit stamp, its `message_count`, and its rows from `rows_from`."""
 
     def __init__(self) -> None:
         self._windows: OrderedDict[str, _Window] = OrderedDict()
 
-    def read(self, db: Database, agent_id: str, start: int, keep: bool) -> list[Message]:
-        """The agent's messages with `seq >= start`, oldest first. Call it in
-        one snapshot; `keep` only when that snapshot holds committed state
-        alone (no write transaction of this connection is open)."""
-        stamp, count = db.execute(_STAMP, [agent_id, agent_id]).fetchone()
+    def rows_from(self, agent_id: str, start: int) -> int:
+        """Where a read of the agent's window from `start` needs its rows
+        from: past the last message kept, when the window kept covers
+        `start`; else `start`, the whole window."""
+        window = self._windows.get(agent_id)
+        if window is None or window.start > start or not window.held.records:
+            return start
+        return max(start, window.held.records[-1].seq + 1)
+
+    def read(
+        self,
+        agent_id: str,
+        start: int,
+        found: WindowRead,
+        read_all: Callable[[], Iterable[Sequence[Any]]],
+        keep: bool,
+    ) -> list[Message]:
+        """The agent's messages with `seq >= start`, oldest first, from what
+        the store `found`; `read_all()` reads the rows from `start` when these
+        do not account for every change. `keep` only when what was read is
+        committed state alone (no write transaction of the store is open)."""
         window = self._windows.get(agent_id)
         held = None
-        if window is not None and window.stamp == stamp and window.start <= start:
-            in_place = keep and count is not None  # it replaces the kept window
+        if found.rows_from != start and window is not None and window.stamp == found.stamp:
+            in_place = keep and found.count is not None  # it replaces the kept window
             try:
-                held = _extended(db, window, agent_id, start, count, in_place)
+                held = _extended(window, start, found, in_place)
             except BaseException:
                 self._windows.pop(agent_id, None)  # it may be half changed
                 raise
         if held is None:
             held = _Held()
-            for row in db.execute(_FROM, [agent_id, start]):
+            for row in found.rows if found.rows_from == start else read_all():
                 held.hand_out(record_from_row(row))
-        if keep and count is not None:
-            self._windows[agent_id] = _Window(start, stamp, count, held)
+        if keep and found.count is not None:
+            self._windows[agent_id] = _Window(start, found.stamp, found.count, held)
             self._windows.move_to_end(agent_id)
             while len(self._windows) > MAX_AGENTS:
                 self._windows.popitem(last=False)
-        elif count is None:  # the agent is gone
+        elif found.count is None:  # the agent is gone
             self._windows.pop(agent_id, None)
         return list(held.messages)
 
 
-def _extended(
-    db: Database, window: _Window, agent_id: str, start: int, count: int | None, in_place: bool
-) -> _Held | None:
+class WindowRead(NamedTuple):
+    """What a store read for `WindowCache.read`."""
+
+    stamp: Any  # the agent's edit stamp (None on SQLite until a first edit)
+    count: int | None  # agents.message_count (None: no such agent)
+    rows_from: int  # `WindowCache.rows_from`
+    rows: list[Sequence[Any]]  # the agent's rows (`MESSAGE_COLUMNS`) from there, by seq
+
+
+def _extended(window: _Window, start: int, found: WindowRead, in_place: bool) -> _Held | None:
     """`window` from `start` on plus the rows appended since, or None when
     they do not account for every change (see the module's docstring). A
     message a caller changed is handed out anew, from its record. The
     window's own lists are changed `in_place`, else a copy."""
-    if count is None:
+    if found.count is None:
         return None
-    records = window.held.records
-    after = records[-1].seq + 1 if records else window.start
-    rows = db.execute(_FROM, [agent_id, after]).fetchall()
-    if len(rows) != count - window.count:  # one stored out of order (not by this store)
+    if len(found.rows) != found.count - window.count:  # one stored out of order
         return None
     held = window.held.since(start, in_place)
     if not held.as_handed_out():
         held.remake_changed()
-    for row in rows:
-        if row[0] >= start:
-            held.hand_out(record_from_row(row))
+    for row in found.rows:
+        held.hand_out(record_from_row(row))
     return held
 
 
