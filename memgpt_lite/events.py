@@ -124,6 +124,19 @@ class MemoryWarned(_Event):
     prompt_tokens: int
 
 
+class WindowLearned(_Event):
+    """The model server runs a smaller context than the agent's window (it
+    refused a request as too long, or answered from a truncated prompt): the
+    agent now works within `tokens`, stored as its context_window. `fix` is
+    one line naming the server's setting and ours, to get `previous` back."""
+
+    type: Literal["window_learned"] = "window_learned"
+    tokens: int
+    previous: int
+    server: str
+    fix: str
+
+
 class StepFinished(_Event):
     """The step ended; `result` holds all it stored and why it stopped."""
 
@@ -155,6 +168,7 @@ StepEvent = Annotated[
     | UsageReported
     | Compacted
     | MemoryWarned
+    | WindowLearned
     | StepFinished
     | StepFailed,
     Field(discriminator="type"),

@@ -23,6 +23,7 @@ from typing import Any
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, ToolCallDelta
+from memgpt_lite.llm.server_window import stated_window
 from memgpt_lite.models import ToolCall, Usage
 from memgpt_lite.text import JSONProblem, clean_text, loads_strict
 
@@ -32,6 +33,7 @@ _CONTEXT_PHRASES = (
     "context_length_exceeded",
     "context window",
     "context size",  # llama.cpp: "the request exceeds the available context size"
+    "maximum model length",  # vLLM: "... is longer than the maximum model length of N"
     "too many tokens",
     "prompt is too long",
 )
@@ -81,7 +83,8 @@ def answered_error(error: Any, name: str) -> LLMError:
     code = error.get("code") if isinstance(error, dict) else None
     text = one_line(str(message))
     if is_context_length_error(code, text):
-        return ContextWindowExceeded(f"{name} refused the request as too long: {text}")
+        stated = stated_window(text, error)
+        return ContextWindowExceeded(f"{name} refused the request as too long: {text}", stated)
     return LLMError(f"{name} answered an error: {text}")
 
 

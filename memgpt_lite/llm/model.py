@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from memgpt_lite.errors import LLMError
+from memgpt_lite.llm.server_window import ServerWindow
 from memgpt_lite.models import LLMConfig, ToolCall, ToolChoice, Usage
 
 
 class ContextWindowExceeded(LLMError):
-    """The endpoint refused the request as longer than the model's context window."""
+    """The endpoint refused the request as longer than the model's context
+    window; `stated` is the window its refusal names, if it names one."""
+
+    def __init__(self, message: str, stated: ServerWindow | None = None) -> None:
+        super().__init__(message)
+        self.stated = stated
 
 
 @dataclass
@@ -83,6 +89,16 @@ class Model(Protocol):
 
     def close(self) -> None:
         """Release connections; the model may not be used afterwards."""
+        ...
+
+
+@runtime_checkable
+class WindowReporter(Protocol):
+    """A model whose server can be asked what context it runs the model with
+    (local servers: see server_window.py). Optional: fakes need not."""
+
+    async def server_window(self, model: str) -> ServerWindow | None:
+        """The context the server reports for `model`, or None."""
         ...
 
 

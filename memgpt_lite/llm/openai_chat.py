@@ -66,6 +66,8 @@ from memgpt_lite.llm.model import (
     complete,
 )
 from memgpt_lite.llm.request_body import BodyEncoder
+from memgpt_lite.llm.server_reports import ask_server
+from memgpt_lite.llm.server_window import ServerWindow, stated_window
 from memgpt_lite.models import LLMConfig, ToolChoice
 from memgpt_lite.settings.endpoint import URL_EXAMPLE, choose_endpoint, choose_timeout
 from memgpt_lite.text import parse_json
@@ -195,6 +197,11 @@ class OpenAIChatModel:
         """The whole answer, awaited in the caller's event loop."""
         return await complete(self, config, messages, tools)
 
+    async def server_window(self, model: str) -> ServerWindow | None:
+        """The context the server reports running `model` with (local
+        servers), or None: see server_reports.py. A `WindowReporter`."""
+        return await ask_server(self._clients.get(), self.base_url, model, self.timeout)
+
     def _count(self, since: float | None) -> None:
         if since is not None:
             with self._seconds_lock:
@@ -300,7 +307,10 @@ class OpenAIChatModel:
     def _error(self, exc: openai.APIStatusError, config: LLMConfig, call: EndpointCall) -> LLMError:
         message = error_text(exc)
         if is_context_length_error(getattr(exc, "code", None), str(exc)):
-            return ContextWindowExceeded(f"{call.name} refused the request as too long: {message}")
+            return ContextWindowExceeded(
+                f"{call.name} refused the request as too long: {message}",
+                stated_window(message, exc.body),
+            )
         if isinstance(exc, openai.AuthenticationError):
             return LLMError(f"{call.name} refused the API key: {message}")
         if isinstance(exc, openai.NotFoundError):

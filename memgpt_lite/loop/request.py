@@ -5,7 +5,9 @@ Before each call the whole request is counted against the agent's window:
 - past the warning threshold (75%), a one-time memory-pressure alert asks the
   model to save what matters; it is re-armed by the next compaction;
 - past the compaction threshold (90%), or when the endpoint answers
-  `context_length_exceeded`, the oldest messages are compacted (compaction.py).
+  `context_length_exceeded`, the oldest messages are compacted (compaction.py);
+  a server that runs a smaller window than ours, as its refusal or the usage
+  of an answer shows, has that window learned (window_learning.py).
 
 Fallbacks always terminate: a failed summary falls back to dropping whole
 exchanges, the last exchange is clipped harder, and when the system message
@@ -17,7 +19,6 @@ of a `send_message` call as `MessageDelta`s, as they arrive.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, 
 from memgpt_lite.loop.compaction import compact
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
+from memgpt_lite.loop.window_learning import learn_from_refusal, learn_from_usage
 from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
 from memgpt_lite.memory.recall.window import (
     CompiledContext,
@@ -49,10 +51,6 @@ from memgpt_lite.tools.schema import Tool
 
 MAX_FIT_ATTEMPTS = 6
 MAX_ENDPOINT_RETRIES = 3
-_WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d{1,9})\b")
-# A stated window smaller than this is a server's mistake, not one to adopt:
-# no agent could work in it, and the agent would be stuck with it.
-MIN_LEARNED_WINDOW = 256
 
 
 @dataclass
@@ -193,13 +191,21 @@ async def _call_fitting(
         )
         try:
             async for item in _stream_answer(run, messages, run.rules.offered(compiled.tools)):
+                if isinstance(item, Completion):  # a truncated prompt (Ollama) shows here
+                    sent = compiled.total_tokens
+                    learned = await learn_from_usage(agent, run.step_id, sent, item)
+                    if learned is not None:
+                        yield learned
                 yield item
             return
         except ContextWindowExceeded as exc:
+            learned = await learn_from_refusal(agent, run.step_id, exc)
+            if learned is not None:  # the smaller window alone decides what to compact
+                yield learned
+                continue
             pressure += 1
             if pressure > MAX_ENDPOINT_RETRIES:
                 raise
-            _learn_window(agent, str(exc))
 
 
 async def _stream_answer(
@@ -221,15 +227,3 @@ async def _stream_answer(
                 yield MessageDelta(step_id=step_id, text=text, index=chunk.index)
         else:
             yield chunk
-
-
-def _learn_window(agent: AgentDeps, error_text: str) -> None:
-    """Adopt the window the endpoint states, when it is smaller than ours."""
-    match = _WINDOW_IN_ERROR.search(error_text)
-    stated = int(match.group(1)) if match else 0
-    if MIN_LEARNED_WINDOW <= stated < budget_for(agent).window:
-
-        def learn(state: AgentState) -> None:
-            state.settings.context_window = stated
-
-        agent.state = agent.store.update_agent(agent.state.id, learn)

@@ -31,6 +31,11 @@ JSON, ``hang()``, ``drip()`` and ``cut()`` (a stream that breaks off).
 play OpenRouter, vLLM or llama.cpp); ``enqueue_models(html())`` scripts its
 next answers, failures or pages, apart from the chat script.
 
+``server.play("ollama" | "llama.cpp" | "vllm", context=N)`` plays a local
+server running its model with N tokens of context: its native routes
+(``/api/ps``, ``/api/show``, ``/props``), its model list, and its way with a
+longer prompt (see ``local_servers.py``).
+
 ``POST /v1/embeddings`` answers with deterministic bag-of-words vectors that
 ``fake_embedding(text)`` reproduces, after any failures scripted apart from the
 chat script with ``enqueue_embeddings(error(...), drop())``.
@@ -49,6 +54,7 @@ from memgpt_lite.testing.embeddings import DEFAULT_DIMENSION, embedding_response
 from memgpt_lite.testing.embeddings import cosine as cosine  # re-exported for tests
 from memgpt_lite.testing.embeddings import fake_embedding as fake_embedding  # re-exported for tests
 from memgpt_lite.testing.handler import AnswerServer, Hooks
+from memgpt_lite.testing.local_servers import LocalKind, LocalServer
 from memgpt_lite.testing.script import (
     HTML_PAGE,
     Cut,
@@ -93,6 +99,7 @@ from memgpt_lite.testing.wire import (
 __all__ = [
     "HTML_PAGE",
     "Cut",
+    "LocalServer",
     "Drip",
     "Drop",
     "ErrorReply",
@@ -139,6 +146,9 @@ class RecordedRequest:
     # A streamed answer: True, and each piece of text with the moment it was written.
     streamed: bool = False
     pieces: list[StreamPiece] = field(default_factory=list)
+    # Answered though the prompt was longer than the context: a played
+    # Ollama kept only the end of it, and its usage says so.
+    prompt_truncated: bool = False
 
     @property
     def first_content_at(self) -> float | None:
@@ -201,6 +211,7 @@ class FakeOpenAIServer:
         self._stopping = threading.Event()
         self._httpd: AnswerServer | None = None
         self._thread: threading.Thread | None = None
+        self.local: LocalServer | None = None  # the local server played, if any
         # A new route is one entry here plus one method.
         self._routes: dict[tuple[str, str], Callable[[dict[str, Any] | None], Response]] = {
             ("GET", "/v1/models"): self._list_models,
@@ -269,6 +280,15 @@ class FakeOpenAIServer:
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise ValueError(f"stream_piece_chars must be an int >= 1, not {value!r}")
         self._stream_piece_chars = value
+
+    def play(self, kind: LocalKind, context: int, **options: Any) -> LocalServer:
+        """Play a local server (Ollama, llama.cpp, vLLM) that runs the model
+        with `context` tokens; `options` go to `LocalServer` (e.g. `trained`,
+        `num_ctx_in_modelfile`). Replaces `context_window`'s OpenAI check."""
+        local = LocalServer(kind, context, self.model_id, **options)
+        with self._lock:
+            self.local = local
+        return local
 
     # -- script and history -----------------------------------------------
 
@@ -367,6 +387,9 @@ class FakeOpenAIServer:
         except ValueError:
             parse_error = True
         route = self._routes.get((method, path))
+        local = self.local
+        if route is None and local is not None:
+            route = local.routes().get((method, path))
         auth = headers.get("authorization", "")
         if auth != f"Bearer {self.api_key}":
             message = "Incorrect API key provided." if auth else "You didn't provide an API key."
@@ -390,6 +413,7 @@ class FakeOpenAIServer:
             record.error = response.body["error"]["message"]
         if response.events is not None:
             record.streamed, response.pieces = True, record.pieces
+        record.prompt_truncated = response.prompt_truncated
         with self._lock:
             self._requests.append(record)
             if response.rejected:
@@ -401,6 +425,11 @@ class FakeOpenAIServer:
         with self._lock:
             item = self._models_queue.popleft() if self._models_queue else None
             models = [dict(entry) for entry in self.models]
+            local = self.local
+        if local is not None:
+            for entry in models:
+                if entry.get("id") == self.model_id:
+                    entry.update(local.model_fields())
         if item is not None:
             return scripted_response(item)
         return Response(200, {"object": "list", "data": models})
@@ -409,9 +438,17 @@ class FakeOpenAIServer:
         try:
             body = validate_chat_request(body, self.reject_required_tool_choice)
             counter = self._counter(body["model"])
-            prompt_tokens = check_context(counter, body, self.context_window)
+            local = self.local
+            prompt_tokens = check_context(counter, body, None if local else self.context_window)
         except Rejected as exc:
             return error_response(400, exc.message, param=exc.param, code=exc.code)
+        truncated = False
+        if local is not None:
+            completion_limit = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+            kept, refusal = local.meet_prompt(prompt_tokens, completion_limit)
+            if refusal is not None:
+                return refusal
+            truncated, prompt_tokens = kept < prompt_tokens, kept
         stream = body.get("stream") is True and self.streaming != "ignore"
         if stream and self.streaming == "refuse":
             return error_response(400, "Unknown parameter: 'stream'.", param="stream")
@@ -428,6 +465,7 @@ class FakeOpenAIServer:
         if isinstance(answer, Reply):
             completion = completion_body(body["model"], answer, prompt_tokens, counter)
         response = scripted_response(item, completion)
+        response.prompt_truncated = truncated
         if completion is not None and stream:
             usage = (body.get("stream_options") or {}).get("include_usage") is True
             response.events = stream_events(completion, self.stream_piece_chars, usage)

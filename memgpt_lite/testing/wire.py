@@ -62,6 +62,8 @@ class Response:
     # and where the handler notes each piece of text it writes.
     events: list[Event] | None = None
     pieces: list[StreamPiece] | None = None
+    # Answered from the end of a prompt longer than the context (Ollama).
+    prompt_truncated: bool = False
 
 
 def error_response(
