@@ -5,9 +5,11 @@ Two signs show it during a step:
 
 - a refusal as too long (llama.cpp, vLLM): the window it states, else the
   one the server reports when asked;
-- an answer whose usage counts far fewer prompt tokens than we sent
-  (Ollama truncates silently): then the server is asked, once per model and
-  window in a process, since a tokenizer unlike ours also counts fewer.
+- an answer whose usage counts fewer prompt tokens than we sent (Ollama
+  truncates silently, and by a few tokens as much as by thousands): then
+  the server is asked, once per model and window in a process, since a
+  tokenizer unlike ours also counts fewer. Most servers have no such routes
+  and answer 404; a local one tells its window before any truncation.
 
 A window learned is stored as the agent's `context_window`, so the next
 request, step and process work within it; the step reports it as a
@@ -31,8 +33,6 @@ log = logging.getLogger(__name__)
 # A stated window smaller than this is a server's mistake, not one to adopt:
 # no agent could work in it, and the agent would be stuck with it.
 MIN_LEARNED_WINDOW = 256
-# An answer counting fewer prompt tokens than this share of ours is suspect.
-TRUNCATED_SHARE = 0.75
 # The windows each model's server was already asked about after a short count.
 _asked: WeakKeyDictionary[Model, set[int]] = WeakKeyDictionary()
 
@@ -51,10 +51,10 @@ async def learn_from_refusal(
 async def learn_from_usage(
     agent: AgentDeps, step_id: str, sent_tokens: int, completion: Completion
 ) -> WindowLearned | None:
-    """After an answer: if the endpoint counted far fewer prompt tokens than
-    the `sent_tokens` we counted, ask its server once what it runs with."""
+    """After an answer: if the endpoint counted fewer prompt tokens than the
+    `sent_tokens` we counted, ask its server once what it runs with."""
     counted = completion.usage.prompt_tokens
-    if not counted or counted >= TRUNCATED_SHARE * sent_tokens:
+    if not counted or counted >= sent_tokens:
         return None
     ours = budget_for(agent).window
     asked = _asked.setdefault(agent.llm, set())
