@@ -14,8 +14,11 @@ Servers report a model's context window on its `GET /models` entry under
 different names: `context_length` (OpenRouter, LM Studio),
 `max_context_length` (LM Studio's own API), `max_model_len` (vLLM), and
 `meta.n_ctx_train` (llama.cpp server: the window the model was trained with;
-the one it runs, `-c`, is not listed). Each is an upper bound: a window of
-ours above it is a failure, one below it is fine.
+the one it runs, `-c`, is not listed). Local servers also report the window
+they run the model with on their own routes (llama.cpp's /props, Ollama's
+/api/ps and /api/show: server_reports.py), which wins over the list. Each is
+an upper bound: a window of ours above it is a failure, naming our setting
+and the server's; one below it is fine.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from memgpt_lite.llm.endpoint import (
 )
 from memgpt_lite.llm.model import Completion
 from memgpt_lite.llm.openai_chat import TIMEOUT_HINT, OpenAIChatModel
+from memgpt_lite.llm.server_reports import ask_server
+from memgpt_lite.llm.server_window import VLLM, ServerWindow, raise_setting
 from memgpt_lite.models import LLMConfig
 from memgpt_lite.settings.endpoint import URL_EXAMPLE
 from memgpt_lite.text import parse_json
@@ -382,13 +387,17 @@ class _Checks:
     def context_window(self) -> CheckResult:
         name, ours = "context window", self.target.context_window
         used = f"{ours:,} tokens ({self.target.window_source})"
-        if self.entry is None or self.entry.context_window is None:
+        running = self._running_window()
+        if running is None and self.entry is not None and self.entry.context_window:
+            server = VLLM if self.entry.window_field == "max_model_len" else "the server"
+            running = ServerWindow(self.entry.context_window, server, self.entry.window_field or "")
+        if running is None:
             return CheckResult(
                 name,
                 "ok",
                 f"we use {used}; the server does not say its own: make sure it runs at least that",
             )
-        theirs, field = self.entry.context_window, self.entry.window_field
+        theirs = running.tokens
         if ours > theirs:
             fix = (
                 f"--context-window {theirs} on create, or context_window = {theirs} in config.toml"
@@ -397,9 +406,22 @@ class _Checks:
                 chat = f"memgpt-lite chat {self.target.agent}"
                 fix = f"`/model {self.target.model} {theirs}` in `{chat}`"
             return _fail(
-                name, f"we use {used} but the server reports {theirs:,} ({field}): set {fix}"
+                name,
+                f"we use {used} but the server reports {theirs:,} ({running.source}): set {fix}; "
+                f"or give the server {ours:,}: {raise_setting(running, ours)}",
             )
-        return _ok(name, f"we use {used}; the server reports {theirs:,} ({field})")
+        return _ok(name, f"we use {used}; the server reports {theirs:,} ({running.source})")
+
+    def _running_window(self) -> ServerWindow | None:
+        """The window a local server reports running the model with."""
+        target, clients = self.target, self.endpoint.clients
+        clients.for_loop(background_loop())
+
+        async def ask() -> ServerWindow | None:
+            model = target.model or ""
+            return await ask_server(clients.get(), target.base_url, model, target.timeout)
+
+        return run_sync(ask())
 
 
 def run_checks(target: ProbeTarget, embedding_dimension: EmbeddingProbe) -> Iterator[CheckResult]:

@@ -31,45 +31,75 @@ def server_root(base_url: str) -> str:
 async def ask_server(
     client: openai.AsyncOpenAI, base_url: str, model: str, timeout: float
 ) -> ServerWindow | None:
-    """The context the server reports running `model` with, from llama.cpp's
-    /props, Ollama's /api/ps and /api/show, or vLLM's model list; None when
-    it reports none (or cannot be asked). No retries: a report, not a step."""
-    root = server_root(base_url)
+    """The context the server reports running `model` with; None when it
+    reports none (or cannot be asked). First the model list, a route every
+    compatible server has: the model's entry says which server this is
+    (`server_kind`), and only that server's own routes are asked, so nothing
+    goes out that another server would refuse. No retries: a report, not a
+    step."""
     call = EndpointCall(f"the model endpoint {base_url}", min(timeout, ASK_SECONDS), 0)
-    asks = (
-        (_props, f"{root}/props"),
-        (_ps, f"{root}/api/ps"),
-        (_show, f"{root}/api/show"),
-        (_models, f"{base_url.rstrip('/')}/models"),
-    )
-    for read, url in asks:
-        try:
-            answer = await call.run(lambda url=url, read=read: _ask(client, url, read, model))
-        except (openai.APIStatusError, LLMError):
-            continue
-        if answer is not None:
-            return answer
+    entry = _entry(await _answer(call, client, f"{base_url.rstrip('/')}/models"), model)
+    kind = server_kind(entry) if entry is not None else None
+    root = server_root(base_url)
+    if kind == VLLM and entry is not None and is_count(entry.get("max_model_len")):
+        return ServerWindow(entry["max_model_len"], VLLM, "max_model_len")
+    if kind == LLAMA_CPP:
+        return _props(await _answer(call, client, f"{root}/props"))
+    if kind == OLLAMA:
+        loaded = _ps(await _answer(call, client, f"{root}/api/ps"), model)
+        if loaded is not None:
+            return loaded
+        return _show(await _answer(call, client, f"{root}/api/show", {"model": model}))
+    return None
+
+
+def server_kind(entry: dict[str, Any]) -> str | None:
+    """Which local server lists a model this way: vLLM (`max_model_len`,
+    owned by "vllm"), llama.cpp (`meta`, owned by "llamacpp"), Ollama
+    (owned by "library", or a NAME:TAG id, as Ollama lists every model);
+    None for others."""
+    owner = entry.get("owned_by")
+    if "max_model_len" in entry or owner == "vllm":
+        return VLLM
+    if isinstance(entry.get("meta"), dict) or owner == "llamacpp":
+        return LLAMA_CPP
+    model_id = entry.get("id")
+    if owner == "library" or (isinstance(model_id, str) and ":" in model_id):
+        return OLLAMA
     return None
 
 
 # ----------------------------------------------------------- each report
 
 
-async def _ask(client: openai.AsyncOpenAI, url: str, read: Any, model: str) -> ServerWindow | None:
-    """One report: GET `url` (POST, for Ollama's /api/show) and `read` it."""
-    if read is _show:
-        response = await client.post(url, body={"model": model}, cast_to=httpx2.Response)
-    else:
-        response = await client.get(url, cast_to=httpx2.Response)
+async def _answer(
+    call: EndpointCall, client: openai.AsyncOpenAI, url: str, body: dict[str, Any] | None = None
+) -> Any:
+    """The JSON answer to GET `url` (POST `body`, if given); None for an
+    error, an unreachable server or what is not JSON."""
+
+    async def attempt() -> httpx2.Response:
+        if body is not None:
+            return await client.post(url, body=body, cast_to=httpx2.Response)
+        return await client.get(url, cast_to=httpx2.Response)
+
     try:
-        data = parse_json(response.text)
-    except (ValueError, RecursionError):
+        response = await call.run(attempt)
+        return parse_json(response.text)
+    except (openai.APIStatusError, LLMError, ValueError, RecursionError):
         return None
-    result: ServerWindow | None = read(data, model)
-    return result
 
 
-def _props(data: Any, model: str) -> ServerWindow | None:
+def _entry(listed: Any, model: str) -> dict[str, Any] | None:
+    """The model's entry in a model list, if it has one."""
+    entries = listed.get("data") if isinstance(listed, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and _same_model(entry.get("id"), model):
+            return entry
+    return None
+
+
+def _props(data: Any) -> ServerWindow | None:
     settings = data.get("default_generation_settings") if isinstance(data, dict) else None
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
     if is_count(n_ctx):
@@ -87,21 +117,11 @@ def _ps(data: Any, model: str) -> ServerWindow | None:
     return None
 
 
-def _show(data: Any, model: str) -> ServerWindow | None:
+def _show(data: Any) -> ServerWindow | None:
     parameters = data.get("parameters") if isinstance(data, dict) else None
     match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
     if match:
         return ServerWindow(int(match.group(1)), OLLAMA, "/api/show num_ctx")
-    return None
-
-
-def _models(data: Any, model: str) -> ServerWindow | None:
-    listed = data.get("data") if isinstance(data, dict) else None
-    for entry in listed if isinstance(listed, list) else ():
-        if isinstance(entry, dict) and _same_model(entry.get("id"), model):
-            size = entry.get("max_model_len")
-            if is_count(size):
-                return ServerWindow(size, VLLM, "max_model_len")
     return None
 
 
