@@ -410,7 +410,8 @@ class FakeOpenAIServer:
         elif response.body is None:
             record.error = "connection dropped"
         elif "error" in response.body:
-            record.error = response.body["error"]["message"]
+            error = response.body["error"]  # Ollama's native routes: a string
+            record.error = error["message"] if isinstance(error, dict) else str(error)
         if response.events is not None:
             record.streamed, response.pieces = True, record.pieces
         record.prompt_truncated = response.prompt_truncated
