@@ -7,9 +7,13 @@ later request fits."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 
 from memgpt_lite import Agent, AgentSettings, Block
+from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.events import StepFinished, WindowLearned
 from memgpt_lite.testing import FakeOpenAIServer, error, reply, say
 from memgpt_lite.testing.local_servers import LOCAL_KINDS
@@ -141,3 +145,17 @@ def test_a_refusal_from_a_server_that_reports_nothing_still_compacts(fake_llm, t
     finished, learned = talk(agent, range(1))
     assert learned == [] and finished[0].result.replies == ["ok"]
     assert agent.state.settings.context_window == BELIEVED
+
+
+def test_the_chat_shows_the_fix_line_where_it_happened(fake_llm, tmp_path):
+    fake_llm.play("llama.cpp", context=SERVED)
+    fake_llm.responder = model
+    agent = make_agent(tmp_path)
+    console = Console(file=io.StringIO(), width=400, color_system=None)
+    for i in range(30):
+        with StepRenderer(console, "sam", live=False, markdown=False) as renderer:
+            for event in agent.stream(f"FACT{i} {FILLER}"):
+                renderer.show(event)
+    shown = [line for line in console.file.getvalue().splitlines() if "context" in line]
+    assert len(shown) == 1 and shown[0].startswith("llama.cpp runs fake-model with 2,500 tokens")
+    assert "llama-server -c 8192" in shown[0]
