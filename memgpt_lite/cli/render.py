@@ -2,8 +2,7 @@
 
 `StepRenderer` consumes the events of one step (memgpt_lite/events.py) and prints:
 the reply as the model writes it, rendered as markdown; inner thoughts dimmed;
-each tool call and its result on one line; the fix line of a window learned
-from the model server (events.WindowLearned); a spinner with the seconds elapsed
+each tool call and its result on one line; a spinner with the seconds elapsed
 only while nothing is arriving. It prints nothing of the footer or of errors:
 the caller has the step's result (or failure) in the last event.
 
@@ -45,7 +44,6 @@ from memgpt_lite.events import (
     ThoughtDelta,
     ToolCallStarted,
     ToolReturned,
-    WindowLearned,
 )
 from memgpt_lite.models import ToolCall
 from memgpt_lite.text import JSONProblem, parse_json
@@ -196,8 +194,6 @@ class StepRenderer:
         elif isinstance(event, RequestSent):
             self.thought = self.message = ""  # text of an answer that was retried
             self.message_shown = self.blocks_shown = 0
-        elif isinstance(event, WindowLearned) and not self.replies_only:
-            self._print(Text(event.fix, "yellow"), soft_wrap=True)
         elif isinstance(event, StepFinished | StepFailed):
             self._flush_unfinished()
 

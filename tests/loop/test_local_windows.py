@@ -7,13 +7,12 @@ later request fits."""
 
 from __future__ import annotations
 
-import io
+import subprocess
+import sys
 
 import pytest
-from rich.console import Console
 
 from memgpt_lite import Agent, AgentSettings, Block
-from memgpt_lite.cli.render import StepRenderer
 from memgpt_lite.events import StepFinished, WindowLearned
 from memgpt_lite.testing import FakeOpenAIServer, error, reply, say
 from memgpt_lite.testing.local_servers import LOCAL_KINDS
@@ -147,15 +146,24 @@ def test_a_refusal_from_a_server_that_reports_nothing_still_compacts(fake_llm, t
     assert agent.state.settings.context_window == BELIEVED
 
 
-def test_the_chat_shows_the_fix_line_where_it_happened(fake_llm, tmp_path):
+def test_a_chat_prints_the_fix_line_once(fake_llm, chat_env, tmp_path):
+    """A real `memgpt-lite chat`, piped: the replies on stdout, and the line
+    that says what the server runs and how to fix it once, as a warning."""
     fake_llm.play("llama.cpp", context=SERVED)
     fake_llm.responder = model
-    agent = make_agent(tmp_path)
-    console = Console(file=io.StringIO(), width=400, color_system=None)
-    for i in range(30):
-        with StepRenderer(console, "sam", live=False, markdown=False) as renderer:
-            for event in agent.stream(f"FACT{i} {FILLER}"):
-                renderer.show(event)
-    shown = [line for line in console.file.getvalue().splitlines() if "context" in line]
-    assert len(shown) == 1 and shown[0].startswith("llama.cpp runs fake-model with 2,500 tokens")
-    assert "llama-server -c 8192" in shown[0]
+    make_agent(tmp_path)
+    entries = "\n".join(f"FACT{i} {FILLER}" for i in range(25)) + "\n"
+    finished = subprocess.run(
+        [sys.executable, "-m", "memgpt_lite", "--db", str(tmp_path / "a.db"), "chat", "sam"],
+        input=entries,
+        capture_output=True,
+        text=True,
+        env=chat_env,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines() == ["ok"] * 25
+    warned = [line for line in finished.stderr.splitlines() if "tokens of context" in line]
+    assert len(warned) == 1
+    assert warned[0].startswith("warning: agent sam: llama.cpp runs fake-model with 2,500 tokens")
+    assert "llama-server -c 8192" in warned[0] and "Traceback" not in finished.stderr
