@@ -28,6 +28,7 @@ from memgpt_lite.llm.object_runs import common_run
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
+from memgpt_lite.memory.recall.listing import fit_listing
 from memgpt_lite.models import Block, Message, utcnow
 
 # Context windows of well-known models, by name prefix; the first match wins,
@@ -60,6 +61,9 @@ DEFAULT_WORKING_WINDOW = 32_000
 # The least room kept for the conversation when core memory grows: an edit that
 # would leave less is refused (see `core_memory_overflow`).
 MIN_MESSAGE_ROOM = 256
+# The least a message of the step in progress is clipped to when the step
+# alone overfills the window: less would say nothing of what it held.
+STEP_FLOOR = 48
 
 
 def known_window(model: str) -> int | None:
@@ -146,7 +150,10 @@ def _clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) ->
     clipped = dict(message)
     share = max(16, limit // (1 + len(message.get("tool_calls") or [])))
     if clipped.get("content"):
-        clipped["content"] = clip_text(counter, clipped["content"], share, note)
+        # A search's results lose whole entries from the end, never the best.
+        listing = message["role"] == "tool"
+        fitted = fit_listing(counter, clipped["content"], share) if listing else None
+        clipped["content"] = fitted or clip_text(counter, clipped["content"], share, note)
     if clipped.get("tool_calls"):
         clipped["tool_calls"] = [
             {
@@ -159,6 +166,59 @@ def _clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) ->
             for c in clipped["tool_calls"]
         ]
     return clipped
+
+
+def _clip_over(
+    counter: TokenCounter, request: list[dict[str, Any]], counts: list[int], i: int, limit: int
+) -> None:
+    """Clip message `i` of the window (`request[i + 1]`, after the system
+    message) to `limit` tokens if it is longer."""
+    if counts[i] > limit:
+        request[i + 1] = _clip_message(counter, request[i + 1], limit)
+        counts[i] = counter.count_message(request[i + 1])
+
+
+def _water_level(sizes: Sequence[int], room: int) -> int:
+    """The largest cap such that the sizes, each cut to it, add up to `room`."""
+    used = 0
+    ordered = sorted(sizes)
+    for k, size in enumerate(ordered):
+        if used + size * (len(ordered) - k) > room:
+            return max(0, (room - used) // (len(ordered) - k))
+        used += size
+    return ordered[-1] if ordered else 0
+
+
+def _fit_step(
+    counter: TokenCounter,
+    request: list[dict[str, Any]],
+    counts: list[int],
+    first: int,
+    room: int,
+) -> None:
+    """Clip the messages of the step in progress (`first` on) to `room`
+    tokens together. What the model asked for last (its latest call and
+    results) and the user's message keep the most: the step's earlier calls
+    and results, and its notes (a memory-pressure alert), are cut to
+    `STEP_FLOOR` first, oldest first; then every message is cut to one
+    common cap, so the short ones stay whole."""
+    step = range(first, len(counts))
+    last_call = max((i for i in step if request[i + 1]["role"] == "assistant"), default=first)
+    for i in step:
+        if sum(counts[first:]) <= room:
+            return
+        role = request[i + 1]["role"]
+        if role == "system" or (i < last_call and role != "user"):
+            _clip_over(counter, request, counts, i, STEP_FLOOR)
+    target = room
+    for _ in range(3):  # a clipped message's marker and overhead may overshoot a little
+        excess = sum(counts[first:]) - room
+        if excess <= 0:
+            return
+        cap = max(STEP_FLOOR, _water_level([counts[i] for i in step], target))
+        for i in step:
+            _clip_over(counter, request, counts, i, cap)
+        target -= max(0, sum(counts[first:]) - room)
 
 
 def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[Message]:
@@ -252,11 +312,14 @@ def _unanswered_in_window(
 
 
 def compile_context(
-    agent: MemoryDeps, clip_tokens: int | None = None, step_id: str | None = None
+    agent: MemoryDeps, *, step_id: str | None = None, step_room: int | None = None
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
-    progress. Messages over `clip_tokens` (default: half the room left for
-    messages) are clipped in the request; unanswered ones are left out."""
+    progress; unanswered messages are left out. A message of an earlier step
+    over `message_limit` is clipped in the request. The messages of the step
+    in progress, what the model asked for, are clipped only to the room there
+    is for messages at all, or, given `step_room` (once compaction has evicted
+    what it could), together to fit in it (`_fit_step`)."""
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
     messages, blocks, stats = agent.store.main_context(state.id, state.context_start)
@@ -274,15 +337,16 @@ def compile_context(
     system = {"role": "system", "content": join_sections(sections)}
     tools = agent.tool_schemas()
     fixed = _fixed_tokens(agent, system)
-    if clip_tokens is None:
-        clip_tokens = max(64, (budget.compact_at - fixed) // 2)
     requests, counts = counter.window(messages)  # no Python call per message
     request: list[dict[str, Any]] = [system, *requests]
-    if counts and max(counts) > clip_tokens:
-        for i, tokens in enumerate(counts):
-            if tokens > clip_tokens:
-                request[i + 1] = _clip_message(counter, request[i + 1], clip_tokens)
-                counts[i] = counter.count_message(request[i + 1])
+    first = step_start(messages, step_id)
+    limit = message_limit(budget, fixed)
+    if counts and max(counts) > limit:
+        whole_room = max(limit, budget.compact_at - fixed)
+        for i in range(len(counts)):
+            _clip_over(counter, request, counts, i, limit if i < first else whole_room)
+    if step_room is not None:
+        _fit_step(counter, request, counts, first, step_room)
     return CompiledContext(
         sections,
         messages,
@@ -293,6 +357,30 @@ def compile_context(
         counter.count_text(state.summary),
         stats.message_count,
     )
+
+
+def message_limit(budget: Budget, fixed_tokens: int) -> int:
+    """The most tokens one message of an earlier step keeps in a request: half
+    the room the fixed part leaves for messages. A search result sized to it
+    (`result_room`) is never clipped, in its step or later."""
+    return max(64, (budget.compact_at - fixed_tokens) // 2)
+
+
+def result_room(agent: MemoryDeps) -> int:
+    """The tokens a tool result may take, to be shown whole (`message_limit`)."""
+    compiled = compile_context(agent)
+    return message_limit(budget_for(agent), compiled.fixed_tokens)
+
+
+def step_start(messages: Sequence[Message], step_id: str | None) -> int:
+    """Index of the first message of step `step_id`, the newest ones (len(messages)
+    if none): walked from the end, so a turn walks only its own step."""
+    first = len(messages)
+    if step_id is None:
+        return first
+    while first > 0 and messages[first - 1].step_id == step_id:
+        first -= 1
+    return first
 
 
 def _fixed_tokens(agent: MemoryDeps, system: dict[str, Any]) -> int:
