@@ -24,8 +24,9 @@ from memgpt_lite.llm.tokens import TokenCounter
 _HEADER = re.compile(r"Showing \d+-\d+ of \d+ .*:")
 ENTRY_START = "- "
 INDENT = "  "
-# The least of an entry worth showing: less says nothing the header does not.
-MIN_ENTRY_TOKENS = 24
+# The least of an entry worth showing, its marker included: its date and
+# role take about 15 tokens, and less of its text says nothing.
+MIN_ENTRY_TOKENS = 48
 
 
 def entry(first_line: str, *more: str) -> str:
@@ -62,7 +63,7 @@ def clip_entry(counter: TokenCounter, text: str, max_tokens: int) -> str:
     if len(tokens) <= max_tokens:
         return text
     marker = f" …[entry clipped: {len(tokens)} tokens]"
-    keep = max(MIN_ENTRY_TOKENS // 2, max_tokens - counter.count_text(marker))
+    keep = max(MIN_ENTRY_TOKENS, max_tokens) - counter.count_text(marker)
     return counter.encoding.decode(tokens[:keep]).rstrip() + marker
 
 

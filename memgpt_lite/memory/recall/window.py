@@ -28,7 +28,7 @@ from memgpt_lite.llm.object_runs import common_run
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
-from memgpt_lite.memory.recall.listing import fit_listing
+from memgpt_lite.memory.recall.clipping import Clipper
 from memgpt_lite.models import Block, Message, utcnow
 
 # Context windows of well-known models, by name prefix; the first match wins,
@@ -61,9 +61,6 @@ DEFAULT_WORKING_WINDOW = 32_000
 # The least room kept for the conversation when core memory grows: an edit that
 # would leave less is refused (see `core_memory_overflow`).
 MIN_MESSAGE_ROOM = 256
-# The least a message of the step in progress is clipped to when the step
-# alone overfills the window: less would say nothing of what it held.
-STEP_FLOOR = 48
 
 
 def known_window(model: str) -> int | None:
@@ -133,92 +130,6 @@ class CompiledContext:
     @property
     def total_tokens(self) -> int:
         return self.fixed_tokens + sum(self.message_tokens)
-
-
-def clip_text(counter: TokenCounter, text: str, max_tokens: int, note: str) -> str:
-    """`text` cut to about `max_tokens` tokens, with a marker saying so."""
-    tokens = counter.encoding.encode_ordinary(text)
-    if len(tokens) <= max_tokens:
-        return text
-    marker = f"\n[clipped: {len(tokens)} tokens, {note}]"
-    keep = max(0, max_tokens - counter.count_text(marker))
-    return counter.encoding.decode(tokens[:keep]) + marker
-
-
-def _clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) -> dict[str, Any]:
-    note = "too long for the context window; the full text is in recall memory"
-    clipped = dict(message)
-    share = max(16, limit // (1 + len(message.get("tool_calls") or [])))
-    if clipped.get("content"):
-        # A search's results lose whole entries from the end, never the best.
-        listing = message["role"] == "tool"
-        fitted = fit_listing(counter, clipped["content"], share) if listing else None
-        clipped["content"] = fitted or clip_text(counter, clipped["content"], share, note)
-    if clipped.get("tool_calls"):
-        clipped["tool_calls"] = [
-            {
-                **c,
-                "function": {
-                    **c["function"],
-                    "arguments": clip_text(counter, c["function"]["arguments"], share, note),
-                },
-            }
-            for c in clipped["tool_calls"]
-        ]
-    return clipped
-
-
-def _clip_over(
-    counter: TokenCounter, request: list[dict[str, Any]], counts: list[int], i: int, limit: int
-) -> None:
-    """Clip message `i` of the window (`request[i + 1]`, after the system
-    message) to `limit` tokens if it is longer."""
-    if counts[i] > limit:
-        request[i + 1] = _clip_message(counter, request[i + 1], limit)
-        counts[i] = counter.count_message(request[i + 1])
-
-
-def _water_level(sizes: Sequence[int], room: int) -> int:
-    """The largest cap such that the sizes, each cut to it, add up to `room`."""
-    used = 0
-    ordered = sorted(sizes)
-    for k, size in enumerate(ordered):
-        if used + size * (len(ordered) - k) > room:
-            return max(0, (room - used) // (len(ordered) - k))
-        used += size
-    return ordered[-1] if ordered else 0
-
-
-def _fit_step(
-    counter: TokenCounter,
-    request: list[dict[str, Any]],
-    counts: list[int],
-    first: int,
-    room: int,
-) -> None:
-    """Clip the messages of the step in progress (`first` on) to `room`
-    tokens together. What the model asked for last (its latest call and
-    results) and the user's message keep the most: the step's earlier calls
-    and results, and its notes (a memory-pressure alert), are cut to
-    `STEP_FLOOR` first, oldest first; then every message is cut to one
-    common cap, so the short ones stay whole."""
-    step = range(first, len(counts))
-    last_call = max((i for i in step if request[i + 1]["role"] == "assistant"), default=first)
-    for i in step:
-        if sum(counts[first:]) <= room:
-            return
-        role = request[i + 1]["role"]
-        if role == "system" or (i < last_call and role != "user"):
-            _clip_over(counter, request, counts, i, STEP_FLOOR)
-    target = room
-    for _ in range(3):  # a clipped message's marker and overhead may overshoot a little
-        excess = sum(counts[first:]) - room
-        if excess <= 0:
-            return
-        cap = max(STEP_FLOOR, _water_level([counts[i] for i in step], target))
-        for i in step:
-            _clip_over(counter, request, counts, i, cap)
-        target -= max(0, sum(counts[first:]) - room)
 
 
 def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[Message]:
@@ -315,11 +226,12 @@ def compile_context(
     agent: MemoryDeps, *, step_id: str | None = None, step_room: int | None = None
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
-    progress; unanswered messages are left out. A message of an earlier step
-    over `message_limit` is clipped in the request. The messages of the step
-    in progress, what the model asked for, are clipped only to the room there
-    is for messages at all, or, given `step_room` (once compaction has evicted
-    what it could), together to fit in it (`_fit_step`)."""
+    progress; unanswered messages are left out. A message over `message_limit`
+    is clipped in the request, but one of the step in progress (what the
+    model asked for) that could fit whole once older ones are evicted: the
+    caller compacts, then, if the step is still too long, compiles again
+    with `step_room` to clip the step's messages together to fit in it
+    (`Clipper.fit_step`)."""
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
     messages, blocks, stats = agent.store.main_context(state.id, state.context_start)
@@ -341,12 +253,16 @@ def compile_context(
     request: list[dict[str, Any]] = [system, *requests]
     first = step_start(messages, step_id)
     limit = message_limit(budget, fixed)
+    clipper = Clipper(counter, requests, request, counts)
     if counts and max(counts) > limit:
-        whole_room = max(limit, budget.compact_at - fixed)
+        whole_room = budget.compact_at - fixed
         for i in range(len(counts)):
-            _clip_over(counter, request, counts, i, limit if i < first else whole_room)
+            # One of the step's, if it can fit whole, is left whole: room is
+            # made for it by compaction (loop/request.py).
+            if i < first or counts[i] > whole_room:
+                clipper.clip(i, limit)
     if step_room is not None:
-        _fit_step(counter, request, counts, first, step_room)
+        clipper.fit_step(first, step_room)
     return CompiledContext(
         sections,
         messages,
