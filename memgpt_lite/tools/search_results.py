@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memgpt_lite.memory.recall.clipping import water_level
 from memgpt_lite.memory.recall.listing import entry, render
 from memgpt_lite.memory.recall.window import result_room
 from memgpt_lite.models import Message
@@ -71,8 +72,8 @@ def page_text(ctx: ToolContext, header: str, entries: Sequence[str]) -> str:
     within the agent's `tool_result_max_chars` (which would otherwise cut it
     in the middle of a result)."""
     room = ctx.state.settings.tool_result_max_chars - len(header) - _HEADER_CHARS
-    share = max(100, room // max(1, len(entries)))
-    return render(header, [_clip_chars(e, share) for e in entries])
+    cap = max(100, water_level([len(e) for e in entries], room))  # short ones stay whole
+    return render(header, [_clip_chars(e, cap) for e in entries])
 
 
 def _clip_chars(text: str, max_chars: int) -> str:

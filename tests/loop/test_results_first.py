@@ -173,3 +173,23 @@ def test_a_page_at_a_large_window_holds_five(fake_llm, tmp_path):
     result = agent.step("tulips?")
     assert result.tool_results[0].content.startswith("Showing 1-5 of 7 results")
     assert "5 a page; the next: page=1" in result.tool_results[0].content
+
+
+def test_a_page_stays_under_the_result_limit_by_cutting_its_longest_result(fake_llm, tmp_path):
+    """tool_result_max_chars would cut a page in the middle of a result; the
+    page cuts its longest result instead, and keeps the short ones whole."""
+    agent = Agent.create(
+        "sam",
+        "gpt-4o-mini",
+        db=tmp_path / "a.db",
+        settings=AgentSettings(tool_result_max_chars=2000),
+    )
+    long_note = "Tulips: " + "a very long note about bulbs " * 200
+    talk(fake_llm, agent, ["Tulips are red.", long_note, "Tulips are yellow too."])
+    then_calls(fake_llm, call("conversation_search", query="tulips", request_heartbeat=True))
+    page = agent.step("tulips?").tool_results[0].content
+    assert len(page) <= 2000 and "[truncated" not in page
+    assert "user: Tulips are red.\n" in page + "\n" and "user: Tulips are yellow too." in page
+    assert (
+        f"…[result clipped: {len('- [2026-01-01 00:00 UTC] user: ' + long_note)} characters" in page
+    )

@@ -55,7 +55,7 @@ def clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) -> 
     return clipped
 
 
-def _water_level(sizes: Sequence[int], room: int) -> int:
+def water_level(sizes: Sequence[int], room: int) -> int:
     """The largest cap such that the sizes, each cut to it, add up to `room`."""
     used = 0
     ordered = sorted(sizes)
@@ -119,7 +119,7 @@ class Clipper:
             excess = sum(self.counts[first:]) - room
             if excess <= 0:
                 return
-            cap = max(STEP_FLOOR, _water_level([self.counts[i] for i in step], target))
+            cap = max(STEP_FLOOR, water_level([self.counts[i] for i in step], target))
             for i in step:
                 self.clip(i, cap)
             target -= max(0, sum(self.counts[first:]) - room)
