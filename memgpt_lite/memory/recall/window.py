@@ -277,8 +277,9 @@ def compile_context(
 
 def message_limit(budget: Budget, fixed_tokens: int) -> int:
     """The most tokens one message of an earlier step keeps in a request: half
-    the room the fixed part leaves for messages. A search result sized to it
-    (`result_room`) is never clipped, in its step or later."""
+    the room the fixed part leaves for messages. The search tools size their
+    pages to it (`result_room`), so that a page is seldom clipped, in its
+    step or later."""
     return max(64, (budget.compact_at - fixed_tokens) // 2)
 
 
