@@ -19,7 +19,8 @@ from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.model import Completion, complete
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.core.blocks import load_prompt
-from memgpt_lite.memory.recall.window import CompiledContext, budget_for, clip_text, compile_context
+from memgpt_lite.memory.recall.clipping import clip_text
+from memgpt_lite.memory.recall.window import CompiledContext, budget_for, compile_context
 from memgpt_lite.models import AgentState, Message, UsageRecord, new_id
 from memgpt_lite.tools.deps import AgentDeps
 

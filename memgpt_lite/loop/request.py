@@ -9,9 +9,15 @@ Before each call the whole request is counted against the agent's window:
   a server that runs a smaller window than ours, as its refusal or the usage
   of an answer shows, has that window learned (window_learning.py).
 
+What the model asked for comes first: the messages of the step in progress
+(the user's message, the model's calls and the results it asked for) are
+never evicted, and are clipped only once compaction has evicted all that is
+older, then to the room left, the latest results whole the longest.
+
 Fallbacks always terminate: a failed summary falls back to dropping whole
-exchanges, the last exchange is clipped harder, and when the system message
-and core memory alone cannot fit, `ContextBudgetError` names each section.
+exchanges, the step in progress is clipped to the room there is, and when
+the system message and core memory alone cannot fit, `ContextBudgetError`
+names each section.
 
 While the model answers, its text is yielded as `ThoughtDelta`s and the text
 of a `send_message` call as `MessageDelta`s, as they arrive.
@@ -43,6 +49,7 @@ from memgpt_lite.memory.recall.window import (
     budget_error,
     budget_for,
     compile_context,
+    step_start,
 )
 from memgpt_lite.models import SEND_MESSAGE, AgentState, Message, StepResult
 from memgpt_lite.tools.deps import AgentDeps
@@ -105,7 +112,8 @@ def add_pressure_alert(run: StepRun, compiled: CompiledContext) -> None:
 
 async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
     """The next request, made to fit the budget: warn, compact, then fall back
-    to dropping exchanges and clipping harder. Raises ContextBudgetError when
+    to dropping exchanges and, once only the step in progress is left,
+    clipping its messages to the room there is. Raises ContextBudgetError when
     even the system message and core memory do not fit, and ContextFullError
     when the step in progress, which is never evicted, does not."""
     agent, step_id = run.agent, run.step_id
@@ -120,20 +128,20 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
     ):
         add_pressure_alert(run, compiled)
         compiled = compile_context(agent, step_id=step_id)
-    clip = None
     for attempt in range(MAX_FIT_ATTEMPTS):
         if compiled.total_tokens <= budget.compact_at and not pressure:
             return compiled
         report = await compact(
             agent, compiled, pressure=pressure + attempt, summarize=attempt == 0, step_id=step_id
         )
-        if report.evicted:
-            run.result.compactions += 1
-            run.pending.append(Compacted(step_id=step_id, **report.model_dump()))
-        else:  # only the last exchange is left: clip its messages harder
-            clip = max(16, (clip or (budget.compact_at - compiled.fixed_tokens) // 2) // 2)
-        compiled = compile_context(agent, clip, step_id)
+        if not report.evicted:
+            break  # only the step in progress is left
+        run.result.compactions += 1
+        run.pending.append(Compacted(step_id=step_id, **report.model_dump()))
+        compiled = compile_context(agent, step_id=step_id)
         pressure = 0 if compiled.total_tokens <= budget.compact_at else pressure
+    if compiled.total_tokens > budget.compact_at or pressure:
+        compiled = _clip_step(agent, compiled, budget.compact_at, pressure, step_id)
     if compiled.total_tokens <= budget.compact_at:
         return compiled
     if compiled.fixed_tokens > budget.compact_at:  # the summary grew meanwhile
@@ -144,6 +152,17 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
         f"{budget.compact_at - compiled.fixed_tokens} that its {budget.window}-token window "
         "leaves beside the system message"
     )
+
+
+def _clip_step(
+    agent: AgentDeps, compiled: CompiledContext, usable: int, pressure: int, step_id: str
+) -> CompiledContext:
+    """The request with the messages of the step in progress clipped to the
+    room left beside everything else (halved for each time the endpoint
+    refused it: its count differs from ours), once nothing older can leave."""
+    step_tokens = sum(compiled.message_tokens[step_start(compiled.messages, step_id) :])
+    room = (usable - compiled.total_tokens + step_tokens) >> pressure
+    return compile_context(agent, step_id=step_id, step_room=max(0, room))
 
 
 async def call_model(run: StepRun) -> AsyncIterator[StepEvent | Completion]:

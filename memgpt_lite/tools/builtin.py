@@ -8,7 +8,6 @@ edit to a shared block never overwrites another agent's edit.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import date
 
@@ -16,12 +15,19 @@ from memgpt_lite.errors import ConfigError, ModelRetry, NotFoundError
 from memgpt_lite.memory.archival.passages import ArchivalMemory
 from memgpt_lite.memory.core.block_history import agent_author
 from memgpt_lite.memory.core.blocks import append_to_block, replace_in_block
+from memgpt_lite.memory.recall.listing import entry
 from memgpt_lite.memory.recall.window import core_memory_overflow
 from memgpt_lite.memory.retrieval.search import search_messages
-from memgpt_lite.models import Block, Message, Passage
+from memgpt_lite.models import Block, Passage
 from memgpt_lite.tools.schema import Tool, ToolContext, tool
+from memgpt_lite.tools.search_results import (
+    messages_page,
+    nothing_on_page,
+    page_header,
+    page_text,
+    paging,
+)
 
-PAGE_SIZE = 5
 MAX_PAGE = 1_000_000
 
 
@@ -92,23 +98,6 @@ def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_cont
     return f"Replaced in block {label!r} ({len(block.value)}/{block.limit} characters)."
 
 
-def _page_header(what: str, page: int, total: int) -> str:
-    pages = max(1, math.ceil(total / PAGE_SIZE))
-    first = page * PAGE_SIZE + 1
-    last = min(total, (page + 1) * PAGE_SIZE)
-    return f"Showing {first}-{last} of {total} {what} (page {page} of pages 0-{pages - 1}):"
-
-
-def _format_messages(what: str, page: int, found: Sequence[Message], total: int) -> str:
-    if not found:
-        return f"No {what} found." if total == 0 else f"No {what} on page {page}; total {total}."
-    lines = [_page_header(what, page, total)]
-    for message in found:
-        when = message.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        lines.append(f"- [{when}] {message.role}: {message.search_text()}")
-    return "\n".join(lines)
-
-
 def _check_page(page: int) -> None:
     if page < 0:
         raise ModelRetry("page starts at 0.")
@@ -125,10 +114,11 @@ def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
         page: Which page of results, starting at 0.
     """
     _check_page(page)
+    shown = paging(ctx, page)
     found, total = search_messages(
-        ctx.deps, query, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+        ctx.deps, query, shown.size, shown.offset, exclude_step_id=ctx.step_id
     )
-    return _format_messages(f"results for {query!r}", page, found, total)
+    return messages_page(ctx, f"results for {query!r}", shown, found, total)
 
 
 def _parse_date(value: str, name: str) -> date:
@@ -153,10 +143,11 @@ def conversation_search_date(
     start, end = _parse_date(start_date, "start_date"), _parse_date(end_date, "end_date")
     if end < start:
         raise ModelRetry("end_date is before start_date.")
+    shown = paging(ctx, page)
     found, total = ctx.store.messages_between(
-        ctx.state.id, start, end, PAGE_SIZE, page * PAGE_SIZE, exclude_step_id=ctx.step_id
+        ctx.state.id, start, end, shown.size, shown.offset, exclude_step_id=ctx.step_id
     )
-    return _format_messages(f"messages from {start} to {end}", page, found, total)
+    return messages_page(ctx, f"messages from {start} to {end}", shown, found, total)
 
 
 @tool
@@ -239,18 +230,19 @@ def archival_memory_search(
     _check_page(page)
     start = _optional_date(start_date, "start_date")
     end = _optional_date(end_date, "end_date")
+    shown = paging(ctx, page)
     found, total = ArchivalMemory(ctx.deps).search(
-        query, PAGE_SIZE, page * PAGE_SIZE, tags=tags, start=start, end=end
+        query, shown.size, shown.offset, tags=tags, start=start, end=end
     )
     if not found:
-        return "No passages found." if total == 0 else f"No passages on page {page}; total {total}."
-    lines = [_page_header(f"passages for {query!r}", page, total)]
+        return nothing_on_page("passages", shown, total)
+    entries = []
     for passage in found:
         when = passage.created_at.strftime("%Y-%m-%d %H:%M UTC")
         tag_text = f" tags: {', '.join(passage.tags)}" if passage.tags else ""
-        lines.append(f"- [{when}] ({passage.id}){tag_text}{_superseded_mark(passage)}")
-        lines.append(f"  {passage.text}")
-    return "\n".join(lines)
+        first_line = f"[{when}] ({passage.id}){tag_text}{_superseded_mark(passage)}"
+        entries.append(entry(first_line, passage.text))
+    return page_text(ctx, page_header(f"passages for {query!r}", shown, total), entries)
 
 
 def _superseded_mark(passage: Passage) -> str:

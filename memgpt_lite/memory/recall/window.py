@@ -28,6 +28,7 @@ from memgpt_lite.llm.object_runs import common_run
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
+from memgpt_lite.memory.recall.clipping import Clipper
 from memgpt_lite.models import Block, Message, utcnow
 
 # Context windows of well-known models, by name prefix; the first match wins,
@@ -131,36 +132,6 @@ class CompiledContext:
         return self.fixed_tokens + sum(self.message_tokens)
 
 
-def clip_text(counter: TokenCounter, text: str, max_tokens: int, note: str) -> str:
-    """`text` cut to about `max_tokens` tokens, with a marker saying so."""
-    tokens = counter.encoding.encode_ordinary(text)
-    if len(tokens) <= max_tokens:
-        return text
-    marker = f"\n[clipped: {len(tokens)} tokens, {note}]"
-    keep = max(0, max_tokens - counter.count_text(marker))
-    return counter.encoding.decode(tokens[:keep]) + marker
-
-
-def _clip_message(counter: TokenCounter, message: dict[str, Any], limit: int) -> dict[str, Any]:
-    note = "too long for the context window; the full text is in recall memory"
-    clipped = dict(message)
-    share = max(16, limit // (1 + len(message.get("tool_calls") or [])))
-    if clipped.get("content"):
-        clipped["content"] = clip_text(counter, clipped["content"], share, note)
-    if clipped.get("tool_calls"):
-        clipped["tool_calls"] = [
-            {
-                **c,
-                "function": {
-                    **c["function"],
-                    "arguments": clip_text(counter, c["function"]["arguments"], share, note),
-                },
-            }
-            for c in clipped["tool_calls"]
-        ]
-    return clipped
-
-
 def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[Message]:
     """The user messages among `messages` that no model response followed in
     their step (it failed or was cancelled first), but those of step `step_id`,
@@ -252,11 +223,15 @@ def _unanswered_in_window(
 
 
 def compile_context(
-    agent: MemoryDeps, clip_tokens: int | None = None, step_id: str | None = None
+    agent: MemoryDeps, *, step_id: str | None = None, step_room: int | None = None
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
-    progress. Messages over `clip_tokens` (default: half the room left for
-    messages) are clipped in the request; unanswered ones are left out."""
+    progress; unanswered messages are left out. A message over `message_limit`
+    is clipped in the request, but one of the step in progress (what the
+    model asked for) that could fit whole once older ones are evicted: the
+    caller compacts, then, if the step is still too long, compiles again
+    with `step_room` to clip the step's messages together to fit in it
+    (`Clipper.fit_step`)."""
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
     messages, blocks, stats = agent.store.main_context(state.id, state.context_start)
@@ -274,15 +249,20 @@ def compile_context(
     system = {"role": "system", "content": join_sections(sections)}
     tools = agent.tool_schemas()
     fixed = _fixed_tokens(agent, system)
-    if clip_tokens is None:
-        clip_tokens = max(64, (budget.compact_at - fixed) // 2)
     requests, counts = counter.window(messages)  # no Python call per message
     request: list[dict[str, Any]] = [system, *requests]
-    if counts and max(counts) > clip_tokens:
-        for i, tokens in enumerate(counts):
-            if tokens > clip_tokens:
-                request[i + 1] = _clip_message(counter, request[i + 1], clip_tokens)
-                counts[i] = counter.count_message(request[i + 1])
+    first = step_start(messages, step_id)
+    limit = message_limit(budget, fixed)
+    clipper = Clipper(counter, requests, request, counts)
+    if counts and max(counts) > limit:
+        whole_room = budget.compact_at - fixed
+        for i in range(len(counts)):
+            # One of the step's, if it can fit whole, is left whole: room is
+            # made for it by compaction (loop/request.py).
+            if i < first or counts[i] > whole_room:
+                clipper.clip(i, limit)
+    if step_room is not None:
+        clipper.fit_step(first, step_room)
     return CompiledContext(
         sections,
         messages,
@@ -293,6 +273,31 @@ def compile_context(
         counter.count_text(state.summary),
         stats.message_count,
     )
+
+
+def message_limit(budget: Budget, fixed_tokens: int) -> int:
+    """The most tokens one message of an earlier step keeps in a request: half
+    the room the fixed part leaves for messages. The search tools size their
+    pages to it (`result_room`), so that a page is seldom clipped, in its
+    step or later."""
+    return max(64, (budget.compact_at - fixed_tokens) // 2)
+
+
+def result_room(agent: MemoryDeps) -> int:
+    """The tokens a tool result may take, to be shown whole (`message_limit`)."""
+    compiled = compile_context(agent)
+    return message_limit(budget_for(agent), compiled.fixed_tokens)
+
+
+def step_start(messages: Sequence[Message], step_id: str | None) -> int:
+    """Index of the first message of step `step_id`, the newest ones (len(messages)
+    if none): walked from the end, so a turn walks only its own step."""
+    first = len(messages)
+    if step_id is None:
+        return first
+    while first > 0 and messages[first - 1].step_id == step_id:
+        first -= 1
+    return first
 
 
 def _fixed_tokens(agent: MemoryDeps, system: dict[str, Any]) -> int:
