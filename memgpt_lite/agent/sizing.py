@@ -103,6 +103,20 @@ def check_window(deps: MemoryDeps) -> WindowFit:
     return fit
 
 
+def fit_imported_agent(store: Storage, state: AgentState) -> list[str]:
+    """`fit_new_agent` for an agent an import just wrote (agentfile/native.py),
+    in the import's transaction: a note when a window was chosen."""
+    chosen = state.settings.working_window
+    fit = fit_new_agent(measuring_runner(state, store))
+    if state.settings.working_window == chosen:
+        return []
+    return [
+        f"working window set to {fit.budget.window:,} tokens (of its model's "
+        f"{fit.budget.model_window:,}): its instructions, core memory and tools take "
+        f"{fit.fixed_tokens:,}"
+    ]
+
+
 def set_working_window(deps: MemoryDeps, setting: int | None) -> WindowFit:
     """Store `setting` as the agent's working window (None: chosen as for a
     new agent; 0: the model's whole window), unless the agent could not step

@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from memgpt_lite.agent.setup import embedder_for
-from memgpt_lite.agent.sizing import fit_new_agent, measuring_runner
+from memgpt_lite.agent.sizing import fit_imported_agent
 from memgpt_lite.agentfile.file_tools import exported_tools, register_tools
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
@@ -463,21 +463,6 @@ def _write_agent(
     return len(kept), vectors
 
 
-def _fit_window(store: Storage, state: AgentState) -> list[str]:
-    """Give the agent just written a working window that fits its core memory
-    and tools (agent/sizing.py): a note when one was chosen, a ConfigError
-    (the import's transaction rolls back) when even its model's is too small."""
-    chosen = state.settings.working_window
-    fit = fit_new_agent(measuring_runner(state, store))
-    if state.settings.working_window == chosen:
-        return []
-    return [
-        f"working window set to {fit.budget.window:,} tokens (of its model's "
-        f"{fit.budget.model_window:,}): its instructions, core memory and tools take "
-        f"{fit.fixed_tokens:,}"
-    ]
-
-
 def _new_passages(passages: Sequence[FilePassage], agent_id: str) -> list[Passage]:
     """The file's passages with fresh ids, each superseded one pointing at the
     fresh id of the passage (by index in the file) that replaced it."""
@@ -537,7 +522,7 @@ def store_agent_file(
             start,
             list(zip(new_passages, passage_vectors, strict=True)),
         )
-        tool_notes += _fit_window(store, state)
+        tool_notes += fit_imported_agent(store, state)
     skipped = len(new_passages) - stored
     repeats = [f"{skipped} passages repeated the text of another and were skipped"]
     return ImportReport(
