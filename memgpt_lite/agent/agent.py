@@ -37,6 +37,7 @@ from memgpt_lite.agent.setup import (
     open_store,
     store_new_agent,
 )
+from memgpt_lite.agent.sizing import fit_new_agent
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -174,7 +175,11 @@ class Agent:
         (None: resolved here). `owner`: the HTTP server's user it belongs to, else
         "local". An agent of that name already stored is an `AlreadyExistsError`;
         with `exist_ok=True` it is opened instead, nothing stored changed, if it has
-        what was given (see `setup.store_new_agent`)."""
+        what was given (see `setup.store_new_agent`). Without `settings.working_window`
+        a new agent works in a window of twice its fixed part (instructions, core
+        memory, tools) when that is more than the default, within its model's
+        window; one that could not take a step in its window is a ConfigError
+        naming the sizes, and is not stored (agent/sizing.py)."""
         tools = list(tools)
         new = new_agent(  # every argument checked before anything is stored
             name,
@@ -192,10 +197,19 @@ class Agent:
         chosen = process_settings if process_settings is not None else resolve_settings()
         store = open_store(store, db, chosen)
         check_registered(store, owner, given_tools(tools).registered)
-        state = store_new_agent(store, new, exist_ok)  # with its base_url, which the runner reads
-        agent = cls(
-            state, store, tools, api_key=api_key, timeout=timeout, llm=llm, process_settings=chosen
-        )
+        with store.transaction():  # an agent that cannot step in its window is not stored
+            state = store_new_agent(store, new, exist_ok)  # with its base_url, read by the runner
+            agent = cls(
+                state,
+                store,
+                tools,
+                api_key=api_key,
+                timeout=timeout,
+                llm=llm,
+                process_settings=chosen,
+            )
+            if state is new.state:  # created now, not opened
+                fit_new_agent(agent.runner)
         if embedder is not None and not isinstance(embedder, str):
             agent.set_embedder(embedder)
         return agent
@@ -320,7 +334,8 @@ class Agent:
             if problem:
                 raise ConfigError(
                     f"block {label!r}: {problem}; nothing was changed. Shorten the text, "
-                    "or give the agent a larger context window."
+                    "or give the agent a larger context window (memgpt-lite window "
+                    f"{self.state.name} TOKENS)."
                 )
             block.value = value
             self.store.save_block(block, author=author)

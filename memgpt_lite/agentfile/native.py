@@ -40,6 +40,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from memgpt_lite.agent.setup import embedder_for
+from memgpt_lite.agent.sizing import fit_imported_agent
 from memgpt_lite.agentfile.file_tools import exported_tools, register_tools
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
@@ -521,6 +522,7 @@ def store_agent_file(
             start,
             list(zip(new_passages, passage_vectors, strict=True)),
         )
+        tool_notes += fit_imported_agent(store, state)
     skipped = len(new_passages) - stored
     repeats = [f"{skipped} passages repeated the text of another and were skipped"]
     return ImportReport(

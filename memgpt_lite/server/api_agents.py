@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.sizing import check_window, measuring_runner
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
 from memgpt_lite.events import StepEvent, StepFailed, StepFinished
@@ -120,7 +121,14 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
     with ctx.workspace.transaction():
         if body.name is not None and body.name != state.name:
             ctx.workspace.rename_agent(state, body.name)
-        return ctx.workspace.update_agent(state.id, change)
+        updated = ctx.workspace.update_agent(state.id, change)
+        if _WINDOW_SETTINGS & set(body.settings or {}):  # undone if it cannot step in it
+            check_window(measuring_runner(updated, ctx.workspace.store))
+        return updated
+
+
+# The settings that change the window an agent works in, or what fills it.
+_WINDOW_SETTINGS = {"working_window", "context_window", "reply_reserve_tokens", "tool_set"}
 
 
 def _key(api_key: str | None) -> dict[str, str]:

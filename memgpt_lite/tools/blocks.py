@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from memgpt_lite.errors import AlreadyExistsError, ModelRetry, validation_message
 from memgpt_lite.memory.core.block_history import agent_author
 from memgpt_lite.memory.core.blocks import check_editable, set_block_value
-from memgpt_lite.memory.recall.window import core_memory_overflow
+from memgpt_lite.memory.recall.window import core_memory_overflow, full_core_memory
 from memgpt_lite.models import Block
 from memgpt_lite.tools.schema import ToolContext
 
@@ -55,10 +55,7 @@ def store_value(ctx: ToolContext, block: Block, value: str, condense: str) -> No
     value = set_block_value(block, value, condense)
     problem = core_memory_overflow(ctx.deps, block, value)
     if problem:
-        raise ModelRetry(
-            f"{problem}. Nothing was changed. Keep core memory short: condense a block with "
-            f"{condense}, or save the detail with archival_memory_insert."
-        )
+        raise ModelRetry(full_core_memory(problem, condense))
     block.value = value
     ctx.store.save_block(block, author=author(ctx))
 

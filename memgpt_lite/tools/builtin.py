@@ -16,7 +16,7 @@ from memgpt_lite.memory.archival.passages import ArchivalMemory
 from memgpt_lite.memory.core.block_history import agent_author
 from memgpt_lite.memory.core.blocks import append_to_block, replace_in_block
 from memgpt_lite.memory.recall.listing import entry
-from memgpt_lite.memory.recall.window import core_memory_overflow
+from memgpt_lite.memory.recall.window import core_memory_overflow, full_core_memory
 from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.tools.schema import Tool, ToolContext, tool
@@ -44,11 +44,7 @@ def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
     """Store an edit, unless it would crowd the conversation out of the window."""
     problem = core_memory_overflow(ctx.deps, block, new_value)
     if problem:
-        raise ModelRetry(
-            f"{problem}. Nothing was changed. Keep core memory short: condense the block "
-            "with core_memory_replace, or save the detail with archival_memory_insert and "
-            "keep only a short note here."
-        )
+        raise ModelRetry(full_core_memory(problem, "core_memory_replace"))
     block.value = new_value
     ctx.store.save_block(block, author=agent_author(ctx.state.name))
 

@@ -267,8 +267,18 @@ def test_hostile_queries_through_the_tool(server, tmp_path, query, db_location):
     assert result.tool_results[0].ok, result.tool_results[0].content
 
 
+def over_the_limit(tmp_path) -> Agent:
+    """Sam with a core memory too big for the window. `Agent.create` refuses
+    such an agent, so it is created where it fits, then its window shrinks
+    (a server found to have less, say), which nothing refuses."""
+    agent = make_agent(tmp_path, window=16_000, blocks=[Block(label="persona", value="x " * 2400)])
+    agent.state.settings.context_window = WINDOW
+    agent.save()
+    return agent
+
+
 def test_core_memory_too_big_for_the_window_names_the_sections(server, tmp_path):
-    agent = make_agent(tmp_path, blocks=[Block(label="persona", value="x " * 2400)])
+    agent = over_the_limit(tmp_path)
     with pytest.raises(ContextBudgetError) as caught:
         agent.step("hi")
     message = str(caught.value)
@@ -401,7 +411,7 @@ def test_a_user_edit_that_crowds_out_the_conversation_is_refused(server, tmp_pat
 
 
 def test_an_agent_already_over_the_limit_can_be_trimmed_and_is_told_how(server, tmp_path):
-    agent = make_agent(tmp_path, blocks=[Block(label="persona", value="x " * 2400)])
+    agent = over_the_limit(tmp_path)
     with pytest.raises(ContextBudgetError) as caught:
         agent.step("hi")
     assert "memgpt-lite blocks sam LABEL --edit" in str(caught.value)

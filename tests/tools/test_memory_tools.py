@@ -241,8 +241,12 @@ def test_a_new_block_that_would_not_fit_the_window_is_not_kept(tmp_path):
         "tiny",
         "gpt-4o-mini",
         db=tmp_path / "a.db",
-        settings=AgentSettings(tool_set="letta-v1", context_window=3000),
+        settings=AgentSettings(tool_set="letta-v1", context_window=8192),
     )
+    # Created where it fits (a smaller window is refused at create when the
+    # tools take most of it), then its window shrinks, which nothing refuses.
+    agent.state.settings.context_window = 3000
+    agent.save()
     outcome = run(agent, "memory", command="create", path="big", file_text="word " * 999)
     assert not outcome.ok and "context window" in outcome.content
     assert "big" not in labels(agent)

@@ -61,6 +61,12 @@ DEFAULT_WORKING_WINDOW = 32_000
 # The least room kept for the conversation when core memory grows: an edit that
 # would leave less is refused (see `core_memory_overflow`).
 MIN_MESSAGE_ROOM = 256
+# Core memory's own share of a window, kept for its blocks even where the
+# instructions and tool schemas leave the conversation less than its quarter
+# (small windows): the blocks may always grow to this many tokens, as long as
+# the conversation keeps MIN_MESSAGE_ROOM, so a small window still keeps its
+# key facts, such as the user's name (`Budget.core_reserve`).
+MIN_CORE_RESERVE = 256
 
 
 def known_window(model: str) -> int | None:
@@ -100,6 +106,19 @@ class Budget:
         tool schemas may grow to: the rest of the usable window, at least a
         quarter, is the conversation's."""
         return self.compact_at - max(MIN_MESSAGE_ROOM, self.compact_at // 4)
+
+    @property
+    def core_reserve(self) -> int:
+        """The tokens the blocks of core memory may always take, up to
+        `core_floor`, even past `core_limit`: an eighth of the window, at least
+        MIN_CORE_RESERVE."""
+        return max(MIN_CORE_RESERVE, self.window // 8)
+
+    @property
+    def core_floor(self) -> int:
+        """The most the system message and tool schemas may ever take: the
+        conversation keeps at least MIN_MESSAGE_ROOM tokens of the usable window."""
+        return self.compact_at - MIN_MESSAGE_ROOM
 
 
 def budget_for(agent: MemoryDeps) -> Budget:
@@ -309,7 +328,10 @@ def core_memory_overflow(agent: MemoryDeps, block: Block, new_value: str) -> str
     """Why giving `block` the value `new_value` would crowd the conversation
     out of the agent's context window, or None if the edit is fine. An edit
     that does not grow the system message is always fine, so an agent already
-    over the limit can still be trimmed."""
+    over the limit can still be trimmed; one that keeps the blocks within the
+    budget's `core_reserve` is fine while the conversation keeps its least
+    room, so a short fact always fits. The reason says how many tokens the
+    edit adds and how many fit, so the model can shorten it to fit."""
     compiled = compile_context(agent)
     edited = render_block(block.model_copy(update={"value": new_value}))
     sections = [
@@ -317,14 +339,38 @@ def core_memory_overflow(agent: MemoryDeps, block: Block, new_value: str) -> str
         for name, text in compiled.sections
     ]
     after = _fixed_tokens(agent, {"role": "system", "content": join_sections(sections)})
-    budget = budget_for(agent)
-    if after <= budget.core_limit or after <= compiled.fixed_tokens:
+    before = compiled.fixed_tokens
+    if after <= before:
         return None
+    budget, counter = budget_for(agent), agent.token_counter
+    blocks_before = counter.count_text(_blocks_text(compiled.sections))
+    reserved = min(budget.core_floor, before + budget.core_reserve - blocks_before)
+    limit = max(budget.core_limit, reserved)
+    if after <= limit:
+        return None
+    room = max(0, limit - before)
     return (
-        f"with this edit the system message and core memory would take {after:,} tokens, "
-        f"over the {budget.core_limit:,} that the agent's {budget.window:,}-token context "
-        "window leaves for them (the rest is kept for the conversation)"
+        f"this edit adds {after - before:,} tokens to core memory, and the agent's "
+        f"{budget.window:,}-token context window has room for {room:,} more "
+        f"(core memory, the instructions and the tools would take {after:,} tokens, "
+        f"over the {limit:,} it leaves them; the rest is kept for the conversation)"
     )
+
+
+def full_core_memory(problem: str, condense: str) -> str:
+    """What a memory tool tells the model when `core_memory_overflow` refuses
+    its edit (`problem`): every way on, so the fact is never just dropped.
+    `condense` names the tool of its set that replaces text in a block."""
+    return (
+        f"{problem}. Nothing was changed. Ways on: keep only the key fact here, in a "
+        f"line short enough to fit (such as the user's name); make room by condensing or "
+        f"removing older text of a block with {condense}; and save the rest with "
+        "archival_memory_insert, where archival_memory_search finds it again."
+    )
+
+
+def _blocks_text(sections: list[tuple[str, str]]) -> str:
+    return join_sections([(name, text) for name, text in sections if name.startswith("block:")])
 
 
 def budget_error(

@@ -123,6 +123,10 @@ def test_a_core_memory_too_big_for_the_working_window_names_the_setting(
 ):
     big = Block(label="notes", value="word " * 30_000, limit=200_000)
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", blocks=[big])
+    # Created with a working window that fits (agent/sizing.py), then given
+    # the default one, which nothing refuses in Python.
+    agent.state.settings.working_window = 32_000
+    agent.save()
     with pytest.raises(ContextBudgetError, match="AgentSettings.working_window; 0 for all of it"):
         agent.step("hi")
     assert fake_llm.requests == []
