@@ -1,19 +1,25 @@
 """Reliability under crashes, concurrency and hostile input: every count should be 0.
 
     python benchmarks/reliability.py [--seed 7] [--steps 200] [--processes 4] [--sends 25]
+        [--parts sigkill,concurrency,hostile]
 
 1. SIGKILL. A child process steps one agent again and again (a memory edit and
    an archival insert chained before each reply, the endpoint answering after a
    random delay) and is killed at a random moment, then started again, until
    `--steps` steps have completed. After every kill the database is checked:
    SQLite's integrity and full-text checks, the trigger-kept counters, tool
-   calls stored without their results, and user messages of completed steps
-   that are missing or unanswered. A final step must then succeed, and the
-   endpoint, which validates like the real API, must have rejected nothing.
+   calls stored without their results, user messages of completed steps
+   that are missing or got no reply, and silent interrupted steps: the
+   message of the step the kill interrupted, stored with no reply in its
+   step (a send_message whose result was stored without an error, or a final
+   assistant text; any assistant message is not enough), yet not named by
+   `agent.history.unanswered()`, which retry, pop and the chat's notice go
+   by. A final step must then succeed, and the endpoint, which validates
+   like the real API, must have rejected nothing.
 2. Concurrency. N processes each send M messages to one agent, then to N
    agents (one each). The endpoint echoes the last user message it sees, so a
    reply that answers another process's message is a crossed reply. Counted:
-   crossed replies, messages lost or unanswered, lock errors, crashed processes.
+   crossed replies, messages lost or with no reply, lock errors, crashed processes.
 3. Hostile input (`hostile_input.py`): every built-in tool given hostile
    arguments, the Python API given unclean strings, every CLI command run as a
    real process with hostile argv bytes, and hostile agent files: crashes,
@@ -39,6 +45,7 @@ from typing import Any
 from hostile_input import run_all as hostile_runs
 
 from memgpt_lite import Agent, AgentSettings, MemGPTError, Store
+from memgpt_lite.models import Message
 from memgpt_lite.testing import FakeOpenAIServer, call, reply
 
 MODEL = "gpt-4o-mini"
@@ -139,13 +146,47 @@ def orphaned_tool_calls(store: Store, agent_id: str) -> int:
     return orphans
 
 
+def replied_steps(messages: list[Message]) -> set[str | None]:
+    """The steps in which a reply reached the user: a send_message call whose
+    result was stored without an error, or a final assistant text. (Any
+    assistant message is not enough: a step killed after its tool calls has
+    one, and its user never saw a reply.)"""
+    sends = {
+        c.id: m.step_id
+        for m in messages
+        if m.role == "assistant"
+        for c in m.tool_calls
+        if c.name == "send_message"
+    }
+    texts = [m for m in messages if m.role == "assistant" and not m.tool_calls and m.content]
+    replied = {m.step_id for m in texts}
+    for m in messages:
+        failed = (m.content or "").startswith("Error:")
+        if m.role == "tool" and m.tool_call_id in sends and not failed:
+            replied.add(sends[m.tool_call_id])
+    return replied
+
+
 def missing_exchanges(store: Store, agent_id: str, texts: list[str]) -> int:
     """Of the user messages `texts`, how many are not stored exactly once with
-    a model response in their step."""
+    a reply in their step."""
     messages = store.messages_from(agent_id, 0)
-    answered = {m.step_id for m in messages if m.role == "assistant"}
-    stored = Counter(m.content for m in messages if m.role == "user" and m.step_id in answered)
+    replied = replied_steps(messages)
+    stored = Counter(m.content for m in messages if m.role == "user" and m.step_id in replied)
     return sum(stored[text] != 1 for text in texts)
+
+
+def silent_interruption(store: Store, agent: Agent, text: str) -> tuple[int, int]:
+    """For the user message `text` whose step a kill interrupted: whether it
+    is stored with no reply in its step (the kill came first), and whether
+    it is so yet not named unanswered (`agent.history.unanswered()`, which
+    retry, pop and the chat's notice go by): a silent interruption."""
+    messages = store.messages_from(agent.state.id, 0)
+    asked = [m for m in messages if m.role == "user" and m.content == text]
+    if not asked or asked[-1].step_id in replied_steps(messages):
+        return 0, 0
+    named = any(m.id == asked[-1].id for m in agent.history.unanswered())
+    return 1, int(not named)
 
 
 # ------------------------------------------------------------- 1. SIGKILL
@@ -184,6 +225,14 @@ def read_journal(journal: Path) -> tuple[list[int], list[str], int]:
     return done, errors, last
 
 
+def in_flight(journal: Path) -> int | None:
+    """The number of the message whose step was running when the child was
+    killed (sent, neither done nor failed), if any."""
+    lines = journal.read_text().splitlines() if journal.exists() else []
+    kind, number = lines[-1].split(" ", 2)[:2] if lines else ("", "")
+    return int(number) if kind == "send" else None
+
+
 def _readies(journal: Path) -> int:
     return journal.read_text().count("ready ") if journal.exists() else 0
 
@@ -197,7 +246,7 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
         # A small window, so the history is compacted (and killed while it is).
         settings = AgentSettings(context_window=4096)
         Agent.create("chaos", MODEL, db=db, settings=settings, **endpoint(server))
-        kills = 0
+        kills = replyless = 0
         done: list[int] = []
         while len(done) < steps:
             _, _, last = read_journal(journal)
@@ -214,8 +263,14 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
             child.join()
             kills += 1
             done, errors, _ = read_journal(journal)
+            interrupted = in_flight(journal)
             with Store(db) as store:
                 agent_id = store.get_agent("chaos").id
+                if interrupted is not None:
+                    agent = Agent.load("chaos", db=db, **endpoint(server))
+                    unreplied, silent = silent_interruption(store, agent, f"message {interrupted}")
+                    replyless += unreplied
+                    counts["silent interrupted steps"] += silent
                 counts["integrity problems"] += integrity_problems(db)
                 counts["orphaned tool calls"] = orphaned_tool_calls(store, agent_id)
                 counts["lost user messages"] = missing_exchanges(
@@ -227,7 +282,12 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
         counts["rejected requests"] = len(server.rejections)
         counts["step errors"] = len(errors)
         problems = [r.error for r in server.rejections] + errors
-        summary = {"steps": len(done), "kills": kills, "problems": problems[:3]}
+        summary = {
+            "steps": len(done),
+            "kills": kills,
+            "replyless": replyless,
+            "problems": problems[:3],
+        }
     return {"counts": counts, **summary}
 
 
@@ -300,24 +360,42 @@ def show(title: str, counts: Counter[str], extra: str = "") -> int:
     return sum(counts.values())
 
 
+PARTS = ("sigkill", "concurrency", "hostile")
+
+
+def _sigkill_part(seed: int, steps: int, workdir: Path) -> int:
+    chaos = sigkill_run(seed, steps, workdir)
+    total = show(
+        f"SIGKILL: {chaos['steps']} steps completed, {chaos['kills']} kills "
+        f"({chaos['replyless']} of them after the message was stored, before a reply)",
+        chaos["counts"],
+    )
+    for problem in chaos["problems"]:
+        print(f"  {problem}")
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--steps", type=int, default=200, help="completed steps under SIGKILL")
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--sends", type=int, default=25, help="messages per process")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"which parts to run, comma-separated (default: all of {','.join(PARTS)})",
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS):
+        parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        chaos = sigkill_run(args.seed, args.steps, workdir)
-        total += show(
-            f"SIGKILL: {chaos['steps']} steps completed, {chaos['kills']} kills",
-            chaos["counts"],
-        )
-        for problem in chaos["problems"]:
-            print(f"  {problem}")
-        for one_agent in (True, False):
+        if "sigkill" in parts:
+            total += _sigkill_part(args.seed, args.steps, workdir)
+        for one_agent in (True, False) if "concurrency" in parts else ():
             run = concurrency_run(args.processes, args.sends, one_agent, workdir)
             agents = "one agent" if one_agent else f"{args.processes} agents"
             total += show(
@@ -325,7 +403,7 @@ def main() -> None:
                 run["counts"],
                 f" ({run['seconds']:.1f} s; steps that waited for another: {run['waits']})",
             )
-        for title, cases, counts in hostile_runs(args.seed, workdir):
+        for title, cases, counts in hostile_runs(args.seed, workdir) if "hostile" in parts else ():
             total += show(f"hostile {title} ({cases} cases)", counts)
     print(f"total of all counts: {total}")
 
