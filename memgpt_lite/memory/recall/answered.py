@@ -7,9 +7,10 @@ assistant text. The loop stores a call and its result in one transaction,
 so a step killed at any point leaves exactly this to read: killed before
 the model answered, after tool calls that did not reply, or in a chain of
 heartbeats, its user message counts as unanswered; killed after a reply, as
-answered. A step that waits for the user's approval (a call stored without
-its result) is not unanswered: it goes on when the user answers. So is the
-step in progress.
+answered. A step that ended without a reply (no heartbeat, the step limit)
+is unanswered too: the user saw nothing, and is told so. A step that waits
+for the user's approval (a call stored without its result) is not: it goes
+on when the user answers. Nor is the step in progress.
 
 Unanswered user messages stay stored, but are left out of requests (see
 `compile_context`): the user was told and can send the message again
