@@ -1,20 +1,32 @@
 """Reliability under crashes, concurrency and hostile input: every count should be 0.
 
-    python benchmarks/reliability.py [--seed 7] [--steps 200] [--processes 4] [--sends 25]
+    python benchmarks/reliability.py [--seed 7] [--steps 200] [--serve-kills 40]
+        [--db sqlite|postgres|both] [--processes 4] [--sends 25]
+        [--parts sigkill,serve,concurrency,hostile]
 
 1. SIGKILL. A child process steps one agent again and again (a memory edit and
    an archival insert chained before each reply, the endpoint answering after a
    random delay) and is killed at a random moment, then started again, until
    `--steps` steps have completed. After every kill the database is checked:
    SQLite's integrity and full-text checks, the trigger-kept counters, tool
-   calls stored without their results, and user messages of completed steps
-   that are missing or unanswered. A final step must then succeed, and the
-   endpoint, which validates like the real API, must have rejected nothing.
-2. Concurrency. N processes each send M messages to one agent, then to N
+   calls stored without their results, user messages of completed steps
+   that are missing or got no reply, and silent interrupted steps: the
+   message of the step the kill interrupted, stored with no reply in its
+   step (a send_message whose result was stored without an error, or a final
+   assistant text; any assistant message is not enough), yet not named by
+   `agent.history.unanswered()`, which retry, pop and the chat's notice go
+   by. A final step must then succeed, and the endpoint, which validates
+   like the real API, must have rejected nothing.
+2. serve killed. `memgpt-lite serve` (a real process) is killed at a random
+   moment of a streamed send (`--serve-kills` times; on `--db`'s backend),
+   then started again; the message sent is checked as above (silent
+   interrupted steps, lost messages of finished sends, orphaned tool
+   calls), and a last send must succeed.
+3. Concurrency. N processes each send M messages to one agent, then to N
    agents (one each). The endpoint echoes the last user message it sees, so a
    reply that answers another process's message is a crossed reply. Counted:
-   crossed replies, messages lost or unanswered, lock errors, crashed processes.
-3. Hostile input (`hostile_input.py`): every built-in tool given hostile
+   crossed replies, messages lost or with no reply, lock errors, crashed processes.
+4. Hostile input (`hostile_input.py`): every built-in tool given hostile
    arguments, the Python API given unclean strings, every CLI command run as a
    real process with hostile argv bytes, and hostile agent files: crashes,
    tracebacks, unclean text stored, partial imports, rejected requests.
@@ -28,17 +40,26 @@ import argparse
 import multiprocessing
 import os
 import random
+import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+from databases import Databases, add_db_option, backends, label
 from hostile_input import run_all as hostile_runs
+from server_load import Server, free_port, make_key, server_env
 
 from memgpt_lite import Agent, AgentSettings, MemGPTError, Store
+from memgpt_lite.models import Message
 from memgpt_lite.testing import FakeOpenAIServer, call, reply
 
 MODEL = "gpt-4o-mini"
@@ -139,13 +160,47 @@ def orphaned_tool_calls(store: Store, agent_id: str) -> int:
     return orphans
 
 
+def replied_steps(messages: list[Message]) -> set[str | None]:
+    """The steps in which a reply reached the user: a send_message call whose
+    result was stored without an error, or a final assistant text. (Any
+    assistant message is not enough: a step killed after its tool calls has
+    one, and its user never saw a reply.)"""
+    sends = {
+        c.id: m.step_id
+        for m in messages
+        if m.role == "assistant"
+        for c in m.tool_calls
+        if c.name == "send_message"
+    }
+    texts = [m for m in messages if m.role == "assistant" and not m.tool_calls and m.content]
+    replied = {m.step_id for m in texts}
+    for m in messages:
+        failed = (m.content or "").startswith("Error:")
+        if m.role == "tool" and m.tool_call_id in sends and not failed:
+            replied.add(sends[m.tool_call_id])
+    return replied
+
+
 def missing_exchanges(store: Store, agent_id: str, texts: list[str]) -> int:
     """Of the user messages `texts`, how many are not stored exactly once with
-    a model response in their step."""
+    a reply in their step."""
     messages = store.messages_from(agent_id, 0)
-    answered = {m.step_id for m in messages if m.role == "assistant"}
-    stored = Counter(m.content for m in messages if m.role == "user" and m.step_id in answered)
+    replied = replied_steps(messages)
+    stored = Counter(m.content for m in messages if m.role == "user" and m.step_id in replied)
     return sum(stored[text] != 1 for text in texts)
+
+
+def silent_interruption(agent: Agent, text: str) -> tuple[int, int]:
+    """For the user message `text` whose step a kill interrupted: whether it
+    is stored with no reply in its step (the kill came first), and whether
+    it is so yet not named unanswered (`agent.history.unanswered()`, which
+    retry, pop and the chat's notice go by): a silent interruption."""
+    messages = agent.store.messages_from(agent.state.id, 0)
+    asked = [m for m in messages if m.role == "user" and m.content == text]
+    if not asked or asked[-1].step_id in replied_steps(messages):
+        return 0, 0
+    named = any(m.id == asked[-1].id for m in agent.history.unanswered())
+    return 1, int(not named)
 
 
 # ------------------------------------------------------------- 1. SIGKILL
@@ -184,6 +239,14 @@ def read_journal(journal: Path) -> tuple[list[int], list[str], int]:
     return done, errors, last
 
 
+def in_flight(journal: Path) -> int | None:
+    """The number of the message whose step was running when the child was
+    killed (sent, neither done nor failed), if any."""
+    lines = journal.read_text().splitlines() if journal.exists() else []
+    kind, number = lines[-1].split(" ", 2)[:2] if lines else ("", "")
+    return int(number) if kind == "send" else None
+
+
 def _readies(journal: Path) -> int:
     return journal.read_text().count("ready ") if journal.exists() else 0
 
@@ -197,7 +260,7 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
         # A small window, so the history is compacted (and killed while it is).
         settings = AgentSettings(context_window=4096)
         Agent.create("chaos", MODEL, db=db, settings=settings, **endpoint(server))
-        kills = 0
+        kills = replyless = 0
         done: list[int] = []
         while len(done) < steps:
             _, _, last = read_journal(journal)
@@ -214,8 +277,14 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
             child.join()
             kills += 1
             done, errors, _ = read_journal(journal)
+            interrupted = in_flight(journal)
             with Store(db) as store:
                 agent_id = store.get_agent("chaos").id
+                if interrupted is not None:
+                    agent = Agent.load("chaos", db=db, **endpoint(server))
+                    unreplied, silent = silent_interruption(agent, f"message {interrupted}")
+                    replyless += unreplied
+                    counts["silent interrupted steps"] += silent
                 counts["integrity problems"] += integrity_problems(db)
                 counts["orphaned tool calls"] = orphaned_tool_calls(store, agent_id)
                 counts["lost user messages"] = missing_exchanges(
@@ -227,7 +296,12 @@ def sigkill_run(seed: int, steps: int, workdir: Path) -> dict[str, Any]:
         counts["rejected requests"] = len(server.rejections)
         counts["step errors"] = len(errors)
         problems = [r.error for r in server.rejections] + errors
-        summary = {"steps": len(done), "kills": kills, "problems": problems[:3]}
+        summary = {
+            "steps": len(done),
+            "kills": kills,
+            "replyless": replyless,
+            "problems": problems[:3],
+        }
     return {"counts": counts, **summary}
 
 
@@ -291,6 +365,126 @@ def concurrency_run(processes: int, sends: int, one_agent: bool, workdir: Path) 
     return {"counts": counts, "seconds": seconds, "waits": waits}
 
 
+# ------------------------------------------------------- 3. serve killed
+
+
+def streamed_send(url: str, key: str, text: str, seen: list[str]) -> None:
+    """Send `text` to the agent as a streamed step, noting in `seen` the
+    type of each event as it comes, but the text deltas (the server may be
+    killed at any of them)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"message": text, "stream": True}
+    try:
+        with (
+            httpx.Client(base_url=url, headers=headers, timeout=60) as http,
+            http.stream("POST", "/api/agents/chaos/messages", json=body) as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("event: ") and not line.endswith("_delta"):
+                    seen.append(line.removeprefix("event: "))
+    except httpx.TransportError:
+        pass  # killed mid-stream
+
+
+def kill_after(seen: list[str], sender: threading.Thread, events: int, delay: float) -> None:
+    """Wait until the stream showed `events` events (or ended), then `delay`
+    seconds: a moment of the step chosen by its progress, not by the clock
+    (a busy machine's first step may take seconds)."""
+    while len(seen) < events and sender.is_alive():
+        time.sleep(0.002)
+    time.sleep(delay)
+
+
+@contextmanager
+def serve_process(db: str, env: dict[str, str], log: Path) -> Iterator[Server]:
+    """`memgpt-lite serve` on `db` and a free port of 127.0.0.1, its output
+    to `log`; yields it once /health answers, and reaps it at the end
+    (SIGINT, unless it was killed meanwhile)."""
+    port = free_port()
+    command = [sys.executable, "-m", "memgpt_lite", "serve", "--port", str(port), "--db", db]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise SystemExit(f"memgpt-lite serve did not start: see {log}")
+        yield Server(url, process.pid)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+
+
+SMALL_WINDOW = {"context_window": 4096}  # as the SIGKILL part's: compactions get killed too
+
+
+def serve_kill_run(seed: int, kills: int, db: str, workdir: Path) -> dict[str, Any]:
+    """`memgpt-lite serve` killed (SIGKILL) at a random moment of a streamed
+    send, `kills` times, started again each time; after each kill, the
+    message sent is checked as the SIGKILL part checks it."""
+    rng = random.Random(seed)
+    counts: Counter[str] = Counter()
+    replyless, finished, texts = 0, [], []
+    # A step of ChaosModel streams about 12 events (not counting text deltas):
+    # started, request, usage, 2 x (call started, returned), request, usage,
+    # reply, finished; the kill comes after one of them, and up to 50 ms on.
+    with FakeOpenAIServer() as model:
+        model.responder = ChaosModel(seed)
+        env = server_env(model.base_url, model.api_key, str(workdir / "serve-home"))
+        key = make_key(db, "bench")
+        log = workdir / "serve.log"
+        for kill in range(kills):
+            with serve_process(db, env, log) as server:
+                if kill == 0:
+                    created = httpx.post(
+                        f"{server.url}/api/agents",
+                        headers={"Authorization": f"Bearer {key}"},
+                        json={
+                            "name": "chaos",
+                            "model": MODEL,
+                            "settings": {"context_window": 4096},
+                        },
+                    )
+                    created.raise_for_status()
+                texts.append(f"streamed {kill}")
+                seen: list[str] = []
+                sender = threading.Thread(
+                    target=streamed_send, args=(server.url, key, texts[-1], seen)
+                )
+                sender.start()
+                kill_after(seen, sender, rng.randrange(1, 13), rng.uniform(0.0, 0.05))
+                os.kill(server.pid, signal.SIGKILL)
+                sender.join()
+                if "step_finished" in seen:
+                    finished.append(texts[-1])
+            agent = Agent.load("chaos", db=db, **endpoint(model))
+            unreplied, silent = silent_interruption(agent, texts[-1])
+            replyless += unreplied
+            counts["silent interrupted steps"] += silent
+            counts["orphaned tool calls"] = orphaned_tool_calls(agent.store, agent.state.id)
+            counts["lost user messages"] = missing_exchanges(agent.store, agent.state.id, finished)
+        with serve_process(db, env, log) as server:
+            headers = {"Authorization": f"Bearer {key}"}
+            last = httpx.post(
+                f"{server.url}/api/agents/chaos/messages",
+                headers=headers,
+                json={"message": "are you still there?"},
+                timeout=60,
+            )
+            counts["final step failed"] = int(last.status_code != 200 or not last.json()["replies"])
+        counts["rejected requests"] = len(model.rejections)
+        problems = [r.error for r in model.rejections]
+    summary = {"kills": kills, "replyless": replyless, "finished": len(finished)}
+    return {"counts": counts, **summary, "problems": problems[:3]}
+
+
 # ------------------------------------------------------------------- report
 
 
@@ -300,24 +494,64 @@ def show(title: str, counts: Counter[str], extra: str = "") -> int:
     return sum(counts.values())
 
 
+PARTS = ("sigkill", "serve", "concurrency", "hostile")
+
+
+def _sigkill_part(seed: int, steps: int, workdir: Path) -> int:
+    chaos = sigkill_run(seed, steps, workdir)
+    total = show(
+        f"SIGKILL: {chaos['steps']} steps completed, {chaos['kills']} kills "
+        f"({chaos['replyless']} of them after the message was stored, before a reply)",
+        chaos["counts"],
+    )
+    for problem in chaos["problems"]:
+        print(f"  {problem}")
+    return total
+
+
+def _serve_part(seed: int, kills: int, db_choice: str, workdir: Path) -> int:
+    total = 0
+    with Databases(str(workdir)) as databases:
+        for backend in backends(db_choice):
+            run = serve_kill_run(seed, kills, databases.new(backend, "serve-kills"), workdir)
+            total += show(
+                f"serve SIGKILL during streamed sends ({label(backend)}): {run['kills']} kills, "
+                f"{run['finished']} sends finished first, {run['replyless']} killed after the "
+                "message was stored, before a reply",
+                run["counts"],
+            )
+            for problem in run["problems"]:
+                print(f"  {problem}")
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--steps", type=int, default=200, help="completed steps under SIGKILL")
+    parser.add_argument(
+        "--serve-kills", type=int, default=40, help="kills of serve during streamed sends"
+    )
+    add_db_option(parser)  # where the serve part's database is
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--sends", type=int, default=25, help="messages per process")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"which parts to run, comma-separated (default: all of {','.join(PARTS)})",
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS):
+        parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        chaos = sigkill_run(args.seed, args.steps, workdir)
-        total += show(
-            f"SIGKILL: {chaos['steps']} steps completed, {chaos['kills']} kills",
-            chaos["counts"],
-        )
-        for problem in chaos["problems"]:
-            print(f"  {problem}")
-        for one_agent in (True, False):
+        if "sigkill" in parts:
+            total += _sigkill_part(args.seed, args.steps, workdir)
+        if "serve" in parts:
+            total += _serve_part(args.seed, args.serve_kills, args.db, workdir)
+        for one_agent in (True, False) if "concurrency" in parts else ():
             run = concurrency_run(args.processes, args.sends, one_agent, workdir)
             agents = "one agent" if one_agent else f"{args.processes} agents"
             total += show(
@@ -325,7 +559,7 @@ def main() -> None:
                 run["counts"],
                 f" ({run['seconds']:.1f} s; steps that waited for another: {run['waits']})",
             )
-        for title, cases, counts in hostile_runs(args.seed, workdir):
+        for title, cases, counts in hostile_runs(args.seed, workdir) if "hostile" in parts else ():
             total += show(f"hostile {title} ({cases} cases)", counts)
     print(f"total of all counts: {total}")
 

@@ -5,8 +5,8 @@ the server do with them.
 The command line (`memgpt-lite ...`, cli/) and the HTTP server (server/) go
 through here, never to the loop or the store themselves: they get their
 agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
-and delete them, read their blocks, stats, token usage and tool calls
-waiting for approval, page and search their history, and make and check the
+and delete them, read their blocks, stats, token usage, tool calls
+waiting for approval and unanswered messages, page and search their history, and make and check the
 server's API keys; the tool registry is `workspace.tools`
 (tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
 step itself runs on the agent (`agent.stream(...)`, its runner:
@@ -33,6 +33,7 @@ from memgpt_lite.agent.tool_registry import ToolRegistry
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
+from memgpt_lite.memory.recall.answered import unanswered
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,
@@ -211,6 +212,14 @@ class Workspace:
         self.store.save_block(block)
 
     # History
+
+    def unanswered(self, state: AgentState) -> list[Message]:
+        """The user's messages in the agent's context window whose step
+        stopped before a reply reached the user (it failed, or its process
+        was killed, perhaps after tool calls): stored, but left out of
+        requests until sent again or dropped (memory/recall/answered.py).
+        `state` as stored now: where the window starts."""
+        return unanswered(self.store.messages_from(state.id, state.context_start))
 
     def history_page(
         self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None

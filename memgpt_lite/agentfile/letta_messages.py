@@ -7,6 +7,8 @@
   agent's summary; other system alerts, heartbeats and logins become short
   system notes.
 - User messages wrapped as `{"type": "user_message", ...}` are unwrapped.
+- Letta's steps (one model call each) become ours (one turn each): what
+  follows a user message takes its step.
 - An assistant's reasoning parts, or `inner_thoughts` inside tool arguments,
   become its thought (the content of a message with tool calls). A reply with
   reasoning becomes the thought and a `send_message` call, as MemGPT stores it.
@@ -136,7 +138,23 @@ def convert_history(
     if summaries:
         summary = max(summaries, key=lambda s: _sort_key(s[0]))[1]
         notes["Letta's summary of earlier messages became the agent's summary"] += 1
-    return History([item.message for item in ordered], start, summary)
+    return History(_as_turns([item.message for item in ordered]), start, summary)
+
+
+def _as_turns(messages: list[FileMessage]) -> list[FileMessage]:
+    """`messages` with our steps: Letta's step is one model call, ours one
+    turn, from the user's message to the next; a step tells whether the
+    user's message was answered (memory/recall/answered.py). So what follows
+    a user message that has a step takes that step."""
+    turn: str | None = None
+    turns = []
+    for message in messages:
+        if message.role == "user":
+            turn = message.step_id
+        elif turn is not None and message.step_id not in (None, turn):
+            message = message.model_copy(update={"step_id": turn})
+        turns.append(message)
+    return turns
 
 
 # Order

@@ -414,6 +414,7 @@ class ChatSession:
                 f"({self.agent.state.name} ended its turn without a reply: {result.stop_reason})",
                 "dim",
             )
+            self.note_unanswered()  # so the message is left out: say how to send it again
         self.footer(result)
 
     def footer(self, result: StepResult) -> None:

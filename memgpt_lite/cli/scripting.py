@@ -156,6 +156,9 @@ def run_step(agent: Agent, text: StepInput, output: Output) -> ExitStatus:
     if output in (Output.TEXT, Output.VERBOSE):
         name = agent.state.name
         click.echo(f"({name} ended its turn without a reply: {result.stop_reason})", err=True)
+        note = agent.history.unanswered_note(f"memgpt-lite retry {name}", f"memgpt-lite pop {name}")
+        if note:  # the message is left out of later requests: say how to send it again
+            click.echo(note, err=True)
     return ExitStatus.NO_REPLY
 
 

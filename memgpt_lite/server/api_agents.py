@@ -233,3 +233,13 @@ def history(
     else:
         found, total = ctx.workspace.history_page(state.id, limit, offset)
     return MessagePage(messages=found, total=total)
+
+
+@router.get("/{agent}/unanswered")
+def unanswered_messages(agent: str, ctx: Context, user: User) -> MessagePage:
+    """The user's messages whose step stopped before a reply reached the
+    user (the endpoint failed, the step was cancelled, or the server was
+    killed mid-step, even after tool calls), oldest first. They stay stored
+    but are left out of later requests: send one again, or drop it."""
+    found = ctx.workspace.unanswered(ctx.agent_state(user, agent))
+    return MessagePage(messages=found, total=len(found))

@@ -606,3 +606,35 @@ def test_letta_multi_agent_tools_and_tags_come_over(tmp_path):
     assert f"Letta's tool {ASK_ASYNC!r} has no equivalent here; left out" in report.notes
     assert "tags blank or over 100 characters: left out" in report.notes
     assert f"Letta's tool {ASK!r} has no equivalent here; left out" not in report.notes
+
+
+def test_a_letta_turn_of_several_steps_is_one_answered_turn_here(fake_llm, tmp_path):
+    # Letta gives each model call a step: the user's message shares the first
+    # with a tool call; the reply comes in the next.
+    data = letta_file()
+    messages = data["agents"][0]["messages"]
+    for index, step in ((4, "step-a"), (5, "step-a"), (6, "step-a"), (7, "step-b")):
+        messages[index]["step_id"] = step
+    reply_result = {
+        **messages[6],
+        "id": "message-7b",
+        "name": "send_message",
+        "tool_call_id": "call_reply",
+        "content": [{"type": "text", "text": '{"status": "OK"}', "signature": None}],
+        "tool_returns": [{"tool_call_id": "call_reply", "status": "success"}],
+        "created_at": "2025-10-31T22:57:07.500000+00:00",
+        "step_id": "step-b",
+    }
+    messages.insert(8, reply_result)
+    path, db = tmp_path / "kayak.af", tmp_path / "a.db"
+    path.write_text(json.dumps(data))
+    import_agent(Store(db), path)
+    agent = Agent.load("kayak_helper", db=db, tools=[check_order_status])
+    stored = agent.store.messages_from(agent.state.id, 0)
+    asked = next(m for m in stored if m.content == "Where is my order 42?")
+    assert {m.step_id for m in stored[stored.index(asked) : -1]} == {"step-a"}
+    assert agent.history.unanswered() == []
+    fake_llm.enqueue(say("Glad to help."))
+    agent.step("Bye!")
+    sent = [m["content"] for m in fake_llm.chat_requests[-1]["messages"] if m["role"] == "user"]
+    assert "Where is my order 42?" in sent

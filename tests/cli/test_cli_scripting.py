@@ -174,6 +174,17 @@ def test_a_step_without_a_reply_has_its_own_status(fake_llm, db):
     assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (ExitStatus.NO_REPLY, "", "")
 
 
+def test_a_step_without_a_reply_says_how_to_send_the_message_again(fake_llm, db):
+    remember = call("core_memory_append", label="human", content="Likes tea.")
+    fake_llm.enqueue(reply(tool_calls=[remember]))
+    plain = run("send", "sam", "I like tea", db=db)
+    assert plain.exit_code == ExitStatus.NO_REPLY
+    assert plain.stderr.splitlines()[1:] == [
+        'Your message "I like tea" was not answered: memgpt-lite retry sam sends it again, '
+        "memgpt-lite pop sam drops it."
+    ]
+
+
 def test_retry_uses_the_same_statuses_and_outputs(fake_llm, db):
     fake_llm.enqueue(error(503, "overloaded"), error(400, "still loading"))
     assert run("send", "sam", "Hi", db=db).exit_code == ExitStatus.ENDPOINT_FAILED

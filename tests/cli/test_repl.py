@@ -616,3 +616,17 @@ def test_each_of_several_waiting_calls_gets_its_own_answer(fake_llm, chat_env, t
     assert results[0]["content"] != results[1]["content"]
     assert results[1]["content"].endswith("Their reason: not that one")
     assert finished.stdout == "Kept one.\n" and [p.text for p in kept] == ["keep"]
+
+
+def test_a_turn_without_a_reply_says_how_to_send_the_message_again(fake_llm, chat_env, tmp_path):
+    make_agent(tmp_path)
+    remember = call("core_memory_append", label="human", content="Likes tea.")
+    fake_llm.enqueue(reply(tool_calls=[remember]), say("Tea it is."))
+    child = spawn(chat_env, tmp_path / "chat.db", "sam")
+    turn = " ".join(command(child, "I like tea").split())
+    assert "(sam ended its turn without a reply: no_heartbeat)" in turn
+    assert 'Your message "I like tea" was not answered: /retry sends it again' in turn
+    assert "Tea it is." in command(child, "/retry")
+    leave(child)
+    assert user_messages(tmp_path) == ["I like tea"]
+    assert fake_llm.rejections == []

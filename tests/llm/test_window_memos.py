@@ -15,7 +15,7 @@ import pytest
 from memgpt_lite.llm.object_runs import common_run, find, run_length
 from memgpt_lite.llm.request_body import BodyEncoder, RequestMessage, encode_request
 from memgpt_lite.llm.tokens import TokenCounter
-from memgpt_lite.memory.recall.window import KeptSteps, unanswered
+from memgpt_lite.memory.recall.answered import KeptSteps, unanswered
 from memgpt_lite.models import Message, ToolCall
 
 

@@ -10,10 +10,8 @@ start theirs."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,8 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support.paths import REPO
-from support.serving import free_port
+from support.serving import cli, environment, free_port, make_key, start_serve
 
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 from memgpt_lite.testing.script import call
@@ -52,16 +49,6 @@ def answer(body: dict[str, Any]) -> Any:
     return say(f"You said: {text}", content="Echoing.")
 
 
-def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memgpt_lite", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @dataclass
 class Served:
     """A running `memgpt-lite serve` and what its clients need."""
@@ -83,57 +70,6 @@ class Served:
         if self.process.poll() is None:
             self.process.send_signal(sig)
         return self.process.wait(timeout=60)
-
-
-def environment(model: FakeOpenAIServer, home: Path) -> dict[str, str]:
-    """The server's environment: ours without any real endpoint or database,
-    the fake model's URL and key, a home folder of its own, this tree. The
-    test PostgreSQL server's vector setting is kept: where its pgvector
-    cannot build an index, building one would crash it for every test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMGPT_LITE_"))}
-    if "MEMGPT_LITE_PG_VECTORS" in os.environ:
-        env["MEMGPT_LITE_PG_VECTORS"] = os.environ["MEMGPT_LITE_PG_VECTORS"]
-    env.update(
-        OPENAI_BASE_URL=model.base_url,
-        OPENAI_API_KEY=model.api_key,
-        MEMGPT_LITE_HOME=str(home),
-        PYTHONPATH=str(REPO),
-    )
-    return env
-
-
-def start_serve(
-    env: dict[str, str], db: Path | str, log: Path, *options: str
-) -> tuple[subprocess.Popen[bytes], str]:
-    """`memgpt-lite serve` on `db` and a free port, its output to `log`; its
-    process and URL once /health answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "memgpt_lite", "serve", "--port", str(port), "--db", str(db)]
-    command += options
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise AssertionError(f"serve exited with {process.returncode}: {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("serve did not answer /health in 60 s")
-        time.sleep(0.05)
-
-
-def make_key(env: dict[str, str], db: Path | str, user: str) -> str:
-    done = cli(env, "--db", str(db), "keys", "create", "--user", user)
-    assert done.returncode == 0, done.stderr
-    key = done.stdout.strip()
-    assert key and "\n" not in key, f"keys create printed more than the key: {done.stdout!r}"
-    return key
 
 
 @pytest.fixture(scope="module")

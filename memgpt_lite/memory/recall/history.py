@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.memory.recall.window import unanswered
+from memgpt_lite.memory.recall.answered import unanswered
 from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
 from memgpt_lite.text import clean_text

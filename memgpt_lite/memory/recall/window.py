@@ -7,15 +7,14 @@ The request is the system message (instructions, core memory blocks,
 metadata and the recursive summary), the messages in the window, and the tool
 schemas. Each is counted against the agent's window minus a reserve for the
 reply (`Budget`). A single huge message is clipped with a marker in the request
-(never in storage), and messages whose step failed before the model answered
-are left out.
+(never in storage), and the user messages of steps that stopped before a
+reply reached the user are left out (memory/recall/answered.py).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,10 +23,10 @@ from weakref import WeakKeyDictionary
 from pydantic import BaseModel
 
 from memgpt_lite.errors import ContextBudgetError
-from memgpt_lite.llm.object_runs import common_run
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
 from memgpt_lite.memory.deps import MemoryDeps
+from memgpt_lite.memory.recall.answered import KeptSteps
 from memgpt_lite.memory.recall.clipping import Clipper
 from memgpt_lite.models import Block, Message, utcnow
 
@@ -149,81 +148,6 @@ class CompiledContext:
     @property
     def total_tokens(self) -> int:
         return self.fixed_tokens + sum(self.message_tokens)
-
-
-def unanswered(messages: Sequence[Message], step_id: str | None = None) -> list[Message]:
-    """The user messages among `messages` that no model response followed in
-    their step (it failed or was cancelled first), but those of step `step_id`,
-    the one in progress. They stay stored, but are left out of requests: the
-    user was told and can send them again, and the next turn must not answer
-    a heap of messages the user thought were gone."""
-    answered = {m.step_id for m in messages if m.role == "assistant"}
-    return [
-        m
-        for m in messages
-        if m.role == "user" and m.step_id not in answered and m.step_id not in (None, step_id)
-    ]
-
-
-class KeptSteps:
-    """What `unanswered` needs of one agent's window, kept between requests
-    (compile_context runs it over the whole window on every one): each
-    message's role and step as it came in, and per step how many user and
-    assistant messages the window holds. A new window is brought up to date
-    from the messages that left the last one and those that entered it,
-    found by object in C (`common_run`); so a turn walks in Python only its
-    new messages. Same object, same role and step: the store hands out an
-    object again only while it holds what it held (`Storage.messages_from`)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()  # a server may compile one agent's context twice at once
-        self.messages: list[Message] = []  # the window's, held: compared by object
-        self.steps: list[tuple[str, str | None]] = []  # (role, step_id) of each
-        self.users: Counter[str | None] = Counter()
-        self.assistants: Counter[str | None] = Counter()
-        self.unanswered: set[str | None] = set()  # steps with users and no assistant
-
-    def unanswered_in(self, messages: Sequence[Message], step_id: str | None) -> list[Message]:
-        """`unanswered(messages, step_id)`, from what is kept."""
-        with self.lock:
-            self._update(messages)
-            asked = self.unanswered - {None, step_id}
-            if not asked:
-                return []
-            return [
-                m
-                for m, (role, step) in zip(messages, self.steps, strict=True)
-                if role == "user" and step in asked
-            ]
-
-    def _update(self, messages: Sequence[Message]) -> None:
-        at, run = common_run(self.messages, messages)
-        if run == 0:  # nothing kept (a store that hands out new objects): count afresh
-            for kept in (self.messages, self.steps, self.users, self.assistants, self.unanswered):
-                kept.clear()
-        self._count(self.steps[:at] + self.steps[at + run :], -1)  # those that left
-        del self.messages[at + run :], self.steps[at + run :]
-        del self.messages[:at], self.steps[:at]
-        entered = [(m.role, m.step_id) for m in messages[run:]]
-        self._count(entered, 1)
-        self.messages += messages[run:]
-        self.steps += entered
-
-    def _count(self, steps: list[tuple[str, str | None]], change: int) -> None:
-        for role, step in steps:
-            if role == "user":
-                counter = self.users
-            elif role == "assistant":
-                counter = self.assistants
-            else:
-                continue
-            counter[step] += change
-            if counter[step] == 0:
-                del counter[step]
-            if step in self.users and step not in self.assistants:
-                self.unanswered.add(step)
-            else:
-                self.unanswered.discard(step)
 
 
 # Per agent (its token counter is one per agent object), dropped with it.
