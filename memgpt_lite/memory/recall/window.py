@@ -182,8 +182,9 @@ class KeptSteps:
     assistant messages the window holds. A new window is brought up to date
     from the messages that left the last one and those that entered it,
     found by object in C (`common_run`); so a turn walks in Python only its
-    new messages. Same object, same role and step: the store hands out an
-    object again only while it holds what it held (`Storage.messages_from`)."""
+    new messages. Same object, same role and step: the store hands out the
+    same read-only object again only while its row is unchanged
+    (`Storage.window`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # a server may compile one agent's context twice at once
