@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from memgpt_lite.frozen import FrozenList, refuse_change
 from memgpt_lite.llm.object_runs import find, run_length
-from memgpt_lite.models import FrozenList, refuse_change
 
 
 class RequestMessage(dict):  # type: ignore[type-arg]

@@ -20,16 +20,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from memgpt_lite.models import (
-    FrozenList,
-    KeptMessage,
-    KeptToolCall,
-    Message,
-    ModelUsage,
-    Passage,
-    ToolCall,
-    UsageRecord,
-)
+from memgpt_lite.frozen import FrozenList, KeptMessage, KeptToolCall
+from memgpt_lite.models import Message, ModelUsage, Passage, ToolCall, UsageRecord
 from memgpt_lite.storage.core.sql import as_list, stored_datetime
 
 M = TypeVar("M", bound=BaseModel)

@@ -48,7 +48,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from memgpt_lite.models import KeptMessage, Message
+from memgpt_lite.frozen import KeptMessage
+from memgpt_lite.models import Message
 from memgpt_lite.storage.core.rows import (
     Record,
     kept_message_from_record,
