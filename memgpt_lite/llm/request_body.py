@@ -21,24 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any
 
+from memgpt_lite.frozen import FrozenList, refuse_change
 from memgpt_lite.llm.object_runs import find, run_length
-
-
-def _refuse(*_: object, **__: object) -> NoReturn:
-    raise TypeError("a request message is read-only; change a copy of it (dict(message))")
-
-
-class FrozenList(list):  # type: ignore[type-arg]
-    """A list that cannot be changed in place (a request message's tool calls)."""
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-
-    def __reduce__(self) -> tuple[type, tuple[list[Any]]]:
-        return list, (list(self),)
 
 
 class RequestMessage(dict):  # type: ignore[type-arg]
@@ -46,8 +32,8 @@ class RequestMessage(dict):  # type: ignore[type-arg]
     its JSON encoded once. Equal to the plain dict of the same content."""
 
     __slots__ = ("_json",)
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse
+    __setitem__ = __delitem__ = __ior__ = refuse_change
+    clear = pop = popitem = setdefault = update = refuse_change
 
     def __init__(self, message: Mapping[str, Any]) -> None:
         super().__init__((key, frozen(value)) for key, value in message.items())

@@ -329,9 +329,9 @@ class TokenCounter:
         only, so it can be sent again on later turns) and its tokens.
 
         What was built for the last window is used again for a message only
-        if it is the very same `Message` object: the store hands out an object
-        again only while it holds what it held when first handed out
-        (`Storage.messages_from`), and an edit, here or by another process,
+        if it is the very same `Message` object: the store hands out the same
+        read-only object again only while its row is unchanged
+        (`Storage.window`), and an edit, here or by another process,
         is read as a new object. What this window does not hold is dropped.
         Only the messages new to the window are walked in Python (llm/sent.py)."""
         kept = self._window

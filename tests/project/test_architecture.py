@@ -59,7 +59,7 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors",),
-    ("models", "events"),  # events: what a step reports, plain data like models
+    ("models", "events", "frozen"),  # events: what a step reports; frozen: read-only values
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above

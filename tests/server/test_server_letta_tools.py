@@ -268,6 +268,9 @@ def test_list_filters_and_pages(admin: Letta, server: str, db: str) -> None:
         f"{server}/v1/tools/count", params={"tool_types": "custom"}, headers=headers
     )
     assert counted.json() == 2
+    for params, expected in [({"exclude_letta_tools": "true"}, 2), ({"name": "forecast"}, 1)]:
+        counted = httpx.get(f"{server}/v1/tools/count", params=params, headers=headers)
+        assert counted.json() == expected, params
 
 
 def test_an_agent_s_tools_attach_and_detach(admin: Letta) -> None:

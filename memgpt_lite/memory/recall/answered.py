@@ -87,8 +87,8 @@ class KeptSteps:
     left the last one and those that entered it, found by object in C
     (`common_run`), and only their steps are looked at again; so a turn walks
     in Python only its new messages and their steps. Same object, same
-    content: the store hands out an object again only while it holds what it
-    held (`Storage.messages_from`)."""
+    content: the store hands out the same read-only object again only while
+    its row is unchanged (`Storage.window`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # a server may compile one agent's context twice at once

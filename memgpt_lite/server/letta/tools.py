@@ -21,10 +21,10 @@ read-only: modifying or deleting one is a 403.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError
 from memgpt_lite.models import AgentState, ToolDefinition
@@ -163,11 +163,7 @@ def _every_tool(ctx: ServerContext, user: str) -> list[dict[str, Any]]:
     ]
 
 
-@router.get("/tools/", include_in_schema=False)
-@router.get("/tools")
-def list_tools(
-    ctx: Context,
-    user: User,
+def tool_filter(
     name: str | None = None,
     names: ListParam = None,
     tool_ids: ListParam = None,
@@ -175,6 +171,22 @@ def list_tools(
     tool_types: ListParam = None,
     exclude_tool_types: ListParam = None,
     return_only_letta_tools: bool | None = False,
+) -> ToolFilter:
+    """The query parameters that tools.list and tools.count share."""
+    return ToolFilter(
+        name, names, tool_ids, search, tool_types, exclude_tool_types, return_only_letta_tools
+    )
+
+
+Filter = Annotated[ToolFilter, Depends(tool_filter)]
+
+
+@router.get("/tools/", include_in_schema=False)
+@router.get("/tools")
+def list_tools(
+    ctx: Context,
+    user: User,
+    wanted: Filter,
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int | None, Query(ge=0)] = 50,
@@ -183,9 +195,6 @@ def list_tools(
 ) -> list[dict[str, Any]]:
     """Letta's list_tools: the built-in tools and the user's, filtered,
     newest first unless `order` is "asc"."""
-    wanted = ToolFilter(
-        name, names, tool_ids, search, tool_types, exclude_tool_types, return_only_letta_tools
-    )
     found = [view for view in _every_tool(ctx, user) if wanted.keeps(view)]
     if effective_order(order, None, "desc") == "desc":
         found.reverse()
@@ -194,28 +203,10 @@ def list_tools(
 
 @router.get("/tools/count")
 def count_tools(
-    ctx: Context,
-    user: User,
-    name: str | None = None,
-    names: ListParam = None,
-    tool_ids: ListParam = None,
-    search: str | None = None,
-    tool_types: ListParam = None,
-    exclude_tool_types: ListParam = None,
-    return_only_letta_tools: bool | None = False,
-    exclude_letta_tools: bool | None = False,
+    ctx: Context, user: User, wanted: Filter, exclude_letta_tools: bool | None = False
 ) -> int:
     """Letta's count_tools: how many tools.list would give, unpaged."""
-    wanted = ToolFilter(
-        name,
-        names,
-        tool_ids,
-        search,
-        tool_types,
-        exclude_tool_types,
-        return_only_letta_tools,
-        exclude_letta_tools,
-    )
+    wanted = replace(wanted, exclude_letta_tools=exclude_letta_tools)
     return sum(1 for view in _every_tool(ctx, user) if wanted.keeps(view))
 
 

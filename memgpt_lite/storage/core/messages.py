@@ -17,7 +17,12 @@ from typing import Any
 from memgpt_lite.models import Message, UsageRecord
 from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
 from memgpt_lite.storage.core.errors import unknown_agent
-from memgpt_lite.storage.core.rows import MESSAGE_COLUMNS, message_from_row
+from memgpt_lite.storage.core.rows import (
+    MESSAGE_COLUMNS,
+    kept_message_from_record,
+    message_from_row,
+    record_from_row,
+)
 from memgpt_lite.storage.core.sql import Cursor, Fetched, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Ranking
@@ -80,9 +85,13 @@ class Messages(Transactions):
         """`rank_messages`, by the backend's full-text index."""
         raise NotImplementedError
 
-    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
-        """`messages_from`: read afresh (a backend may keep the window)."""
-        return [message_from_row(r) for r in self._all(WINDOW, [agent_id, start_seq])]
+    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+        """`window`, or with `copies` `messages_from`: read afresh (a backend
+        may keep the window)."""
+        rows = self._all(WINDOW, [agent_id, start_seq])
+        if copies:
+            return [message_from_row(r) for r in rows]
+        return [kept_message_from_record(record_from_row(r)) for r in rows]
 
     @guarded
     def add_messages(
@@ -123,7 +132,14 @@ class Messages(Transactions):
 
     @guarded
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
-        """The agent's messages with `seq >= start_seq`, oldest first: the window."""
+        """The agent's messages with `seq >= start_seq`, oldest first, new
+        objects: the window, to change."""
+        return self._window(agent_id, start_seq, copies=True)
+
+    @guarded
+    def window(self, agent_id: str, start_seq: int) -> list[Message]:
+        """`messages_from`, read-only messages that the store keeps (see the
+        protocol): the window, to read."""
         return self._window(agent_id, start_seq)
 
     @guarded

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
+from memgpt_lite.frozen import FrozenList, KeptMessage, KeptToolCall
 from memgpt_lite.models import Message, ModelUsage, Passage, ToolCall, UsageRecord
 from memgpt_lite.storage.core.sql import as_list, stored_datetime
 
@@ -142,8 +143,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
 def _shared(text: Any) -> Any:
     """`text` as the one string object of its value: the agent id, role and
     tool names repeat from message to message, and each distinct object is
-    memory that a window cache's check of what it handed out walks through
-    on every read (storage/core/window_cache.py)."""
+    memory that every kept window holds (storage/core/window_cache.py)."""
     return intern(text) if type(text) is str else text
 
 
@@ -178,9 +178,23 @@ def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
 
 def message_from_record(record: Record) -> Message:
     """A new Message of `record`, trusted: the store validated it on the way in."""
-    seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = record
-    tool_calls = [trusted(ToolCall, {"id": i, "name": n, "arguments": a}) for i, n, a in calls]
-    values = {
+    calls = [trusted(ToolCall, _call_dict(call)) for call in record.tool_calls]
+    return trusted(Message, _message_dict(record, calls))
+
+
+def kept_message_from_record(record: Record) -> KeptMessage:
+    """`message_from_record`, read-only (a `KeptMessage`)."""
+    calls = FrozenList(trusted(KeptToolCall, _call_dict(call)) for call in record.tool_calls)
+    return trusted(KeptMessage, _message_dict(record, calls))
+
+
+def _call_dict(call: tuple[str, str, str]) -> dict[str, str]:
+    return {"id": call[0], "name": call[1], "arguments": call[2]}
+
+
+def _message_dict(record: Record, tool_calls: list[ToolCall]) -> dict[str, Any]:
+    seq, id_, agent_id, role, content, _, tool_call_id, name, step_id, created = record
+    return {
         "id": id_,
         "agent_id": agent_id,
         "role": role,
@@ -192,7 +206,6 @@ def message_from_record(record: Record) -> Message:
         "created_at": created,
         "seq": seq,
     }
-    return trusted(Message, values)
 
 
 def message_row(message: Message, time: Callable[[datetime], Any]) -> tuple[Any, ...]:

@@ -55,5 +55,5 @@ class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools):
     @guarded
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:
         """Its three reads, one after the other (a backend may send them at once)."""
-        messages = self.messages_from(agent_id, start_seq)
+        messages = self.window(agent_id, start_seq)
         return MainContext(messages, self.get_blocks(agent_id), self.agent_stats(agent_id))

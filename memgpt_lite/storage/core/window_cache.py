@@ -1,7 +1,7 @@
 """Messages read back from rows, and each agent's window kept in memory,
 for every backend.
 
-Every turn reads the whole context window (`Storage.messages_from`),
+Every turn reads the whole context window (`Storage.window`),
 thousands of messages of which only the last few are new. `WindowCache`
 keeps what the last read found, as immutable records, and a read fetches
 only the rows stored since, with what tells that nothing it holds changed:
@@ -26,28 +26,18 @@ next read's check fail), and only outside a write transaction, so the cache
 only ever holds committed states (a rolled-back stamp can be given again, a
 committed one never).
 
-A read hands out the `Message` objects the last one did, after checking that
-each still holds what it was given (a caller may have changed one: it is
-made again from its record, so no caller can change what the next one
-reads). Building thousands of objects per turn cost more than the rest of
-the turn, its garbage collections above all; and a message that comes back
-as the same object lets the token counter reuse what it built for it
-(`TokenCounter.sent`).
-
-That check runs over the whole window on every read, so it is made in C,
-with no Python call per message (`_Held.as_handed_out`): each message's
-`__dict__` is compared with a copy taken when it was handed out, whose
-`tool_calls` is a copy of the list (so a list changed in place differs
-from it), and each tool call's `__dict__` with a copy of its own (the list
-and its tool calls are the only mutable values the store gives a message).
-Compared by value, as `==` compares them: a field set to an equal value is
-no change. Only when something differs does a Python loop find which
-messages to make again. On a 3,468-message window, a Python call per
-message checking the same took about a third of the whole turn; in C the
-check is mostly the memory it walks (nothing else touches the kept
-messages between turns), so a read that keeps its window extends it in
-place instead of copying it, and the agent id, role and tool names of
-every message are one shared string each.
+A read gives out the messages it keeps, read-only (`KeptMessage`: setting
+a field, or changing the list of tool calls or a call, raises), so every
+reader of the window is handed the same objects and none can change what
+another reads; a caller that wants to change messages asks for copies
+(`copies=True`, what `Storage.messages_from` gives), made from the records.
+Building thousands of objects per turn cost more than the rest of the turn,
+its garbage collections above all; and a message that comes back as the same
+object lets the token counter reuse what it built for it
+(`TokenCounter.sent`). (The messages used to be handed out changeable and
+compared on every read with a copy of what they held, which cost a third
+of a 3,468-message turn, mostly walking memory the rest of the turn had
+evicted from the caches.)
 """
 
 from __future__ import annotations
@@ -56,11 +46,16 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, NamedTuple
 
-from memgpt_lite.models import Message, ToolCall
-from memgpt_lite.storage.core.rows import Record, message_from_record, record_from_row
+from memgpt_lite.frozen import KeptMessage
+from memgpt_lite.models import Message
+from memgpt_lite.storage.core.rows import (
+    Record,
+    kept_message_from_record,
+    message_from_record,
+    record_from_row,
+)
 from memgpt_lite.storage.core.rows import message_from_row as message_from_row
 
 # Windows of this many agents are kept per store, the most recently read. A
@@ -70,82 +65,33 @@ from memgpt_lite.storage.core.rows import message_from_row as message_from_row
 # messages, a few hundred kB at most, so 128 of them stay well under 100 MB.
 MAX_AGENTS = 128
 
-_dict_of = attrgetter("__dict__")
-
 
 class _Held:
-    """Messages handed out, oldest first, with what each held then: a copy
-    of its `__dict__` (`states`, its `tool_calls` a copy of the list), and of
-    each of its tool calls' (`calls`, all of the window's in one list, and
-    `call_states`). A read that keeps what it finds changes the kept one in
-    place; any other read changes a copy (`since`)."""
+    """Messages kept, oldest first, with the records they were made from. A
+    read that keeps what it finds changes the kept one in place; any other
+    read changes a copy (`since`)."""
 
-    __slots__ = ("records", "messages", "states", "calls", "call_states", "call_seqs")
+    __slots__ = ("records", "messages")
 
     def __init__(self) -> None:
         self.records: list[Record] = []
-        self.messages: list[Message] = []
-        self.states: list[dict[str, Any]] = []
-        self.calls: list[ToolCall] = []
-        self.call_states: list[dict[str, Any]] = []
-        self.call_seqs: list[int] = []  # the seq of each call's message
+        self.messages: list[KeptMessage] = []
 
     def hand_out(self, record: Record) -> None:
-        """Append a new message made from `record`."""
-        message = message_from_record(record)
-        state = dict(message.__dict__)
-        state["tool_calls"] = list(message.tool_calls)
+        """Append the message of `record`."""
         self.records.append(record)
-        self.messages.append(message)
-        self.states.append(state)
-        for call in message.tool_calls:
-            self.calls.append(call)
-            self.call_states.append(dict(call.__dict__))
-            self.call_seqs.append(record.seq)
+        self.messages.append(kept_message_from_record(record))
 
     def since(self, start: int, in_place: bool) -> _Held:
         """The messages with `seq >= start`: these, the others dropped
         (`in_place`), or a copy (a kept window's, which must not change)."""
         at = bisect_left(self.records, start, key=_seq)
-        call_at = bisect_left(self.call_seqs, start)
-        held = self if in_place else _Held()
-        for name in self.__slots__:
-            items: list[Any] = getattr(self, name)
-            drop = call_at if name.startswith("call") else at
-            if in_place:
-                del items[:drop]  # no copy: touching every kept object cost more
-            else:
-                setattr(held, name, items[drop:])
+        if in_place:
+            del self.records[:at], self.messages[:at]  # no copy of what stays
+            return self
+        held = _Held()
+        held.records, held.messages = self.records[at:], self.messages[at:]
         return held
-
-    def as_handed_out(self) -> bool:
-        """Whether every message still holds what it was given, compared by
-        value: a list comparison of the `__dict__`s with their copies, of the
-        messages and of their tool calls, all in C."""
-        return (
-            list(map(_dict_of, self.messages)) == self.states
-            and list(map(_dict_of, self.calls)) == self.call_states
-        )
-
-    def remake_changed(self) -> None:
-        """Make each message that no longer holds what it was given again,
-        from its record (with new tool calls: a caller may hold the old)."""
-        first_call = 0
-        for i, record in enumerate(self.records):
-            calls = slice(first_call, first_call + len(record.tool_calls))  # one per stored call
-            first_call = calls.stop
-            if self.messages[i].__dict__ == self.states[i] and all(
-                map(_same_dict, self.calls[calls], self.call_states[calls])
-            ):
-                continue
-            remade = _Held()
-            remade.hand_out(record)
-            self.messages[i], self.states[i] = remade.messages[0], remade.states[0]
-            self.calls[calls], self.call_states[calls] = remade.calls, remade.call_states
-
-
-def _same_dict(model: ToolCall, state: dict[str, Any]) -> bool:
-    return model.__dict__ == state
 
 
 @dataclass(frozen=True)
@@ -183,11 +129,13 @@ class WindowCache:
         found: WindowRead,
         read_all: Callable[[], Iterable[Sequence[Any]]],
         keep: bool,
+        copies: bool = False,
     ) -> list[Message]:
         """The agent's messages with `seq >= start`, oldest first, from what
-        the store `found`; `read_all()` reads the rows from `start` when these
-        do not account for every change. `keep` only when what was read is
-        committed state alone (no write transaction of the store is open)."""
+        the store `found`: the kept, read-only ones, or new `copies` a caller
+        may change. `read_all()` reads the rows from `start` when these do not
+        account for every change. `keep` only when what was read is committed
+        state alone (no write transaction of the store is open)."""
         window = self._windows.get(agent_id)
         held = None
         if found.rows_from != start and window is not None and window.stamp == found.stamp:
@@ -208,6 +156,8 @@ class WindowCache:
                 self._windows.popitem(last=False)
         elif found.count is None:  # the agent is gone
             self._windows.pop(agent_id, None)
+        if copies:
+            return [message_from_record(record) for record in held.records]
         return list(held.messages)
 
 
@@ -222,16 +172,13 @@ class WindowRead(NamedTuple):
 
 def _extended(window: _Window, start: int, found: WindowRead, in_place: bool) -> _Held | None:
     """`window` from `start` on plus the rows appended since, or None when
-    they do not account for every change (see the module's docstring). A
-    message a caller changed is handed out anew, from its record. The
+    they do not account for every change (see the module's docstring). The
     window's own lists are changed `in_place`, else a copy."""
     if found.count is None:
         return None
     if len(found.rows) != found.count - window.count:  # one stored out of order
         return None
     held = window.held.since(start, in_place)
-    if not held.as_handed_out():
-        held.remake_changed()
     for row in found.rows:
         held.hand_out(record_from_row(row))
     return held

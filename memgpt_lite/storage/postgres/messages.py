@@ -125,12 +125,12 @@ class MessageStore(TextSearch):
         stats = stats_from_row(head[1:])
         return MainContext(messages, [block_from_row(r) for r in blocks], stats)
 
-    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
+    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
         """Through `window_cache`: one round trip."""
-        return self._kept_window(agent_id, start_seq)[0]
+        return self._kept_window(agent_id, start_seq, copies=copies)[0]
 
     def _kept_window(
-        self, agent_id: str, start_seq: int, *also: Read
+        self, agent_id: str, start_seq: int, *also: Read, copies: bool = False
     ) -> tuple[list[Message], Any, list[list[Any]]]:
         """The window through `window_cache`, the agent's `_STAMPED_STATS`
         row (None: no such agent), and the rows of the reads `also`: one
@@ -149,6 +149,7 @@ class MessageStore(TextSearch):
             found,
             lambda: self._all(WINDOW, [agent_id, start_seq]),
             keep=not self._levels,  # outside any transaction: what was read is committed
+            copies=copies,
         )
         return messages, head, others
 

@@ -35,11 +35,16 @@ class MessageStorage(Protocol):
 
     def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
         """The agent's messages with `seq >= start_seq` (the window from its
-        `context_start`), oldest first. A later read may hand out the same
-        `Message` objects again, but only while each holds just what it held
-        when first handed out: one a caller changed, or whose row changed,
-        comes back as a new object (so what a caller built from an object,
-        like `TokenCounter.sent`, holds while the same object comes back)."""
+        `context_start`), oldest first: new objects, the caller's to change."""
+        ...
+
+    def window(self, agent_id: str, start_seq: int) -> list[Message]:
+        """What `messages_from` reads, as read-only messages (`KeptMessage`)
+        that the store may keep and hand to every reader: a later read gives
+        the same object for a message whose row did not change, and a new one
+        for a row that did (so what a reader built from an object, like
+        `TokenCounter.sent`, holds while the same object comes back). For
+        reading the window on every turn without making it again."""
         ...
 
     def agent_and_newest_message(self, agent_id: str) -> StepStart:
@@ -50,7 +55,7 @@ class MessageStorage(Protocol):
 
     def main_context(self, agent_id: str, start_seq: int) -> MainContext:
         """What the agent's next request is built from, read together (in one
-        round trip where the backend can): the window (`messages_from`), its
+        round trip where the backend can): the window (`window`), its
         blocks (`get_blocks`) and its stats (`agent_stats`: NotFoundError for
         an unknown agent)."""
         ...

@@ -75,7 +75,7 @@ class MessageStore(BudgetedSearch):
         )
         return cursor.rowcount
 
-    def _window(self, agent_id: str, start_seq: int) -> list[Message]:
+    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
         """Read through `window_cache` (only new rows are fetched), in one
         snapshot; kept only when read outside a write, which may hold
         uncommitted rows."""
@@ -92,6 +92,7 @@ class MessageStore(BudgetedSearch):
                 found,
                 lambda: execute(WINDOW, [agent_id, start_seq]),
                 keep=committed,
+                copies=copies,
             )
 
     def _rank_messages(self, search: Search) -> Ranking[Message]:

@@ -85,32 +85,34 @@ def test_tool_calls_another_program_stored_in_another_shape_are_validated(store)
 def test_an_unchanged_window_is_not_read_again(store):
     state = new_agent(store)
     store.add_messages(exchange(state, "one"))
-    first = store.messages_from(state.id, 0)
-    again = store.messages_from(state.id, 0)
+    first = store.window(state.id, 0)
+    again = store.window(state.id, 0)
     assert again is not first  # the list is the caller's
     assert all(a is b for a, b in zip(first, again, strict=True))
     store.add_messages(exchange(state, "two"))  # only these are read
-    grown = store.messages_from(state.id, 0)
+    grown = store.window(state.id, 0)
     assert len(grown) == 6 and all(a is b for a, b in zip(first, grown[:3], strict=True))
 
 
-def test_a_message_a_caller_changed_alone_is_made_again(store):
+def test_messages_from_hands_out_new_objects_and_the_window_keeps_its_own(store):
     state = new_agent(store)
     store.add_messages(exchange(state, "one"))
+    kept = store.window(state.id, 0)
     first = store.messages_from(state.id, 0)
+    assert not any(a is b for a, b in zip(kept, first, strict=True)) and first == kept
     first[1].tool_calls[0].arguments = "{}"
     again = store.messages_from(state.id, 0)
     assert again[1] is not first[1] and again[1].tool_calls[0].arguments == '{"message": "one"}'
-    assert again[0] is first[0] and again[2] is first[2]
+    assert all(a is b for a, b in zip(kept, store.window(state.id, 0), strict=True))
 
 
 def test_an_edit_elsewhere_reads_the_window_again(tmp_path, store):
     state = new_agent(store)
     store.add_messages(exchange(state, "one"))
-    first = store.messages_from(state.id, 0)
+    first = store.window(state.id, 0)
     with Store(tmp_path / "w.db") as other:
         other.update_message(first[0].model_copy(update={"content": "edited"}))
-    again = store.messages_from(state.id, 0)
+    again = store.window(state.id, 0)
     assert again[0].content == "edited"
     assert not any(a is b for a, b in zip(first, again, strict=True))
 
@@ -148,17 +150,19 @@ def test_windows_of_a_few_agents_are_kept(store):
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
-def test_only_the_message_a_caller_changed_is_made_again(store, change):
-    """Whatever the change, the others come back as the very same objects
-    (so what the token counter built for them is used again)."""
+def test_a_change_to_a_copy_leaves_the_kept_window_as_it_was(store, change):
+    """Whatever the change to what `messages_from` handed out (even around
+    pydantic), the window comes back as the very same objects (so what the
+    token counter built for them is used again), holding what was stored."""
     state = new_agent(store)
     store.add_messages([*exchange(state, "one"), two_calls(state), *exchange(state, "two")])
-    first = store.messages_from(state.id, 0)
-    CHANGES[change](first[3])
-    again = store.messages_from(state.id, 0)
-    assert again[3] is not first[3]
-    assert all(a is b for i, (a, b) in enumerate(zip(first, again, strict=True)) if i != 3)
-    assert store.messages_from(state.id, 0)[3] is again[3]  # made again once, then kept
+    kept = store.window(state.id, 0)
+    stored = [m.model_dump() for m in kept]
+    CHANGES[change](store.messages_from(state.id, 0)[3])
+    again = store.window(state.id, 0)
+    assert all(a is b for a, b in zip(kept, again, strict=True))
+    assert [m.model_dump() for m in again] == stored
+    assert [m.model_dump() for m in store.messages_from(state.id, 0)] == stored
 
 
 def test_a_read_that_fails_on_a_row_keeps_nothing_half_read(tmp_path, store):

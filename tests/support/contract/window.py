@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from memgpt_lite.models import AgentState, Message, ToolCall
 from memgpt_lite.storage.protocol import Storage
@@ -73,6 +74,14 @@ CHANGES: dict[str, Callable[[Message], object]] = {
     "a tool call's arguments set": lambda m: setattr(m.tool_calls[1], "arguments", "{}"),
     "a tool call's __dict__ written": lambda m: m.tool_calls[0].__dict__.__setitem__("id", "z"),
 }
+
+
+# Those changes that go through the model's own API: a message `Storage.window`
+# hands out refuses each of them. (The others go around pydantic, as nothing
+# but a deliberate bypass does.)
+REFUSED = [
+    name for name in CHANGES if not any(w in name for w in ("__dict__", "__setattr__", "__init__"))
+]
 
 
 def dumped(messages: list[Message]) -> list[dict[str, Any]]:
@@ -200,6 +209,40 @@ class WindowContract(ContractBase):
         again = store.messages_from(state.id, 0)
         assert again[3] is not window[3]
         assert dumped(again) == expected
+
+    @pytest.mark.parametrize("change", REFUSED)
+    def test_a_message_of_the_window_cannot_be_changed(self, store, open_store, change):
+        state = new_agent(store)
+        store.add_messages([*exchange(state, "one"), two_calls(state), *exchange(state, "two")])
+        expected = cold(open_store, state.id)
+        window = store.window(state.id, 0)
+        assert dumped(window) == expected
+        with pytest.raises((TypeError, ValidationError), match="frozen|read-only"):
+            CHANGES[change](window[3])
+        again = store.window(state.id, 0)
+        assert dumped(again) == expected
+        assert dumped(store.main_context(state.id, 0).messages) == expected
+
+    def test_the_window_after_appends_edits_and_deletes_is_a_fresh_read(
+        self, store, open_store, writer
+    ):
+        """What `window` keeps between reads follows every change, and what
+        did not change comes back as the same object (where a backend keeps
+        the window) or an equal one."""
+        state = new_agent(store)
+        store.add_messages(exchange(state, "one") + exchange(state, "two"))
+        seen = store.window(state.id, 0)
+        writer.add_messages(exchange(state, "three"))
+        grown = store.window(state.id, 0)
+        assert dumped(grown) == cold(open_store, state.id) and grown[:6] == seen
+        writer.update_message(seen[1].model_copy(update={"content": "thought again"}))
+        edited = store.window(state.id, 0)
+        assert edited[1].content == "thought again"
+        assert dumped(edited) == cold(open_store, state.id)
+        writer.delete_messages_from(state.id, edited[6].seq)
+        assert dumped(store.window(state.id, 0)) == cold(open_store, state.id)
+        start = edited[3].seq
+        assert dumped(store.window(state.id, start)) == cold(open_store, state.id, start)
 
     def test_a_tool_call_list_or_call_swapped_for_an_equal_one_is_still_watched(
         self, store, open_store
