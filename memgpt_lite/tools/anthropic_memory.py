@@ -101,10 +101,10 @@ def _rename(ctx: ToolContext, old_path: str | None, new_path: str | None) -> str
 
 @tool(
     quick=True,
-    brief="Your files in /memories, kept in context. view: path (file or directory), "
-    "view_range [first, last], -1 for end. create: path, file_text (overwrites). "
-    "str_replace: path, old_str (exact, once), new_str. insert: path, insert_text after "
-    "insert_line (0 first). delete: path. rename: old_path to new_path.",
+    brief="Your /memories files, kept in context. view path (file or directory), view_range "
+    "[first, last] (-1: end); create path with file_text (overwrites); str_replace in path "
+    "old_str (exact, once) with new_str; insert insert_text in path after insert_line (0: "
+    "first); delete path; rename old_path to new_path.",
     brief_args={
         name: ""
         for name in (

@@ -174,12 +174,9 @@ def conversation_search_date(
 
 
 @tool(
-    brief="Save content to archival memory, clear on its own; relative dates are kept as dates.",
-    brief_args={
-        "content": "",
-        "tags": "labels to filter by",
-        "replaces": "ids of passages it makes out of date",
-    },
+    brief="Save content to archival memory, clear on its own (relative dates become dates); "
+    "tags to filter by later; replaces: ids of passages it makes out of date.",
+    brief_args={"content": "", "tags": "", "replaces": ""},
 )
 def archival_memory_insert(
     ctx: ToolContext, content: str, tags: list[str] | None = None, replaces: list[str] | None = None
@@ -239,14 +236,9 @@ def _optional_date(value: str | None, name: str) -> date | None:
 
 
 @tool(
-    brief="Search archival memory for query (words, may name a time); page from 0.",
-    brief_args={
-        "query": "",
-        "page": "",
-        "tags": "only with one of these tags",
-        "start_date": "saved on/after, YYYY-MM-DD",
-        "end_date": "saved on/before, YYYY-MM-DD",
-    },
+    brief="Search archival memory for query (words; may name a time); page from 0; only "
+    "passages with any of tags, saved from start_date to end_date (YYYY-MM-DD).",
+    brief_args={"query": "", "page": "", "tags": "", "start_date": "", "end_date": ""},
 )
 def archival_memory_search(
     ctx: ToolContext,

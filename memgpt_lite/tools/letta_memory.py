@@ -104,10 +104,10 @@ def _label(path: str | None, name: str, command: str) -> str:
 
 @tool(
     quick=True,
-    brief="Blocks by path (/memories/notes or label). create: path, file_text, "
-    "description. str_replace: path, old_string (exact, once), new_string. insert: path, "
-    "insert_text after insert_line (0 first, -1 last). delete: path. rename: old_path to "
-    "new_path, or path and description to describe it.",
+    brief="Blocks by path (/memories/notes) or label. create path with file_text, description; "
+    "str_replace in path old_string (exact, once) with new_string; insert insert_text in path "
+    "after insert_line (0: first, -1: last); delete path; rename old_path to new_path, or give "
+    "path a new description.",
     brief_args={
         name: ""
         for name in (
