@@ -40,8 +40,9 @@ from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
+from memgpt_lite.memory.core.blocks import compact_wording
 from memgpt_lite.memory.recall.history import pop_for_retry
-from memgpt_lite.memory.recall.window import compile_context
+from memgpt_lite.memory.recall.window import budget_for, compile_context
 from memgpt_lite.memory.retrieval.search import check_embedder
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Message, StepInput, StepResult
@@ -103,7 +104,7 @@ class Runner:
         self._vector_indexes: dict[str, VectorIndex] = {}
         self._held_locks: dict[int, StepLock] = {}  # by thread
         self._counter: TokenCounter | None = None
-        self._tool_tokens: int | None = None
+        self._tool_tokens: dict[bool, int] = {}  # by wording: compact or not
         # The step lock's lease, by the timeouts it was worked out from:
         # config.toml is read once per runner, as the model reads it.
         self._lease: tuple[tuple[float | None, float | None], float] | None = None
@@ -138,16 +139,22 @@ class Runner:
         return self._counter
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.tools.values()]
+        """The tool schemas, in the compact wording in a small window."""
+        return [t.schema(self._compact()) for t in self.tools.values()]
 
     def tool_tokens(self) -> int:
-        if self._tool_tokens is None:  # the tools do not change, so count them once
-            self._tool_tokens = self.token_counter.count_tools(self.tool_schemas())
-        return self._tool_tokens
+        compact = self._compact()
+        if compact not in self._tool_tokens:  # the tools do not change, so count them once
+            self._tool_tokens[compact] = self.token_counter.count_tools(self.tool_schemas())
+        return self._tool_tokens[compact]
+
+    def _compact(self) -> bool:
+        return compact_wording(budget_for(self).window)
 
     def model_changed(self) -> None:
         """Forget the model client and the counts made for the old model."""
-        self._llm = self._counter = self._tool_tokens = None
+        self._llm = self._counter = None
+        self._tool_tokens = {}
 
     # Hybrid search
 

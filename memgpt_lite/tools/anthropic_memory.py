@@ -99,7 +99,28 @@ def _rename(ctx: ToolContext, old_path: str | None, new_path: str | None) -> str
     return f"Renamed {_path(old_label)} to {_path(new_label)}."
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="Your /memories files, kept in context. view path (file or directory), view_range "
+    "[first, last] (-1: end); create path with file_text (overwrites); str_replace in path "
+    "old_str (exact, once) with new_str; insert insert_text in path after insert_line (0: "
+    "first); delete path; rename old_path to new_path.",
+    brief_args={
+        name: ""
+        for name in (
+            "command",
+            "path",
+            "view_range",
+            "file_text",
+            "old_str",
+            "new_str",
+            "insert_line",
+            "insert_text",
+            "old_path",
+            "new_path",
+        )
+    },
+)
 def memory(
     ctx: ToolContext,
     command: Literal["view", "create", "str_replace", "insert", "delete", "rename"],

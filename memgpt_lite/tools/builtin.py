@@ -49,7 +49,7 @@ def _save_block(ctx: ToolContext, block: Block, new_value: str) -> None:
     ctx.store.save_block(block, author=agent_author(ctx.state.name))
 
 
-@tool(heartbeat=False, quick=True)
+@tool(heartbeat=False, quick=True, brief="Show the user a message.", brief_args={"message": ""})
 def send_message(ctx: ToolContext, message: str) -> str:
     """Send a message to the user. This is the only way the user sees anything you say.
 
@@ -64,7 +64,11 @@ def send_message(ctx: ToolContext, message: str) -> str:
     return "Sent message successfully."
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="Add content as a new line of block label.",
+    brief_args={"label": "", "content": ""},
+)
 def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
     """Append a line to a core memory block. Core memory is always in your context.
 
@@ -80,7 +84,11 @@ def core_memory_append(ctx: ToolContext, label: str, content: str) -> str:
     return f"Appended to block {label!r} ({len(new_value)}/{block.limit} characters)."
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="In block label, replace old_content (exact text) with new_content; empty deletes.",
+    brief_args={"label": "", "old_content": "", "new_content": ""},
+)
 def core_memory_replace(ctx: ToolContext, label: str, old_content: str, new_content: str) -> str:
     """Replace text in a core memory block. Use an empty new_content to delete text.
 
@@ -101,7 +109,10 @@ def _check_page(page: int) -> None:
         raise ModelRetry(f"page is past any result; pages go up to {MAX_PAGE}.")
 
 
-@tool
+@tool(
+    brief="Search past messages for the words of query; page from 0.",
+    brief_args={"query": "", "page": ""},
+)
 def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
     """Search your past conversation (recall memory) for messages about something.
 
@@ -124,7 +135,10 @@ def _parse_date(value: str, name: str) -> date:
         raise ModelRetry(f"{name} must be a date as YYYY-MM-DD, got {value!r}.") from None
 
 
-@tool
+@tool(
+    brief="Past messages from start_date to end_date (YYYY-MM-DD, UTC, inclusive); page from 0.",
+    brief_args={"start_date": "", "end_date": "", "page": ""},
+)
 def conversation_search_date(
     ctx: ToolContext, start_date: str, end_date: str, page: int = 0
 ) -> str:
@@ -146,7 +160,11 @@ def conversation_search_date(
     return messages_page(ctx, f"messages from {start} to {end}", shown, found, total)
 
 
-@tool
+@tool(
+    brief="Save content to archival memory, clear on its own (relative dates become dates); "
+    "tags to filter by later; replaces: ids of passages it makes out of date.",
+    brief_args={"content": "", "tags": "", "replaces": ""},
+)
 def archival_memory_insert(
     ctx: ToolContext, content: str, tags: list[str] | None = None, replaces: list[str] | None = None
 ) -> str:
@@ -204,7 +222,11 @@ def _optional_date(value: str | None, name: str) -> date | None:
     return _parse_date(value, name) if value else None
 
 
-@tool
+@tool(
+    brief="Search archival memory for query (words; may name a time); page from 0; only "
+    "passages with any of tags, saved from start_date to end_date (YYYY-MM-DD).",
+    brief_args={"query": "", "page": "", "tags": "", "start_date": "", "end_date": ""},
+)
 def archival_memory_search(
     ctx: ToolContext,
     query: str,

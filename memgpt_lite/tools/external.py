@@ -26,6 +26,7 @@ from memgpt_lite.tools.schema import (
     Tool,
     ToolContext,
     ToolOutcome,
+    compact_schema,
     truncate,
     unusable_arguments,
 )
@@ -57,6 +58,7 @@ class ExternalTool(Tool):
         self.origin = origin
         self._call = call
         self._schema = _schema(name, description, parameters, heartbeat)
+        self._compact_schema = compact_schema(self._schema, None, {})
 
     def __repr__(self) -> str:
         return f"ExternalTool({self.name!r}, {self.origin!r})"

@@ -30,7 +30,11 @@ def _size(label: str, value: str, limit: int) -> str:
     return f"Block {label!r} now holds {len(value)}/{limit} characters."
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="Insert new_str in block label after line insert_line (0 first, -1 last).",
+    brief_args={"label": "", "new_str": "", "insert_line": ""},
+)
 def memory_insert(ctx: ToolContext, label: str, new_str: str, insert_line: int = -1) -> str:
     """Insert text into a core memory block at a line.
 
@@ -46,7 +50,11 @@ def memory_insert(ctx: ToolContext, label: str, new_str: str, insert_line: int =
     return _size(label, block.value, block.limit)
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="In block label, replace old_str (exact, once) with new_str; empty deletes.",
+    brief_args={"label": "", "old_str": "", "new_str": ""},
+)
 def memory_replace(ctx: ToolContext, label: str, old_str: str, new_str: str) -> str:
     """Replace one exact piece of text in a core memory block; an empty new_str deletes it.
 
@@ -60,7 +68,11 @@ def memory_replace(ctx: ToolContext, label: str, old_str: str, new_str: str) -> 
     return _size(label, block.value, block.limit)
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="Rewrite all of block label as new_memory; a new label makes a block.",
+    brief_args={"label": "", "new_memory": ""},
+)
 def memory_rethink(ctx: ToolContext, label: str, new_memory: str) -> str:
     """Rewrite a whole core memory block, to reorganise or condense it. For a
     small edit use memory_replace or memory_insert. A new label makes a new block.
@@ -90,7 +102,28 @@ def _label(path: str | None, name: str, command: str) -> str:
     return label
 
 
-@tool(quick=True)
+@tool(
+    quick=True,
+    brief="Blocks by path (/memories/notes) or label. create path with file_text, description; "
+    "str_replace in path old_string (exact, once) with new_string; insert insert_text in path "
+    "after insert_line (0: first, -1: last); delete path; rename old_path to new_path, or give "
+    "path a new description.",
+    brief_args={
+        name: ""
+        for name in (
+            "command",
+            "path",
+            "file_text",
+            "description",
+            "old_string",
+            "new_string",
+            "insert_line",
+            "insert_text",
+            "old_path",
+            "new_path",
+        )
+    },
+)
 def memory(
     ctx: ToolContext,
     command: Literal["create", "str_replace", "insert", "delete", "rename"],

@@ -19,7 +19,7 @@ import inspect
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints
 
@@ -85,6 +85,8 @@ class Tool:
         heartbeat: bool = True,
         quick: bool = False,
         requires_approval: bool = False,
+        brief: str | None = None,
+        brief_args: Mapping[str, str] | None = None,
     ) -> None:
         self.function = function
         # A call waits for the user's approval before it runs (loop/approvals.py).
@@ -102,7 +104,11 @@ class Tool:
         self.context_param, self.arguments_model = _arguments_model(
             function, self.name, arg_docs, heartbeat
         )
+        unknown = set(brief_args or {}) - set(self.arguments_model.model_fields)
+        if unknown:
+            raise ConfigError(f"tool {self.name}: brief_args names no parameter {sorted(unknown)}")
         self._schema = self._build_schema()
+        self._compact_schema = compact_schema(self._schema, brief, brief_args or {})
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -111,7 +117,7 @@ class Tool:
         return self.function(*args, **kwargs)
 
     def _build_schema(self) -> dict[str, Any]:
-        parameters = _strip_titles(self.arguments_model.model_json_schema())
+        parameters = _plain_optionals(_strip_titles(self.arguments_model.model_json_schema()))
         if self.heartbeat:
             # Required in the schema, as in MemGPT, but a missing value is read
             # as false so a sloppy model still gets its call run.
@@ -123,9 +129,10 @@ class Tool:
             function["description"] = self.description
         return {"type": "function", "function": function}
 
-    def schema(self) -> dict[str, Any]:
-        """The entry for the chat completions `tools` list."""
-        return self._schema
+    def schema(self, compact: bool = False) -> dict[str, Any]:
+        """The entry for the chat completions `tools` list; `compact`: in
+        the compact wording of a small window (see `compact_schema`)."""
+        return self._compact_schema if compact else self._schema
 
     def run(self, context: ToolContext, arguments: str, max_chars: int) -> ToolOutcome:
         """Validate the raw JSON arguments, call the function, and return what the
@@ -226,11 +233,15 @@ def tool(
     heartbeat: bool = True,
     quick: bool = False,
     requires_approval: bool = False,
+    brief: str | None = None,
+    brief_args: Mapping[str, str] | None = None,
 ) -> Any:
     """Make a tool from a function: `@tool` or `@tool(name=..., heartbeat=False)`.
     `quick=True` runs a plain function on the event loop instead of a worker
     thread; only for one that returns at once and waits on nothing.
-    `requires_approval=True` makes each call wait for the user's yes or no."""
+    `requires_approval=True` makes each call wait for the user's yes or no.
+    `brief` and `brief_args` (by parameter) are the tool's and its
+    parameters' descriptions in the compact wording of a small window."""
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         return Tool(
@@ -240,6 +251,8 @@ def tool(
             heartbeat=heartbeat,
             quick=quick,
             requires_approval=requires_approval,
+            brief=brief,
+            brief_args=brief_args,
         )
 
     return wrap(function) if function is not None else wrap
@@ -349,6 +362,54 @@ def _arguments_model(
         )
     model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return context_param, model
+
+
+def compact_schema(
+    schema: dict[str, Any], brief: str | None, brief_args: Mapping[str, str]
+) -> dict[str, Any]:
+    """A tool's entry in the compact wording of a small window: the same
+    name, parameters, types and required ones, in fewer tokens. The brief
+    descriptions replace the full ones (a parameter's default goes with its
+    full description: its brief says it where it matters); `request_heartbeat`
+    is bare, as the system message describes it once for every tool (see
+    memory/core/blocks.py `instructions`); `additionalProperties` goes, as
+    the arguments are checked all the same and an unknown one is an error
+    the model reads."""
+    function = dict(schema["function"])
+    parameters = {k: v for k, v in function["parameters"].items() if k != "additionalProperties"}
+    properties = {}
+    for name, prop in parameters.get("properties", {}).items():
+        if name == HEARTBEAT_PARAM:
+            prop = {"type": "boolean"}
+        elif name in brief_args:
+            prop = {k: v for k, v in prop.items() if k not in ("description", "default")}
+            if brief_args[name]:
+                prop["description"] = brief_args[name]
+        properties[name] = prop
+    if "properties" in parameters:
+        parameters["properties"] = properties
+    function["parameters"] = parameters
+    if brief is not None:
+        function["description"] = brief
+    return {**schema, "function": function}
+
+
+def _plain_optionals(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter that may be left out, with None as its default, shown as
+    its type alone (`{"type": "string"}`, not an anyOf with null and a null
+    default): not being required already says it may be left out, at a third
+    of the tokens. A null sent all the same is still accepted."""
+    required = set(schema.get("required", ()))
+    for name, prop in schema.get("properties", {}).items():
+        options = prop.get("anyOf")
+        if name in required or "default" not in prop or prop["default"] is not None:
+            continue
+        if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+            continue
+        (kept,) = [option for option in options if option != {"type": "null"}]
+        del prop["anyOf"], prop["default"]
+        prop.update(kept)
+    return schema
 
 
 def _strip_titles(schema: Any) -> Any:

@@ -282,7 +282,10 @@ def test_core_memory_too_big_for_the_window_names_the_sections(server, tmp_path)
     with pytest.raises(ContextBudgetError) as caught:
         agent.step("hi")
     message = str(caught.value)
-    assert re.search(r"block:persona 24\d\d,", message) and "tool schemas 1" in message
+    # The schemas' own count, exactly: in a 2,500-token window they are
+    # worded compactly (test_tool_wording.py), under the 1,000 they once passed.
+    tools = f"tool schemas {agent.runner.tool_tokens()})"
+    assert re.search(r"block:persona 24\d\d,", message) and tools in message
     assert "2500-token window" in message
     assert server.chat_requests == []
 
@@ -391,7 +394,9 @@ def test_an_agent_cannot_edit_itself_out_of_its_window(server, tmp_path):
         return say("ok")
 
     server.responder = appending_model
-    results = [agent.step(f"remember this, part {i}") for i in range(12)]
+    # Enough lines to pass the window's limit with the compact schemas of a
+    # 2,500-token window, which leave more room for core memory.
+    results = [agent.step(f"remember this, part {i}") for i in range(16)]
     outcomes = [r.tool_results[0] for r in results]
     assert outcomes[0].ok, "the first lines fit"
     refused = [o for o in outcomes if not o.ok]

@@ -4,6 +4,7 @@ same rules serve the model's tools and a user's edits."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -14,6 +15,7 @@ from memgpt_lite.errors import ModelRetry
 from memgpt_lite.models import AgentStats, Block
 
 
+@functools.cache
 def load_prompt(name: str) -> str:
     """Text of `prompts/NAME.md`: from the installed package, or from the
     source tree for an editable install."""
@@ -24,10 +26,31 @@ def load_prompt(name: str) -> str:
     return source_tree.read_text(encoding="utf-8").strip()
 
 
+# Below this working window (in tokens) the system prompt and the tool schemas
+# take their compact wording (prompts/system_compact.md, the tools' `brief`s):
+# the full wording of the largest tool set is about 2,600 tokens, which would
+# pass a fifth of any window under about 13,000; the compact one still states
+# every rule and describes every tool and argument.
+COMPACT_WORDING_BELOW = 16_384
+# What the compact schemas leave out of each `request_heartbeat`, said once
+# after a system prompt of the agent's own (ours say it already).
+HEARTBEAT_NOTE = (
+    "Every tool but send_message takes request_heartbeat: true to act again "
+    "after its result, false to end your turn."
+)
+
+
+def compact_wording(window: int) -> bool:
+    """Whether an agent working in a `window`-token window gets the compact
+    wording of the system prompt and the tool schemas."""
+    return window < COMPACT_WORDING_BELOW
+
+
 # How the prompts name the core memory tools: the classic set's words, and
 # what each other tool set (AgentSettings.tool_set) says instead.
 _CLASSIC_WORDS = {
     "system": "Edit blocks with `core_memory_append` and `core_memory_replace`.",
+    "system_compact": "Edit with core_memory_append and core_memory_replace.",
     "memory_pressure": "(core_memory_append, core_memory_replace)",
 }
 _SET_WORDS = {
@@ -36,15 +59,19 @@ _SET_WORDS = {
         "`memory_replace` (change one exact piece of text) and `memory_rethink` (rewrite a "
         "whole block); the `memory` tool also creates, deletes and renames blocks, named by "
         "paths such as /memories/notes.",
+        "system_compact": "Edit with memory_insert, memory_replace, memory_rethink and memory.",
         "memory_pressure": "(memory_insert, memory_replace, memory_rethink)",
     },
     "anthropic-memory": {
         "system": "Edit them with the `memory` tool: each block is a file under /memories "
         "(the `human` block is /memories/human) that you can view, create, edit, rename "
         "and delete.",
+        "system_compact": "Each is a file, /memories/LABEL: edit with memory.",
         "memory_pressure": "(the memory tool, on your /memories files)",
     },
 }
+# The tool sets whose words the prompts hold: the classic one and the others.
+_WORDED_SETS = ("memgpt", *_SET_WORDS)
 
 
 def memory_prompt(name: str, tool_set: str) -> str:
@@ -53,6 +80,25 @@ def memory_prompt(name: str, tool_set: str) -> str:
     text = load_prompt(name)
     words = _SET_WORDS.get(tool_set, {}).get(name)
     return text if words is None else text.replace(_CLASSIC_WORDS[name], words)
+
+
+@functools.cache
+def _default_systems() -> dict[str, str]:
+    """The tool set each default system prompt (as `new_state` stores it) is for."""
+    return {memory_prompt("system", tool_set): tool_set for tool_set in _WORDED_SETS}
+
+
+def instructions(system: str, compact: bool) -> str:
+    """The agent's system prompt as a request holds it: in the compact
+    wording, a default prompt (one a new agent got) is swapped for its
+    compact version, and a prompt of the agent's own is followed by
+    `HEARTBEAT_NOTE`, which the compact schemas leave out."""
+    if not compact:
+        return system
+    tool_set = _default_systems().get(system)
+    if tool_set is not None:
+        return memory_prompt("system_compact", tool_set)
+    return f"{system}\n\n{HEARTBEAT_NOTE}"
 
 
 def _when(value: datetime | None) -> str:
@@ -70,7 +116,13 @@ def render_block(block: Block) -> str:
     return "\n".join(lines)
 
 
-def render_metadata(stats: AgentStats, now: datetime) -> str:
+def render_metadata(stats: AgentStats, now: datetime, compact: bool = False) -> str:
+    if compact:
+        return (
+            f"<memory_metadata>{now.strftime('%Y-%m-%d (%A)')}; memory edited "
+            f"{_when(stats.memory_updated_at)}; {stats.message_count} messages in recall, "
+            f"{stats.passage_count} passages in archival</memory_metadata>"
+        )
     return "\n".join(
         [
             "<memory_metadata>",
@@ -98,19 +150,21 @@ def render_summary(summary: str, hidden_messages: int) -> str:
 
 
 def system_sections(
-    instructions: str,
+    system: str,
     blocks: Sequence[Block],
     stats: AgentStats,
     now: datetime,
     summary: str = "",
     hidden_messages: int = 0,
+    compact: bool = False,
 ) -> list[tuple[str, str]]:
-    """The named parts of the system message, in order: instructions, memory
-    metadata, the summary (once messages have left the window), then each core
-    memory block (named "block:LABEL")."""
+    """The named parts of the system message, in order: instructions (the
+    agent's system prompt, in the compact wording if `compact`: see
+    `instructions`), memory metadata, the summary (once messages have left
+    the window), then each core memory block (named "block:LABEL")."""
     sections = [
-        ("system instructions", instructions),
-        ("memory metadata", render_metadata(stats, now)),
+        ("system instructions", instructions(system, compact)),
+        ("memory metadata", render_metadata(stats, now, compact)),
     ]
     if summary or hidden_messages:
         sections.append(("summary", render_summary(summary, hidden_messages)))

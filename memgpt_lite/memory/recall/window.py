@@ -24,7 +24,12 @@ from pydantic import BaseModel
 
 from memgpt_lite.errors import ContextBudgetError
 from memgpt_lite.llm.tokens import REPLY_PRIMER_TOKENS, TokenCounter
-from memgpt_lite.memory.core.blocks import join_sections, render_block, system_sections
+from memgpt_lite.memory.core.blocks import (
+    compact_wording,
+    join_sections,
+    render_block,
+    system_sections,
+)
 from memgpt_lite.memory.deps import MemoryDeps
 from memgpt_lite.memory.recall.answered import KeptSteps
 from memgpt_lite.memory.recall.clipping import Clipper
@@ -188,6 +193,7 @@ def compile_context(
         utcnow(),
         state.summary,
         hidden_messages=max(0, stats.message_count - len(messages)),
+        compact=compact_wording(budget.window),
     )
     system = {"role": "system", "content": join_sections(sections)}
     tools = agent.tool_schemas()
