@@ -382,7 +382,9 @@ def test_a_compaction_mid_step_keeps_the_step_from_its_user_message(server, tmp_
 
 def test_an_agent_cannot_edit_itself_out_of_its_window(server, tmp_path):
     agent = make_agent(tmp_path)
-    line = "Likes: " + "long detailed notes about the garden and the bees " * 6
+    # Numbers: dense in tokens, so the window's limit comes before the
+    # block's 5,000 characters.
+    line = "Likes: " + " ".join(str(100 + i) for i in range(80))
 
     def appending_model(body):
         if is_summary_request(body):
@@ -411,7 +413,7 @@ def test_an_agent_cannot_edit_itself_out_of_its_window(server, tmp_path):
 def test_a_user_edit_that_crowds_out_the_conversation_is_refused(server, tmp_path):
     agent = make_agent(tmp_path)
     with pytest.raises(ConfigError, match="2,500-token context window"):
-        agent.set_block("human", "word " * 900)  # within the block's 5,000 characters
+        agent.set_block("human", "a " * 2000)  # within the block's 5,000 characters
     assert agent.block("human").value == ""
 
 

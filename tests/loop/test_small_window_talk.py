@@ -16,19 +16,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from small_windows import talk  # noqa: E402
 
-# Short instructions: the default ones and the MemGPT tool schemas take
-# 2,042 tokens on this branch, more than a 2,500-token window leaves them
-# beside the least room to talk, so create refuses that agent; shorter ones
-# leave the talk the room the compact prompts and tool descriptions are to
-# give every agent (at most 30% of 4,096).
-INSTRUCTIONS = "You are a helpful agent. Keep what you learn in memory."
 
-
-@pytest.mark.parametrize("tool_set", ["memgpt", "anthropic-memory"])
+# The default instructions and blocks: their compact wording leaves the talk room.
+@pytest.mark.parametrize("tool_set", ["memgpt", "letta-v1", "anthropic-memory"])
 def test_a_talk_at_2500_tokens_keeps_the_name_and_finds_an_early_turn(
     fake_llm: FakeOpenAIServer, tmp_path, tool_set
 ):
-    result = talk(fake_llm, tmp_path / "a.db", tool_set, 2_500, 120, system=INSTRUCTIONS)
+    result = talk(fake_llm, tmp_path / "a.db", tool_set, 2_500, 120)
     assert result.refused is None
     assert result.name_kept
     assert result.early_turn_found

@@ -34,6 +34,12 @@ def load_prompt(name: str) -> str:
 COMPACT_WORDING_BELOW = 16_384
 # What the compact schemas leave out of each `request_heartbeat`, said once
 # after a system prompt of the agent's own (ours say it already).
+# What the default `persona` and `human` blocks are for (the compact prompt
+# says it once instead).
+STOCK_DESCRIPTIONS = {
+    "persona": "Who you are: your personality, voice and goals.",
+    "human": "What you know about the user you are talking to.",
+}
 HEARTBEAT_NOTE = (
     "Every tool but send_message takes request_heartbeat: true to act again "
     "after its result, false to end your turn."
@@ -105,14 +111,19 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
 
 
-def render_block(block: Block) -> str:
+def render_block(block: Block, compact: bool = False) -> str:
+    """A block as the system message shows it. The compact wording leaves out
+    the <value> element and the stock description of `persona` and `human`,
+    which its prompt says in a few words."""
     attributes = [f'label="{block.label}"', f'chars="{len(block.value)}/{block.limit}"']
     if block.read_only:
         attributes.append('read_only="true"')
     lines = [f"<block {' '.join(attributes)}>"]
-    if block.description:
+    if block.description and not (
+        compact and STOCK_DESCRIPTIONS.get(block.label) == block.description
+    ):
         lines.append(f"<description>{block.description}</description>")
-    lines += [f"<value>\n{block.value}\n</value>", "</block>"]
+    lines += [block.value if compact else f"<value>\n{block.value}\n</value>", "</block>"]
     return "\n".join(lines)
 
 
@@ -168,7 +179,7 @@ def system_sections(
     ]
     if summary or hidden_messages:
         sections.append(("summary", render_summary(summary, hidden_messages)))
-    sections += [(f"block:{b.label}", render_block(b)) for b in blocks]
+    sections += [(f"block:{b.label}", render_block(b, compact)) for b in blocks]
     return sections
 
 
@@ -253,11 +264,11 @@ def default_blocks(
         Block(
             label="persona",
             value=default_persona(name) if persona is None else persona,
-            description="Who you are: your personality, voice and goals.",
+            description=STOCK_DESCRIPTIONS["persona"],
         ),
         Block(
             label="human",
             value=load_prompt("human") if human is None else human,
-            description="What you know about the user you are talking to.",
+            description=STOCK_DESCRIPTIONS["human"],
         ),
     ]

@@ -263,7 +263,9 @@ def core_memory_overflow(agent: MemoryDeps, block: Block, new_value: str) -> str
     room, so a short fact always fits. The reason says how many tokens the
     edit adds and how many fit, so the model can shorten it to fit."""
     compiled = compile_context(agent)
-    edited = render_block(block.model_copy(update={"value": new_value}))
+    edited = render_block(
+        block.model_copy(update={"value": new_value}), compact_wording(budget_for(agent).window)
+    )
     sections = [
         (name, edited if name == f"block:{block.label}" else text)
         for name, text in compiled.sections

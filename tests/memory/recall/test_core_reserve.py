@@ -12,10 +12,11 @@ from memgpt_lite.memory.recall.window import budget_for, compile_context
 from memgpt_lite.testing import FakeOpenAIServer, call, reply, say
 
 WINDOW = 2_500
-# Long instructions: with the MemGPT tools they take more than the 1,688
-# tokens a 2,500-token window leaves core memory, instructions and tools,
-# and less than the 1,994 that leave the conversation its least room.
-INSTRUCTIONS = "You are a test agent. " + "Answer briefly and kindly. " * 95
+# Long instructions: with the MemGPT tools (their compact wording, as at any
+# window under 16k) they take more than the 1,688 tokens a 2,500-token window
+# leaves core memory, instructions and tools, and less than the 1,994 that
+# leave the conversation its least room.
+INSTRUCTIONS = "You are a test agent. " + "Answer briefly and kindly. " * 200
 
 
 def crowded_agent(tmp_path, tool_set: str = "memgpt") -> Agent:
@@ -82,10 +83,10 @@ def test_a_long_fact_is_refused_with_every_way_on(fake_llm: FakeOpenAIServer, tm
 @pytest.mark.parametrize(
     ("tool_set", "edit", "condense"),
     [
-        ("letta-v1", call("memory_insert", label="human", new_str="x " * 1800), "memory_rethink"),
+        ("letta-v1", call("memory_insert", label="human", new_str="x " * 2400), "memory_rethink"),
         (
             "anthropic-memory",
-            call("memory", command="create", path="/memories/notes", file_text="x " * 1800),
+            call("memory", command="create", path="/memories/notes", file_text="x " * 2400),
             "str_replace",
         ),
     ],
