@@ -136,7 +136,7 @@ def _parse_date(value: str, name: str) -> date:
 
 
 @tool(
-    brief="Past messages from start_date to end_date (YYYY-MM-DD, UTC, inclusive); page from 0.",
+    brief="Messages from start_date to end_date (YYYY-MM-DD UTC, inclusive); page from 0.",
     brief_args={"start_date": "", "end_date": "", "page": ""},
 )
 def conversation_search_date(
@@ -161,8 +161,8 @@ def conversation_search_date(
 
 
 @tool(
-    brief="Save content to archival memory, clear on its own (relative dates become dates); "
-    "tags to filter by later; replaces: ids of passages it makes out of date.",
+    brief="Save content, self-contained, to archival memory (relative dates become dates); "
+    "tags to filter by; replaces: ids of passages it outdates.",
     brief_args={"content": "", "tags": "", "replaces": ""},
 )
 def archival_memory_insert(
@@ -223,8 +223,8 @@ def _optional_date(value: str | None, name: str) -> date | None:
 
 
 @tool(
-    brief="Search archival memory for query (words; may name a time); page from 0; only "
-    "passages with any of tags, saved from start_date to end_date (YYYY-MM-DD).",
+    brief="Search archival memory for query (words, may name a time); page from 0; "
+    "tags: any of; start_date to end_date (YYYY-MM-DD): when saved.",
     brief_args={"query": "", "page": "", "tags": "", "start_date": "", "end_date": ""},
 )
 def archival_memory_search(

@@ -70,7 +70,7 @@ def memory_replace(ctx: ToolContext, label: str, old_str: str, new_str: str) -> 
 
 @tool(
     quick=True,
-    brief="Rewrite all of block label as new_memory; a new label makes a block.",
+    brief="Rewrite block label as new_memory (a new label makes one).",
     brief_args={"label": "", "new_memory": ""},
 )
 def memory_rethink(ctx: ToolContext, label: str, new_memory: str) -> str:
@@ -104,10 +104,9 @@ def _label(path: str | None, name: str, command: str) -> str:
 
 @tool(
     quick=True,
-    brief="Blocks by path (/memories/notes) or label. create path with file_text, description; "
-    "str_replace in path old_string (exact, once) with new_string; insert insert_text in path "
-    "after insert_line (0: first, -1: last); delete path; rename old_path to new_path, or give "
-    "path a new description.",
+    brief="Edit a block by path (/memories/X) or label: create path file_text description; "
+    "str_replace path old_string new_string (exact, once); insert path insert_text after "
+    "insert_line (0 first, -1 last); delete path; rename old_path new_path, or path description.",
     brief_args={
         name: ""
         for name in (

@@ -130,9 +130,9 @@ def render_block(block: Block, compact: bool = False) -> str:
 def render_metadata(stats: AgentStats, now: datetime, compact: bool = False) -> str:
     if compact:
         return (
-            f"<memory_metadata>{now.strftime('%Y-%m-%d (%A)')}; memory edited "
-            f"{_when(stats.memory_updated_at)}; {stats.message_count} messages in recall, "
-            f"{stats.passage_count} passages in archival</memory_metadata>"
+            f"<memory_metadata>{now.strftime('%A %Y-%m-%d')}; edited "
+            f"{_when(stats.memory_updated_at)}; recall {stats.message_count} messages, "
+            f"archival {stats.passage_count} passages</memory_metadata>"
         )
     return "\n".join(
         [
