@@ -110,7 +110,7 @@ def _check_page(page: int) -> None:
 
 
 @tool(
-    brief="Search past messages for the words of query; page from 0.",
+    brief="Search past messages for query's words; page from 0.",
     brief_args={"query": "", "page": ""},
 )
 def conversation_search(ctx: ToolContext, query: str, page: int = 0) -> str:
