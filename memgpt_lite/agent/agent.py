@@ -158,28 +158,12 @@ class Agent:
         owner: str = DEFAULT_USER,
         process_settings: Settings | None = None,
     ) -> Agent:
-        """Create and store a new agent. `blocks` defaults to `persona` and
-        `human` from the templates; a block object already attached to another
-        agent is shared, not copied. `tools`: functions (or `Tool`s), which run
-        in this process, names of built-in tools to attach (the multi-agent
-        tools, tools/multi_agent.py), and names of tools `owner` registered
-        (`memgpt-lite tools add`), which run in a process of their own, all
-        stored with the agent. `llm_options` sets the other `LLMConfig`
-        fields (temperature, max_retries, timeout_seconds, tool_choice). `embedder`
-        ("local", "endpoint:MODEL" or an `Embedder`) turns on hybrid search. Not
-        stored: `api_key`, `timeout` (seconds for one model request, retries
-        included) and `llm` (a `Model` to call instead of the endpoint's, such as
-        memgpt_lite.testing.model's fakes). `db`: a SQLite file or a postgresql://
-        URL (default: as the command line chooses, `settings.resolve.resolve_db`),
-        or `store`, an open `Storage`. `process_settings`: as an edge resolved them
-        (None: resolved here). `owner`: the HTTP server's user it belongs to, else
-        "local". An agent of that name already stored is an `AlreadyExistsError`;
-        with `exist_ok=True` it is opened instead, nothing stored changed, if it has
-        what was given (see `setup.store_new_agent`). Without `settings.working_window`
-        a new agent works in a window of twice its fixed part (instructions, core
-        memory, tools) when that is more than the default, within its model's
-        window; one that could not take a step in its window is a ConfigError
-        naming the sizes, and is not stored (agent/sizing.py)."""
+        """Create and store a new agent (each argument: docs/python/index.md).
+        `tools`: functions or `Tool`s (run here), built-in or registered tool
+        names. Not stored: `api_key`, `timeout`, `llm` (a `Model` to call
+        instead). `exist_ok=True` opens an agent of that name that has what was
+        given. The working window is fitted to the agent (agent/sizing.py): one
+        that could not step in it is a ConfigError naming the sizes, never stored."""
         tools = list(tools)
         new = new_agent(  # every argument checked before anything is stored
             name,
