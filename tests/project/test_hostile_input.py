@@ -83,6 +83,9 @@ def _clean(text: str | None) -> bool:
 def test_hostile_tool_arguments_become_tool_errors(fake_llm, tmp_path, name):
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db", tools=[plan_trip])
     fake_llm.responder = _answer
+    # Hostile arguments run to hundreds of kB: streamed in pieces of 4 characters
+    # (the default) they took 200,000 events a test; what they hold is the point.
+    fake_llm.stream_piece_chars = 4096
     crashed: list[tuple[str, str]] = []
     for batch in _batches(
         hostile_arguments(VALID_ARGUMENTS[name], random.Random(f"{SEED}:{name}")), 8
