@@ -129,7 +129,7 @@ def turn_rules(agent: AgentDeps, rules: RuleBook) -> RuleBook:
     turn, however many waits split it. A stored result is taken as a call that
     ran unless it is an error, which every failed call's result starts with."""
     book = RuleBook(rules.rules)
-    messages = agent.context_messages()
+    messages = agent.store.window(agent.state.id, agent.state.context_start)  # read only
     users = [i for i, message in enumerate(messages) if message.role == "user"]
     for message in messages[users[-1] + 1 if users else 0 :]:
         if (

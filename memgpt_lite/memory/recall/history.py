@@ -35,10 +35,14 @@ if TYPE_CHECKING:
 _FOLDED = "older messages are folded into the summary and cannot be edited"
 
 
-def _window(agent: MemoryDeps) -> list[Message]:
+def _window(agent: MemoryDeps, read_only: bool = False) -> list[Message]:
     """The messages in the context window, with the agent state read fresh:
-    another process may have compacted or added messages meanwhile."""
+    another process may have compacted or added messages meanwhile. Copies,
+    or `read_only` the ones the store keeps (`Storage.window`), for a look
+    that changes and hands out nothing: no copy of a long window."""
     agent.state = agent.store.get_agent(agent.state.id)
+    if read_only:
+        return agent.store.window(agent.state.id, agent.state.context_start)
     return agent.context_messages()
 
 
@@ -141,7 +145,7 @@ def unanswered_note(agent: MemoryDeps, resend: str, drop: str) -> str | None:
     """If the user's last message went unanswered (its step failed or was
     cancelled before the model responded), one line saying so and naming the
     commands that send it again and drop it; else None."""
-    window = _window(agent)
+    window = _window(agent, read_only=True)
     starts = [m for m in window if m.role == "user"]
     if not starts or starts[-1] not in unanswered(window):
         return None
