@@ -52,6 +52,7 @@ from memgpt_lite.memory.recall.window import (
     step_start,
 )
 from memgpt_lite.models import SEND_MESSAGE, AgentState, Message, StepResult
+from memgpt_lite.storage.protocol import MainContext
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool
@@ -75,6 +76,9 @@ class StepRun:
     result: StepResult = field(default_factory=StepResult)
     pending: list[StepEvent] = field(default_factory=list)
     rules: RuleBook = field(default_factory=RuleBook)  # the tool rules, as the step goes
+    # What the first request is built from, read as the user's message was
+    # stored (in one round trip where the store can: `Storage.main_context`).
+    first_read: MainContext | None = None
 
     def renew_lock(self) -> None:
         """Keep the step lock's lease through a long step: before each model
@@ -118,7 +122,8 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
     when the step in progress, which is never evicted, does not."""
     agent, step_id = run.agent, run.step_id
     budget = budget_for(agent)
-    compiled = compile_context(agent, step_id=step_id)
+    read, run.first_read = run.first_read, None
+    compiled = compile_context(agent, step_id=step_id, read=read)
     if compiled.fixed_tokens > budget.compact_at:
         raise budget_error(agent, compiled, budget)
     if (

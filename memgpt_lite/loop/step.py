@@ -119,7 +119,11 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
             calls = approvals.calls_waiting(run.tools, run.rules, waiting)
             raise approvals.still_waiting(agent.state.name, calls)
         user = Message(agent_id=agent.state.id, role="user", content=message, step_id=run.step_id)
-        agent.store.add_messages([user])  # committed before the call, so a failure loses nothing
+        # Committed before the call, so a failure loses nothing; the first
+        # request's window comes back with it (one round trip where it can).
+        run.first_read = agent.store.main_context(
+            agent.state.id, agent.state.context_start, adding=[user]
+        )
         run.result.messages.append(user)
         yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=message)
     else:

@@ -76,6 +76,34 @@ def test_the_main_context_is_the_window_the_blocks_and_the_stats(store: Storage)
     )
 
 
+def test_the_main_context_adding_a_message_stores_it_first_and_reads_it(store: Storage):
+    sam = new_agent(store)
+    store.add_messages([said(sam, f"message {i}") for i in range(3)])
+    store.main_context(sam.id, 0)  # a window kept by the store, which must see the new one
+    user = said(sam, "the step's question")
+    read = store.main_context(sam.id, 0, adding=[user])
+    assert user.seq is not None
+    stored = store.messages_from(sam.id, 0)
+    assert [m.content for m in stored][-1] == "the step's question" and stored[-1].seq == user.seq
+    assert read == MainContext(stored, store.get_blocks(sam.id), store.agent_stats(sam.id))
+    assert read.stats.message_count == 4
+    with store.transaction():  # inside a caller's transaction, read after it too
+        inner = store.main_context(sam.id, 0, adding=[said(sam, "inside")])
+        assert [m.content for m in inner.messages][-1] == "inside"
+    assert store.agent_stats(sam.id).message_count == 5
+
+
+def test_the_main_context_adding_an_unknown_agents_message_stores_none(store: Storage):
+    sam = new_agent(store)
+    ghost = AgentState(name="ghost", llm=LLMConfig(model="m"), system="s")
+    with pytest.raises(NotFoundError, match=ghost.id):
+        store.main_context(ghost.id, 0, adding=[said(ghost, "lost")])
+    with pytest.raises(NotFoundError, match=ghost.id):
+        store.main_context(sam.id, 0, adding=[said(sam, "kept?"), said(ghost, "lost")])
+    assert store.messages_from(sam.id, 0) == []
+    assert store.agent_stats(sam.id).message_count == 0
+
+
 def test_the_main_context_of_an_unknown_agent_is_not_found(store: Storage):
     with pytest.raises(NotFoundError, match="agent-nobody"):
         store.main_context("agent-nobody", 0)

@@ -34,6 +34,7 @@ from memgpt_lite.memory.deps import MemoryDeps
 from memgpt_lite.memory.recall.answered import KeptSteps
 from memgpt_lite.memory.recall.clipping import Clipper
 from memgpt_lite.models import Block, Message, utcnow
+from memgpt_lite.storage.protocol import MainContext
 
 # Context windows of well-known models, by name prefix; the first match wins,
 # so longer prefixes come first.
@@ -171,7 +172,11 @@ def _unanswered_in_window(
 
 
 def compile_context(
-    agent: MemoryDeps, *, step_id: str | None = None, step_room: int | None = None
+    agent: MemoryDeps,
+    *,
+    step_id: str | None = None,
+    step_room: int | None = None,
+    read: MainContext | None = None,
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
     progress; unanswered messages are left out. A message over `message_limit`
@@ -179,10 +184,13 @@ def compile_context(
     model asked for) that could fit whole once older ones are evicted: the
     caller compacts, then, if the step is still too long, compiles again
     with `step_room` to clip the step's messages together to fit in it
-    (`Clipper.fit_step`)."""
+    (`Clipper.fit_step`). `read`: what the store gave as the step began
+    (`Storage.main_context` with the user's message), instead of reading."""
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
-    messages, blocks, stats = agent.store.main_context(state.id, state.context_start)
+    if read is None:
+        read = agent.store.main_context(state.id, state.context_start)
+    messages, blocks, stats = read
     left_out = {m.id for m in _unanswered_in_window(agent, messages, step_id)}
     if left_out:
         messages = [m for m in messages if m.id not in left_out]

@@ -39,7 +39,7 @@ NEWEST = (
 )
 
 
-def _check_stored(
+def check_stored(
     messages: Sequence[Message],
     inserted: Cursor,
     usage: UsageRecord | None,
@@ -112,9 +112,9 @@ class Messages(Transactions):
                 added = self._execute_later(ADD_USAGE, usage_values(usage, self.dialect))
             inserted = self._insert_messages(messages) if messages else Fetched([], 0)
             if len(agents) > 1:  # an unknown agent must leave the others' items unwritten
-                _check_stored(messages, inserted, usage, added)
+                check_stored(messages, inserted, usage, added)
         # Of one agent, checked once sent: an unknown one had nothing written.
-        _check_stored(messages, inserted, usage, added)
+        check_stored(messages, inserted, usage, added)
 
     @guarded
     def update_message(self, message: Message) -> None:

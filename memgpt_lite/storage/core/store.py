@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memgpt_lite.models import Message
 from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
@@ -53,7 +54,12 @@ class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools):
         )
 
     @guarded
-    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
-        """Its three reads, one after the other (a backend may send them at once)."""
+    def main_context(
+        self, agent_id: str, start_seq: int, adding: Sequence[Message] = ()
+    ) -> MainContext:
+        """The messages `adding` stored, then its three reads, one after the
+        other (a backend may send them all at once)."""
+        if adding:
+            self.add_messages(adding)
         messages = self.window(agent_id, start_seq)
         return MainContext(messages, self.get_blocks(agent_id), self.agent_stats(agent_id))

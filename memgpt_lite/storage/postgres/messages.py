@@ -25,7 +25,7 @@ from memgpt_lite.models import Message
 from memgpt_lite.storage.core.agents import stats_from_row
 from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
 from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
-from memgpt_lite.storage.core.messages import WINDOW
+from memgpt_lite.storage.core.messages import WINDOW, check_stored
 from memgpt_lite.storage.core.rows import (
     MESSAGE_COLUMNS,
     message_edit,
@@ -70,7 +70,6 @@ _STAMPED_STATS = (
     "SELECT message_edits, message_count, passage_count, last_active, memory_updated_at "
     "FROM agents WHERE id = ?"
 )
-Read = tuple[str, Sequence[Any]]  # a statement (`?` placeholders) and its parameters
 # Moves an agent's counters, locking its row until the write ends (an
 # unknown agent: no row, nothing written).
 _COUNT = (
@@ -115,35 +114,58 @@ class MessageStore(TextSearch):
         return self._hold(_INSERT, columns)
 
     @guarded
-    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
-        """Its three reads in one round trip, the window through `window_cache`."""
-        messages, head, (blocks,) = self._kept_window(
-            agent_id, start_seq, (AGENT_BLOCKS, [agent_id])
-        )
+    def main_context(
+        self, agent_id: str, start_seq: int, adding: Sequence[Message] = ()
+    ) -> MainContext:
+        """Its three reads in one round trip, the window through
+        `window_cache`; with `adding`, the same round trip stores them first:
+        BEGIN, the writes, the reads, COMMIT."""
+        rows_from = self.window_cache.rows_from(agent_id, start_seq)
+        reads = [(_STAMPED_STATS, [agent_id]), (AGENT_BLOCKS, [agent_id])]
+        reads.append((WINDOW, [agent_id, rows_from]))
+        if adding and any(message.agent_id != agent_id for message in adding):
+            self.add_messages(adding)  # (checked before it commits: see add_messages)
+            adding = ()
+        if adding:
+            with self._write():  # held, all of it: sent with its COMMIT
+                inserted = self._insert_messages(adding)
+                held = [self._execute_later(statement, params) for statement, params in reads]
+            check_stored(adding, inserted, None, None)
+            stamped, blocks, rows = (later.fetchall() for later in held)
+        else:
+            stamped, blocks, rows = self._all_together(*reads)
+        head = stamped[0] if stamped else None
         if head is None:
             raise unknown_agent(agent_id)
+        messages = self._window_read(agent_id, start_seq, head, rows_from, rows)
         stats = stats_from_row(head[1:])
         return MainContext(messages, [block_from_row(r) for r in blocks], stats)
 
     def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
-        """Through `window_cache`: one round trip."""
-        return self._kept_window(agent_id, start_seq, copies=copies)[0]
-
-    def _kept_window(
-        self, agent_id: str, start_seq: int, *also: Read, copies: bool = False
-    ) -> tuple[list[Message], Any, list[list[Any]]]:
-        """The window through `window_cache`, the agent's `_STAMPED_STATS`
-        row (None: no such agent), and the rows of the reads `also`: one
-        round trip, and one more to read the whole window when what was kept
-        does not account for every change. The stamp is read before the rows,
-        so that a change committed in between is one the next read sees."""
+        """Through `window_cache`: one round trip, and one more to read the
+        whole window when what was kept does not account for every change.
+        The stamp is read before the rows, so that a change committed in
+        between is one the next read sees."""
         rows_from = self.window_cache.rows_from(agent_id, start_seq)
-        stamped, *others, rows = self._all_together(
-            (_STAMPED_STATS, [agent_id]), *also, (WINDOW, [agent_id, rows_from])
+        stamped, rows = self._all_together(
+            (_STAMPED_STATS, [agent_id]), (WINDOW, [agent_id, rows_from])
         )
         head = stamped[0] if stamped else None
+        return self._window_read(agent_id, start_seq, head, rows_from, rows, copies)
+
+    def _window_read(
+        self,
+        agent_id: str,
+        start_seq: int,
+        head: Any,
+        rows_from: int,
+        rows: list[Any],
+        copies: bool = False,
+    ) -> list[Message]:
+        """The window from the rows read from `rows_from` on and the agent's
+        `_STAMPED_STATS` row `head` (None: no such agent)."""
         found = WindowRead(*(head[:2] if head else (None, None)), rows_from, rows)
-        messages = self.window_cache.read(
+        return self.window_cache.read(
             agent_id,
             start_seq,
             found,
@@ -151,7 +173,6 @@ class MessageStore(TextSearch):
             keep=not self._levels,  # outside any transaction: what was read is committed
             copies=copies,
         )
-        return messages, head, others
 
     def _update_message(self, message: Message) -> None:
         edit = message_edit(message)

@@ -53,11 +53,17 @@ class MessageStorage(Protocol):
         (in one round trip where the backend can): what a step starts from."""
         ...
 
-    def main_context(self, agent_id: str, start_seq: int) -> MainContext:
+    def main_context(
+        self, agent_id: str, start_seq: int, adding: Sequence[Message] = ()
+    ) -> MainContext:
         """What the agent's next request is built from, read together (in one
         round trip where the backend can): the window (`window`), its
         blocks (`get_blocks`) and its stats (`agent_stats`: NotFoundError for
-        an unknown agent)."""
+        an unknown agent). With `adding`, first appends those messages of the
+        agent, as `add_messages` does (committed before this returns, setting
+        each `seq`, NotFoundError storing none), and reads after them, in the
+        same round trip where the backend can: a step's first request, built
+        as its user's message is stored."""
         ...
 
     def last_messages(self, agent_id: str, limit: int) -> list[Message]:
