@@ -49,12 +49,22 @@ def chosen_names(
         display = check_display_name(display_name)
     except ValueError as exc:
         raise ConfigError(f"display_name: {exc}") from None
-    others = [state for state, _ in store.list_agents(owner=owner) if state.id != agent_id]
+    states = [state for state, _ in store.list_agents(owner=owner)]
+    others = [state for state in states if state.id != agent_id]
     if any(state.display_name == display for state in others):
         raise AlreadyExistsError(f"an agent named {display!r} already exists")
+    unchanged = [state.name for state in states if state.id == agent_id]
+    if name is None and unchanged and identifier_base(display) == _base(unchanged[0]):
+        name = unchanged[0]  # renamed to what gives its name already: it keeps it
     if name is None:
         name = numbered(identifier_base(display), {state.name for state in others})
     return name, display
+
+
+def _base(name: str) -> str:
+    """`name` without the number `numbered` may have added."""
+    stem, dash, number = name.rpartition("-")
+    return stem if dash and number.isdigit() and int(number) >= 2 else name
 
 
 def _why_not(name: str) -> str:

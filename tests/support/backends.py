@@ -74,6 +74,11 @@ def undo_agent_names_per_owner(location: str | Path) -> None:
                 "CREATE INDEX agents_owner ON agents(owner, name);"
                 "DELETE FROM memgpt_lite_migrations WHERE name = 'm012_agent_names_per_owner'"
             )
+        from memgpt_lite.storage.postgres import store as store_module
+        from memgpt_lite.storage.postgres.connect import close_pool
+
+        store_module._prepared.pop(os.fspath(location), None)  # opened here: open anew
+        close_pool(os.fspath(location))
         return
     conn = sqlite3.connect(location)  # foreign keys off: the old table is dropped
     try:
