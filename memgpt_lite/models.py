@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from memgpt_lite.names import AGENT_NAME_PATTERN, check_display_name, check_identifier
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
@@ -46,7 +47,6 @@ def valid_label(label: str) -> bool:
     return not any(part in (".", "..") for part in label.split("/"))
 
 
-AGENT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # The owner of agents made by the command line and the library, and the user
 # of a server run without authentication (`memgpt-lite serve --no-auth`).
 DEFAULT_USER = "local"
@@ -483,7 +483,10 @@ class AgentState(BaseModel):
     model_config = ConfigDict(validate_assignment=True)
 
     id: str = Field(default_factory=lambda: new_id("agent"))
-    name: str
+    name: str  # unique within the owner (names.py)
+    # Free text shown for the agent where Letta's names go ("My Helper Bot"),
+    # when `name` is derived from it; None: the name is shown.
+    display_name: CleanStr | None = None
     # The user the agent belongs to; set when it is created, never changed by
     # `save_agent` or `update_agent`.
     owner: UserName = DEFAULT_USER
@@ -505,12 +508,17 @@ class AgentState(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_is_simple(cls, name: str) -> str:
-        if not AGENT_NAME_PATTERN.match(name):
-            raise ValueError(
-                "an agent name is 1-64 letters, digits, '_', '.' or '-', starting with a "
-                "letter or digit"
-            )
-        return name
+        return check_identifier(name)
+
+    @field_validator("display_name")
+    @classmethod
+    def _display_name_is_one_line(cls, text: str | None) -> str | None:
+        return None if text is None else check_display_name(text)
+
+    @property
+    def shown_name(self) -> str:
+        """The name Letta's views show: the display name, else the name."""
+        return self.display_name or self.name
 
 
 class ApiKey(BaseModel):

@@ -256,16 +256,18 @@ class Agent:
         would undo that. Reload (`Agent.load`) and make the change again."""
         self.store.save_agent(self.state)
 
-    def rename(self, new_name: str) -> None:
-        """Give the agent another name (its id, memory and history stay)."""
+    def rename(self, new_name: str, display_name: str | None = None) -> None:
+        """Give the agent another name, and display name (None: none; see
+        memgpt_lite/names.py); its id, memory and history stay."""
         renamed = self.state.model_copy()
         try:
             renamed.name = new_name  # validated on assignment
+            renamed.display_name = display_name
         except ValidationError as exc:
             raise ConfigError(
                 f"cannot rename agent to {new_name!r}: {validation_messages(exc)}"
             ) from None
-        self.state = self.store.rename_agent(self.state.id, new_name)
+        self.state = self.store.rename_agent(self.state.id, new_name, renamed.display_name)
 
     def set_model(self, model: str) -> None:
         """Use another model from the next call on, and store the choice."""

@@ -255,8 +255,8 @@ def store_new_agent(store: Storage, new: NewAgent, exist_ok: bool) -> AgentState
     only start a new agent (a stored one keeps what it learned), but a model,
     block label, system prompt, base_url, llm option, setting or embedder
     given that the stored agent does not have is a ConfigError naming the
-    first difference. An agent of that name that belongs to another owner is
-    an AlreadyExistsError, with `exist_ok` too: it is not opened."""
+    first difference. Names are unique within an owner: another user's agent
+    of that name is never opened (their own is created beside it)."""
     try:
         store.create_agent(new.state, new.blocks)
     except AlreadyExistsError:
@@ -267,13 +267,9 @@ def store_new_agent(store: Storage, new: NewAgent, exist_ok: bool) -> AgentState
 
 
 def stored_as_wanted(store: Storage, wanted: Wanted) -> AgentState:
-    """The stored agent named like `wanted`, or a ConfigError naming how it
-    differs; an AlreadyExistsError if it is another user's (never opened)."""
-    stored = store.get_agent(wanted.state.name)
-    if stored.owner != wanted.state.owner:
-        raise AlreadyExistsError(
-            f"an agent named {stored.name!r} already exists and belongs to another user"
-        )
+    """The owner's stored agent named like `wanted`, or a ConfigError naming
+    how it differs."""
+    stored = store.get_agent(wanted.state.name, owner=wanted.state.owner)
     difference = _difference(stored, [b.label for b in store.get_blocks(stored.id)], wanted)
     if difference:
         raise ConfigError(

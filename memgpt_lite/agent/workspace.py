@@ -107,24 +107,31 @@ class Workspace:
         timeout: float | None = None,
         owner: str = DEFAULT_USER,
         tools: Sequence[str] = (),
+        display_name: str | None = None,
     ) -> Agent:
         """Create and store an agent, as `Agent.create` does; `tools` are
-        names of built-in tools to attach (tools/sets.py ATTACHABLE_TOOLS)."""
-        return Agent.create(
-            name,
-            model,
-            blocks=blocks,
-            tools=tools,
-            system=system,
-            base_url=base_url,
-            settings=settings,
-            llm_options=llm_options,
-            embedder=embedder,
-            timeout=timeout,
-            owner=owner,
-            store=self.store,
-            process_settings=self.settings,
-        )
+        names of built-in tools to attach (tools/sets.py ATTACHABLE_TOOLS);
+        `display_name`: free text shown where Letta's names go (checked, and
+        unique within the owner: agent/naming.py)."""
+        with self.store.transaction():
+            agent = Agent.create(
+                name,
+                model,
+                blocks=blocks,
+                tools=tools,
+                system=system,
+                base_url=base_url,
+                settings=settings,
+                llm_options=llm_options,
+                embedder=embedder,
+                timeout=timeout,
+                owner=owner,
+                store=self.store,
+                process_settings=self.settings,
+            )
+            if display_name is not None:
+                agent.rename(name, display_name)
+        return agent
 
     def load_agent(self, ref: str, *, timeout: float | None = None) -> Agent:
         """The agent named or numbered `ref`, as `Agent.load` opens it;
@@ -150,13 +157,10 @@ class Workspace:
         )
 
     def agent_state(self, ref: str, owner: str | None = None) -> AgentState:
-        """The stored row of the agent named or numbered `ref`. With `owner`,
-        another user's agent is not found, word for word as an agent that
-        does not exist."""
-        state = self.store.get_agent(ref)
-        if owner is not None and state.owner != owner:
-            raise NotFoundError(f"no agent named {ref!r}")
-        return state
+        """The stored row of the agent numbered or named `ref` (ids first).
+        With `owner`, among that user's agents only: another user's agent is
+        not found, word for word as an agent that does not exist."""
+        return self.store.get_agent(ref, owner=owner)
 
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
         """Every agent (of `owner`, if given), with its counts."""
@@ -170,10 +174,13 @@ class Workspace:
         fields it sets alone, so a change made meanwhile elsewhere stays."""
         return self.store.update_agent(agent_id, change)
 
-    def rename_agent(self, state: AgentState, new_name: str) -> AgentState:
-        """Give the agent another name (its id, memory and history stay)."""
+    def rename_agent(
+        self, state: AgentState, new_name: str, display_name: str | None = None
+    ) -> AgentState:
+        """Give the agent another name and display name (None: none; its id,
+        memory and history stay)."""
         agent = self.agent_for(state)
-        agent.rename(new_name)
+        agent.rename(new_name, display_name)
         return agent.state
 
     def delete_agent(self, agent_id: str) -> None:

@@ -458,6 +458,8 @@ def show(ctx: click.Context, name: str) -> None:
     stats = workspace.agent_stats(state.id)
     url, why = _endpoint(state)
     lines = [("name", state.name), ("model", state.llm.model), ("endpoint", f"{url} ({why})")]
+    if state.display_name:  # given by a Letta client ("My Helper Bot")
+        lines.insert(1, ("display name", state.display_name))
     lines.append(("database", redacted(db_location(ctx))))  # a URL's password as ***
     lines += _settings_text(state)
     lines += [

@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from memgpt_lite.agent.agent import Agent
+from memgpt_lite.agent.naming import chosen_names
 from memgpt_lite.agent.sizing import check_window, measuring_runner
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError, MemGPTError, validation_message, validation_messages
@@ -31,7 +32,16 @@ router = APIRouter(prefix="/api/agents", tags=["agents"])
 def agent_view(workspace: Workspace, state: AgentState) -> AgentView:
     return AgentView(
         **state.model_dump(
-            include={"id", "name", "llm", "system", "settings", "tool_names", "summary"}
+            include={
+                "id",
+                "name",
+                "display_name",
+                "llm",
+                "system",
+                "settings",
+                "tool_names",
+                "summary",
+            }
         ),
         blocks=workspace.blocks(state.id),
         stats=workspace.agent_stats(state.id),
@@ -67,9 +77,15 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         settings = None if body.settings is None else AgentSettings(**body.settings)
     except ValidationError as exc:
         raise ConfigError(field_problems(exc, "settings")) from None
+    name, display_name = body.name, None
+    if body.display_name is not None:
+        name, display_name = chosen_names(ctx.workspace.store, user, name, body.display_name)
+    if name is None:
+        raise ConfigError("name: give the agent a name, or a display_name to derive it from")
     return ctx.workspace.create_agent(
-        body.name,
+        name,
         body.model,
+        display_name=display_name,
         blocks=blocks,
         system=body.system,
         base_url=body.base_url,
@@ -119,12 +135,26 @@ def update_agent(ctx: ServerContext, user: str, ref: str, body: AgentUpdate) -> 
             _assign(stored.settings, key, value, "settings")
 
     with ctx.workspace.transaction():
-        if body.name is not None and body.name != state.name:
-            ctx.workspace.rename_agent(state, body.name)
+        _rename(ctx, state, body)
         updated = ctx.workspace.update_agent(state.id, change)
         if _WINDOW_SETTINGS & set(body.settings or {}):  # undone if it cannot step in it
             check_window(measuring_runner(updated, ctx.workspace.store))
         return updated
+
+
+def _rename(ctx: ServerContext, state: AgentState, body: AgentUpdate) -> None:
+    """Give the agent the name and display name `body` asks ("" removes the
+    display name); what it leaves out stays."""
+    name = state.name if body.name is None else body.name
+    display_name = state.display_name
+    if body.display_name is not None:
+        display_name = body.display_name or None
+    if display_name is not None and display_name != state.display_name:
+        _, display_name = chosen_names(
+            ctx.workspace.store, state.owner, name, display_name, state.id
+        )
+    if (name, display_name) != (state.name, state.display_name):
+        ctx.workspace.rename_agent(state, name, display_name)
 
 
 # The settings that change the window an agent works in, or what fills it.

@@ -26,7 +26,11 @@ class BlockIn(StrictBody):
 
 
 class AgentCreate(StrictBody):
-    name: str
+    # The agent's identifier (letters, digits, '_', '.', '-'), unique among
+    # the user's agents; derived from `display_name` when left out.
+    name: str | None = None
+    # Free text shown by Letta's views ("My Helper Bot"); unique too.
+    display_name: str | None = None
     model: str
     base_url: str | None = None
     # The endpoint's key for this agent, stored and never shown. Without it,
@@ -45,6 +49,7 @@ class AgentCreate(StrictBody):
 
 class AgentUpdate(StrictBody):
     name: str | None = None
+    display_name: str | None = None  # "" removes it
     model: str | None = None
     api_key: str | None = None
     system: str | None = None
@@ -57,6 +62,7 @@ class AgentView(BaseModel):
 
     id: str
     name: str
+    display_name: str | None
     llm: LLMConfig
     system: str
     settings: AgentSettings

@@ -120,9 +120,10 @@ def copy_agents(
 def _refuse_taken(src: Storage, dst: Storage, agents: Sequence[AgentState]) -> None:
     taken = []
     for state in agents:
-        for key in (state.id, state.name):
+        # Ids are unique in a database, names within their owner.
+        for key, owner in ((state.id, None), (state.name, state.owner)):
             try:
-                taken.append(dst.get_agent(key).name)
+                taken.append(dst.get_agent(key, owner=owner).name)
                 break
             except NotFoundError:
                 continue

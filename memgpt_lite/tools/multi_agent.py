@@ -117,7 +117,7 @@ def _other_agent(ctx: ToolContext, ref: str) -> AgentState:
     owner's other agents if there is none (another owner's is none)."""
     ref = ref.strip()
     try:
-        found: AgentState | None = ctx.store.get_agent(ref) if ref else None
+        found: AgentState | None = ctx.store.get_agent(ref, owner=ctx.state.owner) if ref else None
     except NotFoundError:
         found = None
     if found is not None and found.owner == ctx.state.owner:

@@ -9,7 +9,7 @@ import hashlib
 import json
 
 import pytest
-from support.backends import execute_sql, is_postgres, open_db
+from support.backends import execute_sql, is_postgres, open_db, undo_agent_names_per_owner
 
 from memgpt_lite.agent import Agent
 from memgpt_lite.agent.keys import KEY_PREFIX, create_key, hash_key, user_for_key
@@ -98,15 +98,23 @@ def test_agents_belong_to_local_unless_told(db_location):
 
 
 def test_exist_ok_opens_only_the_same_owner_s_agent(tmp_path):
+    # Names are unique within an owner (issue 30): another user's "sam" is
+    # never opened; exist_ok creates the caller's own beside it.
     db = tmp_path / "a.db"
     first = Agent.create("sam", "gpt-4o-mini", db=db, owner="alice")
     again = Agent.create("sam", "gpt-4o-mini", store=first.store, owner="alice", exist_ok=True)
     assert again.state.id == first.state.id
-    with pytest.raises(AlreadyExistsError, match="^an agent named 'sam' already exists and"):
-        Agent.create("sam", "gpt-4o-mini", store=first.store, owner="bob", exist_ok=True)
-    with pytest.raises(AlreadyExistsError):  # the default owner is another user too
-        Agent.create("sam", "gpt-4o-mini", store=first.store, exist_ok=True)
-    assert [(s.name, s.owner) for s, _ in first.store.list_agents()] == [("sam", "alice")]
+    bobs = Agent.create("sam", "gpt-4o-mini", store=first.store, owner="bob", exist_ok=True)
+    local = Agent.create("sam", "gpt-4o-mini", store=first.store, exist_ok=True)
+    assert len({first.state.id, bobs.state.id, local.state.id}) == 3
+    assert (bobs.state.owner, local.state.owner) == ("bob", "local")
+    with pytest.raises(AlreadyExistsError, match="^an agent named 'sam' already exists$"):
+        Agent.create("sam", "gpt-4o-mini", store=first.store, owner="bob")
+    assert sorted((s.name, s.owner) for s, _ in first.store.list_agents()) == [
+        ("sam", "alice"),
+        ("sam", "bob"),
+        ("sam", "local"),
+    ]
     first.store.close()
 
 
@@ -130,6 +138,7 @@ def _as_before_users(location: str) -> None:
     """Put the database back as the version before users left it: no owner
     column, no api_keys table, the migrations that made them (and the later
     one that added a column to api_keys) not applied."""
+    undo_agent_names_per_owner(location)  # a later migration, undone first
     execute_sql(location, "DROP TABLE api_keys")
     if is_postgres(location):
         execute_sql(location, "ALTER TABLE agents DROP COLUMN owner")  # its index goes with it

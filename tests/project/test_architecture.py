@@ -58,7 +58,7 @@ EMPTY_INITS = (
 # package cycle test). `__init__` is the package's own module, `memgpt_lite`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
-    ("errors",),
+    ("errors", "names"),  # names: the rules of agent names
     ("models", "events", "frozen"),  # events: what a step reports; frozen: read-only values
     ("settings",),
     ("llm", "embeddings", "storage"),

@@ -56,3 +56,51 @@ def is_notice(line: str) -> bool:
 def without_notices(stderr: str) -> str:
     """`stderr` without the lines `is_notice` names."""
     return "".join(line for line in stderr.splitlines(keepends=True) if not is_notice(line))
+
+
+def undo_agent_names_per_owner(location: str | Path) -> None:
+    """Put the agents table back as it was before agent names became unique
+    per owner (SQLite's m018, PostgreSQL's m012), migration record and all:
+    for tests that rewind a database to an older version."""
+    if is_postgres(location):
+        import psycopg
+
+        with psycopg.connect(os.fspath(location), autocommit=True) as conn:
+            conn.execute(
+                "ALTER TABLE agents DROP COLUMN display_name;"
+                "ALTER TABLE agents DROP CONSTRAINT agents_owner_name_key;"
+                "ALTER TABLE agents ADD CONSTRAINT agents_name_key UNIQUE (name);"
+                "DROP INDEX agents_name;"
+                "CREATE INDEX agents_owner ON agents(owner, name);"
+                "DELETE FROM memgpt_lite_migrations WHERE name = 'm012_agent_names_per_owner'"
+            )
+        from memgpt_lite.storage.postgres import store as store_module
+        from memgpt_lite.storage.postgres.connect import close_pool
+
+        store_module._prepared.pop(os.fspath(location), None)  # opened here: open anew
+        close_pool(os.fspath(location))
+        return
+    conn = sqlite3.connect(location)  # foreign keys off: the old table is dropped
+    try:
+        with conn:
+            made = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'agents'").fetchone()[0]
+            made = made.replace("name TEXT NOT NULL,", "name TEXT NOT NULL UNIQUE,", 1)
+            made = made.replace(
+                ", display_name TEXT, UNIQUE (owner, name), UNIQUE (owner, display_name)", ""
+            )
+            triggers = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type = 'trigger'"
+            ).fetchall()
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(agents)")]
+            kept = ", ".join(c for c in columns if c != "display_name")
+            conn.execute(f"CREATE TEMP TABLE agents_before AS SELECT {kept} FROM agents")
+            conn.execute("DROP TABLE agents")
+            conn.execute(made)
+            conn.execute("INSERT INTO agents SELECT * FROM temp.agents_before")
+            conn.execute("DROP TABLE temp.agents_before")
+            for (trigger,) in triggers:
+                conn.execute(trigger)
+            conn.execute("CREATE INDEX agents_owner ON agents(owner, name)")
+            conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm018_agent_names_per_owner'")
+    finally:
+        conn.close()

@@ -1,9 +1,13 @@
 """Letta's agent routes: create, list, retrieve, update, delete.
 
-Letta names are optional and need not be unique; ours are unique, so an
-agent created without a name gets `agent-<8 hex>`, and a name already taken
-is a 409. A model handle `provider/model` whose provider Letta knows loses
-its prefix: the server's endpoint (OPENAI_BASE_URL) serves every model.
+Letta names are optional free text and need not be unique; ours are unique
+within the user's agents, so an agent created without a name gets
+`agent-<8 hex>`, and a name the user already has is a 409. A name that is not
+an identifier ("My Helper Bot") is the agent's display name, shown in
+Letta's views, with an identifier derived from it (agent/naming.py).
+
+A model handle `provider/model` whose provider Letta knows loses its prefix:
+the server's endpoint (OPENAI_BASE_URL) serves every model.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
+from memgpt_lite.agent.naming import names_from_letta
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import (
     DEFAULT_BLOCK_LIMIT,
@@ -172,7 +177,13 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
 @router.post("")
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's create_agent."""
-    agent = create_agent(ctx, user, our_create_body(body, tool_names(ctx, user, body)))
+    ours_body = our_create_body(body, tool_names(ctx, user, body))
+    if body.name:  # free text: an identifier as it is, else a display name
+        name, display_name = names_from_letta(ctx.workspace.store, user, body.name)
+        ours_body.name, ours_body.display_name = (
+            (None, display_name) if display_name else (name, None)
+        )
+    agent = create_agent(ctx, user, ours_body)
     return agent_view(ctx.workspace, agent.state)
 
 
@@ -194,9 +205,11 @@ def _sort_key(order_by: OrderBy) -> Any:
 
 
 def _matches(state: AgentState, name: str | None, query_text: str | None) -> bool:
-    if name is not None and state.name != name:
+    """By the name Letta's views show (the display name) or the identifier."""
+    names = {state.shown_name, state.name}
+    if name is not None and name not in names:
         return False
-    return query_text is None or query_text.lower() in state.name.lower()
+    return query_text is None or any(query_text.lower() in n.lower() for n in names)
 
 
 def _tagged(state: AgentState, tags: list[str] | None, match_all: bool) -> bool:
@@ -242,8 +255,15 @@ def retrieve(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
 def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
     model = None if body.model is None else model_name(body.model)
     settings = None if body.tags is None else {"tags": body.tags}
-    ours_body = ours.AgentUpdate(name=body.name, system=body.system, model=model, settings=settings)
-    return update_agent(ctx, user, agent_id, ours_body)
+    state = ctx.agent_state(user, agent_id)
+    name, display_name = None, None
+    if body.name:  # as at create; a plain name removes the display name
+        name, shown = names_from_letta(ctx.workspace.store, user, body.name, state.id)
+        display_name = shown or ""
+    ours_body = ours.AgentUpdate(
+        name=name, display_name=display_name, system=body.system, model=model, settings=settings
+    )
+    return update_agent(ctx, user, state.id, ours_body)
 
 
 @router.patch("/{agent_id}")

@@ -82,7 +82,7 @@ def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
     stats = workspace.agent_stats(state.id)
     return {
         "id": state.id,
-        "name": state.name,
+        "name": state.shown_name,
         "agent_type": AGENT_TYPE,
         "system": state.system,
         "model": state.llm.model,

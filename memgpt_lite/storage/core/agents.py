@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from memgpt_lite.errors import AlreadyExistsError, ConflictError, NotFoundError
+from memgpt_lite.errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError
 from memgpt_lite.models import (
+    DEFAULT_USER,
     STORED,
     AgentSettings,
     AgentState,
@@ -51,6 +52,7 @@ _COLUMNS = (
     "settings",
     "created_at",
     "updated_at",
+    "display_name",
 )
 _WRITTEN = [c for c in _COLUMNS if c not in ("id", "owner", "created_at")]  # kept as created
 _STATS = "message_count, passage_count, last_active, memory_updated_at"
@@ -89,6 +91,7 @@ class Agents(Blocks):
             "settings": state.settings.model_dump_json(),
             "created_at": self.dialect.time(state.created_at),
             "updated_at": self.dialect.time(state.updated_at),
+            "display_name": state.display_name,
         }
 
     def _agent_from_row(self, row: Sequence[Any]) -> AgentState:
@@ -111,6 +114,7 @@ class Agents(Blocks):
             settings=AgentSettings.model_validate_json(values["settings"]),
             created_at=values["created_at"],
             updated_at=values["updated_at"],
+            display_name=values["display_name"],
         )
 
     def _with_blocks(self) -> str:
@@ -126,7 +130,8 @@ class Agents(Blocks):
         with another agent, are linked)."""
         with self.transaction():
             # The owner is written here only: later writes of the row keep it.
-            with self.refusing_duplicates(f"an agent named {state.name!r} already exists"):
+            taken = f"an agent named {state.shown_name!r} already exists"
+            with self.refusing_duplicates(taken):
                 self._execute(_INSERT, list(self._agent_values(state).values()))
             for position, block in enumerate(blocks):
                 self._store_new_block(block, author)
@@ -181,24 +186,41 @@ class Agents(Blocks):
             self._write_agent(state)
         return state
 
-    def _agent_read(self, name_or_id: str) -> tuple[str, list[Any]]:
-        """`get_agent`'s read: at most one row (`_agent_named` makes the agent)."""
-        name_or_id = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
+    def _agent_read(self, name_or_id: str, owner: str | None = None) -> tuple[str, list[Any]]:
+        """`get_agent`'s read (`_agent_named` makes the agent): the agent with
+        this id first, else the one with this name; with `owner`, among that
+        user's agents only, else every user's agent of that name, the default
+        user's first (names are unique within an owner only)."""
+        ref = clean_text(name_or_id)  # from a caller: SQLite cannot bind a lone surrogate
+        columns = self._with_blocks()
+        if owner is not None:
+            return (
+                f"SELECT {columns} FROM agents WHERE owner = ? AND (id = ? OR name = ?) "
+                "ORDER BY id = ? DESC LIMIT 1",
+                [clean_text(owner), ref, ref, ref],
+            )
         return (
-            f"SELECT {self._with_blocks()} FROM agents WHERE name = ? OR id = ? "
-            "ORDER BY name = ? DESC LIMIT 1",
-            [name_or_id, name_or_id, name_or_id],
+            f"SELECT {columns} FROM agents WHERE id = ? OR name = ? "
+            "ORDER BY id = ? DESC, owner = ? DESC, owner",
+            [ref, ref, ref, DEFAULT_USER],
         )
 
     def _agent_named(self, name_or_id: str, rows: list[Any]) -> AgentState:
-        """The agent `_agent_read` found, or NotFoundError."""
+        """The agent `_agent_read` found, or NotFoundError; a ConfigError for
+        a name several users hold, none of them the default user."""
         if not rows:
             raise NotFoundError(f"no agent named {clean_text(name_or_id)!r}")
-        return self._agent_from_row(rows[0])
+        first = self._agent_from_row(rows[0])
+        if len(rows) == 1 or first.id == name_or_id or first.owner == DEFAULT_USER:
+            return first
+        found = ", ".join(f"{row[2]}'s {row[0]}" for row in rows)  # owner, id
+        raise ConfigError(
+            f"several users have an agent named {first.name!r}: give the id of one ({found})"
+        )
 
     @guarded
-    def get_agent(self, name_or_id: str) -> AgentState:
-        return self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id)))
+    def get_agent(self, name_or_id: str, owner: str | None = None) -> AgentState:
+        return self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id, owner)))
 
     @guarded
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
@@ -230,19 +252,25 @@ class Agents(Blocks):
             self._execute("DELETE FROM agents WHERE id = ?", [agent_id])
 
     @guarded
-    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
-        """Change an agent's name (everything else refers to it by id).
-        Returns the renamed state."""
-        taken_message = f"an agent named {new_name!r} already exists"
+    def rename_agent(
+        self, agent_id: str, new_name: str, display_name: str | None = None
+    ) -> AgentState:
+        """Change an agent's name, and its display name (None: none), within
+        its owner's names (everything else refers to it by id). Returns the
+        renamed state."""
+        taken_message = f"an agent named {display_name or new_name!r} already exists"
         with self.transaction():
             taken = self._one(
-                "SELECT 1 FROM agents WHERE name = ? AND id != ?", [new_name, agent_id]
+                "SELECT 1 FROM agents WHERE (name = ? OR display_name = ?) AND id != ? "
+                "AND owner = (SELECT owner FROM agents WHERE id = ?)",
+                [new_name, display_name or new_name, agent_id, agent_id],
             )
             if taken:
                 raise AlreadyExistsError(taken_message)
 
             def renamed(state: AgentState) -> None:
                 state.name = new_name
+                state.display_name = display_name
 
             with self.refusing_duplicates(taken_message):  # taken meanwhile
                 return self.update_agent(agent_id, renamed)

@@ -27,6 +27,7 @@ import psycopg
 from psycopg import sql
 
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.names import is_id_shaped
 from memgpt_lite.settings.values import PG_LANGUAGE_ENV, PostgresOptions
 from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
@@ -272,6 +273,27 @@ def m011_message_edits(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     edits and deletions move (as they move the counters): a kept window
     (core/window_cache.py) is read again once it moved."""
     conn.execute("ALTER TABLE agents ADD COLUMN message_edits BIGINT NOT NULL DEFAULT 0")
+
+
+@migration
+def m012_agent_names_per_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m018: an agent's name is unique within its owner, not across
+    users, and an agent may have a display name (unique within its owner
+    too); agents named like an agent id are renamed `renamed-<name>`."""
+    conn.execute(
+        """
+        ALTER TABLE agents DROP CONSTRAINT agents_name_key;
+        DROP INDEX agents_owner;
+        ALTER TABLE agents ADD COLUMN display_name TEXT;
+        ALTER TABLE agents ADD CONSTRAINT agents_owner_name_key UNIQUE (owner, name);
+        ALTER TABLE agents ADD CONSTRAINT agents_owner_display_name_key
+            UNIQUE (owner, display_name);
+        CREATE INDEX agents_name ON agents(name);
+        """
+    )
+    for agent_id, name in conn.execute("SELECT id, name FROM agents").fetchall():
+        if is_id_shaped(name):
+            conn.execute("UPDATE agents SET name = %s WHERE id = %s", [f"renamed-{name}", agent_id])
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

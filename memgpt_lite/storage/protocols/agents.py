@@ -20,13 +20,18 @@ class AgentStorage(Protocol):
         """Store a new agent with its blocks, in this order: a block not stored
         yet is created (its value the first version of its history, by
         `author`), a stored one (shared with another agent) is linked.
-        Sets `state.block_ids`. AlreadyExistsError if the name is taken (by
-        any user's agent: names are unique in the database). `state.owner` is
+        Sets `state.block_ids`. AlreadyExistsError if the owner has an agent
+        of that name or display name already (names are unique within an
+        owner; another user's agent may have the same). `state.owner` is
         stored here, once: later writes of the agent keep it."""
         ...
 
-    def get_agent(self, name_or_id: str) -> AgentState:
-        """The agent with this name or id. NotFoundError if there is none."""
+    def get_agent(self, name_or_id: str, owner: str | None = None) -> AgentState:
+        """The agent with this id, else the one with this name: with `owner`,
+        among that user's agents only (another user's agent is not found);
+        without, the default user's agent of that name first, then the only
+        other user's (ConfigError if several users have one, none of them
+        the default user). NotFoundError if there is none."""
         ...
 
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
@@ -53,9 +58,12 @@ class AgentStorage(Protocol):
         deleted. `update_agent` changes one field."""
         ...
 
-    def rename_agent(self, agent_id: str, new_name: str) -> AgentState:
-        """Give the agent another name; returns the renamed state.
-        AlreadyExistsError if another agent has it, NotFoundError if unknown."""
+    def rename_agent(
+        self, agent_id: str, new_name: str, display_name: str | None = None
+    ) -> AgentState:
+        """Give the agent another name and display name (None: none);
+        returns the renamed state. AlreadyExistsError if another agent of
+        its owner has that name or display name, NotFoundError if unknown."""
         ...
 
     def delete_agent(self, agent_id: str) -> None:

@@ -12,6 +12,7 @@ import sqlite3
 
 from sqlite_utils import Database, Migrations
 
+from memgpt_lite.names import is_id_shaped
 from memgpt_lite.storage.core.rows import text_hash
 from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
@@ -294,3 +295,50 @@ def m016_admin_keys(db: Database) -> None:
 def m017_tool_tags(db: Database) -> None:
     """A registered tool's tags (core/schema.py's TOOL_TAGS)."""
     db.execute(TOOL_TAGS)
+
+
+@migrations()
+def m018_agent_names_per_owner(db: Database) -> None:
+    """An agent's name is unique within its owner, not across users; an
+    agent may have a display name (unique within its owner too). SQLite
+    cannot drop a UNIQUE constraint: the table is made again from its own
+    statement (whatever columns migrations gave it), rows, indexes and
+    triggers kept, while foreign keys are off (the store migrates so), so
+    dropping the old table fires no ON DELETE of the tables that refer to it.
+    Agents named like an agent id (refused from now on: ids are looked up
+    first) are renamed `renamed-<name>`."""
+    statement = db.execute("SELECT sql FROM sqlite_master WHERE name = 'agents'").fetchone()[0]
+    unique_name = "name TEXT NOT NULL UNIQUE,"
+    if statement.count(unique_name) != 1 or not statement.endswith(")"):
+        raise RuntimeError(f"m018: unexpected agents table: {statement}")
+    statement = statement.replace(unique_name, "name TEXT NOT NULL,")
+    statement = (
+        statement[:-1]
+        + ", display_name TEXT, UNIQUE (owner, name), "
+        + ("UNIQUE (owner, display_name))")
+    )
+    kept = db.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type IN ('index', 'trigger') "
+        "AND sql IS NOT NULL AND name != 'agents_owner' ORDER BY type, name"
+    ).fetchall()
+    # One statement at a time: executescript would commit the migration's transaction.
+    for step in (
+        "CREATE TEMP TABLE agents_before AS SELECT * FROM agents",
+        "DROP TABLE agents",
+        statement,
+        "INSERT INTO agents SELECT *, NULL FROM temp.agents_before",
+        "DROP TABLE temp.agents_before",
+        # The UNIQUE constraint's index serves lookups by owner and name.
+        "CREATE INDEX agents_name ON agents(name)",
+    ):
+        db.execute(step)
+    for (made,) in kept:
+        db.execute(made)
+    rename_id_shaped(db)
+
+
+def rename_id_shaped(db: Database) -> None:
+    """m018's renaming of agents named like an agent id."""
+    for agent_id, name in db.execute("SELECT id, name FROM agents").fetchall():
+        if is_id_shaped(name):
+            db.execute("UPDATE agents SET name = ? WHERE id = ?", [f"renamed-{name}", agent_id])

@@ -77,8 +77,16 @@ class Store(MessageStore, ArchivalStore, BlobVectors, SQLitePrimitives, CoreStor
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 self.db.enable_wal()
             if check_schema(self.db, migrations, self.path, False, self.folder_names):
-                with self.transaction():
-                    migrations.apply(self.db)
+                # Foreign keys off while migrating (a no-op inside a transaction):
+                # a migration that makes a table again (SQLite's way to change a
+                # constraint) drops the old one, which must not fire the ON DELETE
+                # of the tables that refer to it.
+                self.db.execute("PRAGMA foreign_keys = OFF")
+                try:
+                    with self.transaction():
+                        migrations.apply(self.db)
+                finally:
+                    self.db.execute("PRAGMA foreign_keys = ON")
 
     def _side_connection(self) -> sqlite3.Connection:
         conn = connect(self.path, self.busy_timeout_seconds, self.folder_names)[0]

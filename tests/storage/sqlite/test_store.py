@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from sqlite_utils import Database
+from support.backends import undo_agent_names_per_owner
 from support.contract.agents import protocol_members
 
 from memgpt_lite import Agent, Store, StoreError
@@ -118,6 +119,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m015_tool_registry",
         "m016_admin_keys",
         "m017_tool_tags",
+        "m018_agent_names_per_owner",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -483,6 +485,7 @@ def user_contents(db: Path) -> list[str | None]:
 
 def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
     db = read_only_db(tmp_path)
+    undo_agent_names_per_owner(db)
     conn = sqlite3.connect(db)
     with conn:  # as written by the version before message edit stamps
         conn.execute("DROP TRIGGER messages_edit_update")
@@ -517,7 +520,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 17"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 18"
     )
 
 

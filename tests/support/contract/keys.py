@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from memgpt_lite.errors import AlreadyExistsError, NotFoundError
+from memgpt_lite.errors import AlreadyExistsError, ConfigError, NotFoundError
 from memgpt_lite.models import DEFAULT_USER, AgentState, ApiKey, Block, LLMConfig, utcnow
 from memgpt_lite.storage.protocol import Storage
 from support.contract.base import ContractBase, OpenStore
@@ -56,11 +56,57 @@ class OwnerContract(ContractBase):
         assert store.list_agents(owner="carol") == []
         assert [s.name for s, _ in store.list_agents()] == ["amy", "bob-agent", "zed"]
 
-    def test_names_are_unique_across_owners(self, store):
-        owned(store, "sam", "alice")
-        with pytest.raises(AlreadyExistsError):
+    def test_names_are_unique_within_an_owner_only(self, store, open_store: OpenStore):
+        alices = owned(store, "sam", "alice")
+        bobs = owned(store, "sam", "bob")  # another user's name is no obstacle
+        with pytest.raises(AlreadyExistsError, match="^an agent named 'sam' already exists$"):
             owned(store, "sam", "bob")
-        assert [s.owner for s, _ in store.list_agents()] == ["alice"]
+        assert sorted(s.owner for s, _ in store.list_agents()) == ["alice", "bob"]
+        other = open_store()
+        assert other.get_agent("sam", owner="alice").id == alices.id
+        assert other.get_agent("sam", owner="bob").id == bobs.id
+        with pytest.raises(NotFoundError, match="^no agent named 'sam'$"):
+            other.get_agent("sam", owner="carol")
+        with pytest.raises(ConfigError, match="several users have an agent named 'sam'"):
+            other.get_agent("sam")  # two users, neither the default one: say so
+        local = owned(store, "sam")
+        assert other.get_agent("sam").id == local.id  # the default user's, as the CLI's
+
+    def test_ids_are_looked_up_first_and_only_among_the_owners_agents(self, store):
+        bobs = owned(store, "sam", "bob")
+        alices = owned(store, "ada", "alice")
+        assert store.get_agent(bobs.id, owner="bob").id == bobs.id
+        assert store.get_agent(bobs.id).id == bobs.id
+        with pytest.raises(NotFoundError):  # another user's id is not found
+            store.get_agent(bobs.id, owner="alice")
+        assert store.get_agent(alices.id, owner="alice").name == "ada"
+
+    def test_a_rename_is_refused_only_for_a_name_of_the_same_owner(self, store):
+        owned(store, "sam", "alice")
+        ada = owned(store, "ada", "alice")
+        bobs = owned(store, "bob-agent", "bob")
+        assert store.rename_agent(bobs.id, "ada").name == "ada"  # alice's name: free for bob
+        with pytest.raises(AlreadyExistsError, match="^an agent named 'sam' already exists$"):
+            store.rename_agent(ada.id, "sam")
+        assert store.get_agent(ada.id).name == "ada"
+
+    def test_a_display_name_is_stored_and_unique_within_the_owner(
+        self, store, open_store: OpenStore
+    ):
+        bot = owned(store, "my-bot", "alice")
+        store.rename_agent(bot.id, "my-bot", "My Bot")
+        other = owned(store, "other", "alice")
+        with pytest.raises(AlreadyExistsError, match="^an agent named 'My Bot' already exists$"):
+            store.rename_agent(other.id, "other", "My Bot")
+        bobs = owned(store, "bobs", "bob")
+        assert store.rename_agent(bobs.id, "bobs", "My Bot").display_name == "My Bot"
+        reread = open_store().get_agent(bot.id)
+        assert (reread.name, reread.display_name, reread.shown_name) == (
+            "my-bot",
+            "My Bot",
+            "My Bot",
+        )
+        assert store.rename_agent(bot.id, "plain").display_name is None
 
     def test_writes_of_the_agent_keep_its_owner(self, store, open_store: OpenStore):
         state = owned(store, "sam", "alice")
