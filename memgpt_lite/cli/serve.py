@@ -53,6 +53,14 @@ def is_loopback(host: str) -> bool:
     help="Let every key add tools from Python source and stdio MCP servers, which run "
     "code on this machine (default: admin keys only, `keys create --admin`).",
 )
+@click.option(
+    "--allow-endpoint",
+    "allow_endpoints",
+    multiple=True,
+    metavar="URL",
+    help="A model endpoint that agents created over HTTP may use, besides the server's own "
+    "(repeatable; also `allow_endpoints` in config.toml).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -62,6 +70,7 @@ def serve(
     workers: int,
     no_auth: bool,
     allow_user_code: bool,
+    allow_endpoints: tuple[str, ...],
 ) -> None:
     """Serve agents over HTTP: our API under /api, the routes of Letta's REST
     API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
@@ -75,6 +84,8 @@ def serve(
 
     The model endpoint and its key come from the server's environment
     (OPENAI_BASE_URL, OPENAI_API_KEY), or an agent's own base URL and key.
+    An agent created over HTTP may use only the server's endpoint and those
+    --allow-endpoint (or `allow_endpoints` in config.toml) allows.
 
     Example: memgpt-lite serve --port 8283 --db postgresql://localhost/agents --workers 4
     """
@@ -96,12 +107,16 @@ def serve(
         raise BadInput(
             "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
         )
-    workspace_for(
-        ctx
-    )  # the database opens (and is upgraded) here, or the command fails in one line
+    # The database opens (and is upgraded) here, and the allowed endpoints are
+    # read, or the command fails in one line.
+    workspace_for(ctx)
+    from memgpt_lite.server.app import ALLOW_ENDPOINTS_VARIABLE, allowed_endpoints
+
+    allowed_endpoints(allow_endpoints)
     os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
     os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
+    os.environ[ALLOW_ENDPOINTS_VARIABLE] = "\n".join(allow_endpoints)
     click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)
     uvicorn.run(
         "memgpt_lite.server.app:app_from_environment",

@@ -43,7 +43,9 @@ from typing import TYPE_CHECKING, Any
 from memgpt_lite.errors import ConfigError, validation_message
 from memgpt_lite.settings.endpoint import (
     DEFAULT_TIMEOUT_SECONDS,
+    OPENAI_DEFAULT_BASE_URL,
     Endpoint,
+    check_base_url,
     check_timeout,
     choose_endpoint,
     choose_timeout,
@@ -193,7 +195,9 @@ def resolve_db(flag: str | os.PathLike[str] | None = None, path: Path | None = N
 def _describe(error: Any) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "(file)"
     if error["type"] == "extra_forbidden":
-        return f"unknown key {key!r} (the keys are: {', '.join(ENV_VARS)})"
+        from memgpt_lite.settings.effective import FileConfig
+
+        return f"unknown key {key!r} (the keys are: {', '.join(FileConfig.model_fields)})"
     return f"{key}: {validation_message(error)}"
 
 
@@ -229,6 +233,25 @@ def configured_base_url() -> str | None:
     """The `base_url` in config.toml: the endpoint's last fallback, after the
     agent's own and $OPENAI_BASE_URL."""
     return load_file_config().base_url
+
+
+def server_endpoint_url() -> str:
+    """The base URL of this process's own endpoint, what an agent without a
+    base URL of its own uses: $OPENAI_BASE_URL, else `base_url` in
+    config.toml, else OpenAI's. A malformed URL is a ConfigError naming it."""
+    variable = os.environ.get("OPENAI_BASE_URL")
+    if variable:
+        return check_base_url(variable, "$OPENAI_BASE_URL")
+    configured = configured_base_url()
+    if configured:
+        return check_base_url(configured, f"base_url in {config_path()}")
+    return OPENAI_DEFAULT_BASE_URL
+
+
+def configured_allowed_endpoints() -> tuple[str, ...]:
+    """The `allow_endpoints` of config.toml: the endpoints `serve` allows
+    besides its own and those of `--allow-endpoint` (server/endpoints.py)."""
+    return tuple(load_file_config().allow_endpoints or ())
 
 
 def configured_timeout() -> ConfigValue:
