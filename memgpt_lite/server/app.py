@@ -33,7 +33,9 @@ from memgpt_lite.errors import (
     RemoteError,
     StoreError,
 )
+from memgpt_lite.server.access_log import AccessLog
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
+from memgpt_lite.server.docs_pages import mount_docs
 from memgpt_lite.server.endpoints import AllowedEndpoints
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import (
@@ -193,8 +195,12 @@ def create_app(
         title="memgpt-lite",
         summary="Agents that remember, over HTTP.",
         lifespan=lifespan,
+        docs_url=None,  # served from a package instead, offline: docs_pages.py
+        redoc_url=None,
     )
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(AccessLog)  # outermost: every request, a refused one too
+    mount_docs(app)
     _install_error_handlers(app)
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
     for module in routers:

@@ -31,6 +31,7 @@ from memgpt_lite.agent.agent import Agent
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
+from memgpt_lite.server.access_log import note_user
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
 from memgpt_lite.settings.resolve import resolve_endpoint
@@ -203,7 +204,9 @@ def context(request: Request) -> ServerContext:
 
 
 def current_caller(request: Request) -> Caller:
-    return context(request).caller_for(request.headers.get("authorization"))
+    caller = context(request).caller_for(request.headers.get("authorization"))
+    note_user(request.scope, caller.user)  # for the request's access-log line
+    return caller
 
 
 def current_user(caller: Annotated[Caller, Depends(current_caller)]) -> str:
