@@ -30,8 +30,6 @@ class FileConfig(BaseModel):
     # `memgpt-lite serve`: model endpoints that agents made over HTTP may use,
     # besides the server's own (server/endpoints.py); `--allow-endpoint` adds more.
     allow_endpoints: list[str] | None = None
-    # Where the secret that seals agents' API keys is (settings/secret.py).
-    secret_file: str | None = Field(default=None, min_length=1)
 
 
 class ConfigValue(BaseModel):

@@ -61,10 +61,13 @@ from memgpt_lite.settings.values import (
     EMBEDDING_MODEL_DIR_ENV,
     PG_LANGUAGE_ENV,
     PG_VECTORS_ENV,
+    SECRET_ENV,
+    SECRET_FILENAME,
     TOOL_ENVIRONMENT,
     TOOL_MEMORY_ENV,
     TOOL_TIMEOUT_ENV,
     PostgresOptions,
+    SecretSource,
     Settings,
     ToolRunSettings,
 )
@@ -136,6 +139,9 @@ def resolve_settings() -> Settings:
         ),
         embedding_model_dir=Path(model_dir).expanduser() if model_dir else None,
         tools=tool_run_settings(),
+        secret=SecretSource(
+            file=home_dir() / SECRET_FILENAME, value=os.environ.get(SECRET_ENV) or None
+        ),
     )
 
 
