@@ -36,7 +36,7 @@ from memgpt_lite.errors import (
 from memgpt_lite.server.access_log import AccessLog
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.docs_pages import mount_docs
-from memgpt_lite.server.endpoints import AllowedEndpoints
+from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import (
     configured_allowed_endpoints,
@@ -52,6 +52,7 @@ DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (NotFoundError, 404),
     (AlreadyExistsError, 409),
+    (EndpointNotAllowed, 403),
     (ConflictError, 409),
     (ConfigError, 422),
     (ContextBudgetError, 422),

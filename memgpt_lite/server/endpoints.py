@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from memgpt_lite.errors import ConfigError
-from memgpt_lite.server.context import Forbidden
+from memgpt_lite.errors import ConfigError, MemGPTError
 from memgpt_lite.settings.endpoint import check_base_url
 
 ENDPOINT_RULE = (
@@ -37,8 +36,9 @@ ENDPOINT_RULE = (
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class EndpointNotAllowed(Forbidden):
-    """A model endpoint the server does not allow (a 403 naming the rule)."""
+class EndpointNotAllowed(MemGPTError):
+    """A model endpoint the server does not allow: a 403 naming the rule
+    (app.py STATUS_BY_ERROR)."""
 
 
 def endpoint_identity(url: str, where: str) -> tuple[str, str, int, str]:
