@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
-from starlette.types import ASGIApp, Message, MutableMapping, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ACCESS_LOGGER = "memgpt_lite.access"
 # Where the request's entry is kept in its ASGI scope (copies of the scope,

@@ -188,7 +188,8 @@ def letta_endpoint(ctx: ServerContext, config: LlmConfigIn | None) -> str | None
     """The base URL of an agent Letta's `llm_config` asks for: None (the
     server's own endpoint) when it names none or the server's own; another
     endpoint the server allows as given; any other a 403 naming the rule."""
-    url = ctx.check_endpoint(config and config.model_endpoint, "llm_config.model_endpoint")
+    given = (config.model_endpoint if config is not None else None) or None  # "" names none
+    url = ctx.check_endpoint(given, "llm_config.model_endpoint")
     return None if url is None or ctx.allowed_endpoints().is_own(url) else url
 
 
