@@ -31,7 +31,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal
@@ -344,6 +344,9 @@ def pair_tool_calls(
 
 # Import
 
+# A check of an imported agent's base URL, given the URL and where it came from.
+EndpointCheck = Callable[[str | None, str], object]
+
 
 def _new_state(data: AgentFile, name: str | None, owner: str) -> AgentState:
     try:
@@ -492,12 +495,16 @@ def store_agent_file(
     owner: str = DEFAULT_USER,
     shared_blocks: dict[str, Block] | None = None,
     trust_tools: bool = False,
+    endpoint_check: EndpointCheck | None = None,
 ) -> ImportReport:
     """Store `data` as a new agent (named `name`, or as in the file), with
     fresh ids, in one transaction, belonging to user `owner` (files carry no
     owner), and register the tools it carries for `owner`, trusted only with
     `trust_tools`. `embedder` ("local", "endpoint:MODEL" or an `Embedder`)
-    re-embeds the passages unless the file's vectors come from it."""
+    re-embeds the passages unless the file's vectors come from it.
+    `endpoint_check` is given the file's base URL first (a server's rule)."""
+    if endpoint_check is not None:
+        endpoint_check(data.llm.base_url, f"the base URL of agent {data.name!r} in the file")
     messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
     state = _new_state(data, name, owner)
     blocks = _new_blocks(data.blocks, shared_blocks)
@@ -547,6 +554,7 @@ def import_agent(
     letta_agent: str | None = None,
     owner: str = DEFAULT_USER,
     trust_tools: bool = False,
+    endpoint_check: EndpointCheck | None = None,
 ) -> ImportReport:
     """Import an agent file (ours or Letta's `.af`, told apart automatically)
     as a new agent of user `owner`, with the tools it carries (trusted only
@@ -561,6 +569,7 @@ def import_agent(
         notes=loaded.notes,
         owner=owner,
         trust_tools=trust_tools,
+        endpoint_check=endpoint_check,
     )
 
 
@@ -571,13 +580,22 @@ def import_every_agent(
     embedder: Embedder | str | None = None,
     owner: str = DEFAULT_USER,
     trust_tools: bool = False,
+    endpoint_check: EndpointCheck | None = None,
 ) -> list[ImportReport]:
     """Import every agent of a Letta file, each under its own name, in one
     transaction: a block several of them share stays one block, attached to
     each. Our own files hold one agent, imported as `import_agent` does."""
     raw = _unwrapped(load_json(path))
     if not isinstance(raw, dict) or "format" in raw or not is_letta_file(raw):
-        return [import_agent(store, path, embedder=embedder, owner=owner, trust_tools=trust_tools)]
+        one = import_agent(
+            store,
+            path,
+            embedder=embedder,
+            owner=owner,
+            trust_tools=trust_tools,
+            endpoint_check=endpoint_check,
+        )
+        return [one]
     shared: dict[str, Block] = {}
     with store.transaction():
         return [
@@ -590,6 +608,7 @@ def import_every_agent(
                 owner=owner,
                 shared_blocks=shared,
                 trust_tools=trust_tools,
+                endpoint_check=endpoint_check,
             )
             for data, notes in letta_to_agent_files(raw, str(path))
         ]

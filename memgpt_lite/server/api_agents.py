@@ -71,7 +71,11 @@ def _checked_blocks(body: AgentCreate) -> list[Block] | None:
 
 
 def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
-    """Create the user's agent as `Agent.create` would, from a checked body."""
+    """Create the user's agent as `Agent.create` would, from a checked body
+    whose endpoint the server allows (endpoints.py), checked before anything
+    is stored or reached."""
+    ctx.check_endpoint(body.base_url, "base_url")
+    ctx.check_endpoint((body.llm_options or {}).get("base_url"), "llm_options.base_url")
     blocks = _checked_blocks(body)
     try:
         settings = None if body.settings is None else AgentSettings(**body.settings)

@@ -139,4 +139,5 @@ def import_file(
         notes=loaded.notes,
         owner=caller.user,
         trust_tools=trust_tools,
+        endpoint_check=ctx.check_endpoint,
     )

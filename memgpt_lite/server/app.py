@@ -11,7 +11,7 @@ over the size limit 413, a missing or bad key 401, what the key may not do 403.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -33,9 +33,17 @@ from memgpt_lite.errors import (
     RemoteError,
     StoreError,
 )
+from memgpt_lite.server.access_log import AccessLog
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
+from memgpt_lite.server.docs_pages import mount_docs
+from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
-from memgpt_lite.settings.resolve import resolve_db, resolve_settings
+from memgpt_lite.settings.resolve import (
+    configured_allowed_endpoints,
+    resolve_db,
+    resolve_settings,
+    server_endpoint_url,
+)
 
 # Request bodies larger than this are refused with 413 (agent files are the largest).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -44,6 +52,7 @@ DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (NotFoundError, 404),
     (AlreadyExistsError, 409),
+    (EndpointNotAllowed, 403),
     (ConflictError, 409),
     (ConfigError, 422),
     (ContextBudgetError, 422),
@@ -146,11 +155,14 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     step_threads: int = DEFAULT_STEP_THREADS,
     allow_user_code: bool = False,
+    allow_endpoints: Sequence[str] = (),
 ) -> FastAPI:
     """The server's application on the database at `db` (a SQLite file or a
     postgresql:// URL), opened when the app starts. `auth=False` serves every
     request as user `local` (the CLI refuses it off loopback);
-    `allow_user_code` lets every key run code on the server (context.py)."""
+    `allow_user_code` lets every key run code on the server (context.py);
+    `allow_endpoints`, with config.toml's, the model endpoints agents made
+    over HTTP may use besides the server's own (endpoints.py)."""
     from memgpt_lite.server import (
         api_agents,
         api_approvals,
@@ -167,7 +179,11 @@ def create_app(
         workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
         app.state.context = ServerContext(
-            workspace=workspace, steps=steps, auth=auth, allow_user_code=allow_user_code
+            workspace=workspace,
+            steps=steps,
+            auth=auth,
+            allow_user_code=allow_user_code,
+            endpoints=allowed_endpoints(allow_endpoints),
         )
         try:
             async with mcp_running:
@@ -180,8 +196,12 @@ def create_app(
         title="memgpt-lite",
         summary="Agents that remember, over HTTP.",
         lifespan=lifespan,
+        docs_url=None,  # served from a package instead, offline: docs_pages.py
+        redoc_url=None,
     )
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(AccessLog)  # outermost: every request, a refused one too
+    mount_docs(app)
     _install_error_handlers(app)
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
     for module in routers:
@@ -191,12 +211,24 @@ def create_app(
     return app
 
 
+def allowed_endpoints(given: Sequence[str]) -> AllowedEndpoints:
+    """The server's own endpoint, `given` and config.toml's `allow_endpoints`."""
+    return AllowedEndpoints.of(server_endpoint_url(), [*given, *configured_allowed_endpoints()])
+
+
+# What tells a worker process started by uvicorn which endpoints
+# `--allow-endpoint` allowed, one per line.
+ALLOW_ENDPOINTS_VARIABLE = "MEMGPT_LITE_SERVE_ALLOW_ENDPOINTS"
+
+
 def app_from_environment() -> FastAPI:
     """The app `memgpt-lite serve` starts in each worker: the database from
     $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set, every
-    key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is."""
+    key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is, the endpoints
+    of $MEMGPT_LITE_SERVE_ALLOW_ENDPOINTS allowed."""
     return create_app(
         str(resolve_db(None).value),
         auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH"),
         allow_user_code=bool(os.environ.get("MEMGPT_LITE_SERVE_ALLOW_USER_CODE")),
+        allow_endpoints=os.environ.get(ALLOW_ENDPOINTS_VARIABLE, "").split(),
     )

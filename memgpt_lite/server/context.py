@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
@@ -31,9 +31,13 @@ from memgpt_lite.agent.agent import Agent
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
+from memgpt_lite.server.access_log import note_user
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
 from memgpt_lite.settings.resolve import resolve_endpoint
+
+if TYPE_CHECKING:
+    from memgpt_lite.server.endpoints import AllowedEndpoints
 
 
 class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401 by app.py
@@ -80,6 +84,9 @@ class ServerContext:
     auth: bool = True
     # `serve --allow-user-code`: every key may run code on the server.
     allow_user_code: bool = False
+    # The model endpoints agents made over HTTP may use (endpoints.py);
+    # None: only the server's own, read when first asked.
+    endpoints: AllowedEndpoints | None = None
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
@@ -101,6 +108,24 @@ class ServerContext:
     def user_for(self, authorization: str | None) -> str:
         """The user a request's `Authorization` header names."""
         return self.caller_for(authorization).user
+
+    def check_endpoint(self, url: object, where: str) -> str | None:
+        """`url` if an agent created or changed over HTTP may use it as its
+        model endpoint (None: the server's own); else a 403 naming the rule
+        (a 422 for a URL that is not http(s)). `where` names the field it came
+        in ("base_url", "llm_config.model_endpoint"). Call it before storing
+        the URL or connecting to it (endpoints.py)."""
+        return self.allowed_endpoints().check(url, where)
+
+    def allowed_endpoints(self) -> AllowedEndpoints:
+        """The endpoints allowed (endpoints.py); when the app was given none,
+        the server's own alone."""
+        if self.endpoints is None:
+            from memgpt_lite.server.endpoints import AllowedEndpoints
+            from memgpt_lite.settings.resolve import server_endpoint_url
+
+            self.endpoints = AllowedEndpoints.of(server_endpoint_url())
+        return self.endpoints
 
     def agent_state(self, user: str, ref: str) -> AgentState:
         """The user's agent named or numbered `ref`; another user's agent is
@@ -179,7 +204,9 @@ def context(request: Request) -> ServerContext:
 
 
 def current_caller(request: Request) -> Caller:
-    return context(request).caller_for(request.headers.get("authorization"))
+    caller = context(request).caller_for(request.headers.get("authorization"))
+    note_user(request.scope, caller.user)  # for the request's access-log line
+    return caller
 
 
 def current_user(caller: Annotated[Caller, Depends(current_caller)]) -> str:

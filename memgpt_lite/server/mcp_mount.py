@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from memgpt_lite.server.access_log import note_user
 from memgpt_lite.server.context import ServerContext, Unauthorized
 from memgpt_lite.tools.mcp.config import MCP_EXTRA
 
@@ -94,6 +95,7 @@ class _KeyGuard:
             )
             await refused(scope, receive, send)
             return
+        note_user(scope, user)  # for the request's access-log line
         await self.handle({**scope, USER_SCOPE_KEY: user}, receive, send)
 
 

@@ -27,6 +27,9 @@ class FileConfig(BaseModel):
     context_window: int | None = Field(default=None, gt=0)
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     db: str | None = Field(default=None, min_length=1)  # a SQLite file or a postgresql:// URL
+    # `memgpt-lite serve`: model endpoints that agents made over HTTP may use,
+    # besides the server's own (server/endpoints.py); `--allow-endpoint` adds more.
+    allow_endpoints: list[str] | None = None
 
 
 class ConfigValue(BaseModel):

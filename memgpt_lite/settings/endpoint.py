@@ -29,6 +29,15 @@ PLACEHOLDER_KEY = "not-needed"
 # whole answer is ready.
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
+# How a stored API key sealed at rest begins (storage/core/sealed_keys.py).
+# A key still sealed in memory is one this process could not open.
+SEALED_PREFIX = "sealed:"
+SEALED_KEY_PROBLEM = (
+    "the agent's API key is sealed with a secret this process does not have: give it the "
+    "server's ($MEMGPT_LITE_SECRET, or the file secret.key of the server's $MEMGPT_LITE_HOME), "
+    "or set the agent's key again"
+)
+
 # A fallback for the base URL, asked only when nothing before it gave one:
 # the URL (or None) and where it came from, for errors.
 URLFallback = Callable[[], tuple[str | None, str]]
@@ -106,6 +115,8 @@ def choose_endpoint(
         url, source = fallback()
     url = check_base_url(url or OPENAI_DEFAULT_BASE_URL, source)
     stored = config.api_key.get_secret_value() if config.api_key else None
+    if stored is not None and stored.startswith(SEALED_PREFIX) and not api_key:
+        raise ConfigError(SEALED_KEY_PROBLEM)
     key = api_key or stored or key_fallback
     if not key:
         if url.rstrip("/") == OPENAI_DEFAULT_BASE_URL:

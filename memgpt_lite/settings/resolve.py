@@ -43,7 +43,9 @@ from typing import TYPE_CHECKING, Any
 from memgpt_lite.errors import ConfigError, validation_message
 from memgpt_lite.settings.endpoint import (
     DEFAULT_TIMEOUT_SECONDS,
+    OPENAI_DEFAULT_BASE_URL,
     Endpoint,
+    check_base_url,
     check_timeout,
     choose_endpoint,
     choose_timeout,
@@ -59,10 +61,13 @@ from memgpt_lite.settings.values import (
     EMBEDDING_MODEL_DIR_ENV,
     PG_LANGUAGE_ENV,
     PG_VECTORS_ENV,
+    SECRET_ENV,
+    SECRET_FILENAME,
     TOOL_ENVIRONMENT,
     TOOL_MEMORY_ENV,
     TOOL_TIMEOUT_ENV,
     PostgresOptions,
+    SecretSource,
     Settings,
     ToolRunSettings,
 )
@@ -134,6 +139,9 @@ def resolve_settings() -> Settings:
         ),
         embedding_model_dir=Path(model_dir).expanduser() if model_dir else None,
         tools=tool_run_settings(),
+        secret=SecretSource(
+            file=home_dir() / SECRET_FILENAME, value=os.environ.get(SECRET_ENV) or None
+        ),
     )
 
 
@@ -193,7 +201,9 @@ def resolve_db(flag: str | os.PathLike[str] | None = None, path: Path | None = N
 def _describe(error: Any) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "(file)"
     if error["type"] == "extra_forbidden":
-        return f"unknown key {key!r} (the keys are: {', '.join(ENV_VARS)})"
+        from memgpt_lite.settings.effective import FileConfig
+
+        return f"unknown key {key!r} (the keys are: {', '.join(FileConfig.model_fields)})"
     return f"{key}: {validation_message(error)}"
 
 
@@ -229,6 +239,25 @@ def configured_base_url() -> str | None:
     """The `base_url` in config.toml: the endpoint's last fallback, after the
     agent's own and $OPENAI_BASE_URL."""
     return load_file_config().base_url
+
+
+def server_endpoint_url() -> str:
+    """The base URL of this process's own endpoint, what an agent without a
+    base URL of its own uses: $OPENAI_BASE_URL, else `base_url` in
+    config.toml, else OpenAI's. A malformed URL is a ConfigError naming it."""
+    variable = os.environ.get("OPENAI_BASE_URL")
+    if variable:
+        return check_base_url(variable, "$OPENAI_BASE_URL")
+    configured = configured_base_url()
+    if configured:
+        return check_base_url(configured, f"base_url in {config_path()}")
+    return OPENAI_DEFAULT_BASE_URL
+
+
+def configured_allowed_endpoints() -> tuple[str, ...]:
+    """The `allow_endpoints` of config.toml: the endpoints `serve` allows
+    besides its own and those of `--allow-endpoint` (server/endpoints.py)."""
+    return tuple(load_file_config().allow_endpoints or ())
 
 
 def configured_timeout() -> ConfigValue:

@@ -25,6 +25,8 @@ PG_VECTORS_ENV = "MEMGPT_LITE_PG_VECTORS"  # "off": PostgresOptions.server_vecto
 EMBEDDING_MODEL_DIR_ENV = "MEMGPT_LITE_EMBEDDING_MODEL_DIR"  # Settings.embedding_model_dir
 TOOL_TIMEOUT_ENV = "MEMGPT_LITE_TOOL_TIMEOUT"  # ToolRunSettings.timeout_seconds
 TOOL_MEMORY_ENV = "MEMGPT_LITE_TOOL_MEMORY_MB"  # ToolRunSettings.memory_mb
+SECRET_ENV = "MEMGPT_LITE_SECRET"  # SecretSource.value
+SECRET_FILENAME = "secret.key"  # SecretSource.file, in the home folder
 # The only variables of the caller's environment a tool's process is given:
 # never a key, a database URL or a MEMGPT_LITE_* setting.
 TOOL_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -42,11 +44,23 @@ class PostgresOptions:
 
 
 @dataclass(frozen=True)
+class SecretSource:
+    """Where the secret that seals agents' API keys at rest comes from
+    (storage/core/sealed_keys.py): `value` ($MEMGPT_LITE_SECRET) if set,
+    else the file `file`, made when a key is first sealed."""
+
+    file: Path
+    value: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
 class StorageSettings:
     """What opening a store takes from the settings."""
 
     folder_names: FolderNames = field(default_factory=FolderNames)
     postgres: PostgresOptions = field(default_factory=PostgresOptions)
+    # None: keys already sealed are kept as they are, and a new key cannot be stored.
+    secret: SecretSource | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,8 @@ class Settings:
     postgres: PostgresOptions = field(default_factory=PostgresOptions)
     embedding_model_dir: Path | None = None  # the local embedder's model folder, if chosen
     tools: ToolRunSettings = field(default_factory=ToolRunSettings)
+    secret: SecretSource | None = None  # what seals agents' API keys at rest
 
     @property
     def storage(self) -> StorageSettings:
-        return StorageSettings(self.folder_names, self.postgres)
+        return StorageSettings(self.folder_names, self.postgres, self.secret)

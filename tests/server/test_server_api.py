@@ -336,9 +336,14 @@ def test_openapi_page_documents_our_routes(client: TestClient) -> None:
 
 
 def test_an_agents_own_key_goes_to_its_endpoint_and_is_never_shown(
-    client: TestClient, fake_llm: FakeOpenAIServer, db: str
+    fake_llm: FakeOpenAIServer, db: str
 ) -> None:
-    with FakeOpenAIServer(api_key="their-own-key") as elsewhere:
+    headers = {"Authorization": f"Bearer {new_key(db, 'alice')}"}
+    with (
+        FakeOpenAIServer(api_key="their-own-key") as elsewhere,
+        # The other endpoint is one the server allows (test_server_endpoints.py).
+        TestClient(create_app(db, allow_endpoints=[elsewhere.base_url]), headers=headers) as client,
+    ):
         # Without a key of its own, an agent at another endpoint gets none of the server's.
         make_agent(client, "keyless", base_url=elsewhere.base_url, llm_options={"max_retries": 0})
         refused = client.post("/api/agents/keyless/messages", json={"message": "hi"})
@@ -353,12 +358,12 @@ def test_an_agents_own_key_goes_to_its_endpoint_and_is_never_shown(
         assert client.patch("/api/agents/keyed", json={"api_key": "changed"}).status_code == 200
         elsewhere.enqueue(say("unreachable"))
         assert client.post("/api/agents/keyed/messages", json={"message": "hi"}).status_code == 502
-    shown = [
-        created,
-        client.get("/api/agents/keyed").json(),
-        client.get("/api/agents").json(),
-        client.get("/api/agents/keyed/export").json(),
-    ]
+        shown = [
+            created,
+            client.get("/api/agents/keyed").json(),
+            client.get("/api/agents").json(),
+            client.get("/api/agents/keyed/export").json(),
+        ]
     for text in map(json.dumps, shown):
         assert "their-own-key" not in text and "changed" not in text
     assert Agent.load("keyed", db=db).state.llm.api_key.get_secret_value() == "changed"

@@ -100,14 +100,16 @@ def test_a_step_reaches_the_users_other_agents_only(
     assert len(said) == 2 and all("from agent boss" in m.content for m in said)
 
 
-def test_the_agents_messaged_get_the_servers_key_rule(
-    db: str, server: str, fake_llm: FakeOpenAIServer
-) -> None:
+def test_the_agents_messaged_get_the_servers_key_rule(db: str, fake_llm: FakeOpenAIServer) -> None:
     """A client chose another endpoint for the worker: the server's key must
     not go there, whether the worker runs for a request or for another agent."""
-    alice = client_of(db, server, "alice")
-    boss = alice.agents.create(name="boss", model="gpt-4o-mini", tools=[ASK])
-    with FakeOpenAIServer(api_key="the-clients-own") as elsewhere:
+    with (
+        FakeOpenAIServer(api_key="the-clients-own") as elsewhere,
+        # The other endpoint is one the server allows (test_server_endpoints.py).
+        live_server(db, allow_endpoints=[elsewhere.base_url]) as server,
+    ):
+        alice = client_of(db, server, "alice")
+        boss = alice.agents.create(name="boss", model="gpt-4o-mini", tools=[ASK])
         created = httpx.post(
             f"{server}/api/agents",
             headers={"Authorization": f"Bearer {new_key(db, 'alice')}"},

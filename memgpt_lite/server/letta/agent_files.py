@@ -10,7 +10,8 @@ run code on the server (context.py). A tool of that name the user has
 already is kept, whatever Letta's `override_existing_tools` says: an
 upload never replaces a user's code. `name` (or `override_name`) renames a
 file's one agent; `model` (or `override_model_handle`) gives the agents
-another model. `strip_messages` is refused; the rest of Letta's form
+another model. An agent's base URL must be one the server allows (endpoints.py), or nothing
+is imported. `strip_messages` is refused; the rest of Letta's form
 (`append_copy_suffix`, embeddings, secrets, project) is accepted and not used.
 """
 
@@ -52,12 +53,21 @@ def import_file(
     with tempfile.TemporaryDirectory(prefix="memgpt-import-") as folder:
         path = Path(folder) / "upload.af"
         path.write_bytes(file.file.read())
-        store, user = ctx.workspace.store, caller.user
+        store, user, check = ctx.workspace.store, caller.user, ctx.check_endpoint
         if new_name is not None:
-            one = import_agent(store, path, name=new_name, owner=user, trust_tools=trust_tools)
+            one = import_agent(
+                store,
+                path,
+                name=new_name,
+                owner=user,
+                trust_tools=trust_tools,
+                endpoint_check=check,
+            )
             reports = [one]
         else:
-            reports = import_every_agent(store, path, owner=user, trust_tools=trust_tools)
+            reports = import_every_agent(
+                store, path, owner=user, trust_tools=trust_tools, endpoint_check=check
+            )
     handle = model or override_model_handle
     if handle:
         wanted = model_name(handle)

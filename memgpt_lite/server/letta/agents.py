@@ -31,7 +31,13 @@ from memgpt_lite.models import (
 from memgpt_lite.server import bodies as ours
 from memgpt_lite.server.api_agents import create_agent, update_agent
 from memgpt_lite.server.context import Context, ServerContext, User
-from memgpt_lite.server.letta.bodies import CreateAgent, LettaBody, MemoryBlock, UpdateAgent
+from memgpt_lite.server.letta.bodies import (
+    CreateAgent,
+    LettaBody,
+    LlmConfigIn,
+    MemoryBlock,
+    UpdateAgent,
+)
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import agent_view
@@ -176,15 +182,25 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
 @router.post("/", include_in_schema=False)
 @router.post("")
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
-    """Letta's create_agent."""
+    """Letta's create_agent; `llm_config.model_endpoint` must be an endpoint
+    the server allows (endpoints.py): the server's own, or one allowed."""
     ours_body = our_create_body(body, tool_names(ctx, user, body))
+    ours_body.base_url = letta_endpoint(ctx, body.llm_config)
     if body.name:  # free text: an identifier as it is, else a display name
         name, display_name = names_from_letta(ctx.workspace.store, user, body.name)
         ours_body.name, ours_body.display_name = (
             (None, display_name) if display_name else (name, None)
         )
-    agent = create_agent(ctx, user, ours_body)
-    return agent_view(ctx.workspace, agent.state)
+    return agent_view(ctx.workspace, create_agent(ctx, user, ours_body).state)
+
+
+def letta_endpoint(ctx: ServerContext, config: LlmConfigIn | None) -> str | None:
+    """The base URL of an agent Letta's `llm_config` asks for: None (the
+    server's own endpoint) when it names none or the server's own; another
+    endpoint the server allows as given; any other a 403 naming the rule."""
+    given = (config.model_endpoint if config is not None else None) or None  # "" names none
+    url = ctx.check_endpoint(given, "llm_config.model_endpoint")
+    return None if url is None or ctx.allowed_endpoints().is_own(url) else url
 
 
 OrderBy = Literal["created_at", "updated_at", "last_run_completion"]

@@ -34,6 +34,8 @@ class MemoryBlock(LettaBody):
 class LlmConfigIn(LettaBody):
     model: str | None = None
     context_window: int | None = Field(default=None, gt=0)
+    # Where the model is: one the server allows (server/endpoints.py), or a 403.
+    model_endpoint: str | None = None
 
 
 class CreateAgent(LettaBody):

@@ -27,11 +27,11 @@ from memgpt_lite.models import (
     AgentState,
     AgentStats,
     Block,
-    LLMConfig,
     utcnow,
 )
 from memgpt_lite.storage.core.blocks import Blocks
 from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.sealed_keys import KeySealer
 from memgpt_lite.storage.core.sql import stored_datetime
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.text import clean_text
@@ -72,14 +72,17 @@ def stats_from_row(row: Sequence[Any]) -> AgentStats:
 
 
 class Agents(Blocks):
-    """Agents with their blocks (see `AgentStorage`)."""
+    """Agents with their blocks (see `AgentStorage`). An agent's own API key
+    is sealed in its row (`key_sealer`, set by the backend: sealed_keys.py)."""
+
+    key_sealer: KeySealer
 
     def _agent_values(self, state: AgentState) -> dict[str, Any]:
         return {
             "id": state.id,
             "name": state.name,
             "owner": state.owner,
-            "llm": state.llm.model_dump_json(context=STORED),
+            "llm": self.key_sealer.stored_llm(state.llm),  # the agent's key sealed
             "system": state.system,
             "tool_names": json.dumps(state.tool_names),
             "context_start": state.context_start,
@@ -101,7 +104,7 @@ class Agents(Blocks):
             id=values["id"],
             name=values["name"],
             owner=values["owner"],
-            llm=LLMConfig.model_validate_json(values["llm"]),
+            llm=self.key_sealer.read_llm(values["llm"]),
             system=values["system"],
             block_ids=self.dialect.block_id_list(row[len(_COLUMNS)]),
             tool_names=json.loads(values["tool_names"]),

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import psycopg
 
 from memgpt_lite.settings.values import PostgresOptions, StorageSettings
+from memgpt_lite.storage.core.sealed_keys import KeySealer
 from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.location import describe
@@ -62,6 +63,7 @@ class PostgresStore(
         self, url: str, busy_timeout_seconds: float = 30.0, settings: StorageSettings | None = None
     ) -> None:
         self.url = url
+        self.key_sealer = KeySealer((settings or StorageSettings()).secret)
         self._init_transactions(busy_timeout_seconds)
         self.window_cache = WindowCache()  # each agent's window, kept between reads
         prepared = _prepared.get(url)

@@ -21,6 +21,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from memgpt_lite.settings.values import StorageSettings
+from memgpt_lite.storage.core.sealed_keys import KeySealer
 from memgpt_lite.storage.core.store import CoreStore
 from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.sqlite.archival import ArchivalStore
@@ -51,6 +52,7 @@ class Store(MessageStore, ArchivalStore, BlobVectors, SQLitePrimitives, CoreStor
         self.path = Path(path).expanduser()
         # How errors name a folder (the edge's settings; default: by its path).
         self.folder_names = (settings or StorageSettings()).folder_names
+        self.key_sealer = KeySealer((settings or StorageSettings()).secret)
         self._init_transactions(busy_timeout_seconds)
         self.window_cache = WindowCache()
         conn, self.read_only = connect(self.path, busy_timeout_seconds, self.folder_names)

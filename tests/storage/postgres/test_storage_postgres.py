@@ -6,9 +6,10 @@ in test_postgres.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from support.contract import OpenStore, StorageContract
+from support.contract import OpenStore, StorageContract, sealing
 from support.contract.agents import protocol_members
 from support.contract.base import new_agent
 
@@ -18,11 +19,12 @@ from memgpt_lite.storage.protocol import Storage
 
 class TestPostgresStorage(StorageContract):
     @pytest.fixture
-    def open_store(self, pg_url: str) -> Iterator[OpenStore]:
+    def open_store(self, pg_url: str, tmp_path: Path) -> Iterator[OpenStore]:
         opened: list[Storage] = []
 
         def open_one() -> Storage:
-            opened.append(PostgresStore(pg_url))
+            # With a secret, as the edges open stores: agents' keys are sealed.
+            opened.append(PostgresStore(pg_url, settings=sealing(tmp_path)))
             return opened[-1]
 
         yield open_one

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.contract import OpenStore, StorageContract
+from support.contract import OpenStore, StorageContract, sealing
 
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
@@ -20,7 +20,8 @@ class TestSQLiteStorage(StorageContract):
         opened: list[Storage] = []
 
         def open_one() -> Storage:
-            opened.append(open_storage(tmp_path / "contract.db"))
+            # With a secret, as the edges open stores: agents' keys are sealed.
+            opened.append(open_storage(tmp_path / "contract.db", settings=sealing(tmp_path)))
             return opened[-1]
 
         yield open_one

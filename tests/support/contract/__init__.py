@@ -13,7 +13,7 @@ is another connection to the same database, as another process would have.
 
 from support.contract.agents import AgentContract, BlockContract
 from support.contract.archival import PassageContract, VectorContract
-from support.contract.base import OpenStore
+from support.contract.base import OpenStore, sealing
 from support.contract.block_history import BlockHistoryContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
@@ -45,4 +45,4 @@ class StorageContract(
     """Every test of the contract; see the module's docstring."""
 
 
-__all__ = ["OpenStore", "StorageContract"]
+__all__ = ["OpenStore", "StorageContract", "sealing"]

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from memgpt_lite.models import AgentState, Block, LLMConfig, Message, Passage
+from memgpt_lite.settings.values import SecretSource, StorageSettings
 from memgpt_lite.storage.protocol import Storage
 
 OpenStore = Callable[[], Storage]
+
+
+def sealing(folder: Path) -> StorageSettings:
+    """Settings whose secret (a file in `folder`, made when first needed)
+    seals agents' API keys, as the edges' settings do."""
+    return StorageSettings(secret=SecretSource(file=folder / "secret.key"))
 
 
 class ContractBase:
