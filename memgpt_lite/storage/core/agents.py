@@ -22,7 +22,6 @@ from typing import Any
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError
 from memgpt_lite.models import (
     DEFAULT_USER,
-    STORED,
     AgentSettings,
     AgentState,
     AgentStats,
