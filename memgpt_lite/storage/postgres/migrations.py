@@ -33,6 +33,7 @@ from memgpt_lite.storage.core.schema import (
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
+    LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
     PASSAGE_COLUMNS,
@@ -272,6 +273,12 @@ def m011_message_edits(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     edits and deletions move (as they move the counters): a kept window
     (core/window_cache.py) is read again once it moved."""
     conn.execute("ALTER TABLE agents ADD COLUMN message_edits BIGINT NOT NULL DEFAULT 0")
+
+
+@migration
+def m012_letta_runs(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m018: the runs of Letta's asynchronous sends (LETTA_RUNS)."""
+    conn.execute(ddl(LETTA_RUNS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -17,6 +17,7 @@ from memgpt_lite.storage.core.schema import (
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
+    LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
     PASSAGE_COLUMNS,
@@ -276,3 +277,9 @@ def m016_admin_keys(db: Database) -> None:
 def m017_tool_tags(db: Database) -> None:
     """A registered tool's tags (core/schema.py's TOOL_TAGS)."""
     db.execute(TOOL_TAGS)
+
+
+@migrations()
+def m018_letta_runs(db: Database) -> None:
+    """The runs of Letta's asynchronous sends (core/schema.py's LETTA_RUNS)."""
+    db.executescript(ddl(LETTA_RUNS, TYPES))
