@@ -11,13 +11,24 @@ from memgpt_lite.server.letta import (
     mcp_servers,
     memory,
     messages,
+    runs,
     send,
     tools,
 )
 from memgpt_lite.server.letta.fallback import router as fallback_router
 
 router = APIRouter()
-for module in (agents, agent_context, agent_files, messages, send, memory, tools, mcp_servers):
+for module in (
+    agents,
+    agent_context,
+    agent_files,
+    messages,
+    send,
+    runs,
+    memory,
+    tools,
+    mcp_servers,
+):
     router.include_router(module.router)
 
 __all__ = ["fallback_router", "router"]
