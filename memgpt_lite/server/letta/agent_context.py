@@ -19,7 +19,7 @@ from memgpt_lite.agent.agent import Agent
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.core.blocks import join_sections
 from memgpt_lite.memory.recall.window import compile_context, overview
-from memgpt_lite.models import AgentState, Message
+from memgpt_lite.models import AgentStats, Message
 from memgpt_lite.server.context import Context, User
 from memgpt_lite.server.letta.bodies import LettaBody
 from memgpt_lite.server.letta.views import AGENT_TYPE, agent_view, block_view
@@ -51,15 +51,15 @@ def message_view(message: Message) -> dict[str, Any]:
     }
 
 
-def context_view(agent: Agent) -> dict[str, Any]:
+def context_view(agent: Agent, stats: AgentStats) -> dict[str, Any]:
     """The agent's next request as Letta's ContextWindowOverview: the tokens
-    of each part, counted as the agent counts them, and the parts."""
+    of each part, counted as the agent counts them, and the parts; `stats`:
+    the agent's counts."""
     runner = agent.runner
     compiled, summary = compile_context(runner), overview(runner)
     tokens, texts = summary.sections, dict(compiled.sections)
     blocks = [(name, text) for name, text in compiled.sections if name.startswith("block:")]
     core_memory = join_sections(blocks) if blocks else ""
-    stats = agent.store.agent_stats(agent.state.id)
     return {
         "context_window_size_max": summary.context_window,
         "context_window_size_current": summary.total_tokens,
@@ -84,7 +84,8 @@ def context_view(agent: Agent) -> dict[str, Any]:
 @router.get("/{agent_id}/context")
 def retrieve_context(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's retrieve_agent_context_window."""
-    return context_view(ctx.agent(user, agent_id))
+    agent = ctx.agent(user, agent_id)
+    return context_view(agent, ctx.workspace.agent_stats(agent.state.id))
 
 
 @router.get("/{agent_id}/core-memory")
@@ -98,13 +99,6 @@ def retrieve_core_memory(agent_id: str, ctx: Context, user: User) -> dict[str, A
 
 class ResetMessages(LettaBody):
     add_default_initial_messages: bool = False
-
-
-def _forget_messages(stored: AgentState) -> None:
-    # No message is left for the summary, the window start or the reflection
-    # mark to point into (a new message's seq may be lower than an old one's).
-    stored.summary, stored.context_start, stored.reflected_seq = "", 0, 0
-    stored.pressure_warned = False
 
 
 @router.patch("/{agent_id}/reset-messages")
@@ -125,8 +119,5 @@ def reset_messages(
             "add_default_initial_messages: memgpt-lite agents start with no messages; "
             "leave it false"
         )
-    agent = ctx.agent(user, agent_id)
-    with agent.runner.step_lock(), ctx.workspace.transaction():
-        ctx.workspace.store.delete_messages_from(agent.state.id, 0)
-        state = ctx.workspace.update_agent(agent.state.id, _forget_messages)
+    state = ctx.workspace.reset_messages(ctx.agent(user, agent_id))
     return agent_view(ctx.workspace, state)

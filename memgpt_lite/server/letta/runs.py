@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
+from memgpt_lite.agent.workspace import Run
 from memgpt_lite.errors import ConfigError, LLMError, MemGPTError
 from memgpt_lite.models import StepInput, utcnow
 from memgpt_lite.server.api_agents import step_result
@@ -26,7 +27,6 @@ from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import keep, to_letta
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.send import STOP_REASONS, checked_input
-from memgpt_lite.storage.protocols.runs import Run
 
 router = APIRouter(tags=["letta"])
 
@@ -71,7 +71,7 @@ async def finish(ctx: ServerContext, user: str, run: Run, message: StepInput) ->
         run.message_ids = [m.id for m in result.messages]
     finally:
         run.completed_at = utcnow()
-        await run_in_threadpool(ctx.workspace.store.save_run, run)
+        await run_in_threadpool(ctx.workspace.save_run, run)
 
 
 def _keep_running(request: Request, task: asyncio.Task[None]) -> None:
@@ -94,15 +94,14 @@ async def create_async(
         )
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
     message = await run_in_threadpool(checked_input, ctx, user, state.id, body)
-    run = Run(owner=user, agent_id=state.id, status="running")
-    await run_in_threadpool(ctx.workspace.store.save_run, run)
+    run = await run_in_threadpool(ctx.workspace.start_run, user, state.id)
     _keep_running(request, asyncio.create_task(finish(ctx, user, run.model_copy(), message)))
     return run_view(run)
 
 
 @router.get("/v1/runs/{run_id}")
 def retrieve_run(run_id: str, ctx: Context, user: User) -> dict[str, Any]:
-    return run_view(ctx.workspace.store.get_run(run_id, user))
+    return run_view(ctx.workspace.run(run_id, user))
 
 
 @router.get("/v1/runs/", include_in_schema=False)
@@ -124,7 +123,7 @@ def list_runs(
     wanted = set(agent_ids or ()) | ({agent_id} if agent_id else set())
     runs = [
         r
-        for r in ctx.workspace.store.list_runs(user, limit=MAX_LISTED_RUNS)
+        for r in ctx.workspace.runs(user, MAX_LISTED_RUNS)
         if (not wanted or r.agent_id in wanted)
         and (not statuses or r.status in statuses)
         and (not active or r.status in ("created", "running"))
@@ -150,7 +149,7 @@ def list_run_messages(
 ) -> list[dict[str, Any]]:
     """Letta's list_messages_for_run: what the run's step stored, as Letta's
     messages (the user's message first), in the order stored."""
-    run = ctx.workspace.store.get_run(run_id, user)
+    run = ctx.workspace.run(run_id, user)
     state = ctx.agent_state(user, run.agent_id)
     ids = set(run.message_ids)
     stored = [m for m in ctx.workspace.all_messages(state.id) if m.id in ids]
