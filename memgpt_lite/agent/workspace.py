@@ -50,6 +50,7 @@ from memgpt_lite.storage import copy
 from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.protocols.runs import Run
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.sets import agent_tools
 
@@ -261,6 +262,14 @@ class Workspace:
         """The agent's newest `count` messages, oldest first."""
         return self.store.last_messages(agent_id, count)
 
+    def reset_messages(self, agent: Agent) -> AgentState:
+        """Delete every message of `agent`, once no step of it runs, with
+        what pointed into them (its summary, window start and reflection
+        mark); its blocks and archival memory stay. Its state as stored now."""
+        with agent.runner.step_lock(), self.transaction():
+            self.store.delete_messages_from(agent.state.id, 0)
+            return self.store.update_agent(agent.state.id, _forget_messages)
+
     # Approvals, read without an agent
 
     def waiting_answer(self, agent_id: str) -> Message | None:
@@ -276,6 +285,25 @@ class Workspace:
         tools = agent_tools(state.settings.tool_set, {}, state.tool_names)
         answer = self.waiting_answer(state.id)
         return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)
+
+    # The runs of Letta's asynchronous sends (server/letta/runs.py)
+
+    def start_run(self, owner: str, agent_id: str) -> Run:
+        """A new run of the owner's agent, stored as running."""
+        run = Run(owner=owner, agent_id=agent_id, status="running")
+        self.store.save_run(run)
+        return run
+
+    def save_run(self, run: Run) -> None:
+        self.store.save_run(run)
+
+    def run(self, run_id: str, owner: str) -> Run:
+        """The owner's run; NotFoundError for another owner's, word for word."""
+        return self.store.get_run(run_id, owner)
+
+    def runs(self, owner: str, limit: int) -> list[Run]:
+        """The owner's newest `limit` runs, newest first."""
+        return self.store.list_runs(owner, limit=limit)
 
     # Token usage and the server's API keys (keys.py)
 
@@ -302,6 +330,13 @@ class Workspace:
     def key_for_secret(self, secret: str) -> ApiKey | None:
         """The key whose secret is `secret`; None if unknown or revoked."""
         return keys.key_for_secret(self.store, secret)
+
+
+def _forget_messages(stored: AgentState) -> None:
+    # No message is left for these to point into (and a new message's seq
+    # may be lower than a deleted one's).
+    stored.summary, stored.context_start, stored.reflected_seq = "", 0, 0
+    stored.pressure_warned = False
 
 
 def copy_database(

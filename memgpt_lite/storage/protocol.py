@@ -9,7 +9,8 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 `StoreLifecycle` (opening, closing, transactions), `AgentStorage`,
 `BlockStorage` (blocks and their history), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
-`StepLockStorage` and `ToolStorage` (the tool registry and MCP servers). A
+`StepLockStorage`, `ToolStorage` (the tool registry and MCP servers) and
+`RunStorage` (the runs of Letta's asynchronous sends). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -46,6 +47,7 @@ from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
+from memgpt_lite.storage.protocols.runs import RunStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
     MainContext,
@@ -77,6 +79,7 @@ __all__ = [
     "Storage",
     "StoreLifecycle",
     "StoredVectors",
+    "RunStorage",
     "ToolStorage",
     "UsageAndKeyStorage",
     "VectorCounters",
@@ -95,10 +98,12 @@ class Storage(
     UsageAndKeyStorage,
     StepLockStorage,
     ToolStorage,
+    RunStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,
-    the users' API keys and their tools: every part of the seam, in one protocol."""
+    the users' API keys and their tools, Letta's runs: every part of the
+    seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

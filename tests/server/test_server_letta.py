@@ -351,9 +351,9 @@ def test_other_letta_routes_are_501_and_ours_are_not_shadowed(client: Letta, ser
         "detail": "memgpt-lite does not implement GET /v1/folders/ (Letta's list_folders)"
     }
     agent = new_agent(client)
-    with pytest.raises(APIStatusError, match="Letta's reset_messages") as reset:
-        client.agents.messages.reset(agent.id)
-    assert reset.value.status_code == 501
+    with pytest.raises(APIStatusError, match="Letta's close_all_files_for_agent") as close:
+        client.agents.files.close_all(agent.id)
+    assert close.value.status_code == 501
     assert httpx.get(f"{server}/v1/health/").json()["status"] == "ok"
     assert httpx.get(f"{server}/v1/no-such-thing").status_code == 404
 

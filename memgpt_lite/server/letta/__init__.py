@@ -5,18 +5,30 @@ every other router, answers the rest of Letta's API with 501."""
 from fastapi import APIRouter
 
 from memgpt_lite.server.letta import (
+    agent_context,
     agent_files,
     agents,
     mcp_servers,
     memory,
     messages,
+    runs,
     send,
     tools,
 )
 from memgpt_lite.server.letta.fallback import router as fallback_router
 
 router = APIRouter()
-for module in (agents, agent_files, messages, send, memory, tools, mcp_servers):
+for module in (
+    agents,
+    agent_context,
+    agent_files,
+    messages,
+    send,
+    runs,
+    memory,
+    tools,
+    mcp_servers,
+):
     router.include_router(module.router)
 
 __all__ = ["fallback_router", "router"]

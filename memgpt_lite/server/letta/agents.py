@@ -38,6 +38,7 @@ from memgpt_lite.server.letta.bodies import (
     MemoryBlock,
     UpdateAgent,
 )
+from memgpt_lite.server.letta.configs import ConfigChange, embedding_change, llm_change
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import agent_view
@@ -195,14 +196,21 @@ def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
 
 
 def letta_endpoint(ctx: ServerContext, config: LlmConfigIn | None) -> str | None:
-    """The base URL of an agent Letta's `llm_config` asks for: None (the
+    """The base URL of an agent Letta's `llm_config` asks for at create."""
+    given = (config.model_endpoint if config is not None else None) or None  # "" names none
+    return allowed_endpoint(ctx, given)
+
+
+def allowed_endpoint(ctx: ServerContext, given: str | None) -> str | None:
+    """The base URL to store for `llm_config.model_endpoint`: None (the
     server's own endpoint) when it names none or the server's own; another
     endpoint the server allows as given; any other a 403 naming the rule."""
-    given = (config.model_endpoint if config is not None else None) or None  # "" names none
     url = ctx.check_endpoint(given, "llm_config.model_endpoint")
     return None if url is None or ctx.allowed_endpoints().is_own(url) else url
 
 
+# Letta's `include` query: what to add to an agent's view (views.py).
+Include = Annotated[list[str] | None, Query()]
 OrderBy = Literal["created_at", "updated_at", "last_run_completion"]
 
 
@@ -250,6 +258,7 @@ def list_agents(
     order: Order | None = None,
     ascending: bool | None = None,
     order_by: OrderBy = "created_at",
+    include: Include = None,
 ) -> list[dict[str, Any]]:
     """Letta's list_agents: by name, a part of it, and tags (any of them,
     or all with `match_all_tags`)."""
@@ -260,31 +269,57 @@ def list_agents(
     ]
     pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
     found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
-    return [agent_view(ctx.workspace, state) for state, _ in found]
+    return [agent_view(ctx.workspace, state, include or ()) for state, _ in found]
 
 
 @router.get("/{agent_id}")
-def retrieve(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
-    return agent_view(ctx.workspace, ctx.agent_state(user, agent_id))
+def retrieve(agent_id: str, ctx: Context, user: User, include: Include = None) -> dict[str, Any]:
+    """Letta's retrieve_agent; `include=agent.pending_approval` adds the
+    approval request waiting (views.py)."""
+    return agent_view(ctx.workspace, ctx.agent_state(user, agent_id), include or ())
+
+
+def config_change(ctx: ServerContext, body: UpdateAgent, state: AgentState) -> ConfigChange:
+    """What the body asks of the agent's model, endpoint, window and embedder:
+    `model`, `embedding` and `context_window_limit`, then `llm_config` and
+    `embedding_config` (configs.py), which win where both say something."""
+    change = ConfigChange(model=body.model, context_window=body.context_window_limit)
+    if body.embedding is not None:
+        change.embedder = embedder_name(body.embedding)
+    if body.llm_config is not None:
+        llm_change(body.llm_config, state, change, lambda url: allowed_endpoint(ctx, url))
+    if body.embedding_config is not None:
+        embedding_change(body.embedding_config, state, change)
+    return change
 
 
 def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
-    model = None if body.model is None else model_name(body.model)
-    settings = None if body.tags is None else {"tags": body.tags}
     state = ctx.agent_state(user, agent_id)
+    change = config_change(ctx, body, state)
+    model = None if change.model is None else model_name(change.model)
+    settings: dict[str, Any] = {} if body.tags is None else {"tags": body.tags}
+    if change.context_window is not None:
+        settings["context_window"] = change.context_window
     name, display_name = None, None
     if body.name:  # as at create; a plain name removes the display name
         name, shown = names_from_letta(ctx.workspace.store, user, body.name, state.id)
         display_name = shown or ""
     ours_body = ours.AgentUpdate(
-        name=name, display_name=display_name, system=body.system, model=model, settings=settings
+        name=name,
+        display_name=display_name,
+        system=body.system,
+        model=model,
+        settings=settings or None,
     )
-    return update_agent(ctx, user, state.id, ours_body)
+    with ctx.workspace.transaction():  # all or nothing
+        ctx.workspace.update_agent(state.id, change.apply)
+        return update_agent(ctx, user, state.id, ours_body)
 
 
 @router.patch("/{agent_id}")
 def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
-    """Letta's modify_agent: the name, system prompt, model and tags are honoured."""
+    """Letta's modify_agent: the name, system prompt, model, tags, embedding,
+    context window, and `llm_config` and `embedding_config` (configs.py)."""
     return agent_view(ctx.workspace, _update(ctx, user, agent_id, body))
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import Approval
+from memgpt_lite.server.letta.configs import EmbeddingConfigPatch, LlmConfigPatch
 
 # Letta's own default block limit (CreateBlock.limit).
 LETTA_BLOCK_LIMIT = 100_000
@@ -61,6 +62,11 @@ class UpdateAgent(LettaBody):
     system: str | None = None
     model: str | None = None
     tags: list[str] | None = None
+    embedding: str | None = None
+    context_window_limit: int | None = Field(default=None, gt=0)
+    # Checked field by field (configs.py): what we do not honour is refused.
+    llm_config: LlmConfigPatch | None = None
+    embedding_config: EmbeddingConfigPatch | None = None
 
 
 class TextPart(LettaBody):

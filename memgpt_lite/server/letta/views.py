@@ -8,12 +8,17 @@ invented.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from memgpt_lite.agent.workspace import Workspace
-from memgpt_lite.memory.recall.window import window_for_model
 from memgpt_lite.models import AgentState, Block, Passage
+from memgpt_lite.server.letta.configs import embedding_config_view, llm_config_view
+from memgpt_lite.server.letta.messages import approval_request
 from memgpt_lite.server.letta.tool_views import agent_tool_views
+
+# Letta's `include` value that asks for an agent's pending approval.
+PENDING_APPROVAL = "agent.pending_approval"
 
 # The agent type whose loop ours is: tools for everything, send_message to talk.
 AGENT_TYPE = "memgpt_agent"
@@ -48,36 +53,21 @@ def passage_view(passage: Passage) -> dict[str, Any]:
     }
 
 
-def llm_config(state: AgentState) -> dict[str, Any]:
-    llm = state.llm
-    return {
-        "model": llm.model,
-        "handle": llm.model,
-        "model_endpoint_type": "openai",
-        "model_endpoint": llm.base_url,
-        "context_window": state.settings.context_window or window_for_model(llm.model),
-        "temperature": llm.temperature,
-        "put_inner_thoughts_in_kwargs": False,
-    }
-
-
-def embedding_config(state: AgentState) -> dict[str, Any] | None:
-    spec = state.settings.embedder
-    if spec is None:
+def pending_approval(workspace: Workspace, state: AgentState) -> dict[str, Any] | None:
+    """The calls of the agent waiting for the user's approval, as Letta's
+    approval_request_message (the one its clients answer), or None."""
+    answer = workspace.waiting_answer(state.id)
+    if answer is None:
         return None
-    kind, _, model = spec.partition(":")
-    local = kind == "local"
-    return {
-        "embedding_model": "all-MiniLM-L6-v2" if local else model,
-        "embedding_endpoint_type": "hugging-face" if local else "openai",
-        # 0 until the first passage is embedded and the space is known.
-        "embedding_dim": state.embedding_dimension or 0,
-        "handle": spec,
-    }
+    asking = workspace.waiting_calls(state)
+    return approval_request(answer, asking) if asking else None
 
 
-def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
-    """An agent as Letta's AgentState."""
+def agent_view(
+    workspace: Workspace, state: AgentState, include: Collection[str] = ()
+) -> dict[str, Any]:
+    """An agent as Letta's AgentState; `include` (Letta's query of that name)
+    "agent.pending_approval" adds the approval request waiting, if any."""
     blocks = [block_view(b) for b in workspace.blocks(state.id)]
     stats = workspace.agent_stats(state.id)
     return {
@@ -86,9 +76,9 @@ def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
         "agent_type": AGENT_TYPE,
         "system": state.system,
         "model": state.llm.model,
-        "llm_config": llm_config(state),
+        "llm_config": llm_config_view(state),
         "embedding": state.settings.embedder,
-        "embedding_config": embedding_config(state),
+        "embedding_config": embedding_config_view(state),
         "blocks": blocks,
         "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
         "tools": agent_tool_views(
@@ -105,4 +95,7 @@ def agent_view(workspace: Workspace, state: AgentState) -> dict[str, Any]:
         "created_at": state.created_at,
         "updated_at": state.updated_at,
         "last_run_completion": stats.last_active,
+        "pending_approval": (
+            pending_approval(workspace, state) if PENDING_APPROVAL in include else None
+        ),
     }

@@ -221,6 +221,23 @@ ADMIN_KEYS = "ALTER TABLE api_keys ADD COLUMN admin $bool NOT NULL DEFAULT $fals
 # A registered tool's tags (Letta's tool tags), a JSON list.
 TOOL_TAGS = "ALTER TABLE tools ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'"
 
+# The runs of Letta's asynchronous sends (server/letta/runs.py), kept so that
+# any server process on the database answers a client polling one. A run's
+# `message_ids` (a JSON list) are the messages its step stored.
+LETTA_RUNS = """
+        CREATE TABLE letta_runs (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            status TEXT NOT NULL,
+            stop_reason TEXT,
+            message_ids TEXT NOT NULL DEFAULT '[]',
+            error TEXT,
+            created_at $time NOT NULL,
+            completed_at $time
+        );
+        CREATE INDEX letta_runs_owner ON letta_runs(owner, created_at);"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

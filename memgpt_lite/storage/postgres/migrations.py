@@ -34,6 +34,7 @@ from memgpt_lite.storage.core.schema import (
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
+    LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
     PASSAGE_COLUMNS,
@@ -294,6 +295,12 @@ def m012_agent_names_per_owner(conn: psycopg.Connection, chosen: PostgresOptions
     for agent_id, name in conn.execute("SELECT id, name FROM agents").fetchall():
         if is_id_shaped(name):
             conn.execute("UPDATE agents SET name = %s WHERE id = %s", [f"renamed-{name}", agent_id])
+
+
+@migration
+def m013_letta_runs(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m019: the runs of Letta's asynchronous sends (LETTA_RUNS)."""
+    conn.execute(ddl(LETTA_RUNS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

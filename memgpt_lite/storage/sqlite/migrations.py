@@ -19,6 +19,7 @@ from memgpt_lite.storage.core.schema import (
     AGENT_COLUMNS,
     BLOCK_HISTORY,
     BLOCKS,
+    LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
     PASSAGE_COLUMNS,
@@ -342,3 +343,9 @@ def rename_id_shaped(db: Database) -> None:
     for agent_id, name in db.execute("SELECT id, name FROM agents").fetchall():
         if is_id_shaped(name):
             db.execute("UPDATE agents SET name = ? WHERE id = ?", [f"renamed-{name}", agent_id])
+
+
+@migrations()
+def m019_letta_runs(db: Database) -> None:
+    """The runs of Letta's asynchronous sends (core/schema.py's LETTA_RUNS)."""
+    run_script(db, ddl(LETTA_RUNS, TYPES))

@@ -120,6 +120,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m016_admin_keys",
         "m017_tool_tags",
         "m018_agent_names_per_owner",
+        "m019_letta_runs",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -512,6 +513,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm015_tool_registry'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_admin_keys'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_tool_tags'")
+        conn.execute("DROP TABLE letta_runs")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm018_letta_runs'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -520,7 +523,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 18"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 19"
     )
 
 

@@ -1,0 +1,164 @@
+"""Letta's context window and core memory views and its reset of an
+agent's messages, against a real server: reset through letta-client 1.x,
+the two views (which 1.x has no call for; 0.1.x has,
+test_server_letta_old_client.py) through httpx as Letta's server answers them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from letta_client import Letta, NotFoundError, UnprocessableEntityError
+from support.serving import live_server, new_key
+
+from memgpt_lite.testing.script import call, reply, say
+from memgpt_lite.testing.server import FakeOpenAIServer
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "letta.db")
+
+
+@pytest.fixture
+def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
+    with live_server(db) as url:
+        yield url
+
+
+@pytest.fixture
+def alice_key(db: str) -> str:
+    return new_key(db, "alice")
+
+
+@pytest.fixture
+def client(server: str, alice_key: str) -> Letta:
+    return Letta(base_url=server, api_key=alice_key, max_retries=0)
+
+
+def get(server: str, key: str, path: str) -> httpx.Response:
+    return httpx.get(f"{server}{path}", headers={"Authorization": f"Bearer {key}"})
+
+
+def new_agent(client: Letta) -> Any:
+    blocks = [
+        {"label": "human", "value": "Alice keeps bees.", "limit": 100},
+        {"label": "persona", "value": "I am Sam.", "limit": 2000},
+    ]
+    return client.agents.create(memory_blocks=blocks, model="openai/gpt-4o-mini")
+
+
+def talk(client: Letta, agent_id: str, fake: FakeOpenAIServer, text: str) -> None:
+    fake.enqueue(reply("Answer.", tool_calls=[call("send_message", message=f"re: {text}")]))
+    client.agents.messages.create(agent_id, messages=[{"role": "user", "content": text}])
+
+
+def test_context_window_view(
+    client: Letta, server: str, alice_key: str, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    talk(client, agent.id, fake_llm, "hello there")
+    client.agents.passages.create(agent.id, text="Alice likes honey.")
+    answer = get(server, alice_key, f"/v1/agents/{agent.id}/context")
+    assert answer.status_code == 200, answer.text
+    view = answer.json()
+    # The window the agent works in (a part of the model's), as our API says.
+    ours = get(server, alice_key, f"/api/agents/{agent.id}/context").json()
+    assert view["context_window_size_max"] == ours["context_window"]
+    assert view["context_window_size_max"] <= agent.llm_config.context_window
+    assert view["num_messages"] == len(view["messages"]) == 3  # user, answer, tool return
+    assert [m["role"] for m in view["messages"]] == ["user", "assistant", "tool"]
+    assert view["messages"][0]["content"] == [{"type": "text", "text": "hello there"}]
+    assert view["messages"][1]["tool_calls"][0]["function"]["name"] == "send_message"
+    assert (view["num_recall_memory"], view["num_archival_memory"]) == (3, 1)
+    assert "Alice keeps bees." in view["core_memory"] and "I am Sam." in view["core_memory"]
+    assert view["num_tokens_core_memory"] > 0 and view["num_tokens_messages"] > 0
+    assert view["num_tokens_system"] > 0 and view["system_prompt"]
+    names = {tool["function"]["name"] for tool in view["functions_definitions"]}
+    assert "send_message" in names and view["num_tokens_functions_definitions"] > 0
+    parts = [
+        "num_tokens_system",
+        "num_tokens_external_memory_summary",
+        "num_tokens_core_memory",
+        "num_tokens_summary_memory",
+        "num_tokens_functions_definitions",
+        "num_tokens_messages",
+    ]
+    # The parts are what fills the window, and no more than it.
+    assert sum(view[p] for p in parts) <= view["context_window_size_current"]
+    assert view["context_window_size_current"] < view["context_window_size_max"]
+
+
+def test_core_memory_view(client: Letta, server: str, alice_key: str) -> None:
+    agent = new_agent(client)
+    answer = get(server, alice_key, f"/v1/agents/{agent.id}/core-memory")
+    assert answer.status_code == 200, answer.text
+    memory = answer.json()
+    assert [(b["label"], b["value"]) for b in memory["blocks"]] == [
+        ("human", "Alice keeps bees."),
+        ("persona", "I am Sam."),
+    ]
+    assert memory["file_blocks"] == []
+
+
+def test_views_of_another_users_agent_are_not_found(
+    db: str, client: Letta, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    bob = new_key(db, "bob")
+    for path in ("context", "core-memory"):
+        assert get(server, bob, f"/v1/agents/{agent.id}/{path}").status_code == 404
+    bobs = Letta(base_url=server, api_key=bob, max_retries=0)
+    talk(client, agent.id, fake_llm, "keep this")
+    with pytest.raises(NotFoundError):
+        bobs.agents.messages.reset(agent.id)
+    assert len(client.agents.messages.list(agent.id).items) == 4
+
+
+def test_reset_deletes_the_messages_and_keeps_memory(
+    client: Letta, server: str, alice_key: str, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    client.agents.passages.create(agent.id, text="Alice likes honey.")
+    for n in range(2):
+        talk(client, agent.id, fake_llm, f"message {n}")
+    assert len(client.agents.messages.list(agent.id).items) == 8
+    with pytest.raises(UnprocessableEntityError, match="add_default_initial_messages"):
+        client.agents.messages.reset(agent.id, add_default_initial_messages=True)
+    assert len(client.agents.messages.list(agent.id).items) == 8
+
+    after = client.agents.messages.reset(agent.id)
+    assert after.id == agent.id
+    assert client.agents.messages.list(agent.id).items == []
+    view = get(server, alice_key, f"/v1/agents/{agent.id}/context").json()
+    assert (view["num_messages"], view["num_recall_memory"], view["messages"]) == (0, 0, [])
+    assert [p.text for p in client.agents.passages.list(agent.id)] == ["Alice likes honey."]
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Alice keeps bees."
+
+    # The agent goes on from nothing: the model is sent the new message alone.
+    fake_llm.enqueue(say("Hi again."))
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "fresh"}])
+    sent = fake_llm.chat_requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"] and sent[-1]["content"] == "fresh"
+    assert len(client.agents.messages.list(agent.id).items) == 3
+
+
+def test_reset_drops_a_waiting_approval(client: Letta, fake_llm: FakeOpenAIServer) -> None:
+    agent = client.agents.create(
+        model="openai/gpt-4o-mini",
+        tool_rules=[{"type": "requires_approval", "tool_name": "archival_memory_insert"}],
+    )
+    fake_llm.enqueue(
+        reply("store it", [call("archival_memory_insert", content="x", request_heartbeat=True)])
+    )
+    asked = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "x"}])
+    assert asked.stop_reason.stop_reason == "requires_approval"
+    client.agents.messages.reset(agent.id)
+    wanted = ["agent.pending_approval"]
+    assert client.agents.retrieve(agent.id, include=wanted).pending_approval is None
+    fake_llm.enqueue(say("Hello."))
+    done = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    assert done.stop_reason.stop_reason == "end_turn"
