@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from letta_client import Letta, UnprocessableEntityError
+from letta_client import Letta, PermissionDeniedError, UnprocessableEntityError
 from support.serving import live_server, new_key
 
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY
@@ -88,16 +88,26 @@ def test_llm_config_changes_model_window_and_temperature(
 
 
 def test_llm_config_moves_the_agent_to_another_endpoint(
-    client: Letta, fake_llm: FakeOpenAIServer
+    db: str, alice_key: str, fake_llm: FakeOpenAIServer
 ) -> None:
-    agent = client.agents.create(model="openai/gpt-4o-mini")
-    hello(client, agent.id, fake_llm)
-    with FakeOpenAIServer(api_key=PLACEHOLDER_KEY) as other:
-        config = {
-            **agent.llm_config.model_dump(by_alias=True, exclude_none=True),
-            "model_endpoint": other.base_url,
-        }
-        moved = client.agents.update(agent.id, llm_config=config)
+    with (
+        FakeOpenAIServer(api_key=PLACEHOLDER_KEY) as other,
+        FakeOpenAIServer(api_key=PLACEHOLDER_KEY) as not_allowed,
+        live_server(db, allow_endpoints=[other.base_url]) as server,
+    ):
+        client = Letta(base_url=server, api_key=alice_key, max_retries=0)
+        agent = client.agents.create(model="openai/gpt-4o-mini")
+        hello(client, agent.id, fake_llm)
+        config = agent.llm_config.model_dump(by_alias=True, exclude_none=True)
+        # An endpoint the server does not allow: a 403 naming the rule, nothing changed.
+        with pytest.raises(PermissionDeniedError, match="allow-endpoint"):
+            client.agents.update(
+                agent.id, llm_config={**config, "model_endpoint": not_allowed.base_url}
+            )
+        assert client.agents.retrieve(agent.id).llm_config.model_endpoint is None
+        moved = client.agents.update(
+            agent.id, llm_config={**config, "model_endpoint": other.base_url}
+        )
         assert moved.llm_config.model_endpoint == other.base_url
         asked_before = len(fake_llm.chat_requests)
         hello(client, agent.id, other)
@@ -106,7 +116,7 @@ def test_llm_config_moves_the_agent_to_another_endpoint(
         back = client.agents.update(agent.id, llm_config={**config, "model_endpoint": None})
         assert back.llm_config.model_endpoint is None
         hello(client, agent.id, fake_llm)
-        assert len(other.chat_requests) == 1
+        assert len(other.chat_requests) == 1 and not_allowed.chat_requests == []
 
 
 @pytest.mark.parametrize(

@@ -514,7 +514,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_admin_keys'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_tool_tags'")
         conn.execute("DROP TABLE letta_runs")
-        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm018_letta_runs'")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_letta_runs'")
     conn.close()
     db.chmod(0o444)
     try:
