@@ -422,7 +422,7 @@ def row(db: str, workers: int, mode: str, f: Figures, stored_crossed: int) -> st
     return (
         f"| {db} | {workers} | {mode} | {f.requests_per_second:.1f} | {pair(f.client_ms)} "
         f"| {pair(f.endpoint_ms)} | {pair(f.added_ms)} | {pair(f.queued_ms)} "
-        f"| {pair(f.unqueued_added_ms)} | {first} | {f.server_cpu_ms:.0f} | {f.errors} "
+        f"| {pair(f.unqueued_added_ms)} | {first} | {f.server_cpu_ms:.1f} | {f.errors} "
         f"| {f.crossed + stored_crossed} |"
     )
 

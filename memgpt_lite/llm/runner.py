@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from memgpt_lite.llm.blocking_io import allow_blocking
@@ -84,3 +84,18 @@ def iterate(events: AsyncGenerator[T, None]) -> Iterator[T]:
             yield item
     finally:
         run(events.aclose())
+
+
+def drive(events: AsyncGenerator[T, None], on_item: Callable[[T], None]) -> None:
+    """Run an async generator to its end from synchronous code, handing each
+    item to `on_item` as it comes: `iterate` for a caller that only passes the
+    items on. It is one `run`, not one per item (each of which is a task and
+    a turn of the loop). If `on_item` raises, the generator is closed (its
+    cleanup runs) and the error goes on to the caller."""
+
+    async def each() -> None:
+        async with contextlib.aclosing(events) as items:
+            async for item in items:
+                on_item(item)
+
+    run(each())

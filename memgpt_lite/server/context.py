@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 
 from memgpt_lite.agent.agent import Agent
 from memgpt_lite.agent.workspace import Workspace
@@ -199,17 +200,27 @@ def endpoint_key(state: AgentState) -> str | None:
     return None if same else PLACEHOLDER_KEY
 
 
-def context(request: Request) -> ServerContext:
+# The dependencies are coroutines: FastAPI runs a plain function in its thread
+# pool, a hand-over to a thread and back for each, three per request. Only the
+# key's lookup reads the database, so only it goes to a thread.
+
+
+async def context(request: Request) -> ServerContext:
     return request.app.state.context
 
 
-def current_caller(request: Request) -> Caller:
-    caller = context(request).caller_for(request.headers.get("authorization"))
+async def current_caller(request: Request) -> Caller:
+    ctx: ServerContext = request.app.state.context
+    authorization = request.headers.get("authorization")
+    if not ctx.auth:
+        caller = ctx.caller_for(authorization)
+    else:  # the key's lookup reads the database: in a thread
+        caller = await run_in_threadpool(ctx.caller_for, authorization)
     note_user(request.scope, caller.user)  # for the request's access-log line
     return caller
 
 
-def current_user(caller: Annotated[Caller, Depends(current_caller)]) -> str:
+async def current_user(caller: Annotated[Caller, Depends(current_caller)]) -> str:
     return caller.user
 
 

@@ -20,6 +20,8 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 def frame(data: str | dict[str, Any], event: str | None = None) -> str:
     """One server-sent event; `data` as given, or as JSON."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    if "\n" not in text:  # JSON as pydantic and json.dumps write it: one line
+        return f"event: {event}\ndata: {text}\n\n" if event else f"data: {text}\n\n"
     lines = [f"event: {event}"] if event else []
     lines += [f"data: {line}" for line in text.split("\n")]
     return "\n".join(lines) + "\n\n"

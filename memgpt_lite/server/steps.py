@@ -1,9 +1,10 @@
 """Running agents' steps for the server, off its event loop.
 
 A step does blocking work (the database, the model's HTTP), so each runs in a
-worker thread through the synchronous `agent.stream()` (the agent's own
-runner, agent/runner.py, runs it), and its events cross to the event loop
-through a queue. Two rules hold here, in one place:
+worker thread through the synchronous `agent.stream_into()` (the agent's own
+runner, agent/runner.py, runs it), and its events cross to the event loop in
+batches: what the step produced while the loop was busy elsewhere comes in one
+wake-up (`_Handover`). Two rules hold here, in one place:
 
 - Sends to one agent run one at a time, in the order they arrived: an
   `asyncio.Lock` per agent (FIFO) is taken before the step goes to a thread.
@@ -16,6 +17,7 @@ through a queue. Two rules hold here, in one place:
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -97,33 +99,84 @@ class StepRunner:
     async def events(
         self, agent_id: str, load: Callable[[], Agent], message: StepInput
     ) -> AsyncIterator[StepEvent]:
-        """The events of one step of the agent `load()` opens (in the worker
-        thread), as they happen. An error that stops the step before it
-        starts is raised here, not sent as an event: one raised before the step
-        runs (an empty message, no API key) and a step that fails before its
-        `StepStarted` (a message while a call waits for approval, an answer
-        that fits no waiting call), so a route answers it with its status."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[StepEvent | BaseException | _End] = asyncio.Queue()
+        """The events of one step, one at a time (see `event_batches`)."""
+        async for batch in self.event_batches(agent_id, load, message):
+            for event in batch:
+                yield event
 
-        def put(item: StepEvent | BaseException | _End) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+    async def event_batches(
+        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+    ) -> AsyncIterator[list[StepEvent]]:
+        """The events of one step of the agent `load()` opens (in the worker
+        thread), as they happen: each batch is what the step produced since
+        the last was taken, so a fast step costs the loop one wake-up and the
+        client one write per batch, not per event. An error that stops the
+        step before it starts is raised here, not sent as an event: one raised
+        before the step runs (an empty message, no API key) and a step that
+        fails before its `StepStarted` (a message while a call waits for
+        approval, an answer that fits no waiting call), so a route answers it
+        with its status."""
+        handover = _Handover(asyncio.get_running_loop())
 
         def produce() -> None:
             try:
-                for event in load().stream(message):
-                    put(event)
+                load().stream_into(message, handover.put)
             except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
-                put(exc)
+                handover.put(exc)
             finally:
-                put(_END)
+                handover.put(_END)
 
         await self._start(agent_id, produce)
         started = False
-        while not isinstance(item := await queue.get(), _End):
-            if isinstance(item, BaseException):
-                raise item
-            if isinstance(item, StepFailed) and not started:
-                raise item.error or MemGPTError(item.message)
-            started = started or isinstance(item, StepStarted)
-            yield item
+        while True:
+            events: list[StepEvent] = []
+            for item in await handover.take():
+                failed_early = isinstance(item, StepFailed) and not started
+                if isinstance(item, _End | BaseException) or failed_early:
+                    if events:
+                        yield events
+                    if isinstance(item, BaseException):
+                        raise item
+                    if isinstance(item, StepFailed):
+                        raise item.error or MemGPTError(item.message)
+                    return
+                started = started or isinstance(item, StepStarted)
+                events.append(item)
+            yield events
+
+
+class _Handover:
+    """Items from a step's worker thread to the event loop. The thread wakes
+    the loop only when the loop waits for items, and the loop takes all
+    that came meanwhile at once."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: list[StepEvent | BaseException | _End] = []
+        self._lock = threading.Lock()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: StepEvent | BaseException | _End) -> None:
+        """From the worker thread."""
+        with self._lock:
+            self._items.append(item)
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            self._loop.call_soon_threadsafe(_wake, waiter)
+
+    async def take(self) -> list[StepEvent | BaseException | _End]:
+        """On the loop: every item put since the last take, waiting for one."""
+        with self._lock:
+            if self._items:
+                items, self._items = self._items, []
+                return items
+            self._waiter = waiter = self._loop.create_future()
+        await waiter
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # not cancelled: the request still waits
+        waiter.set_result(None)
