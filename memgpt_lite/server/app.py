@@ -34,6 +34,7 @@ from memgpt_lite.errors import (
     StoreError,
 )
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
+from memgpt_lite.server.retrying import NoRetryHeader
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
@@ -182,6 +183,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(NoRetryHeader)  # the outermost: a 413 of BodyLimit too
     _install_error_handlers(app)
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
     for module in routers:
