@@ -53,6 +53,21 @@ def is_loopback(host: str) -> bool:
     help="Let every key add tools from Python source and stdio MCP servers, which run "
     "code on this machine (default: admin keys only, `keys create --admin`).",
 )
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(1),
+    help="Refuse request bodies larger than this (413). Default 32 MiB, or [serve] in config.toml.",
+)
+@click.option(
+    "--max-message-bytes",
+    type=click.IntRange(1),
+    help="Refuse a message whose text is larger than this (413). Default 1 MiB.",
+)
+@click.option(
+    "--rate-limit",
+    metavar="N/s|N/min",
+    help="Requests each key may make, such as 10/s or 600/min (429 beyond). Default: none.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -62,6 +77,9 @@ def serve(
     workers: int,
     no_auth: bool,
     allow_user_code: bool,
+    max_body_bytes: int | None,
+    max_message_bytes: int | None,
+    rate_limit: str | None,
 ) -> None:
     """Serve agents over HTTP: our API under /api, the routes of Letta's REST
     API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
@@ -89,7 +107,13 @@ def serve(
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
+    from memgpt_lite.server.limits import LIMITS_VARIABLE, resolve_limits
     from memgpt_lite.settings.folders import is_postgres, redacted
+    from memgpt_lite.settings.resolve import config_path, load_file_config
+
+    limits = resolve_limits(
+        max_body_bytes, max_message_bytes, rate_limit, load_file_config().serve, str(config_path())
+    )
 
     location = db_location(ctx)
     if workers > 1 and not is_postgres(location):
@@ -102,6 +126,7 @@ def serve(
     os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
     os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
+    os.environ[LIMITS_VARIABLE] = limits.model_dump_json()
     click.echo(f"Serving {redacted(location)} on http://{host}:{port} (API docs: /docs)", err=True)
     uvicorn.run(
         "memgpt_lite.server.app:app_from_environment",

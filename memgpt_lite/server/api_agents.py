@@ -165,6 +165,7 @@ async def step_events(
 ) -> AsyncIterator[StepEvent]:
     """The events of one step of the user's agent, run in a worker thread.
     `message`: the user's message, or their answer to the waiting calls."""
+    ctx.limits.check_message(message)
     state = await run_in_threadpool(ctx.agent_state, user, ref)
     async for event in ctx.steps.events(state.id, lambda: ctx.step_agent(user, state.id), message):
         yield event
@@ -182,6 +183,7 @@ def finished(last: StepEvent | None) -> StepResult:
 async def step_result(ctx: ServerContext, user: str, ref: str, message: StepInput) -> StepResult:
     """The result of one step of the user's agent, run in a worker thread;
     the step's error raised (answered by its status)."""
+    ctx.limits.check_message(message)
     state = await run_in_threadpool(ctx.agent_state, user, ref)
     return await ctx.steps.result(state.id, lambda: ctx.step_agent(user, state.id), message)
 

@@ -32,18 +32,18 @@ from memgpt_lite.errors import (
     NotFoundError,
     RemoteError,
     StoreError,
+    TooLargeError,
 )
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
+from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
 from memgpt_lite.server.retrying import NoRetryHeader
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
-# Request bodies larger than this are refused with 413 (agent files are the largest).
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-
 # The most specific class first.
 STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (NotFoundError, 404),
+    (TooLargeError, 413),
     (AlreadyExistsError, 409),
     (ConflictError, 409),
     (ConfigError, 422),
@@ -144,14 +144,16 @@ def create_app(
     db: str,
     *,
     auth: bool = True,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    limits: ServerLimits | None = None,
     step_threads: int = DEFAULT_STEP_THREADS,
     allow_user_code: bool = False,
 ) -> FastAPI:
     """The server's application on the database at `db` (a SQLite file or a
     postgresql:// URL), opened when the app starts. `auth=False` serves every
     request as user `local` (the CLI refuses it off loopback);
-    `allow_user_code` lets every key run code on the server (context.py)."""
+    `allow_user_code` lets every key run code on the server (context.py);
+    `limits`: the sizes and the rate it accepts (limits.py)."""
+    limits = limits or ServerLimits()
     from memgpt_lite.server import (
         api_agents,
         api_approvals,
@@ -168,7 +170,11 @@ def create_app(
         workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
         app.state.context = ServerContext(
-            workspace=workspace, steps=steps, auth=auth, allow_user_code=allow_user_code
+            workspace=workspace,
+            steps=steps,
+            auth=auth,
+            allow_user_code=allow_user_code,
+            limits=limits,
         )
         try:
             async with mcp_running:
@@ -182,7 +188,9 @@ def create_app(
         summary="Agents that remember, over HTTP.",
         lifespan=lifespan,
     )
-    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    if limits.rate_limit is not None:  # before the body is read, and any key looked up
+        app.add_middleware(RateLimiter, limit=limits.rate_limit)
     app.add_middleware(NoRetryHeader)  # the outermost: a 413 of BodyLimit too
     _install_error_handlers(app)
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
@@ -196,9 +204,11 @@ def create_app(
 def app_from_environment() -> FastAPI:
     """The app `memgpt-lite serve` starts in each worker: the database from
     $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set, every
-    key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is."""
+    key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is, and the
+    limits `serve` resolved ($MEMGPT_LITE_SERVE_LIMITS, limits.py)."""
     return create_app(
         str(resolve_db(None).value),
         auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH"),
         allow_user_code=bool(os.environ.get("MEMGPT_LITE_SERVE_ALLOW_USER_CODE")),
+        limits=limits_from_environment(os.environ),
     )

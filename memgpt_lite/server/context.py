@@ -31,6 +31,7 @@ from memgpt_lite.agent.agent import Agent
 from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
+from memgpt_lite.server.limits import ServerLimits
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
 from memgpt_lite.settings.resolve import resolve_endpoint
@@ -80,6 +81,8 @@ class ServerContext:
     auth: bool = True
     # `serve --allow-user-code`: every key may run code on the server.
     allow_user_code: bool = False
+    # The sizes and the rate the server accepts (limits.py).
+    limits: ServerLimits = field(default_factory=ServerLimits)
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)

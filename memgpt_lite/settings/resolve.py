@@ -87,6 +87,8 @@ ENV_VARS = {
     "timeout": "MEMGPT_LITE_TIMEOUT",
     "db": "MEMGPT_LITE_DB",
 }
+# The keys of config.toml's [serve] table (settings/effective.py's ServeFileConfig).
+SERVE_KEYS = ("max_body_bytes", "max_message_bytes", "rate_limit")
 DEFAULT_SOURCE = "default"
 DEFAULTS: dict[str, SettingValue] = {"timeout": DEFAULT_TIMEOUT_SECONDS}
 
@@ -193,7 +195,8 @@ def resolve_db(flag: str | os.PathLike[str] | None = None, path: Path | None = N
 def _describe(error: Any) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "(file)"
     if error["type"] == "extra_forbidden":
-        return f"unknown key {key!r} (the keys are: {', '.join(ENV_VARS)})"
+        known = SERVE_KEYS if error["loc"][0] == "serve" and len(error["loc"]) > 1 else ENV_VARS
+        return f"unknown key {key!r} (the keys are: {', '.join(known)})"
     return f"{key}: {validation_message(error)}"
 
 
