@@ -37,6 +37,7 @@ from memgpt_lite.errors import (
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
 from memgpt_lite.server.retrying import NoRetryHeader
+from memgpt_lite.server.sendonce import RETRY_LATER_HEADERS, SendInProgress
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import resolve_db, resolve_settings
 
@@ -129,6 +130,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": validation_detail(exc)}, status_code=422)
+
+    @app.exception_handler(SendInProgress)
+    async def still_running(request: Request, exc: SendInProgress) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409, headers=RETRY_LATER_HEADERS)
 
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:

@@ -28,6 +28,10 @@ from memgpt_lite.models import StepInput, StepResult
 
 T = TypeVar("T")
 
+# Told, in the worker thread, how a step ended: its result, its last event,
+# or the error it raised (sendonce.py records a keyed send's answer).
+Ended = Callable[[StepResult | StepEvent | BaseException | None], None]
+
 # Workers that run steps; more steps than this queue for a thread.
 DEFAULT_STEP_THREADS = 32
 
@@ -85,24 +89,47 @@ class StepRunner:
         return future
 
     async def result(
-        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+        self,
+        agent_id: str,
+        load: Callable[[], Agent],
+        message: StepInput,
+        ended: Ended | None = None,
     ) -> StepResult:
         """The result of one step of the agent `load()` opens, run in a worker
         thread through `agent.step` (lighter than its events: no hand-over per
         event); its error raised. The step goes on if the caller is cancelled.
         `message` is what the core's step takes: the user's message, or the
-        user's answer (`Approval`s) to the calls waiting for approval."""
-        return await asyncio.shield(await self._start(agent_id, lambda: load().step(message)))
+        user's answer (`Approval`s) to the calls waiting for approval.
+        `ended` is called in the thread with the result or the error."""
+
+        def work() -> StepResult:
+            try:
+                result = load().step(message)
+            except BaseException as exc:
+                if ended is not None:
+                    ended(exc)
+                raise
+            if ended is not None:
+                ended(result)
+            return result
+
+        return await asyncio.shield(await self._start(agent_id, work))
 
     async def events(
-        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+        self,
+        agent_id: str,
+        load: Callable[[], Agent],
+        message: StepInput,
+        ended: Ended | None = None,
     ) -> AsyncIterator[StepEvent]:
         """The events of one step of the agent `load()` opens (in the worker
         thread), as they happen. An error that stops the step before it
         starts is raised here, not sent as an event: one raised before the step
         runs (an empty message, no API key) and a step that fails before its
         `StepStarted` (a message while a call waits for approval, an answer
-        that fits no waiting call), so a route answers it with its status."""
+        that fits no waiting call), so a route answers it with its status.
+        `ended` is called in the thread with the last event or the error,
+        whether or not anyone still reads the events."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[StepEvent | BaseException | _End] = asyncio.Queue()
 
@@ -110,12 +137,16 @@ class StepRunner:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def produce() -> None:
+            last: StepEvent | BaseException | None = None
             try:
-                for event in load().stream(message):
-                    put(event)
+                for last in load().stream(message):
+                    put(last)
             except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
+                last = exc
                 put(exc)
             finally:
+                if ended is not None:
+                    ended(last)
                 put(_END)
 
         await self._start(agent_id, produce)

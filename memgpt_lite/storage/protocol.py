@@ -9,7 +9,8 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 `StoreLifecycle` (opening, closing, transactions), `AgentStorage`,
 `BlockStorage` (blocks and their history), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
-`StepLockStorage` and `ToolStorage` (the tool registry and MCP servers). A
+`StepLockStorage`, `ToolStorage` (the tool registry and MCP servers) and
+`SentRequestStorage` (the sends the server answered under a key). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -46,6 +47,7 @@ from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
+from memgpt_lite.storage.protocols.sends import SentRequest, SentRequestStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
     MainContext,
@@ -71,6 +73,8 @@ __all__ = [
     "MessageStorage",
     "Owner",
     "Ranking",
+    "SentRequest",
+    "SentRequestStorage",
     "StepLockHolder",
     "StepLockStorage",
     "StepStart",
@@ -95,6 +99,7 @@ class Storage(
     UsageAndKeyStorage,
     StepLockStorage,
     ToolStorage,
+    SentRequestStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,

@@ -221,6 +221,22 @@ ADMIN_KEYS = "ALTER TABLE api_keys ADD COLUMN admin $bool NOT NULL DEFAULT $fals
 # A registered tool's tags (Letta's tool tags), a JSON list.
 TOOL_TAGS = "ALTER TABLE tools ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'"
 
+# The sends the server answered under a client's Idempotency-Key (or Letta's
+# otid), per owner and agent, with their answer once it is known (NULL while
+# the first still runs): server/sendonce.py. Kept for a bounded time, found
+# by that key; old ones deleted by `created_at`.
+SENT_REQUESTS = """
+        CREATE TABLE sent_requests (
+            owner TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            request_key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            outcome TEXT,
+            created_at $time NOT NULL,
+            PRIMARY KEY (owner, agent_id, request_key)
+        )"""
+SENT_REQUESTS_INDEX = "CREATE INDEX sent_requests_created ON sent_requests (created_at)"
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

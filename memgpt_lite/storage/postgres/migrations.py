@@ -39,6 +39,8 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
     REFLECTED_SEQ,
+    SENT_REQUESTS,
+    SENT_REQUESTS_INDEX,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -272,6 +274,13 @@ def m011_message_edits(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     edits and deletions move (as they move the counters): a kept window
     (core/window_cache.py) is read again once it moved."""
     conn.execute("ALTER TABLE agents ADD COLUMN message_edits BIGINT NOT NULL DEFAULT 0")
+
+
+@migration
+def m012_sent_requests(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m018: the sends answered under an idempotency key (SENT_REQUESTS)."""
+    conn.execute(ddl(SENT_REQUESTS, TYPES))
+    conn.execute(SENT_REQUESTS_INDEX)
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

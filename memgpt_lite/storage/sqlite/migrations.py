@@ -23,6 +23,8 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
     REFLECTED_SEQ,
+    SENT_REQUESTS,
+    SENT_REQUESTS_INDEX,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -276,3 +278,10 @@ def m016_admin_keys(db: Database) -> None:
 def m017_tool_tags(db: Database) -> None:
     """A registered tool's tags (core/schema.py's TOOL_TAGS)."""
     db.execute(TOOL_TAGS)
+
+
+@migrations()
+def m018_sent_requests(db: Database) -> None:
+    """The sends answered under an idempotency key (core/schema.py's SENT_REQUESTS)."""
+    db.execute(ddl(SENT_REQUESTS, TYPES))
+    db.execute(SENT_REQUESTS_INDEX)
