@@ -17,6 +17,7 @@ from support.contract.base import OpenStore
 from support.contract.block_history import BlockHistoryContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
+from support.contract.sends import SentRequestContract
 from support.contract.supersede import SupersedeContract
 from support.contract.tools import MCPServerContract, ToolContract
 from support.contract.transactions import StepLockContract, ThreadContract, TransactionContract
@@ -41,6 +42,7 @@ class StorageContract(
     KeyContract,
     ToolContract,
     MCPServerContract,
+    SentRequestContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
