@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -176,11 +175,6 @@ def _outcome(end: StepResult | StepEvent | BaseException | None) -> SendOutcome 
         failure = RecordedFailure(error_type=type(end).__name__, detail=str(end))
         return SendOutcome(result=StepResult(), failure=failure)
     return None
-
-
-async def replayed(events: list[StepEvent]) -> AsyncIterator[StepEvent]:
-    for event in events:
-        yield event
 
 
 def send_once(
