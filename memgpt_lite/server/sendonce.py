@@ -31,14 +31,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from memgpt_lite.errors import ConfigError, ConflictError, LLMError, MemGPTError
 from memgpt_lite.events import StepEvent, StepFailed, StepFinished, StepStarted
 from memgpt_lite.models import AgentState, StepResult, utcnow
-from memgpt_lite.storage.protocols.sends import SentRequestStorage
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,33 @@ IDEMPOTENCY_HEADER = "idempotency-key"
 KEPT = timedelta(days=1)
 ABANDONED = timedelta(minutes=15)
 MAX_KEY_CHARS = 255
+
+
+class HeldSend(Protocol):
+    """A claim the store holds (storage's `SentRequest`)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def outcome(self) -> str | None: ...
+
+
+class SendClaims(Protocol):
+    """What this module needs of the store (storage's `SentRequestStorage`,
+    reached through the workspace: the server does not import storage)."""
+
+    def claim_send(
+        self,
+        owner: str,
+        agent_id: str,
+        key: str,
+        fingerprint: str,
+        *,
+        expired_before: datetime,
+        abandoned_before: datetime,
+    ) -> HeldSend | None: ...
+    def finish_send(self, owner: str, agent_id: str, key: str, outcome: str) -> None: ...
+    def release_send(self, owner: str, agent_id: str, key: str) -> None: ...
 
 
 class SendInProgress(ConflictError):
@@ -104,7 +131,7 @@ def request_key(header: str | None, otids: list[str] | None = None) -> str | Non
 class SendOnce:
     """One keyed send of `route` with `body` (its JSON, for the fingerprint)."""
 
-    store: SentRequestStorage
+    store: SendClaims
     key: str
     route: str
     body: str
@@ -178,7 +205,7 @@ def _outcome(end: StepResult | StepEvent | BaseException | None) -> SendOutcome 
 
 
 def send_once(
-    store: SentRequestStorage, header: str | None, route: str, body: BaseModel, *otids: str | None
+    store: SendClaims, header: str | None, route: str, body: BaseModel, *otids: str | None
 ) -> SendOnce | None:
     """The send's `SendOnce` if it has a key (the header, else Letta's
     otids), else None: a send without a key runs each time it is sent."""
