@@ -19,6 +19,10 @@ class ConfigError(MemGPTError):
     """Bad or missing settings: no API key, an unknown model option, bad input."""
 
 
+class TooLargeError(ConfigError):
+    """A message, or a request, over a size limit the server sets."""
+
+
 class NotFoundError(MemGPTError):
     """An agent, block, message or passage that does not exist."""
 

@@ -76,6 +76,21 @@ def is_loopback(host: str) -> bool:
     help="What the server logs: at info, one access-log line per request "
     "(method, path, status, ms, user; never keys or bodies).",
 )
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(1),
+    help="Refuse request bodies larger than this (413). Default 32 MiB, or [serve] in config.toml.",
+)
+@click.option(
+    "--max-message-bytes",
+    type=click.IntRange(1),
+    help="Refuse a message whose text is larger than this (413). Default 1 MiB.",
+)
+@click.option(
+    "--rate-limit",
+    metavar="N/s|N/min",
+    help="Requests each key may make, such as 10/s or 600/min (429 beyond). Default: none.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -87,6 +102,9 @@ def serve(
     allow_user_code: bool,
     allow_endpoints: tuple[str, ...],
     log_level: str,
+    max_body_bytes: int | None,
+    max_message_bytes: int | None,
+    rate_limit: str | None,
 ) -> None:
     """Serve agents over HTTP: our API under /api, the routes of Letta's REST
     API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
@@ -116,7 +134,13 @@ def serve(
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
+    from memgpt_lite.server.limits import LIMITS_VARIABLE, resolve_limits
     from memgpt_lite.settings.folders import is_postgres
+    from memgpt_lite.settings.resolve import config_path, load_file_config
+
+    limits = resolve_limits(
+        max_body_bytes, max_message_bytes, rate_limit, load_file_config().serve, str(config_path())
+    )
 
     location = db_location(ctx)
     if workers > 1 and not is_postgres(location):
@@ -133,6 +157,7 @@ def serve(
     os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
     os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
     os.environ[ALLOW_ENDPOINTS_VARIABLE] = "\n".join(allow_endpoints)
+    os.environ[LIMITS_VARIABLE] = limits.model_dump_json()
     for line in start_lines(host, port, location, no_auth, workspace_for(ctx).api_keys()):
         click.echo(line, err=True)
     uvicorn.run(

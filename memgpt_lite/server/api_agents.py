@@ -8,10 +8,10 @@ in its thread pool; the step runs in steps.py's workers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, SecretStr, ValidationError
 
@@ -24,9 +24,12 @@ from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.models import AgentSettings, AgentState, Block, Message, StepInput, StepResult
 from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendBody
 from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import frame, sse_response
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
+
+StepLoad = Callable[[], Agent]
 
 
 def agent_view(workspace: Workspace, state: AgentState) -> AgentView:
@@ -194,25 +197,47 @@ def delete(agent: str, ctx: Context, user: User) -> Response:
 # Sending
 
 
+def _loader(ctx: ServerContext, user: str, agent_id: str, once: SendOnce | None) -> StepLoad:
+    """What opens the agent in the step's worker thread (and notes that a
+    keyed send's step ran)."""
+
+    def load() -> Agent:
+        if once is not None:
+            once.ran = True
+        return ctx.step_agent(user, agent_id)
+
+    return load
+
+
 async def step_events(
-    ctx: ServerContext, user: str, ref: str, message: StepInput
+    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
 ) -> AsyncIterator[StepEvent]:
     """The events of one step of the user's agent, run in a worker thread.
-    `message`: the user's message, or their answer to the waiting calls."""
-    async for batch in step_event_batches(ctx, user, ref, message):
+    `message`: the user's message, or their answer to the waiting calls;
+    `once`: the send's idempotency key, if it has one (sendonce.py)."""
+    async for batch in step_event_batches(ctx, user, ref, message, once):
         for event in batch:
             yield event
 
 
 async def step_event_batches(
-    ctx: ServerContext, user: str, ref: str, message: StepInput
+    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
 ) -> AsyncIterator[list[StepEvent]]:
     """`step_events`, in the batches they cross to the event loop in
     (steps.py): a route that writes a batch at once writes less often."""
+    ctx.limits.check_message(message)
     state = await run_in_threadpool(ctx.agent_state, user, ref)
-    load = lambda: ctx.step_agent(user, state.id)  # noqa: E731 - in the step's thread
-    async for batch in ctx.steps.event_batches(state.id, load, message):
-        yield batch
+    if once is not None and (first := await run_in_threadpool(once.claim, state)) is not None:
+        yield first.events(state.id)  # answered before: its end again
+        return
+    ended = None if once is None else once.ended
+    load = _loader(ctx, user, state.id, once)
+    try:
+        async for batch in ctx.steps.event_batches(state.id, load, message, ended):
+            yield batch
+    finally:
+        if once is not None:
+            once.release()  # only if the step never ran
 
 
 def finished(last: StepEvent | None) -> StepResult:
@@ -224,35 +249,62 @@ def finished(last: StepEvent | None) -> StepResult:
     raise RuntimeError(f"a step ended with {last!r}")  # run_step ends with one of the two
 
 
-async def step_result(ctx: ServerContext, user: str, ref: str, message: StepInput) -> StepResult:
+async def step_result(
+    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
+) -> StepResult:
     """The result of one step of the user's agent, run in a worker thread;
-    the step's error raised (answered by its status)."""
+    the step's error raised (answered by its status). With `once` (the
+    send's idempotency key), a send made already is answered as it was."""
+    ctx.limits.check_message(message)
     state = await run_in_threadpool(ctx.agent_state, user, ref)
-    return await ctx.steps.result(state.id, lambda: ctx.step_agent(user, state.id), message)
+    if once is None:
+        return await ctx.steps.result(state.id, _loader(ctx, user, state.id, None), message)
+    if (first := await run_in_threadpool(once.claim, state)) is not None:
+        return first.result_or_raise()
+    try:
+        return await ctx.steps.result(
+            state.id, _loader(ctx, user, state.id, once), message, once.ended
+        )
+    finally:
+        once.release()  # only if the step never ran
 
 
 @router.post("/{agent}/messages", response_model=None)
-async def send(agent: str, body: SendBody, ctx: Context, user: User) -> Any:
+async def send(
+    agent: str,
+    body: SendBody,
+    ctx: Context,
+    user: User,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> Any:
     """Send a message and run one step. Without `stream`, the step's result
     as JSON (a failing model endpoint is a 502 with the reason); with it, the
     step's events as server-sent events, as `memgpt-lite send --json` prints
     them, ending with `step_finished` or `step_failed`. While a tool call
-    waits for approval, a 409 (answer it at /approvals first)."""
-    return await run_step_route(ctx, user, agent, body.message, stream=body.stream)
+    waits for approval, a 409 (answer it at /approvals first). Sent again
+    with the same `Idempotency-Key`, the first send's answer (sendonce.py)."""
+    once = send_once(ctx.workspace.store, idempotency_key, "api.send", body)
+    return await run_step_route(ctx, user, agent, body.message, stream=body.stream, once=once)
 
 
 async def run_step_route(
-    ctx: ServerContext, user: str, ref: str, message: StepInput, *, stream: bool
+    ctx: ServerContext,
+    user: str,
+    ref: str,
+    message: StepInput,
+    *,
+    stream: bool,
+    once: SendOnce | None = None,
 ) -> Response:
     """One step of the user's agent, answered as our send route answers:
     the result as JSON, or with `stream` the events as server-sent events."""
     if stream:
-        batches = step_event_batches(ctx, user, ref, message)
+        batches = step_event_batches(ctx, user, ref, message, once)
         # A batch's frames go out in one write.
         return await sse_response(
             "".join(frame(e.model_dump_json(), e.type) for e in batch) async for batch in batches
         )
-    result = await step_result(ctx, user, ref, message)
+    result = await step_result(ctx, user, ref, message, once)
     # Serialized by pydantic itself: FastAPI's encoder, for a model returned
     # without a response_model, took a few ms per step.
     return Response(result.model_dump_json(), media_type="application/json")

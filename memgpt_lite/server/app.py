@@ -32,11 +32,15 @@ from memgpt_lite.errors import (
     NotFoundError,
     RemoteError,
     StoreError,
+    TooLargeError,
 )
 from memgpt_lite.server.access_log import AccessLog
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.docs_pages import mount_docs
 from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
+from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
+from memgpt_lite.server.retrying import NoRetryHeader
+from memgpt_lite.server.sendonce import RETRY_LATER_HEADERS, SendInProgress
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
 from memgpt_lite.settings.resolve import (
     configured_allowed_endpoints,
@@ -45,12 +49,10 @@ from memgpt_lite.settings.resolve import (
     server_endpoint_url,
 )
 
-# Request bodies larger than this are refused with 413 (agent files are the largest).
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-
 # The most specific class first.
 STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (NotFoundError, 404),
+    (TooLargeError, 413),
     (AlreadyExistsError, 409),
     (EndpointNotAllowed, 403),
     (ConflictError, 409),
@@ -138,6 +140,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": validation_detail(exc)}, status_code=422)
 
+    @app.exception_handler(SendInProgress)
+    async def still_running(request: Request, exc: SendInProgress) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409, headers=RETRY_LATER_HEADERS)
+
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"}
@@ -152,7 +158,7 @@ def create_app(
     db: str,
     *,
     auth: bool = True,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    limits: ServerLimits | None = None,
     step_threads: int = DEFAULT_STEP_THREADS,
     allow_user_code: bool = False,
     allow_endpoints: Sequence[str] = (),
@@ -162,7 +168,9 @@ def create_app(
     request as user `local` (the CLI refuses it off loopback);
     `allow_user_code` lets every key run code on the server (context.py);
     `allow_endpoints`, with config.toml's, the model endpoints agents made
-    over HTTP may use besides the server's own (endpoints.py)."""
+    over HTTP may use besides the server's own (endpoints.py); `limits`: the
+    sizes and the rate it accepts (limits.py)."""
+    limits = limits or ServerLimits()
     from memgpt_lite.server import (
         api_agents,
         api_approvals,
@@ -184,6 +192,7 @@ def create_app(
             auth=auth,
             allow_user_code=allow_user_code,
             endpoints=allowed_endpoints(allow_endpoints),
+            limits=limits,
         )
         try:
             async with mcp_running:
@@ -199,7 +208,10 @@ def create_app(
         docs_url=None,  # served from a package instead, offline: docs_pages.py
         redoc_url=None,
     )
-    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    if limits.rate_limit is not None:  # before the body is read, and any key looked up
+        app.add_middleware(RateLimiter, limit=limits.rate_limit)
+    app.add_middleware(NoRetryHeader)  # a 413 of BodyLimit too
     app.add_middleware(AccessLog)  # outermost: every request, a refused one too
     mount_docs(app)
     _install_error_handlers(app)
@@ -225,10 +237,12 @@ def app_from_environment() -> FastAPI:
     """The app `memgpt-lite serve` starts in each worker: the database from
     $MEMGPT_LITE_DB, keys off if $MEMGPT_LITE_SERVE_NO_AUTH is set, every
     key may run code if $MEMGPT_LITE_SERVE_ALLOW_USER_CODE is, the endpoints
-    of $MEMGPT_LITE_SERVE_ALLOW_ENDPOINTS allowed."""
+    of $MEMGPT_LITE_SERVE_ALLOW_ENDPOINTS allowed, and the limits `serve`
+    resolved ($MEMGPT_LITE_SERVE_LIMITS, limits.py)."""
     return create_app(
         str(resolve_db(None).value),
         auth=not os.environ.get("MEMGPT_LITE_SERVE_NO_AUTH"),
         allow_user_code=bool(os.environ.get("MEMGPT_LITE_SERVE_ALLOW_USER_CODE")),
         allow_endpoints=os.environ.get(ALLOW_ENDPOINTS_VARIABLE, "").split(),
+        limits=limits_from_environment(os.environ),
     )

@@ -33,6 +33,7 @@ from memgpt_lite.agent.workspace import Workspace
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.access_log import note_user
+from memgpt_lite.server.limits import ServerLimits
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
 from memgpt_lite.settings.resolve import resolve_endpoint
@@ -88,6 +89,8 @@ class ServerContext:
     # The model endpoints agents made over HTTP may use (endpoints.py);
     # None: only the server's own, read when first asked.
     endpoints: AllowedEndpoints | None = None
+    # The sizes and the rate the server accepts (limits.py).
+    limits: ServerLimits = field(default_factory=ServerLimits)
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -52,6 +52,7 @@ from memgpt_lite.events import (
 from memgpt_lite.models import StepResult, ToolCall, Usage
 from memgpt_lite.server.api_agents import finished, step_events, step_result
 from memgpt_lite.server.context import Context, Unauthorized, User
+from memgpt_lite.server.sendonce import send_once
 from memgpt_lite.server.sse import frame, sse_response
 
 # Between two replies of one step, in the content as in the stream.
@@ -70,15 +71,23 @@ class OpenAIError(Exception):
     """An error answered in OpenAI's shape with this status."""
 
     def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        retry_headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+        self.retry_headers = retry_headers or {}
 
     def response(self) -> JSONResponse:
         error_type = _ERROR_TYPES.get(self.status, "server_error")
         body = {"message": self.message, "type": error_type, "param": self.param}
-        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else {}
+        headers.update(self.retry_headers)
         return JSONResponse(
             {"error": {**body, "code": self.code}}, status_code=self.status, headers=headers
         )
@@ -114,7 +123,9 @@ async def app_error(request: Request, exc: Exception) -> OpenAIError:
     detail = str(json.loads(answer.body)["detail"])
     status = 400 if isinstance(exc, RequestValidationError) else answer.status_code
     param, code = _param_and_code(exc)
-    return OpenAIError(status, detail, param=param, code=code)
+    # A handler's word on retrying (a send still running: retry soon) is kept.
+    retry = {k: v for k, v in answer.headers.items() if k in ("x-should-retry", "retry-after")}
+    return OpenAIError(status, detail, param=param, code=code, retry_headers=retry)
 
 
 class OpenAIRoute(APIRoute):
@@ -389,11 +400,19 @@ def complete(result: StepResult, model: str) -> dict[str, Any]:
 
 
 @router.post("/chat/completions", response_model=None)
-async def chat_completions(body: ChatCompletionRequest, ctx: Context, user: User) -> Any:
-    """One step of the agent `model` names, on the last user message."""
+async def chat_completions(
+    body: ChatCompletionRequest,
+    ctx: Context,
+    user: User,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> Any:
+    """One step of the agent `model` names, on the last user message (sent
+    again with the same `Idempotency-Key`, the first answer: sendonce.py)."""
+    once = send_once(ctx.workspace.store, idempotency_key, "openai.chat", body)
     if not body.stream:
-        return complete(await step_result(ctx, user, body.model, body.user_text()), body.model)
-    events = step_events(ctx, user, body.model, body.user_text())
+        result = await step_result(ctx, user, body.model, body.user_text(), once)
+        return complete(result, body.model)
+    events = step_events(ctx, user, body.model, body.user_text(), once)
     include_usage = body.stream_options is not None and body.stream_options.include_usage
     return await sse_response(stream_frames(events, body.model, include_usage))
 

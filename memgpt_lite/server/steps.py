@@ -30,6 +30,10 @@ from memgpt_lite.models import StepInput, StepResult
 
 T = TypeVar("T")
 
+# Told, in the worker thread, how a step ended: its result, its last event,
+# or the error it raised (sendonce.py records a keyed send's answer).
+Ended = Callable[[StepResult | StepEvent | BaseException | None], None]
+
 # Workers that run steps; more steps than this queue for a thread.
 DEFAULT_STEP_THREADS = 32
 
@@ -87,25 +91,50 @@ class StepRunner:
         return future
 
     async def result(
-        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+        self,
+        agent_id: str,
+        load: Callable[[], Agent],
+        message: StepInput,
+        ended: Ended | None = None,
     ) -> StepResult:
         """The result of one step of the agent `load()` opens, run in a worker
         thread through `agent.step` (lighter than its events: no hand-over per
         event); its error raised. The step goes on if the caller is cancelled.
         `message` is what the core's step takes: the user's message, or the
-        user's answer (`Approval`s) to the calls waiting for approval."""
-        return await asyncio.shield(await self._start(agent_id, lambda: load().step(message)))
+        user's answer (`Approval`s) to the calls waiting for approval.
+        `ended` is called in the thread with the result or the error."""
+
+        def work() -> StepResult:
+            try:
+                result = load().step(message)
+            except BaseException as exc:
+                if ended is not None:
+                    ended(exc)
+                raise
+            if ended is not None:
+                ended(result)
+            return result
+
+        return await asyncio.shield(await self._start(agent_id, work))
 
     async def events(
-        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+        self,
+        agent_id: str,
+        load: Callable[[], Agent],
+        message: StepInput,
+        ended: Ended | None = None,
     ) -> AsyncIterator[StepEvent]:
         """The events of one step, one at a time (see `event_batches`)."""
-        async for batch in self.event_batches(agent_id, load, message):
+        async for batch in self.event_batches(agent_id, load, message, ended):
             for event in batch:
                 yield event
 
     async def event_batches(
-        self, agent_id: str, load: Callable[[], Agent], message: StepInput
+        self,
+        agent_id: str,
+        load: Callable[[], Agent],
+        message: StepInput,
+        ended: Ended | None = None,
     ) -> AsyncIterator[list[StepEvent]]:
         """The events of one step of the agent `load()` opens (in the worker
         thread), as they happen: each batch is what the step produced since
@@ -115,15 +144,26 @@ class StepRunner:
         before the step runs (an empty message, no API key) and a step that
         fails before its `StepStarted` (a message while a call waits for
         approval, an answer that fits no waiting call), so a route answers it
-        with its status."""
+        with its status. `ended` is called in the thread with the last event
+        or the error, whether or not anyone still reads the events."""
         handover = _Handover(asyncio.get_running_loop())
 
         def produce() -> None:
+            last: StepEvent | BaseException | None = None
+
+            def put(event: StepEvent) -> None:
+                nonlocal last
+                last = event
+                handover.put(event)
+
             try:
-                load().stream_into(message, handover.put)
+                load().stream_into(message, put)
             except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
+                last = exc
                 handover.put(exc)
             finally:
+                if ended is not None:
+                    ended(last)
                 handover.put(_END)
 
         await self._start(agent_id, produce)

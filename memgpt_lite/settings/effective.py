@@ -15,6 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field
 SettingValue = str | int | float | None
 
 
+class ServeFileConfig(BaseModel):
+    """config.toml's `[serve]` table: the limits of `memgpt-lite serve`
+    (server/limits.py), under its flags of the same names."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_body_bytes: int | None = Field(default=None, gt=0)
+    max_message_bytes: int | None = Field(default=None, gt=0)
+    rate_limit: str | None = Field(default=None, min_length=1)  # "10/s" or "600/min"
+
+
 class FileConfig(BaseModel):
     """What `config.toml` may hold. Unknown keys are refused, so a typo is
     reported instead of silently ignored; strict, because TOML has real types."""
@@ -30,6 +41,7 @@ class FileConfig(BaseModel):
     # `memgpt-lite serve`: model endpoints that agents made over HTTP may use,
     # besides the server's own (server/endpoints.py); `--allow-endpoint` adds more.
     allow_endpoints: list[str] | None = None
+    serve: ServeFileConfig = Field(default_factory=ServeFileConfig)
 
 
 class ConfigValue(BaseModel):

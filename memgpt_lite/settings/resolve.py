@@ -92,6 +92,8 @@ ENV_VARS = {
     "timeout": "MEMGPT_LITE_TIMEOUT",
     "db": "MEMGPT_LITE_DB",
 }
+# The keys of config.toml's [serve] table (settings/effective.py's ServeFileConfig).
+SERVE_KEYS = ("max_body_bytes", "max_message_bytes", "rate_limit")
 DEFAULT_SOURCE = "default"
 DEFAULTS: dict[str, SettingValue] = {"timeout": DEFAULT_TIMEOUT_SECONDS}
 
@@ -203,7 +205,9 @@ def _describe(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         from memgpt_lite.settings.effective import FileConfig
 
-        return f"unknown key {key!r} (the keys are: {', '.join(FileConfig.model_fields)})"
+        nested = error["loc"][0] == "serve" and len(error["loc"]) > 1
+        known = SERVE_KEYS if nested else tuple(FileConfig.model_fields)
+        return f"unknown key {key!r} (the keys are: {', '.join(known)})"
     return f"{key}: {validation_message(error)}"
 
 

@@ -9,8 +9,9 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 `StoreLifecycle` (opening, closing, transactions), `AgentStorage`,
 `BlockStorage` (blocks and their history), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
-`StepLockStorage`, `ToolStorage` (the tool registry and MCP servers) and
-`RunStorage` (the runs of Letta's asynchronous sends). A
+`StepLockStorage`, `ToolStorage` (the tool registry and MCP servers),
+`RunStorage` (the runs of Letta's asynchronous sends) and
+`SentRequestStorage` (the sends the server answered under a key). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -48,6 +49,7 @@ from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
 from memgpt_lite.storage.protocols.runs import RunStorage
+from memgpt_lite.storage.protocols.sends import SentRequest, SentRequestStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
 from memgpt_lite.storage.protocols.types import (
     MainContext,
@@ -73,6 +75,8 @@ __all__ = [
     "MessageStorage",
     "Owner",
     "Ranking",
+    "SentRequest",
+    "SentRequestStorage",
     "StepLockHolder",
     "StepLockStorage",
     "StepStart",
@@ -99,6 +103,7 @@ class Storage(
     StepLockStorage,
     ToolStorage,
     RunStorage,
+    SentRequestStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,

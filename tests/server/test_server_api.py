@@ -17,6 +17,7 @@ from support.serving import new_key
 from memgpt_lite import Agent
 from memgpt_lite.events import STEP_EVENT, StepFinished
 from memgpt_lite.server.app import create_app
+from memgpt_lite.server.limits import ServerLimits
 from memgpt_lite.testing.script import Reply, call, error, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
 
@@ -144,7 +145,9 @@ def test_bad_fields_are_422_naming_the_field(client: TestClient) -> None:
 def test_a_body_over_the_limit_is_413(db: str) -> None:
     key = new_key(db, "alice")
     headers = {"Authorization": f"Bearer {key}"}
-    with TestClient(create_app(db, max_body_bytes=1000), headers=headers) as client:
+    with TestClient(
+        create_app(db, limits=ServerLimits(max_body_bytes=1000)), headers=headers
+    ) as client:
         big = {"name": "a", "model": "m", "system": "x" * 2000}
         assert client.post("/api/agents", json=big).status_code == 413
 

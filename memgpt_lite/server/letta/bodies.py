@@ -80,6 +80,9 @@ Content = str | list[TextPart]
 class MessageIn(LettaBody):
     role: Literal["user", "system", "assistant"] = "user"
     content: Content
+    # The client's id of the message: a retry with the same one is answered
+    # from the first send (server/sendonce.py).
+    otid: str | None = None
 
 
 class ApprovalReturnIn(LettaBody):
@@ -173,6 +176,10 @@ class SendRequest(LettaBody):
             if isinstance(message, ApprovalIn)
             for answer in message.answers(f"messages.{n}")
         ]
+
+    def otids(self) -> list[str | None]:
+        """The client's ids of the request's messages (Letta's `otid`)."""
+        return [getattr(m, "otid", None) for m in self.messages or []]
 
     def approval_request_ids(self) -> set[str]:
         """The approval requests the request's older-style answers name."""

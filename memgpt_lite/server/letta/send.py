@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
 
 from memgpt_lite.errors import ApprovalError, LLMError
@@ -35,9 +35,12 @@ from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
+from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import sse_response
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
+
+IdempotencyKey = Annotated[str | None, Header()]
 
 # Our stop reasons as Letta's.
 STOP_REASONS = {
@@ -215,30 +218,46 @@ def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendReques
 
 
 async def letta_frames(
-    ctx: ServerContext, user: str, agent_id: str, body: SendRequest
+    ctx: ServerContext, user: str, agent_id: str, body: SendRequest, once: SendOnce | None
 ) -> AsyncIterator[str]:
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
     step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body)
     stream = LettaStream(ctx, state.id, body)
-    async for event in step_events(ctx, user, state.id, step_input):
+    async for event in step_events(ctx, user, state.id, step_input, once):
         for item in await stream.on(event):
             yield data(item)
     yield data("[DONE]")
 
 
 @router.post("/{agent_id}/messages", response_model=None)
-async def send(agent_id: str, body: SendRequest, ctx: Context, user: User) -> Any:
+async def send(
+    agent_id: str,
+    body: SendRequest,
+    ctx: Context,
+    user: User,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
     """Letta's send_message: a LettaResponse, or events with `streaming`.
     Its messages may instead be the user's answer to the tool calls waiting
-    for approval (Letta's ApprovalCreate), which goes on with the step."""
+    for approval (Letta's ApprovalCreate), which goes on with the step.
+    Sent again with the same `Idempotency-Key`, or the same `otid` on its
+    messages, the first send's answer (server/sendonce.py)."""
+    once = send_once(ctx.workspace.store, idempotency_key, "letta.send", body, *body.otids())
     if body.streaming:
-        return await sse_response(letta_frames(ctx, user, agent_id, body))
+        return await sse_response(letta_frames(ctx, user, agent_id, body, once))
     step_input = await run_in_threadpool(checked_input, ctx, user, agent_id, body)
-    result = await step_result(ctx, user, agent_id, step_input)
+    result = await step_result(ctx, user, agent_id, step_input, once)
     return letta_response(result, body)
 
 
 @router.post("/{agent_id}/messages/stream", response_model=None)
-async def send_stream(agent_id: str, body: SendRequest, ctx: Context, user: User) -> Any:
+async def send_stream(
+    agent_id: str,
+    body: SendRequest,
+    ctx: Context,
+    user: User,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
     """Letta's create_agent_message_stream: always server-sent events."""
-    return await sse_response(letta_frames(ctx, user, agent_id, body))
+    once = send_once(ctx.workspace.store, idempotency_key, "letta.stream", body, *body.otids())
+    return await sse_response(letta_frames(ctx, user, agent_id, body, once))

@@ -237,6 +237,21 @@ LETTA_RUNS = """
             completed_at $time
         );
         CREATE INDEX letta_runs_owner ON letta_runs(owner, created_at);"""
+# The sends the server answered under a client's Idempotency-Key (or Letta's
+# otid), per owner and agent, with their answer once it is known (NULL while
+# the first still runs): server/sendonce.py. Kept for a bounded time, found
+# by that key; old ones deleted by `created_at`.
+SENT_REQUESTS = """
+        CREATE TABLE sent_requests (
+            owner TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            request_key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            outcome TEXT,
+            created_at $time NOT NULL,
+            PRIMARY KEY (owner, agent_id, request_key)
+        )"""
+SENT_REQUESTS_INDEX = "CREATE INDEX sent_requests_created ON sent_requests (created_at)"
 
 _NUMBER = re.compile(r"^m(\d+)_")
 

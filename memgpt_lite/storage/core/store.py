@@ -14,14 +14,16 @@ from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import NEWEST, Messages
 from memgpt_lite.storage.core.rows import message_from_row
 from memgpt_lite.storage.core.runs import Runs
+from memgpt_lite.storage.core.sends import SentRequests
 from memgpt_lite.storage.core.tools import Tools
 from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.protocols.types import MainContext, StepLockHolder, StepStart
 
 
-class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs):
+class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs, SentRequests):
     """Agents and blocks, messages, passages and vectors, step locks, usage
-    and keys, the tool registry, Letta's runs, and transactions."""
+    and keys, the tool registry, Letta's runs, the sends answered under a
+    key, and transactions."""
 
     @guarded
     def agent_and_newest_message(self, agent_id: str) -> StepStart:

@@ -41,6 +41,8 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
     REFLECTED_SEQ,
+    SENT_REQUESTS,
+    SENT_REQUESTS_INDEX,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -301,6 +303,13 @@ def m012_agent_names_per_owner(conn: psycopg.Connection, chosen: PostgresOptions
 def m013_letta_runs(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m019: the runs of Letta's asynchronous sends (LETTA_RUNS)."""
     conn.execute(ddl(LETTA_RUNS, TYPES))
+
+
+@migration
+def m014_sent_requests(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m020: the sends answered under an idempotency key (SENT_REQUESTS)."""
+    conn.execute(ddl(SENT_REQUESTS, TYPES))
+    conn.execute(SENT_REQUESTS_INDEX)
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

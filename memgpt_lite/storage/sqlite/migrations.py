@@ -26,6 +26,8 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
     REFLECTED_SEQ,
+    SENT_REQUESTS,
+    SENT_REQUESTS_INDEX,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -349,3 +351,10 @@ def rename_id_shaped(db: Database) -> None:
 def m019_letta_runs(db: Database) -> None:
     """The runs of Letta's asynchronous sends (core/schema.py's LETTA_RUNS)."""
     run_script(db, ddl(LETTA_RUNS, TYPES))
+
+
+@migrations()
+def m020_sent_requests(db: Database) -> None:
+    """The sends answered under an idempotency key (core/schema.py's SENT_REQUESTS)."""
+    db.execute(ddl(SENT_REQUESTS, TYPES))
+    db.execute(SENT_REQUESTS_INDEX)

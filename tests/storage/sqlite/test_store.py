@@ -121,6 +121,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m017_tool_tags",
         "m018_agent_names_per_owner",
         "m019_letta_runs",
+        "m020_sent_requests",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -515,6 +516,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_tool_tags'")
         conn.execute("DROP TABLE letta_runs")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_letta_runs'")
+        conn.execute("DROP TABLE sent_requests")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm020_sent_requests'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -523,7 +526,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 19"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 20"
     )
 
 

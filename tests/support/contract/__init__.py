@@ -18,6 +18,7 @@ from support.contract.block_history import BlockHistoryContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.runs import RunContract
+from support.contract.sends import SentRequestContract
 from support.contract.supersede import SupersedeContract
 from support.contract.tools import MCPServerContract, ToolContract
 from support.contract.transactions import StepLockContract, ThreadContract, TransactionContract
@@ -43,6 +44,7 @@ class StorageContract(
     ToolContract,
     MCPServerContract,
     RunContract,
+    SentRequestContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
