@@ -52,5 +52,12 @@ def local_listener() -> Iterator[Listener]:
     try:
         yield listener
     finally:
+        # shutdown wakes the accept() waiting in the thread (close alone does
+        # not, on Linux: the join would wait its whole timeout).
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         sock.close()
         thread.join(5)
+        assert not thread.is_alive(), "the listener's thread did not end"
