@@ -243,10 +243,11 @@ class Agents(Blocks):
     @guarded
     def delete_agent(self, agent_id: str) -> None:
         """Delete an agent, its messages and passages, and the blocks no other
-        agent shares (their links and history go with them)."""
+        agent shares (their links and history go with them); a standalone
+        block (one with an owner) is kept."""
         with self.transaction():
             self._execute(
-                "DELETE FROM blocks AS b WHERE b.id IN "
+                "DELETE FROM blocks AS b WHERE b.owner IS NULL AND b.id IN "
                 "(SELECT block_id FROM agent_blocks WHERE agent_id = ?) AND NOT EXISTS "
                 "(SELECT 1 FROM agent_blocks ab WHERE ab.block_id = b.id AND ab.agent_id != ?)",
                 [agent_id, agent_id],

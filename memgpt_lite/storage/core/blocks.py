@@ -37,6 +37,12 @@ _INSERT_VERSION = (
     "INSERT INTO block_history (block_id, label, value, author, created_at) VALUES (?, ?, ?, ?, ?)"
 )
 _VERSION_KEYS = ("seq", "block_id", "label", "value", "author", "created_at")
+# The blocks a user may reach: their standalone blocks and their agents' blocks.
+_USER_BLOCKS = (
+    f"SELECT {_COLUMNS} FROM blocks b WHERE (b.owner = ? OR EXISTS (SELECT 1 FROM "
+    "agent_blocks ab JOIN agents a ON a.id = ab.agent_id WHERE ab.block_id = b.id "
+    "AND a.owner = ?))"
+)
 # An agent's blocks, in order (`block_from_row` reads each row).
 AGENT_BLOCKS = (
     f"SELECT {_COLUMNS} FROM blocks b JOIN agent_blocks ab "
@@ -103,6 +109,51 @@ class Blocks(Transactions):
         return block_from_row(row)
 
     @guarded
+    def create_block(self, block: Block, owner: str, author: str = "user") -> None:
+        """Store a standalone block of `owner`'s, its value the first version."""
+        block.updated_at = utcnow()
+        with self.transaction():
+            if self._one(f"SELECT 1 FROM blocks WHERE id = ?{self.dialect.for_update}", [block.id]):
+                raise AlreadyExistsError(f"a block with id {block.id!r} exists already")
+            self._execute(
+                f"INSERT INTO blocks ({_STORED}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [*self._block_values(block), clean_text(owner)],
+            )
+            self._add_version(block, author)
+
+    @guarded
+    def user_block(self, block_id: str, owner: str) -> Block:
+        owner = clean_text(owner)
+        row = self._one(_USER_BLOCKS + " AND b.id = ?", [owner, owner, block_id])
+        if row is None:
+            raise NotFoundError(f"no block with id {block_id!r}")
+        return block_from_row(row)
+
+    @guarded
+    def user_blocks(self, owner: str) -> list[Block]:
+        owner = clean_text(owner)
+        # Oldest first: a block's first version is written when it is made.
+        first = "(SELECT MIN(h.seq) FROM block_history h WHERE h.block_id = b.id)"
+        rows = self._all(_USER_BLOCKS + f" ORDER BY COALESCE({first}, 0), b.id", [owner, owner])
+        return [block_from_row(row) for row in rows]
+
+    @guarded
+    def delete_block(self, block_id: str) -> None:
+        with self.transaction():
+            if not self._one(
+                f"SELECT 1 FROM blocks WHERE id = ?{self.dialect.for_update}", [block_id]
+            ):
+                raise NotFoundError(f"no block with id {block_id!r}")
+            # The agents that held it see their memory change.
+            self._execute(
+                "UPDATE agents SET memory_updated_at = ? WHERE id IN "
+                "(SELECT agent_id FROM agent_blocks WHERE block_id = ?)",
+                [self.dialect.time(utcnow()), block_id],
+            )
+            # Its links and history go with it (ON DELETE CASCADE).
+            self._execute("DELETE FROM blocks WHERE id = ?", [block_id])
+
+    @guarded
     def block_owners(self, block_id: str) -> list[str]:
         """The names of the agents a block is attached to, sorted."""
         rows = self._all(
@@ -150,14 +201,15 @@ class Blocks(Transactions):
 
     @guarded
     def detach_block(self, agent_id: str, block_id: str) -> None:
-        """Unlink a block from an agent; delete it once no agent holds it."""
+        """Unlink a block from an agent; delete it once no agent holds it,
+        unless it is a standalone block (it has an owner)."""
         with self.transaction():
             self._execute(
                 "DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?",
                 [agent_id, block_id],
             )
             self._execute(
-                "DELETE FROM blocks AS b WHERE b.id = ? AND NOT EXISTS "
+                "DELETE FROM blocks AS b WHERE b.id = ? AND b.owner IS NULL AND NOT EXISTS "
                 "(SELECT 1 FROM agent_blocks ab WHERE ab.block_id = b.id)",
                 [block_id],
             )

@@ -253,6 +253,13 @@ SENT_REQUESTS = """
         )"""
 SENT_REQUESTS_INDEX = "CREATE INDEX sent_requests_created ON sent_requests (created_at)"
 
+# A standalone block's owner (Letta's POST /v1/blocks): a block made on its
+# own belongs to a user while no agent holds it, and is kept when detached
+# from its last agent. NULL for an agent's own blocks, which go with their
+# last agent as before.
+BLOCK_OWNER = "ALTER TABLE blocks ADD COLUMN owner TEXT"
+BLOCK_OWNER_INDEX = "CREATE INDEX blocks_owner ON blocks (owner)"
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

@@ -33,6 +33,8 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     BLOCK_HISTORY,
+    BLOCK_OWNER,
+    BLOCK_OWNER_INDEX,
     BLOCKS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
@@ -310,6 +312,13 @@ def m014_sent_requests(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     """SQLite's m020: the sends answered under an idempotency key (SENT_REQUESTS)."""
     conn.execute(ddl(SENT_REQUESTS, TYPES))
     conn.execute(SENT_REQUESTS_INDEX)
+
+
+@migration
+def m015_block_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m021: a standalone block's owner (BLOCK_OWNER)."""
+    conn.execute(BLOCK_OWNER)
+    conn.execute(BLOCK_OWNER_INDEX)
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -42,6 +42,29 @@ class BlockStorage(Protocol):
         holds it. A block the agent does not hold changes nothing."""
         ...
 
+    def create_block(self, block: Block, owner: str, author: str = "user") -> None:
+        """Store a standalone block of user `owner`'s (held by no agent yet;
+        kept when detached from its last agent, or when an agent holding it
+        is deleted), its value the first version of its history, by
+        `author`; sets `updated_at`. AlreadyExistsError if its id is taken."""
+        ...
+
+    def user_block(self, block_id: str, owner: str) -> Block:
+        """A block user `owner` may reach: one of their standalone blocks or
+        a block of one of their agents. NotFoundError otherwise, word for
+        word as for a block that does not exist."""
+        ...
+
+    def user_blocks(self, owner: str) -> list[Block]:
+        """Every block user `owner` may reach (see `user_block`), oldest
+        first (by its first version)."""
+        ...
+
+    def delete_block(self, block_id: str) -> None:
+        """Delete a block and its history, detaching it from every agent that
+        holds it (their memory change time moves). NotFoundError if none."""
+        ...
+
     def block_owners(self, block_id: str) -> list[str]:
         """The names of the agents a block belongs to, sorted."""
         ...

@@ -18,6 +18,8 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     BLOCK_HISTORY,
+    BLOCK_OWNER,
+    BLOCK_OWNER_INDEX,
     BLOCKS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
@@ -358,3 +360,10 @@ def m020_sent_requests(db: Database) -> None:
     """The sends answered under an idempotency key (core/schema.py's SENT_REQUESTS)."""
     db.execute(ddl(SENT_REQUESTS, TYPES))
     db.execute(SENT_REQUESTS_INDEX)
+
+
+@migrations()
+def m021_block_owner(db: Database) -> None:
+    """A standalone block's owner (core/schema.py's BLOCK_OWNER)."""
+    db.execute(BLOCK_OWNER)
+    db.execute(BLOCK_OWNER_INDEX)

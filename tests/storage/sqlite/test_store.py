@@ -67,6 +67,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "description",
         "read_only",
         "updated_at",
+        "owner",
     ]
     assert list(store.db["passages"].columns_dict) == [
         "seq",
@@ -122,6 +123,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m018_agent_names_per_owner",
         "m019_letta_runs",
         "m020_sent_requests",
+        "m021_block_owner",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -518,6 +520,9 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_letta_runs'")
         conn.execute("DROP TABLE sent_requests")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm020_sent_requests'")
+        conn.execute("DROP INDEX blocks_owner")
+        conn.execute("ALTER TABLE blocks DROP COLUMN owner")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm021_block_owner'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -526,7 +531,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 20"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 21"
     )
 
 

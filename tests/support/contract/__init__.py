@@ -19,6 +19,7 @@ from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.runs import RunContract
 from support.contract.sends import SentRequestContract
+from support.contract.standalone_blocks import StandaloneBlockContract
 from support.contract.supersede import SupersedeContract
 from support.contract.tools import MCPServerContract, ToolContract
 from support.contract.transactions import StepLockContract, ThreadContract, TransactionContract
@@ -30,6 +31,7 @@ class StorageContract(
     AgentContract,
     BlockContract,
     BlockHistoryContract,
+    StandaloneBlockContract,
     MessageContract,
     PassageContract,
     SupersedeContract,
