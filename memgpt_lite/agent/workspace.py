@@ -198,15 +198,32 @@ class Workspace:
         return self.store.block_owners(block_id)
 
     def share_block(self, agent_id: str, block_id: str, owner: str) -> None:
-        """Attach to agent `agent_id` the block `block_id` of another agent
-        of `owner`'s, shared: an edit through either is seen by both. A
-        block of no agent of `owner`'s is not found."""
-        if not any(
-            block_id in {b.id for b in self.store.get_blocks(state.id)}
-            for state, _ in self.store.list_agents(owner=owner)
-        ):
-            raise NotFoundError(f"no block with id {block_id!r}")
-        self.store.attach_block(agent_id, self.store.get_block(block_id))
+        """Attach to agent `agent_id` the block `block_id`: one of `owner`'s
+        standalone blocks or another agent of `owner`'s block, shared (an
+        edit through any holder is seen by all). Another user's block is not
+        found, word for word as a block that does not exist."""
+        self.store.attach_block(agent_id, self.store.user_block(block_id, owner))
+
+    def create_block(self, block: Block, owner: str) -> None:
+        """Store a standalone block of `owner`'s: held by no agent yet, and
+        kept when detached from its last agent."""
+        self.store.create_block(block, owner, author=owner)
+
+    def user_block(self, block_id: str, owner: str) -> Block:
+        """`owner`'s block (standalone or of one of their agents), or NotFoundError."""
+        return self.store.user_block(block_id, owner)
+
+    def user_blocks(self, owner: str) -> list[Block]:
+        """Every block `owner` may reach (standalone or of their agents), oldest first."""
+        return self.store.user_blocks(owner)
+
+    def replace_block(self, block: Block, author: str) -> None:
+        """Store every field of a block as given, a new value in its history by `author`."""
+        self.store.save_block(block, author)
+
+    def delete_block(self, block_id: str, owner: str) -> None:
+        """Delete `owner`'s block, detaching it from every agent that holds it."""
+        self.store.delete_block(self.store.user_block(block_id, owner).id)
 
     def detach_block(self, agent_id: str, block_id: str) -> None:
         """Take a block from an agent; it is deleted once no agent holds it."""

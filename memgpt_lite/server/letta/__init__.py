@@ -8,6 +8,7 @@ from memgpt_lite.server.letta import (
     agent_context,
     agent_files,
     agents,
+    blocks,
     mcp_servers,
     memory,
     messages,
@@ -26,6 +27,7 @@ for module in (
     send,
     runs,
     memory,
+    blocks,
     tools,
     mcp_servers,
 ):

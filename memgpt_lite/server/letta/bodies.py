@@ -224,6 +224,16 @@ def _content_text(content: Content, where: str) -> str:
     return "\n".join(texts)
 
 
+class CreateBlock(LettaBody):
+    """Letta's CreateBlock (blocks.create): a standalone block."""
+
+    label: str
+    value: str
+    limit: int | None = Field(default=None, gt=0)
+    description: str | None = None
+    read_only: bool = False
+
+
 class BlockUpdate(LettaBody):
     value: str | None = None
     limit: int | None = Field(default=None, gt=0)

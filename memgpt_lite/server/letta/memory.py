@@ -112,8 +112,15 @@ def update_block(
 ) -> dict[str, Any]:
     """Letta's modify_core_memory_block: `value` (under the block's limit,
     not on a read-only block), `limit` and `description` are honoured."""
-    body = body or BlockUpdate()
     agent = ctx.agent(user, agent_id)
+    return block_view(modify_agent_block(ctx, user, agent, block_label, body or BlockUpdate()))
+
+
+def modify_agent_block(
+    ctx: ServerContext, user: str, agent: Agent, block_label: str, body: BlockUpdate
+) -> Block:
+    """Change the agent's block as `body` says, under the agent's rules
+    (`Agent.set_block`'s checks); its label and read-only flag stay."""
     with ctx.workspace.transaction():
         block = _block(agent, block_label)
         _refuse_changes(block, body)
@@ -125,7 +132,7 @@ def update_block(
             _set_limit_and_description(ctx, _block(agent, block_label), body)
         if body.value is not None and not value_first:
             agent.set_block(block_label, body.value, author=server_author(user))
-    return block_view(_block(agent, block_label))
+    return _block(agent, block_label)
 
 
 # Archival memory
