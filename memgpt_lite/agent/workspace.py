@@ -226,7 +226,8 @@ class Workspace:
         self.store.delete_block(self.store.user_block(block_id, owner).id)
 
     def detach_block(self, agent_id: str, block_id: str) -> None:
-        """Take a block from an agent; it is deleted once no agent holds it."""
+        """Take a block from an agent; it is deleted once no agent holds it,
+        unless it is a standalone block (`create_block`)."""
         if block_id not in {b.id for b in self.store.get_blocks(agent_id)}:
             raise NotFoundError(f"the agent has no block with id {block_id!r}")
         self.store.detach_block(agent_id, block_id)
