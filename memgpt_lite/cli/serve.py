@@ -134,7 +134,7 @@ def serve(
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
-    from memgpt_lite.server.limits import LIMITS_VARIABLE, resolve_limits
+    from memgpt_lite.server.limits import resolve_limits
     from memgpt_lite.settings.folders import is_postgres
     from memgpt_lite.settings.resolve import config_path, load_file_config
 
@@ -150,14 +150,10 @@ def serve(
     # The database opens (and is upgraded) here, and the allowed endpoints are
     # read, or the command fails in one line.
     workspace_for(ctx)
-    from memgpt_lite.server.app import ALLOW_ENDPOINTS_VARIABLE, allowed_endpoints
+    from memgpt_lite.server.app import allowed_endpoints
 
     allowed_endpoints(allow_endpoints)
-    os.environ["MEMGPT_LITE_DB"] = location  # for the workers, which build the app anew
-    os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
-    os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
-    os.environ[ALLOW_ENDPOINTS_VARIABLE] = "\n".join(allow_endpoints)
-    os.environ[LIMITS_VARIABLE] = limits.model_dump_json()
+    _tell_workers(location, no_auth, allow_user_code, allow_endpoints, limits.model_dump_json())
     for line in start_lines(host, port, location, no_auth, workspace_for(ctx).api_keys()):
         click.echo(line, err=True)
     uvicorn.run(
@@ -171,6 +167,25 @@ def serve(
         access_log=False,  # ours instead (server/access_log.py): with the user, no query
         timeout_graceful_shutdown=30,
     )
+
+
+def _tell_workers(
+    location: str,
+    no_auth: bool,
+    allow_user_code: bool,
+    allow_endpoints: tuple[str, ...],
+    limits_json: str,
+) -> None:
+    """What the workers, which build the app anew (`app_from_environment`),
+    read from the environment."""
+    from memgpt_lite.server.app import ALLOW_ENDPOINTS_VARIABLE
+    from memgpt_lite.server.limits import LIMITS_VARIABLE
+
+    os.environ["MEMGPT_LITE_DB"] = location
+    os.environ[NO_AUTH_VARIABLE] = "1" if no_auth else ""
+    os.environ[ALLOW_USER_CODE_VARIABLE] = "1" if allow_user_code else ""
+    os.environ[ALLOW_ENDPOINTS_VARIABLE] = "\n".join(allow_endpoints)
+    os.environ[LIMITS_VARIABLE] = limits_json
 
 
 def start_lines(

@@ -208,11 +208,7 @@ def create_app(
         docs_url=None,  # served from a package instead, offline: docs_pages.py
         redoc_url=None,
     )
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
-    if limits.rate_limit is not None:  # before the body is read, and any key looked up
-        app.add_middleware(RateLimiter, limit=limits.rate_limit)
-    app.add_middleware(NoRetryHeader)  # a 413 of BodyLimit too
-    app.add_middleware(AccessLog)  # outermost: every request, a refused one too
+    _install_middleware(app, limits)
     mount_docs(app)
     _install_error_handlers(app)
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
@@ -221,6 +217,15 @@ def create_app(
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     mcp_running = mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
     return app
+
+
+def _install_middleware(app: FastAPI, limits: ServerLimits) -> None:
+    """The middleware, innermost first (the last added runs first)."""
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    if limits.rate_limit is not None:  # before the body is read, and any key looked up
+        app.add_middleware(RateLimiter, limit=limits.rate_limit)
+    app.add_middleware(NoRetryHeader)  # a 413 of BodyLimit too
+    app.add_middleware(AccessLog)  # outermost: every request, a refused one too
 
 
 def allowed_endpoints(given: Sequence[str]) -> AllowedEndpoints:
