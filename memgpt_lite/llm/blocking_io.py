@@ -162,14 +162,27 @@ class BlockingTransport(httpx2.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pooled sockets now, from any thread (they block)."""
         self._transport.close()
+
+
+def blocking_transport(ssl_context: ssl.SSLContext) -> BlockingTransport | None:
+    """httpx's blocking transport behind the async interface, or None when
+    the environment names proxies (httpx's own clients apply them)."""
+    import urllib.request  # only here: it costs start-up time
+
+    if urllib.request.getproxies():
+        return None
+    return BlockingTransport(ssl_context)
 
 
 def blocking_http_client(ssl_context: ssl.SSLContext) -> httpx2.AsyncClient | None:
     """An async httpx client that sends through blocking sockets, or None
     when the environment names proxies (httpx's own clients apply them)."""
-    import urllib.request  # only here: it costs start-up time
-
-    if urllib.request.getproxies():
+    transport = blocking_transport(ssl_context)
+    if transport is None:
         return None
-    return httpx2.AsyncClient(transport=BlockingTransport(ssl_context), follow_redirects=True)
+    return httpx2.AsyncClient(transport=transport, follow_redirects=True)

@@ -46,7 +46,12 @@ import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.answer import body_summary, html_title, looks_like_html, one_line
-from memgpt_lite.llm.blocking_io import IO_DEADLINE, blocking_allowed, blocking_http_client
+from memgpt_lite.llm.blocking_io import (
+    IO_DEADLINE,
+    BlockingTransport,
+    blocking_allowed,
+    blocking_transport,
+)
 from memgpt_lite.settings.endpoint import URL_EXAMPLE
 
 T = TypeVar("T")
@@ -310,13 +315,16 @@ def stream_problem(exc: httpx2.RequestError) -> str:
 ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
 
 
-def _close_clients(clients: ClientsByLoop) -> None:
+def _close_clients(clients: ClientsByLoop, blocking: list[BlockingTransport]) -> None:
     for loop, client in list(clients.items()):
         # A loop that is not running (a thread's own loop between two steps)
         # would never run the close: its sockets close when they are collected.
         if loop.is_running():
             asyncio.run_coroutine_threadsafe(client.close(), loop)
     clients.clear()
+    for transport in blocking:  # blocking sockets: closed here, in any thread
+        transport.close()
+    blocking.clear()
 
 
 @functools.cache
@@ -329,14 +337,24 @@ def _ssl_context() -> ssl.SSLContext:
 
 class AsyncClients:
     """An `openai.AsyncOpenAI` per event loop, made on first use: a client's
-    pooled connections belong to the loop that opened them. They are closed
-    by `close()`, or when this object is garbage collected."""
+    pooled connections belong to the loop that opened them. The loops that
+    block (blocking_io.py: each thread's own loop, runner.py) share one
+    client instead, whose pool of blocking sockets any thread may use: an
+    agent's steps land on whichever worker thread is free (a server's), and
+    a client per thread would make a client and a connection anew each time
+    a step lands on a thread it has not run on. They are closed by
+    `close()`, or when this object is garbage collected."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._clients: ClientsByLoop = weakref.WeakKeyDictionary()
+        self._blocking: openai.AsyncOpenAI | None = None
+        # What `close` closes of the shared client: its blocking transport.
+        self._blocking_transports: list[BlockingTransport] = []
         self._lock = threading.Lock()
-        self.close = weakref.finalize(self, _close_clients, self._clients)
+        self.close = weakref.finalize(
+            self, _close_clients, self._clients, self._blocking_transports
+        )
         self.close.atexit = False  # the process is ending: its sockets go with it
 
     async def aclose(self) -> None:
@@ -345,7 +363,8 @@ class AsyncClients:
         (runner.py's) may not take again."""
         with self._lock:
             own = self._clients.pop(asyncio.get_running_loop(), None)
-        self.close()  # the others, on their own loops
+            self._blocking = None
+        self.close()  # the others, on their own loops, and the shared one
         if own is not None:
             await own.close()
 
@@ -357,16 +376,27 @@ class AsyncClients:
         """The client for `loop`, made now if need be: from another thread, this
         keeps the cost of making one (tens of ms: TLS setup) off the loop."""
         with self._lock:
+            if blocking_allowed(loop):
+                if self._blocking is None:
+                    self._blocking = self._shared_blocking_client()
+                if self._blocking is not None:
+                    return self._blocking
             client = self._clients.get(loop)
             if client is None:
-                http_client = None
-                if blocking_allowed(loop):
-                    http_client = blocking_http_client(_ssl_context())
-                if http_client is None:
-                    http_client = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+                http_client = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
                 client = openai.AsyncOpenAI(**self._options, http_client=http_client)
                 self._clients[loop] = client
             return client
+
+    def _shared_blocking_client(self) -> openai.AsyncOpenAI | None:
+        """The client the blocking loops share, or None when the environment
+        names proxies (each loop then gets httpx's own client)."""
+        transport = blocking_transport(_ssl_context())
+        if transport is None:
+            return None
+        self._blocking_transports.append(transport)
+        http_client = httpx2.AsyncClient(transport=transport, follow_redirects=True)
+        return openai.AsyncOpenAI(**self._options, http_client=http_client)
 
 
 class _LoopThread:
