@@ -89,6 +89,9 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Block real model requests and non-loopback connections; isolate state."""
     for name in _OPENAI_ENV:
         monkeypatch.delenv(name, raising=False)
+    # A default model from the shell would change what agents get (and what
+    # Letta's hosted names map to on the server).
+    monkeypatch.delenv("MEMGPT_LITE_MODEL", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", UNREACHABLE_BASE_URL)
     monkeypatch.setenv("MEMGPT_LITE_HOME", str(tmp_path / "memgpt_home"))
 

@@ -39,6 +39,7 @@ from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.docs_pages import mount_docs
 from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
 from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
+from memgpt_lite.server.model_list import ModelList
 from memgpt_lite.server.retrying import NoRetryHeader
 from memgpt_lite.server.sendonce import RETRY_LATER_HEADERS, SendInProgress
 from memgpt_lite.server.steps import DEFAULT_STEP_THREADS, StepRunner
@@ -186,13 +187,15 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
+        endpoints = allowed_endpoints(allow_endpoints)
         app.state.context = ServerContext(
             workspace=workspace,
             steps=steps,
             auth=auth,
             allow_user_code=allow_user_code,
-            endpoints=allowed_endpoints(allow_endpoints),
+            endpoints=endpoints,
             limits=limits,
+            models=ModelList.for_server(endpoints),
         )
         try:
             async with mcp_running:

@@ -40,6 +40,7 @@ from memgpt_lite.settings.resolve import resolve_endpoint
 
 if TYPE_CHECKING:
     from memgpt_lite.server.endpoints import AllowedEndpoints
+    from memgpt_lite.server.model_list import ModelList
 
 
 class Unauthorized(Exception):  # noqa: N818 - an HTTP status, turned into a 401 by app.py
@@ -91,6 +92,9 @@ class ServerContext:
     endpoints: AllowedEndpoints | None = None
     # The sizes and the rate the server accepts (limits.py).
     limits: ServerLimits = field(default_factory=ServerLimits)
+    # The models of the allowed endpoints (model_list.py); None: made when
+    # first asked.
+    models: ModelList | None = None
     # The agents of recent steps, by id, with the settings they were built
     # for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
@@ -130,6 +134,15 @@ class ServerContext:
 
             self.endpoints = AllowedEndpoints.of(server_endpoint_url())
         return self.endpoints
+
+    def model_list(self) -> ModelList:
+        """The models of the allowed endpoints and the server's default
+        model (model_list.py)."""
+        if self.models is None:
+            from memgpt_lite.server.model_list import ModelList
+
+            self.models = ModelList.for_server(self.allowed_endpoints())
+        return self.models
 
     def agent_state(self, user: str, ref: str) -> AgentState:
         """The user's agent named or numbered `ref`; another user's agent is

@@ -66,14 +66,19 @@ class AllowedEndpoints:
 
     own: Identity
     identities: frozenset[Identity]
+    # The URLs as given, the server's own first, one per identity: where the
+    # model list (model_list.py) asks each endpoint for its models.
+    urls: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, own: str, extra: Iterable[str] = ()) -> AllowedEndpoints:
         """The server's endpoint `own` and the `extra` ones allowed, each
         checked (a bad one is a ConfigError naming it: the server stops)."""
         own_identity = endpoint_identity(own, "the server's endpoint")
-        extra_identities = (endpoint_identity(url, "the allowed endpoint") for url in extra)
-        return cls(own_identity, frozenset([own_identity, *extra_identities]))
+        by_identity = {own_identity: own.strip()}
+        for url in extra:
+            by_identity.setdefault(endpoint_identity(url, "the allowed endpoint"), url.strip())
+        return cls(own_identity, frozenset(by_identity), tuple(by_identity.values()))
 
     def is_own(self, url: str) -> bool:
         """Whether `url` is the server's own endpoint, written any way httpx

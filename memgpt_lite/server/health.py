@@ -11,5 +11,6 @@ router = APIRouter(tags=["health"])
 
 @router.get("/health")
 @router.get("/v1/health/", include_in_schema=False)  # where Letta's clients look
+@router.get("/v1/health", include_in_schema=False)  # and where some of them ask without the slash
 def health() -> dict[str, str]:
     return {"status": "ok", "version": version("memgpt-lite")}

@@ -264,6 +264,15 @@ def configured_allowed_endpoints() -> tuple[str, ...]:
     return tuple(load_file_config().allow_endpoints or ())
 
 
+def configured_model() -> str | None:
+    """The model from $MEMGPT_LITE_MODEL, else config.toml: what new agents
+    use when none is named, and what the server maps Letta's hosted model
+    names to (server/model_list.py); None when neither names one."""
+    path = config_path()
+    value = _setting("model", None, path, lambda: load_file_config(path)).value
+    return None if value is None else str(value)
+
+
 def configured_timeout() -> ConfigValue:
     """The request timeout from $MEMGPT_LITE_TIMEOUT, else config.toml, else the
     default, with its source: what an agent without its own uses."""

@@ -12,6 +12,7 @@ from memgpt_lite.server.letta import (
     mcp_servers,
     memory,
     messages,
+    models,
     runs,
     send,
     tools,
@@ -30,6 +31,7 @@ for module in (
     blocks,
     tools,
     mcp_servers,
+    models,
 ):
     router.include_router(module.router)
 

@@ -7,7 +7,10 @@ an identifier ("My Helper Bot") is the agent's display name, shown in
 Letta's views, with an identifier derived from it (agent/naming.py).
 
 A model handle `provider/model` whose provider Letta knows loses its prefix:
-the server's endpoint (OPENAI_BASE_URL) serves every model.
+the server's endpoint (OPENAI_BASE_URL) serves every model. A handle
+`GET /v1/models/` lists for an allowed endpoint (`HOST:PORT/model`) puts the
+agent on that endpoint, and Letta's hosted names (`letta/letta-free`,
+`letta/auto`) name the server's default model (server/model_list.py).
 """
 
 from __future__ import annotations
@@ -38,7 +41,12 @@ from memgpt_lite.server.letta.bodies import (
     MemoryBlock,
     UpdateAgent,
 )
-from memgpt_lite.server.letta.configs import ConfigChange, embedding_change, llm_change
+from memgpt_lite.server.letta.configs import (
+    UNCHANGED,
+    ConfigChange,
+    embedding_change,
+    llm_change,
+)
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import agent_view
@@ -90,6 +98,21 @@ def model_name(handle: str) -> str:
     return handle.strip()
 
 
+def chosen_model(ctx: ServerContext, handle: str) -> tuple[str, Any]:
+    """The model a Letta model handle names, and its endpoint: for a hosted
+    name the server's default model on its own endpoint (None), for a
+    listed allowed endpoint's handle that endpoint's model and URL; for any
+    other handle `model_name` and `UNCHANGED` (the agent's endpoint stays)."""
+    models = ctx.model_list()
+    default = models.hosted_default(handle)
+    if default is not None:
+        return default, None
+    listed = models.endpoint_of(handle)
+    if listed is not None:
+        return listed
+    return model_name(handle), UNCHANGED
+
+
 def embedder_name(handle: str | None) -> str | None:
     """Our embedder for a Letta embedding handle: `local` as is, a handle of
     a known provider (or a plain name) embeds at the agent's endpoint.
@@ -118,12 +141,18 @@ def _block(block: MemoryBlock) -> ours.BlockIn:
     )
 
 
-def our_create_body(body: CreateAgent, tools: list[str]) -> ours.AgentCreate:
-    """Letta's CreateAgentRequest as our AgentCreate (the fields we honour),
-    with the names of the `tools` to attach (`tool_names`)."""
+def create_handle(body: CreateAgent) -> str:
+    """The model handle Letta's create names: `model`, else `llm_config.model`."""
     handle = body.model or (body.llm_config.model if body.llm_config else None)
     if not handle or not handle.strip():
         raise ConfigError("model: give the agent a model, e.g. 'openai/gpt-4o-mini'")
+    return handle
+
+
+def our_create_body(body: CreateAgent, tools: list[str], model: str) -> ours.AgentCreate:
+    """Letta's CreateAgentRequest as our AgentCreate (the fields we honour),
+    with the names of the `tools` to attach (`tool_names`) and the `model`
+    its handle names (`chosen_model`)."""
     window = body.context_window_limit or (
         body.llm_config.context_window if body.llm_config else None
     )
@@ -136,7 +165,7 @@ def our_create_body(body: CreateAgent, tools: list[str]) -> ours.AgentCreate:
     try:
         return ours.AgentCreate(
             name=body.name or f"agent-{uuid.uuid4().hex[:8]}",
-            model=model_name(handle),
+            model=model,
             system=body.system,
             blocks=[_block(b) for b in body.memory_blocks or []],  # none given: none, as Letta
             settings=settings or None,
@@ -185,8 +214,10 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's create_agent; `llm_config.model_endpoint` must be an endpoint
     the server allows (endpoints.py): the server's own, or one allowed."""
-    ours_body = our_create_body(body, tool_names(ctx, user, body))
-    ours_body.base_url = letta_endpoint(ctx, body.llm_config)
+    model, handle_endpoint = chosen_model(ctx, create_handle(body))
+    ours_body = our_create_body(body, tool_names(ctx, user, body), model)
+    given = letta_endpoint(ctx, body.llm_config)  # llm_config.model_endpoint wins
+    ours_body.base_url = given or (None if handle_endpoint is UNCHANGED else handle_endpoint)
     if body.name:  # free text: an identifier as it is, else a display name
         name, display_name = names_from_letta(ctx.workspace.store, user, body.name)
         ours_body.name, ours_body.display_name = (
@@ -296,7 +327,11 @@ def config_change(ctx: ServerContext, body: UpdateAgent, state: AgentState) -> C
 def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> AgentState:
     state = ctx.agent_state(user, agent_id)
     change = config_change(ctx, body, state)
-    model = None if change.model is None else model_name(change.model)
+    model = None
+    if change.model is not None:
+        model, handle_endpoint = chosen_model(ctx, change.model)
+        if change.base_url is UNCHANGED:  # llm_config.model_endpoint wins
+            change.base_url = handle_endpoint
     settings: dict[str, Any] = {} if body.tags is None else {"tags": body.tags}
     if change.context_window is not None:
         settings["context_window"] = change.context_window

@@ -132,27 +132,27 @@ class EmbeddingConfigPatch(_ConfigIn):
 
 LLM_HONOURED = "model, model_endpoint, model_endpoint_type, context_window, temperature"
 EMBEDDING_HONOURED = "embedding_model, embedding_endpoint_type"
-_UNCHANGED: Any = object()
+UNCHANGED: Any = object()
 
 
 @dataclass
 class ConfigChange:
-    """What a modify asks of the agent's model and embedder; `_UNCHANGED`
+    """What a modify asks of the agent's model and embedder; `UNCHANGED`
     where it asks nothing."""
 
     model: str | None = None
-    base_url: Any = _UNCHANGED  # str, or None for the server's own endpoint
-    temperature: Any = _UNCHANGED
+    base_url: Any = UNCHANGED  # str, or None for the server's own endpoint
+    temperature: Any = UNCHANGED
     context_window: int | None = None
-    embedder: Any = _UNCHANGED  # a spec, or None for no embedder
+    embedder: Any = UNCHANGED  # a spec, or None for no embedder
 
     def apply(self, state: AgentState) -> None:
         """Set the fields of `state` this change names (inside its update)."""
-        if self.base_url is not _UNCHANGED:
+        if self.base_url is not UNCHANGED:
             state.llm.base_url = self.base_url
-        if self.temperature is not _UNCHANGED:
+        if self.temperature is not UNCHANGED:
             state.llm.temperature = self.temperature
-        if self.embedder is not _UNCHANGED:
+        if self.embedder is not UNCHANGED:
             state.settings.embedder = self.embedder
 
 

@@ -15,7 +15,8 @@ source types, npm requirements and `default_requires_approval` are refused
 agents.tools.update_approval).
 
 `tools.list` shows the built-in tools too, as Letta lists its base tools,
-read-only: modifying or deleting one is a 403.
+read-only: modifying or deleting one is a 403. `tools.add_base_tools` answers
+them (they are always there).
 """
 
 from __future__ import annotations
@@ -199,6 +200,14 @@ def list_tools(
     if effective_order(order, None, "desc") == "desc":
         found.reverse()
     return page(found, lambda view: view["id"], after=after, before=before, limit=limit)
+
+
+@router.post("/tools/add-base-tools")
+def add_base_tools(user: User) -> list[dict[str, Any]]:
+    """Letta's add_base_tools, which makes sure the server has its base
+    tools: ours are built in, for every user, so this adds nothing and
+    answers them, as tools.list shows them."""
+    return [builtin_view(name) for name in builtin_tools()]
 
 
 @router.get("/tools/count")
