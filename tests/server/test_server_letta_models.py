@@ -15,6 +15,8 @@ import pytest
 from letta_client import APIStatusError, Letta, UnprocessableEntityError
 from support.serving import live_server, new_key
 
+from memgpt_lite.server.endpoints import AllowedEndpoints
+from memgpt_lite.server.model_list import ModelList
 from memgpt_lite.testing.script import error, html
 from memgpt_lite.testing.server import FakeOpenAIServer
 
@@ -216,3 +218,23 @@ def test_letta_codes_agent_name(client: Letta, server: str) -> None:
     with pytest.raises(APIStatusError) as again:  # display names are unique per user
         client.agents.create(name="Letta Code", model="letta/auto")
     assert again.value.status_code == 409
+
+
+def test_endpoints_on_one_host_and_port_get_providers_of_their_own() -> None:
+    endpoints = AllowedEndpoints.of(
+        "http://127.0.0.1:8000/v1",
+        ["http://localhost:11434/v1", "http://localhost:11434/other/v1", "http://10.0.0.5/v1"],
+    )
+    models = ModelList(endpoints, default_model=None, own_key=None)
+    assert models.providers() == {
+        "openai": "http://127.0.0.1:8000/v1",
+        "localhost:11434": "http://localhost:11434/v1",
+        "localhost:11434-2": "http://localhost:11434/other/v1",
+        "10.0.0.5:80": "http://10.0.0.5/v1",
+    }
+    assert models.endpoint_of("localhost:11434-2/qwen3:8b") == (
+        "qwen3:8b",
+        "http://localhost:11434/other/v1",
+    )
+    assert models.endpoint_of("openai/gpt-4o-mini") is None  # the server's own: as before
+    assert models.endpoint_of("elsewhere:1/m") is None
