@@ -20,7 +20,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx2
 import numpy as np
-import openai
 
 from memgpt_lite.errors import ConfigError, LLMError
 from memgpt_lite.llm.endpoint import (
@@ -107,7 +106,8 @@ class EndpointEmbedder:
     async def _arequest(self, batch: list[str]) -> list[list[float]]:
         name = f"the embeddings endpoint {self.base_url}"
         call = EndpointCall(name, self.timeout_seconds, self.max_retries)
-        client = self._clients.get()
+        client = self._clients.get()  # openai is loaded from here on (llm/endpoint.py)
+        import openai
 
         async def attempt() -> httpx2.Response:
             raw = await client.embeddings.with_raw_response.create(

@@ -39,10 +39,9 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx2
-import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.answer import body_summary, html_title, looks_like_html, one_line
@@ -53,6 +52,13 @@ from memgpt_lite.llm.blocking_io import (
     blocking_transport,
 )
 from memgpt_lite.settings.endpoint import URL_EXAMPLE
+
+# openai is imported where first used: its import takes ~0.5 s, which a
+# command that never calls a model (`memgpt-lite agents`) need not pay.
+if TYPE_CHECKING:
+    import openai
+
+    ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
 
 T = TypeVar("T")
 
@@ -252,6 +258,8 @@ class EndpointCall:
         return self._left(asyncio.get_running_loop())
 
     async def _attempts(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        import openai  # loaded by the client `attempt` uses: only its name is bound here
+
         while True:
             self.attempts += 1
             try:
@@ -310,9 +318,6 @@ def stream_problem(exc: httpx2.RequestError) -> str:
 
 
 # ------------------------------------------------------------ clients, loops
-
-
-ClientsByLoop = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]
 
 
 def _close_clients(clients: ClientsByLoop, blocking: list[BlockingTransport]) -> None:
@@ -375,6 +380,8 @@ class AsyncClients:
     def for_loop(self, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI:
         """The client for `loop`, made now if need be: from another thread, this
         keeps the cost of making one (tens of ms: TLS setup) off the loop."""
+        import openai  # the first client of the process pays for loading it
+
         with self._lock:
             if blocking_allowed(loop):
                 if self._blocking is None:
@@ -391,6 +398,8 @@ class AsyncClients:
     def _shared_blocking_client(self) -> openai.AsyncOpenAI | None:
         """The client the blocking loops share, or None when the environment
         names proxies (each loop then gets httpx's own client)."""
+        import openai  # loaded already by for_loop: only its name is bound here
+
         transport = blocking_transport(_ssl_context())
         if transport is None:
             return None

@@ -33,10 +33,9 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2  # the HTTP library the installed openai client is built on
-import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.answer import (
@@ -71,6 +70,9 @@ from memgpt_lite.llm.server_window import ServerWindow, stated_window
 from memgpt_lite.models import LLMConfig, ToolChoice
 from memgpt_lite.settings.endpoint import URL_EXAMPLE, choose_endpoint, choose_timeout
 from memgpt_lite.text import parse_json
+
+if TYPE_CHECKING:
+    import openai  # loaded where a client is made (llm/endpoint.py), not by importing this
 
 # Re-exported: the loop and the tests import these from here.
 __all__ = [
@@ -217,6 +219,8 @@ class OpenAIChatModel:
         """The answer, with the fallbacks: without streaming when the endpoint
         refuses it, with tool_choice "auto" when it refuses "required". An
         error status comes before any chunk, so asking again repeats nothing."""
+        import openai  # loaded by the client that asks: only its name is bound here
+
         stream, tool_choice = config.stream, config.tool_choice
         while True:
             request = _request(config, messages, tools, tool_choice, stream)
@@ -305,6 +309,8 @@ class OpenAIChatModel:
         yield answer.completion()
 
     def _error(self, exc: openai.APIStatusError, config: LLMConfig, call: EndpointCall) -> LLMError:
+        import openai  # loaded already: `exc` is one of its errors
+
         message = error_text(exc)
         if is_context_length_error(getattr(exc, "code", None), str(exc)):
             return ContextWindowExceeded(

@@ -6,15 +6,17 @@ beside its /v1."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.endpoint import EndpointCall
 from memgpt_lite.llm.server_window import LLAMA_CPP, OLLAMA, VLLM, ServerWindow, is_count
 from memgpt_lite.text import parse_json
+
+if TYPE_CHECKING:
+    import openai  # loaded where a client is made (llm/endpoint.py)
 
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d{1,9})\s*$", re.MULTILINE)
 # Asking a server about itself is quick or not worth waiting for.
@@ -77,6 +79,7 @@ async def _answer(
 ) -> Any:
     """The JSON answer to GET `url` (POST `body`, if given); None for an
     error, an unreachable server or what is not JSON."""
+    import openai  # loaded already: `client` is one of its
 
     async def attempt() -> httpx2.Response:
         if body is not None:
