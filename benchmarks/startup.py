@@ -13,8 +13,18 @@ Each figure is the median over `--runs` fresh processes, in milliseconds:
   cached) and a warm one. The part no cache can save is tiktoken building
   its encoder.
 
+- what each command costs a fresh process, CPU (user + system, what the
+  test suite pays for every command it runs) and wall, in seconds:
+  `agents`, `create`, `send` (one reply from the fake model of
+  memgpt_lite.testing, on 127.0.0.1), `serve` until /health answers, and
+  the two helper processes the tests start most: the MCP test server
+  (tests/support/mcp_server.py, over stdio until it lists its tools) and a
+  source tool's process (tools/source/child.py, describing then calling a
+  tool).
+
 The cases take turns run by run, so a machine busy with other work slows
-them all alike.
+them all alike. `--only commands` (or `start-up`, `first-count`) runs one
+part.
 
 Every process gets its own `$MEMGPT_LITE_HOME` in a temporary folder, so
 nothing is read from or written to yours. To measure another checkout, put it
@@ -24,13 +34,18 @@ first: `PYTHONPATH=../other python benchmarks/startup.py`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # The first count of a new process, timed from inside it (imports excluded).
@@ -118,17 +133,180 @@ def first_count(runs: int, root: Path) -> None:
         )
 
 
+# ------------------------------------------------------- what commands cost
+
+REPO = Path(__file__).resolve().parent.parent
+MCP_TEST_SERVER = REPO / "tests" / "support" / "mcp_server.py"
+TOOL_SOURCE = '''
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+
+def _cpu_and_wall(run: Callable[[], None]) -> tuple[float, float]:
+    """CPU seconds (user + system) of the child processes that `run` starts
+    and waits for, and its wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    run()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def _run_cli(env: dict[str, str], db: Path, *args: str) -> None:
+    argv = [*_command(), "--db", str(db), *args]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {done.stderr.strip()}")
+
+
+def _serve_until_healthy(env: dict[str, str], db: Path) -> None:
+    """`memgpt-lite serve` started, waited for until /health answers, stopped."""
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = [*_command(), "serve", "--port", str(port), "--db", str(db), "--no-auth"]
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        raise SystemExit("serve did not answer /health")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(30)
+
+
+def _mcp_server_lists_tools(env: dict[str, str]) -> None:
+    """The tests' MCP server over stdio: initialized, its tools listed, closed."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "startup-benchmark", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    process = subprocess.Popen(
+        [sys.executable, str(MCP_TEST_SERVER), "stdio"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for message in messages:
+        process.stdin.write(json.dumps(message) + "\n")
+    process.stdin.flush()
+    for line in process.stdout:
+        if json.loads(line).get("id") == 2:
+            break
+    else:
+        raise SystemExit("the MCP test server did not list its tools")
+    process.stdin.close()
+    process.wait(30)
+
+
+def _source_tool(mode: str) -> None:
+    """A source tool's process (tools/source/child.py), as runner.py starts it."""
+    from memgpt_lite.tools.source.runner import child_command
+
+    request = {
+        "mode": mode,
+        "name": None,
+        "source": TOOL_SOURCE,
+        "module": None,
+        "requirements": [],
+        "arguments": {"a": 2, "b": 3},
+        "max_chars": 1000,
+        "sys_path": [entry or os.getcwd() for entry in sys.path],
+        "memory_bytes": 1024 * 2**20,
+        "cpu_seconds": 30,
+    }
+    done = subprocess.run(
+        child_command(), input=json.dumps(request), capture_output=True, text=True, timeout=60
+    )
+    if "error" in json.loads(done.stdout or '{"error": "no reply"}'):
+        raise SystemExit(f"the source tool failed: {done.stdout} {done.stderr[-500:]}")
+
+
+def commands(runs: int, root: Path) -> None:
+    from memgpt_lite.testing import FakeOpenAIServer
+    from memgpt_lite.testing.script import say
+
+    with FakeOpenAIServer() as model:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMGPT_LITE_"))}
+        env.update(
+            OPENAI_BASE_URL=model.base_url,
+            OPENAI_API_KEY=model.api_key,
+            MEMGPT_LITE_HOME=str(root / "commands-home"),
+        )
+        db = root / "commands.db"
+        _run_cli(env, db, "create", "sam", "--model", "gpt-4o-mini")
+        created = iter(range(10**6))
+
+        def send() -> None:
+            model.enqueue(say("Hello!"))
+            _run_cli(env, db, "send", "sam", "hi")
+
+        cases: dict[str, Callable[[], None]] = {
+            "python -c pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+            "agents": lambda: _run_cli(env, db, "agents"),
+            "create NAME --model M": lambda: _run_cli(
+                env, db, "create", f"agent-{next(created)}", "--model", "gpt-4o-mini"
+            ),
+            "send sam hi": send,
+            "serve (until /health)": lambda: _serve_until_healthy(env, db),
+            "source tool: describe": lambda: _source_tool("describe"),
+            "source tool: call": lambda: _source_tool("call"),
+        }
+        if MCP_TEST_SERVER.exists():  # a checkout with its tests
+            cases["MCP test server (stdio)"] = lambda: _mcp_server_lists_tools(env)
+        for run in cases.values():  # warm the disk cache, and the token counts' cache
+            run()
+        figures: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
+        for _ in range(runs):
+            for label, run in cases.items():
+                figures[label].append(_cpu_and_wall(run))
+    print(f"what a command costs a new process, median of {runs} (s)")
+    for label, measured in figures.items():
+        cpu = statistics.median(f[0] for f in measured)
+        wall = statistics.median(f[1] for f in measured)
+        print(f"  {label:<26}cpu {cpu:5.2f}   wall {wall:5.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9, help="processes per figure")
+    parser.add_argument("--only", choices=["start-up", "first-count", "commands"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         # From an empty folder, `python -c` imports the installed memgpt_lite (or
         # $PYTHONPATH's, to measure another checkout), as `memgpt-lite` does,
         # never a memgpt_lite folder that happens to be in the working directory.
         os.chdir(folder)
-        start_up(args.runs, Path(folder) / "home")
-        first_count(args.runs, Path(folder))
+        if args.only in (None, "start-up"):
+            start_up(args.runs, Path(folder) / "home")
+        if args.only in (None, "first-count"):
+            first_count(args.runs, Path(folder))
+        if args.only in (None, "commands"):
+            commands(args.runs, Path(folder))
 
 
 if __name__ == "__main__":
