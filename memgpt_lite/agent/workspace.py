@@ -24,16 +24,11 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.agent import keys
-from memgpt_lite.agent.agent import Agent, PeerKey
-from memgpt_lite.agent.mcp_servers import MCPServers
-from memgpt_lite.agent.tool_registry import ToolRegistry
-from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.loop.approvals import calls_waiting, stored_waiting_answer
-from memgpt_lite.memory.recall.answered import unanswered
 from memgpt_lite.models import (
     DEFAULT_USER,
     AgentSettings,
@@ -51,8 +46,17 @@ from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.protocols.runs import Run
-from memgpt_lite.tools.rules import RuleBook
-from memgpt_lite.tools.sets import agent_tools
+
+# What runs agents (the agent and its runner: the model client, the token
+# counter, the loop, the tools), the tool registry and the MCP servers are
+# imported where first used: a command that only reads the database
+# (`memgpt-lite agents`, `show`, `log`) starts without them, a few hundred ms
+# of CPU less (benchmarks/startup.py).
+if TYPE_CHECKING:
+    from memgpt_lite.agent.agent import Agent, PeerKey
+    from memgpt_lite.agent.mcp_servers import MCPServers
+    from memgpt_lite.agent.tool_registry import ToolRegistry
+    from memgpt_lite.embeddings.embedder import Embedder
 
 __all__ = ["AgentCopy", "Workspace", "copy_database"]
 
@@ -69,8 +73,20 @@ class Workspace:
     def __init__(self, store: Storage, settings: Settings) -> None:
         self.store = store  # for agentfile/, which reads and writes whole agents
         self.settings = settings
-        self.tools = ToolRegistry(store, settings)
-        self.mcp = MCPServers(store, settings)
+
+    @cached_property
+    def tools(self) -> ToolRegistry:
+        """The registered tools (tool_registry.py)."""
+        from memgpt_lite.agent.tool_registry import ToolRegistry  # see the imports
+
+        return ToolRegistry(self.store, self.settings)
+
+    @cached_property
+    def mcp(self) -> MCPServers:
+        """The MCP servers agents use (mcp_servers.py)."""
+        from memgpt_lite.agent.mcp_servers import MCPServers  # see the imports
+
+        return MCPServers(self.store, self.settings)
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], settings: Settings) -> Workspace:
@@ -114,6 +130,8 @@ class Workspace:
         names of built-in tools to attach (tools/sets.py ATTACHABLE_TOOLS);
         `display_name`: free text shown where Letta's names go (checked, and
         unique within the owner: agent/naming.py)."""
+        from memgpt_lite.agent.agent import Agent  # see the imports
+
         with self.store.transaction():
             agent = Agent.create(
                 name,
@@ -137,6 +155,8 @@ class Workspace:
     def load_agent(self, ref: str, *, timeout: float | None = None) -> Agent:
         """The agent named or numbered `ref`, as `Agent.load` opens it;
         `timeout` limits each of its model requests."""
+        from memgpt_lite.agent.agent import Agent  # see the imports
+
         return Agent.load(ref, store=self.store, timeout=timeout, process_settings=self.settings)
 
     def agent_for(
@@ -149,6 +169,8 @@ class Workspace:
         """An `Agent` for the row `state`, already read; `api_key` for its
         model requests (for this object only: never stored), `peer_api_key`
         the key for those of each agent it messages (see `Agent`)."""
+        from memgpt_lite.agent.agent import Agent  # see the imports
+
         return Agent(
             state,
             self.store,
@@ -245,6 +267,8 @@ class Workspace:
         was killed, perhaps after tool calls): stored, but left out of
         requests until sent again or dropped (memory/recall/answered.py).
         `state` as stored now: where the window starts."""
+        from memgpt_lite.memory.recall.answered import unanswered  # see the imports
+
         return unanswered(self.store.messages_from(state.id, state.context_start))
 
     def history_page(
@@ -292,6 +316,8 @@ class Workspace:
 
     def waiting_answer(self, agent_id: str) -> Message | None:
         """The stored answer whose tool calls wait for the user's approval, if any."""
+        from memgpt_lite.loop.approvals import stored_waiting_answer  # see the imports
+
         return stored_waiting_answer(self.store, agent_id)
 
     def waiting_calls(self, state: AgentState) -> list[ToolCall]:
@@ -300,6 +326,10 @@ class Workspace:
         calls, those that the tool rules or the built-in tools ask approval
         for; all of them when none is (a custom tool made with
         requires_approval=True)."""
+        from memgpt_lite.loop.approvals import calls_waiting  # see the imports
+        from memgpt_lite.tools.rules import RuleBook
+        from memgpt_lite.tools.sets import agent_tools
+
         tools = agent_tools(state.settings.tool_set, {}, state.tool_names)
         answer = self.waiting_answer(state.id)
         return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)
