@@ -11,16 +11,24 @@ in the window it would get is refused with one line naming the sizes and
 the fix, and the transaction stores nothing. `set_working_window` changes a
 stored agent's window under the same rule (the `window` command, the
 server's agent update).
+
+A new agent is first measured with an upper bound of its tokens (their
+UTF-8 bytes: llm/tokens.py `TokenBound`): when even that fits its window
+as it is, the usual case, the exact count could only agree, and the
+process need not build the token encoder (a few hundred ms of CPU, in
+every `memgpt-lite create`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from memgpt_lite.agent.runner import Runner
 from memgpt_lite.agent.setup import agent_custom_tools
 from memgpt_lite.errors import ConfigError
+from memgpt_lite.llm.tokens import TokenBound
 from memgpt_lite.memory.deps import MemoryDeps
 from memgpt_lite.memory.recall.window import Budget, budget_for, compile_context
 from memgpt_lite.models import AgentState
@@ -81,15 +89,51 @@ def choose_window(deps: MemoryDeps, outcome: str = "nothing was stored") -> Wind
     return fit
 
 
-def fit_new_agent(deps: MemoryDeps) -> WindowFit:
+def fit_new_agent(deps: MemoryDeps) -> WindowFit | None:
     """`choose_window` for an agent just stored in the caller's open
     transaction, storing the window chosen; on a ConfigError the caller's
-    transaction rolls back, so the agent is never stored."""
+    transaction rolls back, so the agent is never stored. None when it
+    surely fits as it is (`fits_as_is`): nothing to choose or store."""
+    if fits_as_is(deps):
+        return None
     chosen = deps.state.settings.working_window
     fit = choose_window(deps)
     if deps.state.settings.working_window != chosen:
         deps.store.save_agent(deps.state)
     return fit
+
+
+def fits_as_is(deps: MemoryDeps) -> bool:
+    """Whether `choose_window` would surely keep the agent's window and
+    accept it, decided from an upper bound of the fixed part, with no token
+    counted. Only for an agent with no messages in its window (clipping one
+    needs the encoder). False says nothing: measure."""
+    read = deps.store.main_context(deps.state.id, deps.state.context_start)
+    if read.messages:
+        return False
+    bound = compile_context(_Bounded(deps), read=read).fixed_tokens
+    budget = budget_for(deps)
+    given = deps.state.settings.working_window is not None
+    # The exact fixed part is at most `bound`, so it wants at most this window.
+    keeps = given or budget.window >= min(_rounded(FIXED_SHARE * bound), budget.model_window)
+    return keeps and bound <= budget.core_floor
+
+
+class _Bounded:
+    """`deps` as compile_context reads it, counted by `TokenBound`."""
+
+    def __init__(self, deps: MemoryDeps) -> None:
+        self.deps, self.state, self.store = deps, deps.state, deps.store
+        self.token_counter = TokenBound()
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.deps.tool_schemas()
+
+    def tool_tokens(self) -> int:
+        return self.token_counter.count_tools(self.tool_schemas())
+
+    def __getattr__(self, name: str) -> Any:  # the rest of MemoryDeps, as `deps` has it
+        return getattr(self.deps, name)
 
 
 def check_window(deps: MemoryDeps) -> WindowFit:
@@ -108,7 +152,7 @@ def fit_imported_agent(store: Storage, state: AgentState) -> list[str]:
     in the import's transaction: a note when a window was chosen."""
     chosen = state.settings.working_window
     fit = fit_new_agent(measuring_runner(state, store))
-    if state.settings.working_window == chosen:
+    if fit is None or state.settings.working_window == chosen:
         return []
     return [
         f"working window set to {fit.budget.window:,} tokens (of its model's "

@@ -374,3 +374,20 @@ class TokenCounter:
         with kept.lock:
             if any(sent.message.id == cache_key for sent in kept.sents):
                 kept.replace([sent for sent in kept.sents if sent.message.id != cache_key])
+
+
+class TokenBound(TokenCounter):
+    """An upper bound of every count `TokenCounter` makes, with no encoder
+    built (that takes 100-300 ms, see the module's doc): a text's UTF-8 bytes
+    (a lone surrogate as the three bytes of the U+FFFD tiktoken encodes in
+    its place), since every token stands for one byte or more. For a decision
+    that a bound can settle without an exact count (agent/sizing.py); it
+    cannot clip or cut a text, which needs the encoder."""
+
+    def __init__(self) -> None:  # TokenCounter's, without building the encoder
+        self._message_cache = {}
+        self._window = KeptWindow()
+        self._part_counts = {}
+
+    def _encoded_length(self, text: str) -> int:
+        return len(text.encode("utf-8", "surrogatepass"))

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from support.serving import new_key
 
 from memgpt_lite import Agent, AgentSettings, Block, ConfigError
-from memgpt_lite.agent.sizing import measure
+from memgpt_lite.agent.sizing import fits_as_is, measure
 from memgpt_lite.agentfile.native import import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
 from memgpt_lite.memory.recall.window import DEFAULT_WORKING_WINDOW, budget_for
@@ -59,6 +59,18 @@ def test_a_small_agent_keeps_the_default_window(tmp_path):
     agent = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
     assert agent.state.settings.working_window is None
     assert budget_for(agent.runner).window == DEFAULT_WORKING_WINDOW
+
+
+def test_only_an_agent_that_surely_fits_skips_the_exact_count(tmp_path):
+    # A new agent is first sized with an upper bound of its tokens; the bound
+    # must settle the small agent and never the one that needs a bigger window.
+    small = Agent.create("sam", "gpt-4o-mini", db=tmp_path / "a.db")
+    assert fits_as_is(small.runner)
+    fit = measure(small.runner)
+    assert fit.can_step and fit.budget.window >= fit.wanted
+    settings = AgentSettings(context_window=190_000)
+    big = Agent.create("big", "gpt-4o-mini", db=tmp_path / "a.db", blocks=BIG, settings=settings)
+    assert not fits_as_is(big.runner)  # the bound says nothing: it was measured (above)
 
 
 def test_a_model_window_too_small_is_refused_and_nothing_stored(tmp_path):

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from memgpt_lite.llm.tokens import COUNT_BY_PARTS_FROM, TokenCounter, encoding_name
+from memgpt_lite.llm.tokens import COUNT_BY_PARTS_FROM, TokenBound, TokenCounter, encoding_name
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 
 # Characters around the places where the text is cut into parts: line breaks,
@@ -31,6 +31,22 @@ def test_by_parts_counts_what_the_whole_text_counts(model):
         size = rng.randint(COUNT_BY_PARTS_FROM, COUNT_BY_PARTS_FROM + 600)
         text = "".join(rng.choice(PIECES) for _ in range(size))
         assert counter.count_text(text) == whole(counter, text)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "gpt-4"])
+def test_the_bound_is_never_below_the_count(model):
+    # TokenBound decides, with no encoder, what an exact count could only confirm
+    # (agent/sizing.py): it must never count less, whatever the text.
+    counter, bound, rng = TokenCounter(model), TokenBound(), random.Random(11)
+    odd = ["\U0001f600", "\ud83d", "\ude00", "\ud83d\ude00", "\x00", "\u200b", "<|endoftext|>"]
+    for _ in range(300):
+        size = rng.choice([rng.randint(0, 40), rng.randint(COUNT_BY_PARTS_FROM, 3000)])
+        text = "".join(rng.choice(PIECES + odd) for _ in range(size))
+        assert bound.count_text(text) >= counter.count_text(text)
+        message = {"role": "user", "content": text, "name": "x"}
+        assert bound.count_message(message) >= counter.count_message(message)
+    tools = [tool.schema() for tool in BUILTIN_TOOLS.values()]
+    assert bound.count_tools(tools) >= counter.count_tools(tools) > 0
 
 
 def test_a_system_message_that_changes_a_line_is_counted_afresh():
