@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from importlib import metadata
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
+# packaging is imported where a requirement is read: most tools declare none,
+# and a tool's process (child.py), started for every call, then skips it.
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 REQUIREMENTS_NAME = "__requirements__"
 
@@ -27,6 +30,8 @@ class RequirementError(ValueError):
 
 
 def parse_requirement(text: str) -> Requirement:
+    from packaging.requirements import InvalidRequirement, Requirement  # see the imports
+
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
@@ -62,6 +67,8 @@ def missing_requirements(requirements: Iterable[str]) -> list[str]:
     """The requirements not met here, each with what is installed instead
     (`"requests>=3 (2.31.0 is installed)"`). A requirement whose marker does
     not apply here (`; sys_platform == "win32"`) is met."""
+    from importlib import metadata
+
     missing = []
     for text in requirements:
         wanted = parse_requirement(text)
