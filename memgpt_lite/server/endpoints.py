@@ -10,8 +10,8 @@ it must be the server's own endpoint ($OPENAI_BASE_URL, or `base_url` in
 config.toml) or one its operator allows (`serve --allow-endpoint URL`,
 `allow_endpoints` in config.toml). Anything else is a 403 naming the rule.
 
-URLs are compared as the HTTP client that connects will read them (httpx,
-which the openai client uses): scheme, host, port (the scheme's default
+URLs are compared as the HTTP client that connects will read them (httpx2,
+which the openai client uses: llm/endpoint.py): scheme, host, port (the scheme's default
 made explicit) and path without its trailing slash. A URL written another
 way that reaches the same place (`127.1` for `127.0.0.1`) is refused, never
 let through: the list says exactly what may be reached.
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import httpx
+import httpx2  # not httpx, whose import brings its command line (rich): 0.1 s
 
 from memgpt_lite.errors import ConfigError, MemGPTError
 from memgpt_lite.settings.endpoint import check_base_url
@@ -42,13 +42,13 @@ class EndpointNotAllowed(MemGPTError):
 
 
 def endpoint_identity(url: str, where: str) -> tuple[str, str, int, str]:
-    """Where a request to `url` goes, as httpx reads it: (scheme, host,
+    """Where a request to `url` goes, as httpx2 reads it: (scheme, host,
     port, path without its trailing slash). A URL that is not http(s) or
     cannot be read is a ConfigError naming `where` (a 422)."""
     text = check_base_url(url, where)
     try:
-        parsed = httpx.URL(text)
-    except httpx.InvalidURL as exc:
+        parsed = httpx2.URL(text)
+    except httpx2.InvalidURL as exc:
         raise ConfigError(f"{where} {url!r} is not a valid URL ({exc})") from None
     scheme = parsed.scheme.lower()
     port = parsed.port or _DEFAULT_PORTS[scheme]
@@ -81,7 +81,7 @@ class AllowedEndpoints:
         return cls(own_identity, frozenset(by_identity), tuple(by_identity.values()))
 
     def is_own(self, url: str) -> bool:
-        """Whether `url` is the server's own endpoint, written any way httpx
+        """Whether `url` is the server's own endpoint, written any way httpx2
         reads as the same."""
         return endpoint_identity(url, "the URL") == self.own
 

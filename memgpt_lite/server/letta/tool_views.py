@@ -13,8 +13,6 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from memgpt_lite.models import AgentState, ToolDefinition
 from memgpt_lite.tools.schema import Tool
 from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
@@ -66,6 +64,9 @@ def builtin_view(name: str) -> dict[str, Any]:
 def pip_requirement(text: str) -> dict[str, str | None]:
     """A requirement string as Letta's PipRequirement: the project's name,
     and its version (without "==" when pinned), or None without one."""
+    # Imported here: a server whose tools declare no requirement never needs it.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         parsed = Requirement(text)
     except InvalidRequirement:  # stored checked; said as is all the same
