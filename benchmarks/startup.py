@@ -1,30 +1,28 @@
-"""How long the command line takes to start, and the first token count.
+"""How long the command line takes to start, the first token count, and
+what each command costs a new process.
 
-    python benchmarks/startup.py [--runs 9]
+    python benchmarks/startup.py [--runs 9] [--only start-up|first-count|commands]
 
-Each figure is the median over `--runs` fresh processes, in milliseconds:
+Each figure is the median over `--runs` fresh processes:
 
-- start-up: a bare interpreter (`python -c pass`), `memgpt-lite --help` and
-  `memgpt-lite send --help`, whole processes (target: under 250 ms more
-  than the bare interpreter);
+- start-up, in milliseconds: a bare interpreter (`python -c pass`),
+  `memgpt-lite --help` and `memgpt-lite send --help`, whole processes
+  (target: under 250 ms more than the bare interpreter);
 - the first token count in a new process (building the vocabulary), timed
-  inside the process, wall and CPU: with no cache (the vocabulary file
-  parsed, as every `send` did before the cache), a cold cache (parsed, then
-  cached) and a warm one. The part no cache can save is tiktoken building
-  its encoder.
-
-- what each command costs a fresh process, CPU (user + system, what the
-  test suite pays for every command it runs) and wall, in seconds:
-  `agents`, `create`, `send` (one reply from the fake model of
-  memgpt_lite.testing, on 127.0.0.1), `serve` until /health answers, and
-  the two helper processes the tests start most: the MCP test server
-  (tests/support/mcp_server.py, over stdio until it lists its tools) and a
-  source tool's process (tools/source/child.py, describing then calling a
-  tool).
+  inside the process, in milliseconds, wall and CPU: with no cache (the
+  vocabulary file parsed, as every `send` did before the cache), a cold
+  cache (parsed, then cached) and a warm one. The part no cache can save is
+  tiktoken building its encoder;
+- what each command costs a new process, in seconds, CPU (user + system:
+  what the test suite pays for every command it runs) and wall: `agents`,
+  `create`, `send` (one reply from the fake model of memgpt_lite.testing, on
+  127.0.0.1), `serve` until /health answers, and the two helper processes
+  the tests start most: the MCP test server (tests/support/mcp_server.py,
+  over stdio until it lists its tools) and a source tool's process
+  (tools/source/child.py: one describing a tool, one calling it).
 
 The cases take turns run by run, so a machine busy with other work slows
-them all alike. `--only commands` (or `start-up`, `first-count`) runs one
-part.
+them all alike. `--only` runs one of the three parts.
 
 Every process gets its own `$MEMGPT_LITE_HOME` in a temporary folder, so
 nothing is read from or written to yours. To measure another checkout, put it
