@@ -125,34 +125,18 @@ def serve(
     """
     if db is not None:
         ctx.find_root().obj["db"] = db
-    if no_auth and not is_loopback(host):
-        raise BadInput(
-            f"--no-auth serves anyone who can reach {host}: allowed on a loopback address only "
-            "(127.0.0.1, ::1, localhost)"
-        )
+    _refuse_open_no_auth(no_auth, host)
     try:
         import uvicorn
     except ImportError:
         raise click.ClickException(SERVER_EXTRA) from None
     from memgpt_lite.server.limits import resolve_limits
-    from memgpt_lite.settings.folders import is_postgres
     from memgpt_lite.settings.resolve import config_path, load_file_config
 
     limits = resolve_limits(
         max_body_bytes, max_message_bytes, rate_limit, load_file_config().serve, str(config_path())
     )
-
-    location = db_location(ctx)
-    if workers > 1 and not is_postgres(location):
-        raise BadInput(
-            "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
-        )
-    # The database opens (and is upgraded) here, and the allowed endpoints are
-    # read, or the command fails in one line.
-    workspace_for(ctx)
-    from memgpt_lite.server.app import allowed_endpoints
-
-    allowed_endpoints(allow_endpoints)
+    location = _checked_location(ctx, workers, allow_endpoints)
     _tell_workers(location, no_auth, allow_user_code, allow_endpoints, limits.model_dump_json())
     for line in start_lines(host, port, location, no_auth, workspace_for(ctx).api_keys()):
         click.echo(line, err=True)
@@ -167,6 +151,30 @@ def serve(
         access_log=False,  # ours instead (server/access_log.py): with the user, no query
         timeout_graceful_shutdown=30,
     )
+
+
+def _refuse_open_no_auth(no_auth: bool, host: str) -> None:
+    if no_auth and not is_loopback(host):
+        raise BadInput(
+            f"--no-auth serves anyone who can reach {host}: allowed on a loopback address only "
+            "(127.0.0.1, ::1, localhost)"
+        )
+
+
+def _checked_location(ctx: click.Context, workers: int, allow_endpoints: tuple[str, ...]) -> str:
+    """The database to serve, opened (and upgraded) now, with the allowed
+    endpoints read: what is wrong with either fails the command in one line."""
+    from memgpt_lite.server.app import allowed_endpoints
+    from memgpt_lite.settings.folders import is_postgres
+
+    location = db_location(ctx)
+    if workers > 1 and not is_postgres(location):
+        raise BadInput(
+            "--workers above 1 needs PostgreSQL: SQLite serves one process (--db postgresql://...)"
+        )
+    workspace_for(ctx)
+    allowed_endpoints(allow_endpoints)
+    return location
 
 
 def _tell_workers(

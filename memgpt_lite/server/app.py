@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -172,16 +172,6 @@ def create_app(
     over HTTP may use besides the server's own (endpoints.py); `limits`: the
     sizes and the rate it accepts (limits.py)."""
     limits = limits or ServerLimits()
-    from memgpt_lite.server import (
-        api_agents,
-        api_approvals,
-        api_memory,
-        api_tools,
-        health,
-        letta,
-        openai_compat,
-    )
-    from memgpt_lite.server.mcp_mount import mount_mcp
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -214,12 +204,29 @@ def create_app(
     _install_middleware(app, limits)
     mount_docs(app)
     _install_error_handlers(app)
+    mcp_running = _install_routes(app, auth)
+    return app
+
+
+def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any]:
+    """Every router, Letta's 501 for the rest of /v1 last, and /mcp; what
+    runs /mcp's sessions while the app does."""
+    from memgpt_lite.server import (
+        api_agents,
+        api_approvals,
+        api_memory,
+        api_tools,
+        health,
+        letta,
+        openai_compat,
+    )
+    from memgpt_lite.server.mcp_mount import mount_mcp
+
     routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
     for module in routers:
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
-    mcp_running = mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
-    return app
+    return mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
 
 
 def _install_middleware(app: FastAPI, limits: ServerLimits) -> None:
