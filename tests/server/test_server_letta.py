@@ -3,9 +3,7 @@ real server on a socket, with the fake OpenAI server as the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,22 +19,6 @@ from support.serving import live_server, new_key
 
 from memgpt_lite.testing.script import call, reply
 from memgpt_lite.testing.server import FakeOpenAIServer
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
-
-
-@pytest.fixture
-def client(db: str, server: str) -> Letta:
-    return Letta(base_url=server, api_key=new_key(db, "alice"), max_retries=0)
 
 
 def new_agent(client: Letta, **options: Any) -> Any:

@@ -5,30 +5,15 @@ only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from letta_client import APIStatusError, Letta, NotFoundError, UnprocessableEntityError
 from support.old_letta import RunScript, old_letta  # noqa: F401 - the session fixture
-from support.serving import live_server, new_key
-
-from memgpt_lite.testing.server import FakeOpenAIServer
+from support.serving import new_key
 
 MISSING = "block-00000000000000000000000000000000"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,17 +15,6 @@ from support.serving import live_server, new_key
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
 
 
 @pytest.fixture

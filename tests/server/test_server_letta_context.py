@@ -5,28 +5,15 @@ test_server_letta_old_client.py) through httpx as Letta's server answers them.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from letta_client import Letta, NotFoundError, UnprocessableEntityError
-from support.serving import live_server, new_key
+from support.serving import new_key
 
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
 
 
 @pytest.fixture

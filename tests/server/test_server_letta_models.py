@@ -47,11 +47,6 @@ def server(db: str, listing: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) 
         yield url
 
 
-@pytest.fixture
-def client(db: str, server: str) -> Letta:
-    return Letta(base_url=server, api_key=new_key(db, "alice"), max_retries=0)
-
-
 def models_asked(fake: FakeOpenAIServer) -> int:
     return sum(1 for r in fake.requests if r.path == "/v1/models")
 

@@ -6,27 +6,11 @@ create_async."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from support.old_letta import RunScript, old_letta  # noqa: F401 - the session fixture
-from support.serving import live_server, new_key
+from support.serving import new_key
 
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
-
 
 BASIC = """
 from letta_client import CreateBlock, MessageCreate

@@ -6,35 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from letta_client import Letta, NotFoundError, UnprocessableEntityError
-from support.serving import live_server, new_key
+from support.serving import new_key
 
 from memgpt_lite.testing.script import call, error, reply
 from memgpt_lite.testing.server import FakeOpenAIServer
 
 # How long a poll may wait for a run to end: a bound on a hang, not a measure.
 POLL_LIMIT_SECONDS = 60
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
-
-
-@pytest.fixture
-def client(db: str, server: str) -> Letta:
-    return Letta(base_url=server, api_key=new_key(db, "alice"), max_retries=0)
 
 
 def ended(client: Letta, run_id: str) -> Any:

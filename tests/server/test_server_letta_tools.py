@@ -7,8 +7,6 @@ a process of their own."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +18,7 @@ from letta_client import (
     PermissionDeniedError,
     UnprocessableEntityError,
 )
-from support.serving import live_server, new_key
+from support.serving import new_key
 
 from memgpt_lite.testing.script import call, reply
 from memgpt_lite.testing.server import FakeOpenAIServer
@@ -59,17 +57,6 @@ FORECAST_SCHEMA = {
         "required": ["city", "request_heartbeat"],
     },
 }
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
 
 
 def client_of(db: str, server: str, user: str = "alice", *, admin: bool = False) -> Letta:

@@ -6,12 +6,9 @@ rule for API keys. Driven by letta-client against a real server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from letta_client import Letta
 from support.serving import live_server, new_key
 
@@ -22,17 +19,6 @@ from memgpt_lite.testing.server import FakeOpenAIServer
 ASK = "send_message_to_agent_and_wait_for_reply"
 ASK_TAGS = "send_message_to_agents_matching_tags"
 MULTI: dict[str, Any] = {"extra_body": {"include_multi_agent_tools": True}}
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "letta.db")
-
-
-@pytest.fixture
-def server(db: str, fake_llm: FakeOpenAIServer) -> Iterator[str]:
-    with live_server(db) as url:
-        yield url
 
 
 def client_of(db: str, server: str, user: str) -> Letta:
