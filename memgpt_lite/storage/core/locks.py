@@ -217,7 +217,9 @@ class StepLocks(Transactions):
             self._execute_later(_RELEASE, [agent_id, token])
 
     def _give_up_step_lock(self, agent_id: str, token: str) -> None:
-        """The lock given up by the write committing now, after its lease was
-        renewed (`_write`): its commit releases it."""
+        """The lock given up by the write committing now (`_write`): its
+        commit releases it, and fails (ConflictError) if the lock was taken
+        over, as the lease's renewal would have."""
         self.held_leases.pop(agent_id, None)
-        self._execute_later(_RELEASE, [agent_id, token])
+        if self._execute(_RELEASE, [agent_id, token]).rowcount == 0:
+            raise ConflictError(TAKEN_OVER)

@@ -172,8 +172,8 @@ class Transactions(Runner):
         """Before each commit (core/locks.py)."""
 
     def _give_up_step_lock(self, agent_id: str, token: str) -> None:
-        """Before the commit of a write that gives a step lock up, after
-        the renewal (core/locks.py)."""
+        """Before the commit of a write that gives a step lock up, before
+        the renewal of the other leases (core/locks.py)."""
         raise NotImplementedError
 
     # The rules.
@@ -335,12 +335,14 @@ class Transactions(Runner):
             if self._database_in_transaction():
                 self._execute_control("ROLLBACK")
             return False
-        # Every write's commit renews this store's step-lock leases (and fails
-        # if one was taken over); a snapshot's only if something inside wrote.
-        if level.write or self._wrote_inside(level):
-            self.renew_held_leases()
+        # A lock given up here is released by this commit, which fails if it
+        # was taken over: that stands for its lease's renewal. Every write's
+        # commit renews this store's other leases (and fails if one was taken
+        # over); a snapshot's only if something inside wrote.
         if level.gives_up is not None:
             self._give_up_step_lock(*level.gives_up)
+        if level.write or self._wrote_inside(level):
+            self.renew_held_leases()
         self._execute_control("COMMIT")
         return True
 

@@ -39,6 +39,11 @@ RENEW = (
     "WHERE s.agent_id = l.agent_id AND s.holder = l.holder RETURNING 1) "
     "SELECT 1 / (count(*) = %s)::int FROM renewed"
 )
+# Give up a lock, failing as RENEW does unless it was still held.
+RELEASE_HELD = (
+    "WITH released AS (DELETE FROM step_locks WHERE agent_id = %s AND holder = %s RETURNING 1) "
+    "SELECT 1 / count(*) FROM released"
+)
 LEASE_LOST = psycopg.errors.DivisionByZero
 
 

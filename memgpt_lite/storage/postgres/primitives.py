@@ -40,7 +40,14 @@ from memgpt_lite.storage.postgres.connect import (
     server_problem,
 )
 from memgpt_lite.storage.postgres.dialect import POSTGRES
-from memgpt_lite.storage.postgres.held import LEASE_LOST, RENEW, Held, HeldStatements, Later
+from memgpt_lite.storage.postgres.held import (
+    LEASE_LOST,
+    RELEASE_HELD,
+    RENEW,
+    Held,
+    HeldStatements,
+    Later,
+)
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -217,6 +224,12 @@ class PostgresPrimitives(Transactions):
             len(leases),
         ]
         self._held.hold_renewal(as_text(self._connection_in_use(), RENEW, values))
+
+    def _give_up_step_lock(self, agent_id: str, token: str) -> None:
+        """Held, to go with the COMMIT that follows, which it fails as a
+        renewal does if the lock was taken over (core/locks.py)."""
+        self.held_leases.pop(agent_id, None)
+        self._held.hold_renewal(as_text(self._connection_in_use(), RELEASE_HELD, [agent_id, token]))
 
     def _database_in_transaction(self) -> bool:
         conn = self._conn

@@ -219,6 +219,24 @@ class StepLockContract(ContractBase):
         assert elsewhere.step_lock_holder(state.id).token == "theirs"
         store.add_messages([said(state, "written once it let go")])
 
+    def test_a_last_write_that_gives_up_a_lost_lock_fails_whole(self, store, open_store):
+        state = new_agent(store)
+        store.take_step_lock(state.id, holder("mine"), 60, alive)
+        store.add_messages([said(state, "first")], release_lock=None)
+        elsewhere = open_store()
+        assert elsewhere.take_step_lock(state.id, holder("theirs"), 60, dead) is None
+        with pytest.raises(ConflictError, match="taken over"):
+            store.add_messages([said(state, "too late")], release_lock=(state.id, "mine"))
+        assert [m.content for m in elsewhere.messages_from(state.id, 0)] == ["first"]
+        assert elsewhere.step_lock_holder(state.id).token == "theirs"
+
+    def test_a_last_write_gives_up_its_lock(self, store):
+        state = new_agent(store)
+        store.take_step_lock(state.id, holder("mine"), 60, alive)
+        store.add_messages([said(state, "done")], release_lock=(state.id, "mine"))
+        assert store.step_lock_holder(state.id) is None
+        assert store.held_leases == {}
+
 
 class ThreadContract(ContractBase):
     def test_threads_share_a_store(self, store):
