@@ -23,20 +23,51 @@ from memgpt_lite.storage.core.rows import (
     message_from_row,
     record_from_row,
 )
-from memgpt_lite.storage.core.sql import Cursor, Fetched, Search
+from memgpt_lite.storage.core.sql import Cursor, Fetched, Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Ranking
+
+Read = tuple[str, list[Any]]  # a statement and its parameters
 
 # Leaves out the searching step's own messages (two parameters, both the
 # step's id); a NULL one leaves out none.
 NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <> ?)"
-WINDOW = (
-    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
-)
-# The agent's newest messages, newest first (the limit: its second parameter).
-NEWEST = (
-    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? ORDER BY m.seq DESC LIMIT ?"
-)
+
+
+def in_conversation(conversation: str | None) -> Filters:
+    """The condition that the message `m` is of `conversation` (None: the
+    agent's default one, whose messages have no conversation id), and its
+    parameters. Two statements rather than one null-safe comparison: each
+    is served by its index (the agent's, or the conversations' partial one)."""
+    if conversation is None:
+        return " AND m.conversation_id IS NULL", []
+    return " AND m.conversation_id = ?", [conversation]
+
+
+def window_read(agent_id: str, start_seq: int, conversation: str | None) -> Read:
+    """The read of a conversation's messages from `start_seq`, oldest first."""
+    where, params = in_conversation(conversation)
+    return (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ?{where} "
+        "ORDER BY m.seq",
+        [agent_id, start_seq, *params],
+    )
+
+
+def newest_read(agent_id: str, limit: int, conversation: str | None) -> Read:
+    """The read of a conversation's newest `limit` messages, newest first."""
+    where, params = in_conversation(conversation)
+    return (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ?{where} "
+        "ORDER BY m.seq DESC LIMIT ?",
+        [agent_id, *params, limit],
+    )
+
+
+def window_key(agent_id: str, conversation: str | None) -> str:
+    """What the window cache keeps a conversation's window under (an agent
+    id holds no NUL)."""
+    return agent_id if conversation is None else f"{agent_id}\0{conversation}"
 
 
 def check_stored(
@@ -76,19 +107,27 @@ class Messages(Transactions):
         drop its vector; NotFoundError if it is not stored. Inside a transaction."""
         raise NotImplementedError
 
-    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
-        """Delete the agent's messages from `start_seq`, with their vectors;
-        how many. Inside a transaction."""
+    def _delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
+        """Delete the conversation's messages from `start_seq`, with their
+        vectors; how many. Inside a transaction."""
         raise NotImplementedError
 
     def _rank_messages(self, search: Search) -> Ranking[Message]:
         """`rank_messages`, by the backend's full-text index."""
         raise NotImplementedError
 
-    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+    def _window(
+        self,
+        agent_id: str,
+        start_seq: int,
+        copies: bool = False,
+        conversation: str | None = None,
+    ) -> list[Message]:
         """`window`, or with `copies` `messages_from`: read afresh (a backend
         may keep the window)."""
-        rows = self._all(WINDOW, [agent_id, start_seq])
+        rows = self._all(*window_read(agent_id, start_seq, conversation))
         if copies:
             return [message_from_row(r) for r in rows]
         return [kept_message_from_record(record_from_row(r)) for r in rows]
@@ -125,27 +164,36 @@ class Messages(Transactions):
             self._update_message(message)
 
     @guarded
-    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
-        """Delete the agent's messages with `seq >= start_seq`; returns how many."""
+    def delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
+        """Delete the conversation's messages with `seq >= start_seq`;
+        returns how many."""
         with self.transaction():
-            return self._delete_messages_from(agent_id, start_seq)
+            return self._delete_messages_from(agent_id, start_seq, conversation)
 
     @guarded
-    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
-        """The agent's messages with `seq >= start_seq`, oldest first, new
-        objects: the window, to change."""
-        return self._window(agent_id, start_seq, copies=True)
+    def messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
+        """The conversation's messages with `seq >= start_seq`, oldest first,
+        new objects: the window, to change."""
+        return self._window(agent_id, start_seq, copies=True, conversation=conversation)
 
     @guarded
-    def window(self, agent_id: str, start_seq: int) -> list[Message]:
+    def window(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
         """`messages_from`, read-only messages that the store keeps (see the
         protocol): the window, to read."""
-        return self._window(agent_id, start_seq)
+        return self._window(agent_id, start_seq, conversation=conversation)
 
     @guarded
-    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
-        """The agent's newest `limit` messages, oldest first."""
-        rows = self._all(NEWEST, [agent_id, limit])
+    def last_messages(
+        self, agent_id: str, limit: int, conversation: str | None = None
+    ) -> list[Message]:
+        """The conversation's newest `limit` messages, oldest first."""
+        rows = self._all(*newest_read(agent_id, limit, conversation))
         return [message_from_row(r) for r in reversed(rows)]
 
     @guarded

@@ -36,8 +36,13 @@ from psycopg.pq import ExecStatus
 RENEW = (
     "WITH renewed AS (UPDATE step_locks s SET renewed_at = %s, expires_at = %s + l.seconds "
     "FROM unnest(%s::text[], %s::text[], %s::float8[]) AS l(agent_id, holder, seconds) "
-    "WHERE s.agent_id = l.agent_id AND s.holder = l.holder RETURNING 1) "
-    "SELECT 1 / (count(*) = %s)::int FROM renewed"
+    "WHERE s.agent_id = l.agent_id AND s.holder = l.holder RETURNING 1), "
+    "renewed_conversations AS (UPDATE conversation_step_locks s SET renewed_at = %s, "
+    "expires_at = %s + l.seconds "
+    "FROM unnest(%s::text[], %s::text[], %s::float8[]) AS l(conversation_id, holder, seconds) "
+    "WHERE s.conversation_id = l.conversation_id AND s.holder = l.holder RETURNING 1) "
+    "SELECT 1 / ((SELECT count(*) FROM renewed) "
+    "+ (SELECT count(*) FROM renewed_conversations) = %s)::int"
 )
 LEASE_LOST = psycopg.errors.DivisionByZero
 

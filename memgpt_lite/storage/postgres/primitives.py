@@ -27,7 +27,12 @@ from psycopg.pq import TransactionStatus
 
 from memgpt_lite.errors import ConflictError, ReadOnlyError, StoreError
 from memgpt_lite.storage.core.errors import NOTHING_CHANGED
-from memgpt_lite.storage.core.locks import TAKEN_OVER, HeldLease
+from memgpt_lite.storage.core.locks import (
+    AGENT_LOCKS,
+    CONVERSATION_LOCKS,
+    TAKEN_OVER,
+    HeldLease,
+)
 from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions
 from memgpt_lite.storage.location import describe
@@ -208,14 +213,17 @@ class PostgresPrimitives(Transactions):
         if not self.held_leases:
             return
         now, leases = time.time(), self.held_leases
-        values = [
-            now,
-            now,
-            list(leases),
-            [lease.token for lease in leases.values()],
-            [float(lease.lease_seconds) for lease in leases.values()],
-            len(leases),
-        ]
+        values: list[Any] = []
+        for locks in (AGENT_LOCKS, CONVERSATION_LOCKS):
+            these = {key: lease for key, lease in leases.items() if lease.locks == locks}
+            values += [
+                now,
+                now,
+                list(these),
+                [lease.token for lease in these.values()],
+                [float(lease.lease_seconds) for lease in these.values()],
+            ]
+        values.append(len(leases))
         self._held.hold_renewal(as_text(self._connection_in_use(), RENEW, values))
 
     def _database_in_transaction(self) -> bool:

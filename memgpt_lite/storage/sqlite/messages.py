@@ -16,8 +16,9 @@ from sqlite_utils import Database
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
 from memgpt_lite.storage.core.errors import NO_MESSAGE
-from memgpt_lite.storage.core.messages import WINDOW
+from memgpt_lite.storage.core.messages import in_conversation, window_key, window_read
 from memgpt_lite.storage.core.rows import (
+    AFTER_MESSAGE,
     MESSAGE_COLUMNS,
     MESSAGE_FIELDS,
     message_edit,
@@ -31,7 +32,7 @@ from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
 
-_INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+_INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 # The agent's edit stamp (None until a first edit) and message count (None:
 # no such agent), for `WindowCache.read`.
 _STAMP = (
@@ -68,29 +69,40 @@ class MessageStore(BudgetedSearch):
             [message.id],
         )
 
-    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+    def _delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
         """Triggers keep the full-text index, counters and vectors in step."""
+        where, params = in_conversation(conversation)
         cursor = self.db.conn.execute(
-            "DELETE FROM messages WHERE agent_id = ? AND seq >= ?", [agent_id, start_seq]
+            f"DELETE FROM messages AS m WHERE m.agent_id = ? AND m.seq >= ?{where}",
+            [agent_id, start_seq, *params],
         )
         return cursor.rowcount
 
-    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+    def _window(
+        self,
+        agent_id: str,
+        start_seq: int,
+        copies: bool = False,
+        conversation: str | None = None,
+    ) -> list[Message]:
         """Read through `window_cache` (only new rows are fetched), in one
         snapshot; kept only when read outside a write, which may hold
         uncommitted rows."""
         committed = not self.db.conn.in_transaction
         execute = self.db.execute
+        key = window_key(agent_id, conversation)
         with self.snapshot():
-            rows_from = self.window_cache.rows_from(agent_id, start_seq)
+            rows_from = self.window_cache.rows_from(key, start_seq)
             stamp, count = execute(_STAMP, [agent_id, agent_id]).fetchone()
-            rows = execute(WINDOW, [agent_id, rows_from]).fetchall()
+            rows = execute(*window_read(agent_id, rows_from, conversation)).fetchall()
             found = WindowRead(stamp, count, rows_from, rows)
             return self.window_cache.read(
-                agent_id,
+                key,
                 start_seq,
                 found,
-                lambda: execute(WINDOW, [agent_id, start_seq]),
+                lambda: execute(*window_read(agent_id, start_seq, conversation)),
                 keep=committed,
                 copies=copies,
             )
@@ -112,6 +124,6 @@ class MessageStore(BudgetedSearch):
             )
         )
         rows, total = self.top_rows("messages", MESSAGE_COLUMNS, candidates.parts, search.limit)
-        scored = [(message_from_row(r), r[10]) for r in rows]
+        scored = [(message_from_row(r), r[AFTER_MESSAGE]) for r in rows]
         proven = candidates.left_out.proves([s for _, s in scored], search.exact)
         return Ranking(scored, total, proven)
