@@ -534,6 +534,12 @@ class AgentState(BaseModel):
 DEFAULT_CONVERSATION = "default"
 
 
+def conversation_ref(conversation: str | None) -> str | None:
+    """The id of a conversation as the store takes it: None for the
+    default one, however named (`DEFAULT_CONVERSATION`)."""
+    return None if conversation in (None, DEFAULT_CONVERSATION) else conversation
+
+
 class Conversation(BaseModel):
     """One of an agent's conversations: a message history of its own, with
     its own in-context window and recursive summary, over the agent's one

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.models import DEFAULT_CONVERSATION, AgentState, Conversation, utcnow
+from memgpt_lite.models import AgentState, Conversation, utcnow
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import stored_datetime
 from memgpt_lite.storage.core.transactions import Transactions, guarded
@@ -33,12 +33,6 @@ _WRITE_WINDOW = (
     "UPDATE conversations SET context_start = ?, window_summary = ?, pressure_warned = ?, "
     "updated_at = ? WHERE id = ? AND agent_id = ?"
 )
-
-
-def conversation_ref(conversation: str | None) -> str | None:
-    """The id of a conversation as the store keeps it: None for the
-    default one, however named (`DEFAULT_CONVERSATION`)."""
-    return None if conversation in (None, DEFAULT_CONVERSATION) else conversation
 
 
 def no_conversation(conversation: str) -> NotFoundError:
