@@ -189,9 +189,7 @@ class Message(BaseModel):
     step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None
-    # The conversation the message belongs to (`Conversation`); None: the
-    # agent's default conversation, its history from before conversations.
-    conversation_id: str | None = None
+    conversation_id: str | None = None  # its conversation's; None: the default one
 
     def to_openai(self) -> dict[str, Any]:
         """The message as the chat completions API expects it."""
@@ -502,10 +500,7 @@ class AgentState(BaseModel):
     pressure_warned: bool = False
     # The newest message seq a reflection has read (loop/reflection.py).
     reflected_seq: int = 0
-    # Not stored in the agent's row: the conversation this copy of the agent
-    # runs in (None: the default one). Its `context_start`, `summary` and
-    # `pressure_warned` are then that conversation's (the store reads and
-    # writes them there; see `Conversation`).
+    # Not in its row: the conversation of this copy, whose window fields it has.
     conversation_id: str | None = None
     embedding_model: str | None = None  # the space the stored vectors are in
     embedding_dimension: int | None = None
@@ -527,37 +522,6 @@ class AgentState(BaseModel):
     def shown_name(self) -> str:
         """The name Letta's views show: the display name, else the name."""
         return self.display_name or self.name
-
-
-# The id by which the agent's own history, the conversation every agent has
-# from the start, is named where a conversation id is asked for.
-DEFAULT_CONVERSATION = "default"
-
-
-def conversation_ref(conversation: str | None) -> str | None:
-    """The id of a conversation as the store takes it: None for the
-    default one, however named (`DEFAULT_CONVERSATION`)."""
-    return None if conversation in (None, DEFAULT_CONVERSATION) else conversation
-
-
-class Conversation(BaseModel):
-    """One of an agent's conversations: a message history of its own, with
-    its own in-context window and recursive summary, over the agent's one
-    memory (its blocks and archival memory, shared by every conversation).
-    The agent's history from before conversations is its default
-    conversation, which has no row (`DEFAULT_CONVERSATION`); its window is
-    the agent's own (`AgentState.context_start`, `summary`)."""
-
-    id: str = Field(default_factory=lambda: new_id("conv"))
-    agent_id: str
-    # Letta's `summary`: what the conversation is about, as its user says (a title).
-    summary: CleanStr | None = None
-    # As the agent's fields of the same names, for this conversation's window.
-    context_start: int = 0
-    window_summary: CleanStr = ""
-    pressure_warned: bool = False
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class ApiKey(BaseModel):

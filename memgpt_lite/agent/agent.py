@@ -19,7 +19,6 @@ summarizes and reflects (`agent.runner.retry()`, `.summarize()`,
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -68,7 +67,6 @@ from memgpt_lite.models import (
     StepInput,
     StepResult,
     ToolCall,
-    conversation_ref,
 )
 from memgpt_lite.settings.endpoint import check_timeout
 from memgpt_lite.settings.resolve import resolve_settings
@@ -138,6 +136,8 @@ class Agent:
         )
         self.archival = ArchivalMemory(self.runner)
         self.history = History(self.runner)
+        # Its conversations: separate message histories over its one memory.
+        self.conversations: Conversations[Agent] = Conversations(self)
 
     @classmethod
     def create(
@@ -342,33 +342,6 @@ class Agent:
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
         self.store.attach_block(self.state.id, block)
-
-    # Conversations
-
-    @property
-    def conversations(self) -> Conversations:
-        """The agent's conversations: separate message histories over its one
-        memory (agent/conversations.py)."""
-        return Conversations(self)
-
-    @property
-    def conversation_id(self) -> str | None:
-        """The conversation this object talks in (None: the default one)."""
-        return self.state.conversation_id
-
-    def in_conversation(self, conversation: str | None) -> Agent:
-        """This agent in `conversation` (an id; None or "default": the
-        default one), as another `Agent` on the same store and tools, whose
-        steps, window and history are the conversation's. NotFoundError for
-        a conversation the agent does not have."""
-        conversation = conversation_ref(conversation)
-        state = self.store.get_agent(self.state.id, conversation=conversation)
-        twin = copy.copy(self)
-        twin.state = state
-        twin.runner = self.runner.for_agent(twin)
-        twin.archival = ArchivalMemory(twin.runner)
-        twin.history = History(twin.runner)
-        return twin
 
     # The context window
 

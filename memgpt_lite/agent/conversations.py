@@ -7,7 +7,7 @@ step lock, so two conversations of an agent step at once while one
 conversation's steps still run one at a time. The agent's history from
 before conversations is its default conversation (`"default"`).
 
-`agent.conversations.open(id)` is the agent in that conversation: an
+`agent.conversations.open(id)` is the agent in that conversation: another
 `Agent` like any other (`step`, `stream`, `approve`, `context_messages`,
 `history`, ...), its steps run by the one step core (loop/step.py) with
 the copy of the agent's state that the store gives for the conversation.
@@ -15,18 +15,35 @@ the copy of the agent's state that the store gives for the conversation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import copy
+from typing import Any, Generic, Protocol, TypeVar
 
-from memgpt_lite.models import Conversation
+from memgpt_lite.agent.runner import Runner
+from memgpt_lite.conversations import Conversation, conversation_ref
+from memgpt_lite.memory.archival.passages import ArchivalMemory
+from memgpt_lite.memory.recall.history import History
+from memgpt_lite.models import AgentState
+from memgpt_lite.storage.protocol import Storage
 
-if TYPE_CHECKING:
-    from memgpt_lite.agent.agent import Agent
+
+class ConversationHolder(Protocol):
+    """What `Conversations` needs of its agent (an `Agent`)."""
+
+    state: AgentState
+    store: Storage
+    runner: Runner
+    archival: ArchivalMemory
+    history: History
+    conversations: Conversations[Any]
 
 
-class Conversations:
+A = TypeVar("A", bound=ConversationHolder)
+
+
+class Conversations(Generic[A]):
     """The conversations of one agent (`agent.conversations`)."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: A) -> None:
         self._agent = agent
 
     def create(self, summary: str | None = None) -> Conversation:
@@ -54,9 +71,20 @@ class Conversations:
         self._own(conversation_id)
         self._agent.store.delete_conversation(conversation_id)
 
-    def open(self, conversation_id: str | None) -> Agent:
-        """The agent in the conversation (None or "default": its default one)."""
-        return self._agent.in_conversation(conversation_id)
+    def open(self, conversation_id: str | None) -> A:
+        """The agent in the conversation (None or "default": its default
+        one): another `Agent` on the same store, tools and endpoint, whose
+        steps, window and history are the conversation's. NotFoundError for
+        a conversation the agent does not have."""
+        agent = self._agent
+        conversation = conversation_ref(conversation_id)
+        twin = copy.copy(agent)
+        twin.state = agent.store.get_agent(agent.state.id, conversation=conversation)
+        twin.runner = agent.runner.for_agent(twin)
+        twin.archival = ArchivalMemory(twin.runner)
+        twin.history = History(twin.runner)
+        twin.conversations = Conversations(twin)
+        return twin
 
     def _own(self, conversation_id: str) -> Conversation:
         agent = self._agent

@@ -228,6 +228,6 @@ def load_agent(
     given; `timeout` limits each model request."""
     agent = workspace_for(ctx).load_agent(name, timeout=timeout)
     if conversation is not None:
-        agent = agent.in_conversation(conversation)
+        agent = agent.conversations.open(conversation)
     agent.on_wait = say_waiting
     return agent

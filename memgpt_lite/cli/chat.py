@@ -124,5 +124,5 @@ def chat(
         agent = choose_agent(workspace_for(ctx), timeout)
         agent.on_wait = say_waiting
         if conversation is not None:
-            agent = agent.in_conversation(conversation)
+            agent = agent.conversations.open(conversation)
     ChatSession(agent, workspace_for(ctx), verbose=verbose).run()

@@ -48,7 +48,7 @@ def test_conversations_are_listed_renamed_and_deleted(fake_llm, db_location):
         kim.conversations.get(trip.id)  # sam's, not kim's
     with pytest.raises(NotFoundError):
         sam.conversations.open("conv-ghost")
-    assert sam.conversations.open("default").conversation_id is None
+    assert sam.conversations.open("default").state.conversation_id is None
 
 
 def test_each_conversation_has_its_own_history_over_one_memory(fake_llm, db_location):
@@ -76,7 +76,7 @@ def test_each_conversation_has_its_own_history_over_one_memory(fake_llm, db_loca
     assert "Likes Oslo." in fake_llm.chat_requests[-1]["messages"][0]["content"]
     sent = [m.get("content") for m in fake_llm.chat_requests[-1]["messages"]]
     assert "Hi." in sent and "I like Oslo." not in sent
-    again = Agent.load("sam", db=db_location).conversations.open(trip.conversation_id)
+    again = Agent.load("sam", db=db_location).conversations.open(trip.state.conversation_id)
     assert contents(again) == ["I like Oslo."]
 
 

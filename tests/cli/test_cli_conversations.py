@@ -29,7 +29,7 @@ def test_send_and_chat_talk_in_the_conversation_given(fake_llm, tmp_path):
     assert (sent.exit_code, sent.output) == (0, "Oslo it is.\n")
     assert run(db, "send", "sam", "Hi.", "-q").output == "Hello.\n"
     sam = Agent.load("sam", db=db)
-    in_trip = sam.in_conversation(trip)
+    in_trip = sam.conversations.open(trip)
     assert [m.content for m in in_trip.context_messages() if m.role == "user"] == [
         "Let us go to Oslo."
     ]

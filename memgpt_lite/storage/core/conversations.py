@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.models import AgentState, Conversation, utcnow
+from memgpt_lite.models import AgentState, utcnow
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import stored_datetime
 from memgpt_lite.storage.core.transactions import Transactions, guarded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from memgpt_lite.models import Conversation
+from memgpt_lite.conversations import Conversation
 
 
 @runtime_checkable

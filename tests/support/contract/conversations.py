@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.models import AgentState, Conversation
+from memgpt_lite.models import AgentState
 from support.contract.base import ContractBase, contents, new_agent, said
 from support.contract.transactions import alive, holder
 
