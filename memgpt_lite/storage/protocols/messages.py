@@ -25,8 +25,9 @@ class MessageStorage(Protocol):
         """Append messages, in order, in one transaction; sets each `seq`.
         With `usage`, stores it in the same transaction (what the answer among
         them cost: see `add_usage`). NotFoundError, storing none, if one
-        belongs to an unknown agent. With `release_lock` (an agent id and the
-        token of its step lock, as `release_step_lock` takes them), that
+        belongs to an unknown agent. With `release_lock` (the key of a step
+        lock this store holds, the agent's id or for a conversation's lock
+        the conversation's id, and its token), that
         transaction also gives the lock up, after its commit renewed the
         lease (so a lock taken over still fails it, storing nothing): a
         step's last write, outside any transaction (RuntimeError inside one,
