@@ -45,7 +45,13 @@ from memgpt_lite.storage.postgres.connect import (
     server_problem,
 )
 from memgpt_lite.storage.postgres.dialect import POSTGRES
-from memgpt_lite.storage.postgres.held import LEASE_LOST, RENEW, Held, HeldStatements, Later
+from memgpt_lite.storage.postgres.held import (
+    LEASE_LOST,
+    Held,
+    HeldStatements,
+    Later,
+    renewal,
+)
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -214,8 +220,12 @@ class PostgresPrimitives(Transactions):
             return
         now, leases = time.time(), self.held_leases
         values: list[Any] = []
+        tables: list[tuple[str, str]] = []
         for locks in (AGENT_LOCKS, CONVERSATION_LOCKS):
             these = {key: lease for key, lease in leases.items() if lease.locks == locks}
+            if not these:
+                continue
+            tables.append((locks.table, locks.key))
             values += [
                 now,
                 now,
@@ -224,7 +234,8 @@ class PostgresPrimitives(Transactions):
                 [float(lease.lease_seconds) for lease in these.values()],
             ]
         values.append(len(leases))
-        self._held.hold_renewal(as_text(self._connection_in_use(), RENEW, values))
+        statement = renewal(tuple(tables))
+        self._held.hold_renewal(as_text(self._connection_in_use(), statement, values))
 
     def _database_in_transaction(self) -> bool:
         conn = self._conn
