@@ -18,6 +18,7 @@ from memgpt_lite.models import Message, UsageRecord
 from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import (
+    CONVERSATION_AT,
     MESSAGE_COLUMNS,
     kept_message_from_record,
     message_from_row,
@@ -25,6 +26,7 @@ from memgpt_lite.storage.core.rows import (
 )
 from memgpt_lite.storage.core.sql import Cursor, Fetched, Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
+from memgpt_lite.storage.core.window_cache import WholeRead, WindowRead
 from memgpt_lite.storage.protocol import Ranking
 
 Read = tuple[str, list[Any]]  # a statement and its parameters
@@ -54,8 +56,68 @@ def window_read(agent_id: str, start_seq: int, conversation: str | None) -> Read
     )
 
 
+# The agent's messages from a seq, of every conversation, oldest first.
+_ALL_FROM = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
+)
+# `WindowRead.span`: how many rows the agent has from a seq, and the highest
+# seq; read after the rows, in the span that they extend a window by.
+_SPAN = "SELECT count(*), max(m.seq) FROM messages m WHERE m.agent_id = ? AND m.seq >= ?"
+# The agent's highest seq, read after a window's rows from its start (an
+# index probe, however long the span: `WholeRead.top`).
+_TOP = "SELECT 0, max(m.seq) FROM messages m WHERE m.agent_id = ?"
+
+
+def window_reads(
+    agent_id: str, start_seq: int, rows_from: int, conversation: str | None
+) -> list[Read]:
+    """What a window read through the window cache sends, in this order,
+    after the agent's stamp and count (`WindowRead`, in core/window_cache.py):
+    the conversation's rows from `rows_from`, then the span they are in; but
+    to extend a window of the default conversation, the agent's rows of
+    every conversation alone (the one statement a step sent before
+    conversations: the cache keeps the default conversation's)."""
+    if rows_from > start_seq:
+        if conversation is None:
+            return [(_ALL_FROM, [agent_id, rows_from])]
+        return [window_read(agent_id, rows_from, conversation), (_SPAN, [agent_id, rows_from])]
+    return [window_read(agent_id, start_seq, conversation), (_TOP, [agent_id])]
+
+
+def window_found(
+    stamp: Any, count: int | None, rows_from: int, results: Sequence[list[Any]]
+) -> WindowRead:
+    """What the reads of `window_reads` found, for `WindowCache.read`."""
+    span = tuple(results[1][0]) if len(results) > 1 else None
+    return WindowRead(stamp, count, rows_from, results[0], span)  # type: ignore[arg-type]
+
+
+def whole_found(results: Sequence[list[Any]]) -> WholeRead:
+    """What the reads of `window_reads` found from a window's start."""
+    top = results[1][0][1]
+    return WholeRead(results[0], -1 if top is None else top)
+
+
+# The agent's newest messages of every conversation, newest first (the
+# limit: its second parameter).
+_NEWEST = (
+    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? ORDER BY m.seq DESC LIMIT ?"
+)
+
+
 def newest_read(agent_id: str, limit: int, conversation: str | None) -> Read:
-    """The read of a conversation's newest `limit` messages, newest first."""
+    """The read of a conversation's newest `limit` messages, newest first;
+    for the default conversation, of the agent's newest of every
+    conversation, which `Messages._newest_rows` reads again, filtered, when
+    one is another conversation's. (The filter on an agent's many default
+    messages is one PostgreSQL plans, before its statistics have the
+    column, as a sort of them all; the plain read walks the index back.)"""
+    if conversation is None:
+        return _NEWEST, [agent_id, limit]
+    return _filtered_newest(agent_id, limit, conversation)
+
+
+def _filtered_newest(agent_id: str, limit: int, conversation: str | None) -> Read:
     where, params = in_conversation(conversation)
     return (
         f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ?{where} "
@@ -65,9 +127,10 @@ def newest_read(agent_id: str, limit: int, conversation: str | None) -> Read:
 
 
 def window_key(agent_id: str, conversation: str | None) -> str:
-    """What the window cache keeps a conversation's window under (an agent
-    id holds no NUL)."""
-    return agent_id if conversation is None else f"{agent_id}\0{conversation}"
+    """What the window cache keeps a conversation's window under: the
+    agent's id for its default conversation, else the conversation's (ids
+    are unique across agents)."""
+    return agent_id if conversation is None else conversation
 
 
 def check_stored(
@@ -193,8 +256,18 @@ class Messages(Transactions):
         self, agent_id: str, limit: int, conversation: str | None = None
     ) -> list[Message]:
         """The conversation's newest `limit` messages, oldest first."""
-        rows = self._all(*newest_read(agent_id, limit, conversation))
+        read = newest_read(agent_id, limit, conversation)
+        rows = self._newest_rows(agent_id, limit, conversation, self._all(*read))
         return [message_from_row(r) for r in reversed(rows)]
+
+    def _newest_rows(
+        self, agent_id: str, limit: int, conversation: str | None, rows: list[Any]
+    ) -> list[Any]:
+        """The rows of the conversation's newest `limit` messages, from those
+        `newest_read` read: these, unless one is of another conversation."""
+        if conversation is not None or all(row[CONVERSATION_AT] is None for row in rows):
+            return rows
+        return self._all(*_filtered_newest(agent_id, limit, conversation))
 
     @guarded
     def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:

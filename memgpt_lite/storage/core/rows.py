@@ -100,8 +100,9 @@ MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
     " m.step_id, m.created_at, m.conversation_id"
 )
-# Where a column selected after MESSAGE_COLUMNS (a ranking's score) is in a row.
-AFTER_MESSAGE = 11
+# Where a row of MESSAGE_COLUMNS has its conversation's id, and where a
+# column selected after them (a ranking's score) is.
+CONVERSATION_AT, AFTER_MESSAGE = 10, 11
 PASSAGE_COLUMNS = (
     "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context,"
     " p.superseded_by, p.superseded_at"
@@ -128,7 +129,7 @@ class Record(NamedTuple):
 def record_from_row(row: Sequence[Any]) -> Record:
     """A message's record from a row of MESSAGE_COLUMNS (and more, ignored)."""
     seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row[:10]
-    conversation_id = row[10]
+    conversation_id = row[CONVERSATION_AT]
     if not isinstance(created, datetime):
         created = datetime.fromisoformat(created)
     return Record(
@@ -257,7 +258,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
         "step_id": step_id,
         "created_at": created if isinstance(created, datetime) else datetime.fromisoformat(created),
         "seq": seq,
-        "conversation_id": row[10],
+        "conversation_id": row[CONVERSATION_AT],
     }
     return trusted(Message, values)
 

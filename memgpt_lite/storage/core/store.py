@@ -66,7 +66,7 @@ class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs
     def _step_start(
         self, agent_id: str, conversation: str | None, agents: list[Any], *rows: list[Any]
     ) -> StepStart:
-        newest = rows[0]
+        newest = self._newest_rows(agent_id, 1, conversation, rows[0])
         state = self._agent_named(agent_id, agents)
         if conversation is not None:
             state = as_in_conversation(state, rows[1], conversation)

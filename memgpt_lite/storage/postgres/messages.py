@@ -28,8 +28,10 @@ from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
 from memgpt_lite.storage.core.messages import (
     check_stored,
     in_conversation,
+    whole_found,
+    window_found,
     window_key,
-    window_read,
+    window_reads,
 )
 from memgpt_lite.storage.core.rows import (
     AFTER_MESSAGE,
@@ -40,7 +42,7 @@ from memgpt_lite.storage.core.rows import (
 )
 from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.core.transactions import guarded
-from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
@@ -128,12 +130,12 @@ class MessageStore(TextSearch):
         adding: Sequence[Message] = (),
         conversation: str | None = None,
     ) -> MainContext:
-        """Its three reads in one round trip, the window through
-        `window_cache`; with `adding`, the same round trip stores them first:
-        BEGIN, the writes, the reads, COMMIT."""
+        """Its reads in one round trip, the window through `window_cache`;
+        with `adding`, the same round trip stores them first: BEGIN, the
+        writes, the reads, COMMIT."""
         rows_from = self.window_cache.rows_from(window_key(agent_id, conversation), start_seq)
         reads = [(_STAMPED_STATS, [agent_id]), (AGENT_BLOCKS, [agent_id])]
-        reads.append(window_read(agent_id, rows_from, conversation))
+        reads += window_reads(agent_id, start_seq, rows_from, conversation)
         if adding and any(message.agent_id != agent_id for message in adding):
             self.add_messages(adding)  # (checked before it commits: see add_messages)
             adding = ()
@@ -142,14 +144,14 @@ class MessageStore(TextSearch):
                 inserted = self._insert_messages(adding)
                 held = [self._execute_later(statement, params) for statement, params in reads]
             check_stored(adding, inserted, None, None)
-            stamped, blocks, rows = (later.fetchall() for later in held)
+            stamped, blocks, *window = (later.fetchall() for later in held)
         else:
-            stamped, blocks, rows = self._all_together(*reads)
+            stamped, blocks, *window = self._all_together(*reads)
         head = stamped[0] if stamped else None
         if head is None:
             raise unknown_agent(agent_id)
         where = (agent_id, conversation)
-        messages = self._window_read(where, start_seq, head, rows_from, rows)
+        messages = self._window_read(where, start_seq, head, rows_from, window)
         stats = stats_from_row(head[1:])
         return MainContext(messages, [block_from_row(r) for r in blocks], stats)
 
@@ -165,12 +167,11 @@ class MessageStore(TextSearch):
         The stamp is read before the rows, so that a change committed in
         between is one the next read sees."""
         rows_from = self.window_cache.rows_from(window_key(agent_id, conversation), start_seq)
-        stamped, rows = self._all_together(
-            (_STAMPED_STATS, [agent_id]), window_read(agent_id, rows_from, conversation)
-        )
+        reads = window_reads(agent_id, start_seq, rows_from, conversation)
+        stamped, *window = self._all_together((_STAMPED_STATS, [agent_id]), *reads)
         head = stamped[0] if stamped else None
         where = (agent_id, conversation)
-        return self._window_read(where, start_seq, head, rows_from, rows, copies)
+        return self._window_read(where, start_seq, head, rows_from, window, copies)
 
     def _window_read(
         self,
@@ -178,19 +179,20 @@ class MessageStore(TextSearch):
         start_seq: int,
         head: Any,
         rows_from: int,
-        rows: list[Any],
+        window: list[list[Any]],
         copies: bool = False,
     ) -> list[Message]:
-        """The window from the rows read from `rows_from` on and the agent's
-        `_STAMPED_STATS` row `head` (None: no such agent), for the agent
-        and conversation `where`."""
+        """The window from what `window_reads` read from `rows_from` on and
+        the agent's `_STAMPED_STATS` row `head` (None: no such agent), for
+        the agent and conversation `where`."""
         agent_id, conversation = where
-        found = WindowRead(*(head[:2] if head else (None, None)), rows_from, rows)
+        stamp, count = head[:2] if head else (None, None)
+        whole = window_reads(agent_id, start_seq, start_seq, conversation)
         return self.window_cache.read(
             window_key(agent_id, conversation),
             start_seq,
-            found,
-            lambda: self._all(*window_read(agent_id, start_seq, conversation)),
+            window_found(stamp, count, rows_from, window),
+            lambda: whole_found(self._all_together(*whole)),
             keep=not self._levels,  # outside any transaction: what was read is committed
             copies=copies,
         )

@@ -10,13 +10,21 @@ through `window_cache` (only the rows stored since the last read).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
 from memgpt_lite.storage.core.errors import NO_MESSAGE
-from memgpt_lite.storage.core.messages import in_conversation, window_key, window_read
+from memgpt_lite.storage.core.messages import (
+    Read,
+    in_conversation,
+    whole_found,
+    window_found,
+    window_key,
+    window_reads,
+)
 from memgpt_lite.storage.core.rows import (
     AFTER_MESSAGE,
     MESSAGE_COLUMNS,
@@ -26,7 +34,7 @@ from memgpt_lite.storage.core.rows import (
     message_row,
 )
 from memgpt_lite.storage.core.sql import Fetched, Search
-from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
@@ -93,16 +101,26 @@ class MessageStore(BudgetedSearch):
         committed = not self.db.conn.in_transaction
         execute = self.db.execute
         key = window_key(agent_id, conversation)
+
+        def read(reads: list[Read]) -> list[list[Any]]:
+            return [execute(statement, params).fetchall() for statement, params in reads]
+
         with self.snapshot():
             rows_from = self.window_cache.rows_from(key, start_seq)
             stamp, count = execute(_STAMP, [agent_id, agent_id]).fetchone()
-            rows = execute(*window_read(agent_id, rows_from, conversation)).fetchall()
-            found = WindowRead(stamp, count, rows_from, rows)
+            found = window_found(
+                stamp,
+                count,
+                rows_from,
+                read(window_reads(agent_id, start_seq, rows_from, conversation)),
+            )
             return self.window_cache.read(
                 key,
                 start_seq,
                 found,
-                lambda: execute(*window_read(agent_id, start_seq, conversation)),
+                lambda: whole_found(
+                    read(window_reads(agent_id, start_seq, start_seq, conversation))
+                ),
                 keep=committed,
                 copies=copies,
             )

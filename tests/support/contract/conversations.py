@@ -72,6 +72,24 @@ class ConversationContract(ContractBase):
         assert contents(store.window(sam.id, 0, trip)) == []
         assert contents(store.window(sam.id, 0)) == ["a", "b"]
 
+    def test_busy_conversations_keep_their_windows_and_read_only_what_is_new(self, store):
+        """Each conversation's window is kept under its own key: appends in
+        the others leave it valid, so the messages it holds come back as the
+        very same objects (read again, they would be new ones)."""
+        sam = new_agent(store)
+        trip = store.create_conversation(Conversation(agent_id=sam.id)).id
+        store.add_messages([*talk(sam, None, "a"), *talk(sam, trip, "t")])
+        home, away = store.window(sam.id, 0), store.window(sam.id, 0, trip)
+        for turn in ("1", "2"):
+            store.add_messages(talk(sam, trip, f"t{turn}"))
+            store.add_messages(talk(sam, None, f"a{turn}"))
+            grown_home, grown_away = store.window(sam.id, 0), store.window(sam.id, 0, trip)
+            assert grown_home[0] is home[0] and grown_away[0] is away[0]
+        assert contents(grown_home) == ["a", "a1", "a2"]
+        assert contents(grown_away) == ["t", "t1", "t2"]
+        later = store.window(sam.id, grown_home[1].seq or 0)  # a start compaction moved
+        assert contents(later) == ["a1", "a2"] and later[0] is grown_home[1]
+
     def test_the_copy_of_the_agent_in_a_conversation_has_the_conversations_window(self, store):
         sam = new_agent(store)
         trip = store.create_conversation(Conversation(agent_id=sam.id)).id
