@@ -7,7 +7,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import CleanStr, new_id, utcnow
+from memgpt_lite.text import clean_text
 
 # The id by which the agent's own history, the conversation every agent has
 # from the start, is named where a conversation id is asked for.
@@ -18,6 +20,11 @@ def conversation_ref(conversation: str | None) -> str | None:
     """The id of a conversation as the store takes it: None for the
     default one, however named (`DEFAULT_CONVERSATION`)."""
     return None if conversation in (None, DEFAULT_CONVERSATION) else conversation
+
+
+def no_conversation(conversation: str) -> NotFoundError:
+    """The error for a conversation that is not there (or not the asker's)."""
+    return NotFoundError(f"no conversation {clean_text(conversation)!r}")
 
 
 class Conversation(BaseModel):
@@ -38,3 +45,6 @@ class Conversation(BaseModel):
     pressure_warned: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    # When its newest message was stored (None: it has none), as read: not a
+    # column of its own.
+    last_message_at: datetime | None = None

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memgpt_lite.conversations import Conversation
-from memgpt_lite.errors import NotFoundError
+from memgpt_lite.conversations import Conversation, no_conversation
 from memgpt_lite.models import AgentState, utcnow
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import stored_datetime
@@ -29,6 +28,13 @@ _COLUMNS = (
 )
 # The conversation's row (`conversation_from_row`), by id.
 CONVERSATION_READ = f"SELECT {_COLUMNS} FROM conversations WHERE id = ?"
+# A conversation's row and when its newest message was stored (an index
+# probe: the conversations' messages index, backwards), for `c`.
+_WITH_LAST_MESSAGE = (
+    f"SELECT {', '.join(f'c.{column}' for column in _COLUMNS.split(', '))}, "
+    "(SELECT m.created_at FROM messages m WHERE m.conversation_id = c.id "
+    "ORDER BY m.seq DESC LIMIT 1) FROM conversations c"
+)
 # What a copy of the agent in the conversation has of it (`as_in_conversation`).
 _WRITE_WINDOW = (
     "UPDATE conversations SET context_start = ?, window_summary = ?, pressure_warned = ?, "
@@ -36,12 +42,10 @@ _WRITE_WINDOW = (
 )
 
 
-def no_conversation(conversation: str) -> NotFoundError:
-    return NotFoundError(f"no conversation {clean_text(conversation)!r}")
-
-
 def conversation_from_row(row: Sequence[Any]) -> Conversation:
-    id_, agent_id, summary, start, window_summary, warned, created, updated = row
+    """From a row of `_COLUMNS`, and when its newest message was stored
+    (`_WITH_LAST_MESSAGE`'s last column), if read."""
+    id_, agent_id, summary, start, window_summary, warned, created, updated = row[:8]
     return Conversation(
         id=id_,
         agent_id=agent_id,
@@ -51,6 +55,7 @@ def conversation_from_row(row: Sequence[Any]) -> Conversation:
         pressure_warned=bool(warned),
         created_at=stored_datetime(created),
         updated_at=stored_datetime(updated),
+        last_message_at=stored_datetime(row[8]) if len(row) > 8 else None,
     )
 
 
@@ -121,18 +126,27 @@ class Conversations(Transactions):
 
     @guarded
     def get_conversation(self, conversation_id: str) -> Conversation:
-        row = self._one(CONVERSATION_READ, [clean_text(conversation_id)])
+        row = self._one(f"{_WITH_LAST_MESSAGE} WHERE c.id = ?", [clean_text(conversation_id)])
         if row is None:
             raise no_conversation(conversation_id)
         return conversation_from_row(row)
 
     @guarded
-    def list_conversations(self, agent_id: str) -> list[Conversation]:
-        """The agent's conversations, oldest first (the default one has no row)."""
-        rows = self._all(
-            f"SELECT {_COLUMNS} FROM conversations WHERE agent_id = ? ORDER BY created_at, id",
-            [agent_id],
-        )
+    def list_conversations(
+        self, agent_id: str | None = None, owner: str | None = None
+    ) -> list[Conversation]:
+        """The conversations of the agent, or of every agent of `owner` (or
+        both: the agent's if it is the owner's), oldest first (the default
+        one has no row)."""
+        where, params = [], []
+        if agent_id is not None:
+            where.append("c.agent_id = ?")
+            params.append(agent_id)
+        if owner is not None:
+            where.append("c.agent_id IN (SELECT a.id FROM agents a WHERE a.owner = ?)")
+            params.append(owner)
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._all(f"{_WITH_LAST_MESSAGE}{condition} ORDER BY c.created_at, c.id", params)
         return [conversation_from_row(r) for r in rows]
 
     @guarded

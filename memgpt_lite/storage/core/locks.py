@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memgpt_lite.errors import BusyError, ConflictError, NotFoundError
+from memgpt_lite.conversations import no_conversation
+from memgpt_lite.errors import BusyError, ConflictError
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions, guarded
@@ -234,7 +235,7 @@ class StepLocks(Transactions):
                     f"SELECT 1 FROM {locks.parent} WHERE id = ?", [key]
                 ):
                     if conversation is not None:
-                        raise NotFoundError(f"no conversation {conversation!r}")
+                        raise no_conversation(conversation)
                     raise unknown_agent(agent_id)
                 if current is not None and held_by_another(current, claim, now, is_dead):
                     return current

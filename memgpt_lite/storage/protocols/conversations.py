@@ -24,11 +24,15 @@ class ConversationStorage(Protocol):
         ...
 
     def get_conversation(self, conversation_id: str) -> Conversation:
-        """NotFoundError if there is none."""
+        """With when its newest message was stored; NotFoundError if there is none."""
         ...
 
-    def list_conversations(self, agent_id: str) -> list[Conversation]:
-        """The agent's conversations, oldest first."""
+    def list_conversations(
+        self, agent_id: str | None = None, owner: str | None = None
+    ) -> list[Conversation]:
+        """The conversations of the agent, or of every agent of `owner` (both
+        given: the agent's, if it is the owner's), oldest first, with when
+        each one's newest message was stored."""
         ...
 
     def update_conversation_summary(

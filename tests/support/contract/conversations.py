@@ -36,6 +36,25 @@ class ConversationContract(ContractBase):
         with pytest.raises(NotFoundError):
             store.update_conversation_summary("conv-ghost", "x")
 
+    def test_conversations_list_by_agent_or_owner_with_their_newest_message_time(self, store):
+        sam, kim = new_agent(store), new_agent(store, "kim")
+        bob = AgentState(name="bob", llm=sam.llm, system="s", owner="bob")
+        store.create_agent(bob, [])
+        quiet = store.create_conversation(Conversation(agent_id=sam.id)).id
+        busy = store.create_conversation(Conversation(agent_id=kim.id)).id
+        store.create_conversation(Conversation(agent_id=bob.id))
+        first, last = talk(kim, busy, "one", "two")
+        store.add_messages([first, last, *talk(kim, None, "elsewhere")])
+        assert store.get_conversation(busy).last_message_at == last.created_at
+        assert store.get_conversation(quiet).last_message_at is None
+        mine = store.list_conversations(owner=sam.owner)
+        assert [(c.id, c.last_message_at) for c in mine] == [
+            (quiet, None),
+            (busy, last.created_at),
+        ]
+        assert [c.id for c in store.list_conversations(kim.id, owner=sam.owner)] == [busy]
+        assert store.list_conversations(kim.id, owner="bob") == []
+
     def test_each_conversation_reads_its_own_messages_and_the_default_the_rest(self, store):
         sam = new_agent(store)
         trip = store.create_conversation(Conversation(agent_id=sam.id)).id
