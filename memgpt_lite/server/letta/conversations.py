@@ -136,8 +136,8 @@ def list_conversations(
     """Letta's list_conversations: the user's conversations (of `agent_id`'s
     agent), newest first unless `order` is "asc"; by `last_message_at` (or
     Letta's `last_run_completion`, the same here), those that never spoke
-    last. `after` is a conversation id. Listed, a conversation does not
-    carry its window's message ids (retrieve gives them)."""
+    as the oldest. `after` is a conversation id. Listed, a conversation does
+    not carry its window's message ids (retrieve gives them)."""
     wanted = None if agent_id is None else ctx.agent_state(user, agent_id).id
     found = ctx.workspace.conversations(user, wanted)
     if summary_search:

@@ -25,13 +25,13 @@ conversation, a conversation's id for another), so that several busy
 conversations do not evict or invalidate each other: the count is the
 agent's, so the rows read past `top` are weighed against it as a whole. A
 read in the default conversation reads the agent's new rows of every
-conversation (the one statement it read before conversations; a step adds
-a few) and keeps its own; a read in another conversation reads its own rows
-and, after them, how many rows the agent has in that span and the highest
-seq (`WindowRead.span`), so that one idle while others talked reads no
-more than its own. A whole read (from the window's start) reads the
-conversation's rows and the span after them: `top` is then never below a
-row the count counted.
+conversation (the one statement it sent before conversations) and keeps
+its own; a read in another conversation reads its own rows and, after
+them, how many rows the agent has in that span and the highest seq
+(`WindowRead.span`), so that one idle while others talked reads no more
+than its own. A whole read (from the window's start) reads the
+conversation's rows and, after them, the agent's highest seq: `top` is
+then never below a row the count counted.
 
 So this holds whichever process or store changed the rows. What a read
 keeps is read in one snapshot (SQLite), or its stamp and count before its
