@@ -88,8 +88,11 @@ def window_found(
     stamp: Any, count: int | None, rows_from: int, results: Sequence[list[Any]]
 ) -> WindowRead:
     """What the reads of `window_reads` found, for `WindowCache.read`."""
-    span = tuple(results[1][0]) if len(results) > 1 else None
-    return WindowRead(stamp, count, rows_from, results[0], span)  # type: ignore[arg-type]
+    span = None
+    if len(results) > 1:
+        [(counted, top)] = results[1]
+        span = (counted, top)
+    return WindowRead(stamp, count, rows_from, results[0], span)
 
 
 def whole_found(results: Sequence[list[Any]]) -> WholeRead:
