@@ -28,9 +28,11 @@ def user_texts(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "user"]
 
 
-def sent(client: Letta, conversation_id: str, text: str, **options: Any) -> list[Any]:
+def sent(
+    client: Letta, conversation_id: str, text: str, otid: str | None = None, **options: Any
+) -> list[Any]:
     """The chunks of a streamed send (the SDK's default here)."""
-    messages = [{"role": "user", "content": text}]
+    messages = [{"role": "user", "content": text, "otid": otid}]
     return list(client.conversations.messages.create(conversation_id, messages=messages, **options))
 
 
@@ -89,8 +91,11 @@ def test_a_conversation_has_its_own_messages_and_the_default_one_is_the_agents(
     trip = client.conversations.create(agent_id=agent.id).id
     fake_llm.enqueue(said("Oslo it is."), said("Hello again."), said("Noted."))
 
-    chunks = sent(client, trip, "Let us plan Oslo.", stream_tokens=True)
+    chunks = sent(client, trip, "Let us plan Oslo.", otid="otid-oslo", stream_tokens=True)
     assert [c.message_type for c in chunks][-2:] == ["stop_reason", "usage_statistics"]
+    # A retry with the same otid is answered from the first send, not run again.
+    again = sent(client, trip, "Let us plan Oslo.", otid="otid-oslo", stream_tokens=True)
+    assert [c.content for c in again if c.message_type == "assistant_message"] == ["Oslo it is."]
     sent(client, "default", "Back home.", agent_id=agent.id)
     # Not streamed: a LettaResponse (which this SDK reads as a stream: asked
     # plainly). The agent's id is Letta's older name of its default conversation.
