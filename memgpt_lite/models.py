@@ -189,6 +189,7 @@ class Message(BaseModel):
     step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None
+    conversation_id: str | None = None  # its conversation's; None: the default one
 
     def to_openai(self) -> dict[str, Any]:
         """The message as the chat completions API expects it."""
@@ -499,6 +500,8 @@ class AgentState(BaseModel):
     pressure_warned: bool = False
     # The newest message seq a reflection has read (loop/reflection.py).
     reflected_seq: int = 0
+    # Not in its row: the conversation of this copy, whose window fields it has.
+    conversation_id: str | None = None
     embedding_model: str | None = None  # the space the stored vectors are in
     embedding_dimension: int | None = None
     settings: AgentSettings = Field(default_factory=AgentSettings)

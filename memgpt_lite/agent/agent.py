@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memgpt_lite.agent.conversations import Conversations
 from memgpt_lite.agent.runner import Runner
 from memgpt_lite.agent.setup import (
     ToolLike,
@@ -135,6 +136,8 @@ class Agent:
         )
         self.archival = ArchivalMemory(self.runner)
         self.history = History(self.runner)
+        # Its conversations: separate message histories over its one memory.
+        self.conversations: Conversations[Agent] = Conversations(self)
 
     @classmethod
     def create(

@@ -109,6 +109,18 @@ class Runner:
         # config.toml is read once per runner, as the model reads it.
         self._lease: tuple[tuple[float | None, float | None], float] | None = None
 
+    def for_agent(self, agent: AgentParts) -> Runner:
+        """A runner for another copy of this agent (in another conversation),
+        with this one's endpoint, timeout, model, embedder and peers."""
+        return Runner(
+            agent,
+            endpoint=self._endpoint,
+            timeout=self._timeout,
+            llm=self._given_llm,
+            embedder=self._embedder,
+            open_peer=self._open_peer,
+        )
+
     @property
     def state(self) -> AgentState:
         """The agent's row as last read: the agent's own `state`."""
@@ -195,7 +207,8 @@ class Runner:
 
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""
-        return self.store.messages_from(self.state.id, self.state.context_start)
+        state = self.state
+        return self.store.messages_from(state.id, state.context_start, state.conversation_id)
 
     # The step lock (loop/steplock.py)
 
@@ -224,7 +237,15 @@ class Runner:
         if self._lease is None or self._lease[0] != given:
             self._lease = given, lease_seconds(resolve_timeout(self.state.llm, self._timeout))
         state, on_wait = self.state, self.agent.on_wait
-        return StepLock(self.store, state.id, state.name, self._lease[1], on_wait, starts_step)
+        return StepLock(
+            self.store,
+            state.id,
+            state.name,
+            self._lease[1],
+            on_wait,
+            starts_step,
+            conversation=state.conversation_id,
+        )
 
     def rollback_interrupted(self) -> None:
         """Roll back what a step interrupted in this thread (Ctrl-C) left
@@ -305,7 +326,8 @@ class Runner:
         """Force a compaction now: the older messages leave the window and are
         folded into the summary (they stay searchable in recall memory)."""
         with self.step_lock():
-            self.state = self.store.get_agent(self.state.id)
+            state = self.state
+            self.state = self.store.get_agent(state.id, conversation=state.conversation_id)
             return sync.run(compact(self, compile_context(self), force=True))
 
     def reflect(self) -> ReflectionReport:

@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.agent import keys
+from memgpt_lite.conversations import Conversation, no_conversation
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import (
     DEFAULT_USER,
@@ -179,11 +180,15 @@ class Workspace:
             peer_api_key=peer_api_key,
         )
 
-    def agent_state(self, ref: str, owner: str | None = None) -> AgentState:
+    def agent_state(
+        self, ref: str, owner: str | None = None, conversation: str | None = None
+    ) -> AgentState:
         """The stored row of the agent numbered or named `ref` (ids first).
         With `owner`, among that user's agents only: another user's agent is
-        not found, word for word as an agent that does not exist."""
-        return self.store.get_agent(ref, owner=owner)
+        not found, word for word as an agent that does not exist. With
+        `conversation`, the agent's copy in it (its window, summary and
+        alert are the conversation's; NotFoundError if the agent has none)."""
+        return self.store.get_agent(ref, owner=owner, conversation=conversation)
 
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
         """Every agent (of `owner`, if given), with its counts."""
@@ -269,7 +274,14 @@ class Workspace:
         `state` as stored now: where the window starts."""
         from memgpt_lite.memory.recall.answered import unanswered  # see the imports
 
-        return unanswered(self.store.messages_from(state.id, state.context_start))
+        return unanswered(
+            self.store.messages_from(state.id, state.context_start, state.conversation_id)
+        )
+
+    def window(self, state: AgentState) -> list[Message]:
+        """The messages in the context window of `state`'s agent (of its
+        conversation, for its copy in one), oldest first: read-only."""
+        return self.store.window(state.id, state.context_start, state.conversation_id)
 
     def history_page(
         self, agent_id: str, limit: int, offset: int = 0, since: datetime | None = None
@@ -296,13 +308,16 @@ class Workspace:
         kept = [message for message in ranked if message.created_at >= since]
         return kept[offset : offset + limit], len(kept)
 
-    def all_messages(self, agent_id: str) -> list[Message]:
-        """Every stored message of the agent, oldest first."""
-        return self.store.messages_from(agent_id, 0)
+    def all_messages(self, agent_id: str, conversation: str | None = None) -> list[Message]:
+        """Every stored message of the agent's conversation (None: its
+        default one), oldest first."""
+        return self.store.messages_from(agent_id, 0, conversation)
 
-    def newest_messages(self, agent_id: str, count: int) -> list[Message]:
-        """The agent's newest `count` messages, oldest first."""
-        return self.store.last_messages(agent_id, count)
+    def newest_messages(
+        self, agent_id: str, count: int, conversation: str | None = None
+    ) -> list[Message]:
+        """The newest `count` messages of the agent's conversation, oldest first."""
+        return self.store.last_messages(agent_id, count, conversation)
 
     def reset_messages(self, agent: Agent) -> AgentState:
         """Delete every message of `agent`, once no step of it runs, with
@@ -314,11 +329,12 @@ class Workspace:
 
     # Approvals, read without an agent
 
-    def waiting_answer(self, agent_id: str) -> Message | None:
-        """The stored answer whose tool calls wait for the user's approval, if any."""
+    def waiting_answer(self, agent_id: str, conversation: str | None = None) -> Message | None:
+        """The stored answer whose tool calls wait for the user's approval,
+        if any (in the agent's `conversation`; None: its default one)."""
         from memgpt_lite.loop.approvals import stored_waiting_answer  # see the imports
 
-        return stored_waiting_answer(self.store, agent_id)
+        return stored_waiting_answer(self.store, agent_id, conversation)
 
     def waiting_calls(self, state: AgentState) -> list[ToolCall]:
         """The calls of `state`'s agent waiting for approval, for what opens no
@@ -331,8 +347,36 @@ class Workspace:
         from memgpt_lite.tools.sets import agent_tools
 
         tools = agent_tools(state.settings.tool_set, {}, state.tool_names)
-        answer = self.waiting_answer(state.id)
+        answer = self.waiting_answer(state.id, state.conversation_id)
         return calls_waiting(tools, RuleBook(state.settings.tool_rules), answer)
+
+    # Conversations: an agent's message histories over its one memory
+    # (agent/conversations.py), for what opens no agent
+
+    def conversation(self, conversation_id: str, owner: str) -> Conversation:
+        """The owner's conversation: one of another user's agents is not
+        found, word for word as one that does not exist."""
+        found = self.store.get_conversation(conversation_id)
+        try:
+            self.store.get_agent(found.agent_id, owner=owner)
+        except NotFoundError:
+            raise no_conversation(conversation_id) from None
+        return found
+
+    def conversations(self, owner: str, agent_id: str | None = None) -> list[Conversation]:
+        """The conversations of the owner's agent, or of all the owner's
+        agents, oldest first."""
+        return self.store.list_conversations(agent_id, owner=owner)
+
+    def create_conversation(self, agent_id: str, summary: str | None = None) -> Conversation:
+        return self.store.create_conversation(Conversation(agent_id=agent_id, summary=summary))
+
+    def update_conversation(self, conversation_id: str, summary: str | None) -> Conversation:
+        return self.store.update_conversation_summary(conversation_id, summary)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """The conversation and its messages (the agent's memory stays)."""
+        self.store.delete_conversation(conversation_id)
 
     # The runs of Letta's asynchronous sends (server/letta/runs.py)
 

@@ -63,6 +63,14 @@ timeout_option = click.option(
     f"then $MEMGPT_LITE_TIMEOUT, then timeout in config.toml, then {DEFAULT_TIMEOUT_SECONDS:g}).",
 )
 
+# Shared by send and chat: which of the agent's conversations to talk in.
+conversation_option = click.option(
+    "--conversation",
+    metavar="ID",
+    help="Talk in this conversation of the agent (an id `memgpt-lite conversations NAME` "
+    "lists); default: its default conversation, its history from before conversations.",
+)
+
 
 class CleanText(click.ParamType):
     """A text argument made valid: Python decodes a byte of `argv` that is not
@@ -213,8 +221,13 @@ def say_waiting(message: str) -> None:
     click.echo(f"{message} (Ctrl-C stops waiting)", err=True)
 
 
-def load_agent(ctx: click.Context, name: str, timeout: float | None = None) -> Agent:
-    """Agent NAME from the command's database; `timeout` limits each model request."""
+def load_agent(
+    ctx: click.Context, name: str, timeout: float | None = None, conversation: str | None = None
+) -> Agent:
+    """Agent NAME from the command's database, in its `conversation` if
+    given; `timeout` limits each model request."""
     agent = workspace_for(ctx).load_agent(name, timeout=timeout)
+    if conversation is not None:
+        agent = agent.conversations.open(conversation)
     agent.on_wait = say_waiting
     return agent

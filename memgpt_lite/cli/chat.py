@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memgpt_lite.cli.base import load_agent, say_waiting, timeout_option, workspace_for
+from memgpt_lite.cli.base import (
+    conversation_option,
+    load_agent,
+    say_waiting,
+    timeout_option,
+    workspace_for,
+)
 from memgpt_lite.cli.log import show_details
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.settings.resolve import effective_config
@@ -83,8 +89,15 @@ def choose_agent(workspace: Workspace, timeout: float | None = None) -> Agent:
     "--verbose", "-v", is_flag=True, help="Show tool calls with full arguments and results."
 )
 @timeout_option
+@conversation_option
 @click.pass_context
-def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | None) -> None:
+def chat(
+    ctx: click.Context,
+    name: str | None,
+    verbose: bool,
+    timeout: float | None,
+    conversation: str | None,
+) -> None:
     """Chat with agent NAME; without NAME, pick an agent or create one.
 
     Type /help in the chat for its commands (/memory, /edit, /retry, /pop, ...).
@@ -92,6 +105,9 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
     Ctrl-C cancels a reply in progress; Ctrl-D leaves. A tool call that waits
     for your approval is shown and asked about (Ctrl-C there leaves it
     waiting, for /approve or /deny).
+
+    With --conversation ID, the chat is in that conversation of the agent:
+    its own history and window, over the agent's one memory.
 
     Example: memgpt-lite chat sam
     """
@@ -103,8 +119,10 @@ def chat(ctx: click.Context, name: str | None, verbose: bool, timeout: float | N
         # A typed or piped line that is not UTF-8 is read with U+FFFD, not refused.
         sys.stdin.reconfigure(errors="replace")
     if name:
-        agent = load_agent(ctx, name, timeout)
+        agent = load_agent(ctx, name, timeout, conversation)
     else:
         agent = choose_agent(workspace_for(ctx), timeout)
         agent.on_wait = say_waiting
+        if conversation is not None:
+            agent = agent.conversations.open(conversation)
     ChatSession(agent, workspace_for(ctx), verbose=verbose).run()

@@ -17,11 +17,13 @@ from memgpt_lite.cli.archival import archival
 from memgpt_lite.cli.base import (
     FriendlyGroup,
     TextOrFile,
+    conversation_option,
     load_agent,
     timeout_option,
     workspace_for,
 )
 from memgpt_lite.cli.chat import chat
+from memgpt_lite.cli.conversations import conversations
 from memgpt_lite.cli.copydb import copy_db
 from memgpt_lite.cli.doctor import doctor, models
 from memgpt_lite.cli.history import log_command
@@ -96,6 +98,7 @@ def _output_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.argument("message", required=False, type=TextOrFile())
 @_output_options
 @timeout_option
+@conversation_option
 @click.pass_context
 def send(
     ctx: click.Context,
@@ -105,6 +108,7 @@ def send(
     quiet: bool,
     as_json: bool,
     timeout: float | None,
+    conversation: str | None,
 ) -> None:
     """Send MESSAGE to agent NAME and print its replies, one per line.
 
@@ -119,11 +123,15 @@ def send(
     message stays stored but unanswered, and is left out of later requests:
     `memgpt-lite retry NAME` sends it again, `memgpt-lite pop NAME` drops it.
 
+    With --conversation ID, the message goes to that conversation of the
+    agent (`memgpt-lite conversations NAME --new` makes one): its own
+    history and window, over the agent's one memory.
+
     Example: memgpt-lite send sam "Hi, my name is Alice" --timeout 60
     """
     output = output_mode(verbose, quiet, as_json)
     text = read_message(message)
-    agent = _agent_for(ctx, name, timeout, output)
+    agent = _agent_for(ctx, name, timeout, output, conversation)
     ctx.exit(run_step(agent, text, output))
 
 
@@ -249,11 +257,18 @@ def pop(ctx: click.Context, name: str, count: int) -> None:
     click.echo(f"Removed {count} exchange(s): {deleted} messages.")
 
 
-def _agent_for(ctx: click.Context, name: str, timeout: float | None, output: Output) -> Agent:
-    """Agent NAME, with the terminal output `output` asks for."""
+def _agent_for(
+    ctx: click.Context,
+    name: str,
+    timeout: float | None,
+    output: Output,
+    conversation: str | None = None,
+) -> Agent:
+    """Agent NAME (in `conversation`, if given), with the terminal output
+    `output` asks for."""
     if output is Output.VERBOSE:
         show_details()
-    agent = load_agent(ctx, name, timeout)
+    agent = load_agent(ctx, name, timeout, conversation)
     if output is Output.QUIET:
         quiet_agent(agent)
     return agent
@@ -332,6 +347,7 @@ def reflect(ctx: click.Context, name: str, every: int | None) -> None:
 # Command families kept in their own modules.
 cli.add_command(archival)
 cli.add_command(chat)
+cli.add_command(conversations)
 cli.add_command(copy_db)
 cli.add_command(doctor)
 cli.add_command(models)

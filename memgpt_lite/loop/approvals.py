@@ -60,15 +60,18 @@ def waiting_in(newest: Message | None) -> Message | None:
     return None
 
 
-def stored_waiting_answer(store: Storage, agent_id: str) -> Message | None:
-    """The agent's stored answer whose tool calls wait for approval, if any."""
-    newest = store.last_messages(agent_id, 1)
+def stored_waiting_answer(
+    store: Storage, agent_id: str, conversation: str | None = None
+) -> Message | None:
+    """The agent's stored answer whose tool calls wait for approval, if any
+    (in `conversation`; None: the default one)."""
+    newest = store.last_messages(agent_id, 1, conversation)
     return waiting_in(newest[-1] if newest else None)
 
 
 def waiting_answer(agent: AgentDeps) -> Message | None:
     """The agent's stored answer whose tool calls wait for approval, if any."""
-    return stored_waiting_answer(agent.store, agent.state.id)
+    return stored_waiting_answer(agent.store, agent.state.id, agent.state.conversation_id)
 
 
 def waiting_calls(agent: AgentDeps, tools: Mapping[str, Tool], rules: RuleBook) -> list[ToolCall]:
@@ -129,7 +132,8 @@ def turn_rules(agent: AgentDeps, rules: RuleBook) -> RuleBook:
     turn, however many waits split it. A stored result is taken as a call that
     ran unless it is an error, which every failed call's result starts with."""
     book = RuleBook(rules.rules)
-    messages = agent.store.window(agent.state.id, agent.state.context_start)  # read only
+    state = agent.state
+    messages = agent.store.window(state.id, state.context_start, state.conversation_id)  # read only
     users = [i for i, message in enumerate(messages) if message.role == "user"]
     for message in messages[users[-1] + 1 if users else 0 :]:
         if (

@@ -123,7 +123,7 @@ async def compact(
             state.summary = summary
         state.pressure_warned = False
 
-    agent.state = agent.store.update_agent(agent.state.id, evict)
+    agent.state = agent.store.update_agent(agent.state.id, evict, agent.state.conversation_id)
     after = compile_context(agent).total_tokens
     log.info(
         "agent %s: %d messages left the window (%d -> %d tokens, summarized: %s)",

@@ -96,6 +96,7 @@ def add_pressure_alert(run: StepRun, compiled: CompiledContext) -> None:
     percent = round(100 * compiled.total_tokens / budget_for(agent).window)
     alert = Message(
         agent_id=agent.state.id,
+        conversation_id=agent.state.conversation_id,
         role="system",
         step_id=run.step_id,
         content=memory_prompt("memory_pressure", agent.state.settings.tool_set).replace(
@@ -109,7 +110,7 @@ def add_pressure_alert(run: StepRun, compiled: CompiledContext) -> None:
     with agent.store.transaction():
         agent.store.add_messages([alert])
         # The flag alone: the rest of agent.state may be older than the row.
-        agent.state = agent.store.update_agent(agent.state.id, warned)
+        agent.state = agent.store.update_agent(agent.state.id, warned, agent.state.conversation_id)
     run.result.memory_warnings += 1
     run.pending.append(MemoryWarned(step_id=run.step_id, prompt_tokens=compiled.total_tokens))
 

@@ -111,18 +111,26 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     # Another process may have changed the agent, or answered or stored a
     # message: read as the lock was taken, or now under a caller's lock.
     start = run.lock.start if run.owns_lock and run.lock is not None else None
-    agent.state, newest = start or agent.store.agent_and_newest_message(agent.state.id)
+    agent.state, newest = start or agent.store.agent_and_newest_message(
+        agent.state.id, agent.state.conversation_id
+    )
     run.rules = RuleBook(agent.state.settings.tool_rules)
     waiting = approvals.waiting_in(newest)
     if isinstance(message, str):
         if waiting is not None:
             calls = approvals.calls_waiting(run.tools, run.rules, waiting)
             raise approvals.still_waiting(agent.state.name, calls)
-        user = Message(agent_id=agent.state.id, role="user", content=message, step_id=run.step_id)
+        user = Message(
+            agent_id=agent.state.id,
+            role="user",
+            content=message,
+            step_id=run.step_id,
+            conversation_id=agent.state.conversation_id,
+        )
         # Committed before the call, so a failure loses nothing; the first
         # request's window comes back with it (one round trip where it can).
         run.first_read = agent.store.main_context(
-            agent.state.id, agent.state.context_start, adding=[user]
+            agent.state.id, agent.state.context_start, [user], agent.state.conversation_id
         )
         run.result.messages.append(user)
         yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=message)
@@ -202,7 +210,7 @@ def _remember_fallbacks(agent: AgentDeps, completion: Completion) -> None:
             for change in changes:
                 change(state)
 
-        agent.state = agent.store.update_agent(agent.state.id, use)
+        agent.state = agent.store.update_agent(agent.state.id, use, agent.state.conversation_id)
 
 
 def _spent_since(usage: Usage, before: Usage) -> Usage:
@@ -253,6 +261,7 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
     agent, result, step_id = run.agent, run.result, run.step_id
     assistant = Message(
         agent_id=agent.state.id,
+        conversation_id=agent.state.conversation_id,
         role="assistant",
         content=completion.content,
         tool_calls=completion.tool_calls,
@@ -313,6 +322,7 @@ async def _run_calls(
     answers = [
         Message(
             agent_id=agent.state.id,
+            conversation_id=agent.state.conversation_id,
             role="tool",
             content=outcome.content,
             tool_call_id=call.id,

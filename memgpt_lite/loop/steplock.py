@@ -156,9 +156,13 @@ class StepLock:
         lease_seconds: float,
         on_wait: OnWait | None = None,
         starts_step: bool = False,
+        conversation: str | None = None,
     ) -> None:
         self.store = store
         self.agent_id = agent_id
+        # The agent's conversation whose steps the lock serialises (None:
+        # the default one); the steps of its other conversations run meanwhile.
+        self.conversation = conversation
         self.agent_name = agent_name
         self.lease_seconds = lease_seconds
         self.on_wait = on_wait
@@ -245,7 +249,7 @@ class StepLock:
         if self._outer_transaction:
             last_write(None)
             return
-        last_write((self.agent_id, self.token))
+        last_write((self.conversation or self.agent_id, self.token))
         self._given_up = True
 
     def renew(self) -> None:
@@ -265,7 +269,9 @@ class StepLock:
         while True:
             # A waiter looks before it tries, so as not to take SQLite's write
             # lock only to find the holder still there; the first try just tries.
-            holder = None if first else self.store.step_lock_holder(self.agent_id)
+            holder = (
+                None if first else self.store.step_lock_holder(self.agent_id, self.conversation)
+            )
             first = False
             if holder is None or holder.expires_at <= time.time() or holder_is_dead(holder):
                 try:
@@ -291,9 +297,11 @@ class StepLock:
         None when taken, else the holder."""
         if not self.starts_step:
             return self.store.take_step_lock(
-                self.agent_id, claim, self.lease_seconds, holder_is_dead
+                self.agent_id, claim, self.lease_seconds, holder_is_dead, self.conversation
             )
-        taken = self.store.start_step(self.agent_id, claim, self.lease_seconds, holder_is_dead)
+        taken = self.store.start_step(
+            self.agent_id, claim, self.lease_seconds, holder_is_dead, self.conversation
+        )
         if isinstance(taken, StepLockHolder):
             return taken
         self.start = taken
@@ -312,7 +320,7 @@ class StepLock:
 
     def _release(self) -> None:
         try:
-            self.store.release_step_lock(self.agent_id, self.token)
+            self.store.release_step_lock(self.agent_id, self.token, self.conversation)
         except StoreError as exc:
             # The row stays; this process is no holder now (see holder_is_dead),
             # and others take it when this process ends or the lease runs out.

@@ -197,43 +197,63 @@ def delete(agent: str, ctx: Context, user: User) -> Response:
 # Sending
 
 
-def _loader(ctx: ServerContext, user: str, agent_id: str, once: SendOnce | None) -> StepLoad:
-    """What opens the agent in the step's worker thread (and notes that a
-    keyed send's step ran)."""
+def _loader(
+    ctx: ServerContext,
+    user: str,
+    agent_id: str,
+    once: SendOnce | None,
+    conversation: str | None = None,
+) -> StepLoad:
+    """What opens the agent (in `conversation`; None: its default one) in
+    the step's worker thread (and notes that a keyed send's step ran)."""
 
     def load() -> Agent:
         if once is not None:
             once.ran = True
-        return ctx.step_agent(user, agent_id)
+        return ctx.step_agent(user, agent_id, conversation)
 
     return load
 
 
 async def step_events(
-    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
+    ctx: ServerContext,
+    user: str,
+    ref: str,
+    message: StepInput,
+    once: SendOnce | None = None,
+    *,
+    conversation: str | None = None,
 ) -> AsyncIterator[StepEvent]:
     """The events of one step of the user's agent, run in a worker thread.
     `message`: the user's message, or their answer to the waiting calls;
-    `once`: the send's idempotency key, if it has one (sendonce.py)."""
-    async for batch in step_event_batches(ctx, user, ref, message, once):
+    `once`: the send's idempotency key, if it has one (sendonce.py);
+    `conversation`: the agent's conversation it runs in (None: its default one)."""
+    async for batch in step_event_batches(ctx, user, ref, message, once, conversation=conversation):
         for event in batch:
             yield event
 
 
 async def step_event_batches(
-    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
+    ctx: ServerContext,
+    user: str,
+    ref: str,
+    message: StepInput,
+    once: SendOnce | None = None,
+    *,
+    conversation: str | None = None,
 ) -> AsyncIterator[list[StepEvent]]:
     """`step_events`, in the batches they cross to the event loop in
     (steps.py): a route that writes a batch at once writes less often."""
     ctx.limits.check_message(message)
-    state = await run_in_threadpool(ctx.agent_state, user, ref)
+    state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
     if once is not None and (first := await run_in_threadpool(once.claim, state)) is not None:
         yield first.events(state.id)  # answered before: its end again
         return
     ended = None if once is None else once.ended
-    load = _loader(ctx, user, state.id, once)
+    load = _loader(ctx, user, state.id, once, conversation)
     try:
-        async for batch in ctx.steps.event_batches(state.id, load, message, ended):
+        # One at a time per conversation: an agent's conversations step at once.
+        async for batch in ctx.steps.event_batches(conversation or state.id, load, message, ended):
             yield batch
     finally:
         if once is not None:
@@ -250,21 +270,29 @@ def finished(last: StepEvent | None) -> StepResult:
 
 
 async def step_result(
-    ctx: ServerContext, user: str, ref: str, message: StepInput, once: SendOnce | None = None
+    ctx: ServerContext,
+    user: str,
+    ref: str,
+    message: StepInput,
+    once: SendOnce | None = None,
+    *,
+    conversation: str | None = None,
 ) -> StepResult:
-    """The result of one step of the user's agent, run in a worker thread;
-    the step's error raised (answered by its status). With `once` (the
-    send's idempotency key), a send made already is answered as it was."""
+    """The result of one step of the user's agent (in `conversation`; None:
+    its default one), run in a worker thread; the step's error raised
+    (answered by its status). With `once` (the send's idempotency key), a
+    send made already is answered as it was."""
     ctx.limits.check_message(message)
-    state = await run_in_threadpool(ctx.agent_state, user, ref)
+    state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
+    steps_of = conversation or state.id  # one at a time per conversation
     if once is None:
-        return await ctx.steps.result(state.id, _loader(ctx, user, state.id, None), message)
+        load = _loader(ctx, user, state.id, None, conversation)
+        return await ctx.steps.result(steps_of, load, message)
     if (first := await run_in_threadpool(once.claim, state)) is not None:
         return first.result_or_raise()
     try:
-        return await ctx.steps.result(
-            state.id, _loader(ctx, user, state.id, once), message, once.ended
-        )
+        load = _loader(ctx, user, state.id, once, conversation)
+        return await ctx.steps.result(steps_of, load, message, once.ended)
     finally:
         once.release()  # only if the step never ran
 

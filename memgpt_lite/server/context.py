@@ -95,8 +95,8 @@ class ServerContext:
     # The models of the allowed endpoints (model_list.py); None: made when
     # first asked.
     models: ModelList | None = None
-    # The agents of recent steps, by id, with the settings they were built
-    # for (see `step_agent`).
+    # The agents of recent steps, by id (a conversation's, for a step in
+    # one), with the settings they were built for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -144,19 +144,20 @@ class ServerContext:
             self.models = ModelList.for_server(self.allowed_endpoints())
         return self.models
 
-    def agent_state(self, user: str, ref: str) -> AgentState:
+    def agent_state(self, user: str, ref: str, conversation: str | None = None) -> AgentState:
         """The user's agent named or numbered `ref`; another user's agent is
-        not found, word for word as an agent that does not exist."""
-        return self.workspace.agent_state(ref, owner=user)
+        not found, word for word as an agent that does not exist. With
+        `conversation`, the agent's copy in that conversation of its own."""
+        return self.workspace.agent_state(ref, owner=user, conversation=conversation)
 
-    def agent(self, user: str, ref: str) -> Agent:
-        """The user's agent, opened on the server's database."""
-        state = self.agent_state(user, ref)
+    def agent(self, user: str, ref: str, conversation: str | None = None) -> Agent:
+        """The user's agent (in `conversation`), opened on the server's database."""
+        state = self.agent_state(user, ref, conversation)
         return self.workspace.agent_for(
             state, api_key=endpoint_key(state), peer_api_key=endpoint_key
         )
 
-    def step_agent(self, user: str, ref: str) -> Agent:
+    def step_agent(self, user: str, ref: str, conversation: str | None = None) -> Agent:
         """The user's agent for a step: the `Agent` of its last step, with
         its state read anew, as a program that holds an agent steps it. It
         keeps its model client (whose pooled connections spare a TLS
@@ -164,9 +165,11 @@ class ServerContext:
         is new in the window); rebuilt when the model, endpoint or embedder
         changed, or its registered tools did (attached, detached, modified,
         trusted: the `Agent` holds the tools it was built with).
-        Only one step of an agent runs at a time (steps.py), so no two
-        threads use one `Agent` at once."""
-        state = self.agent_state(user, ref)
+        Only one step of an agent's conversation runs at a time (steps.py),
+        and each conversation has an `Agent` of its own (`conversation`:
+        None, the default one), so no two threads use one `Agent` at once."""
+        state = self.agent_state(user, ref, conversation)
+        kept_as = conversation or state.id
         key = endpoint_key(state)
         llm = state.llm
         built_for = (
@@ -175,7 +178,7 @@ class ServerContext:
             self._registered_tools(state),
         )
         with self._kept_lock:
-            kept = self._kept.pop(state.id, None)
+            kept = self._kept.pop(kept_as, None)
         if kept is not None and kept[0] == built_for:
             agent = kept[1]
             agent.state = state
@@ -183,7 +186,7 @@ class ServerContext:
             # The agents it messages get the same rule for their keys.
             agent = self.workspace.agent_for(state, api_key=key, peer_api_key=endpoint_key)
         with self._kept_lock:
-            self._kept[state.id] = (built_for, agent)
+            self._kept[kept_as] = (built_for, agent)
             while len(self._kept) > KEPT_AGENTS:
                 self._kept.popitem(last=False)
         return agent

@@ -9,6 +9,9 @@ wake-up (`_Handover`). Two rules hold here, in one place:
 - Sends to one agent run one at a time, in the order they arrived: an
   `asyncio.Lock` per agent (FIFO) is taken before the step goes to a thread.
   The step lock in the database still orders them against other processes.
+  An agent's conversations other than its default one are each keyed by
+  their own id (api_agents.py), so they step at once, as their step locks
+  in the database let them.
 - A step, once started, runs to its end even if the client goes away: the
   events are dropped, but the agent's lock is released only when the thread
   is done, so what the step stored is complete and the next send waits for it.

@@ -238,6 +238,9 @@ def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> Ag
         stored.context_start, stored.reflected_seq = start, reflected
 
     dst.update_agent(state.id, renumber)
+    for found in src.list_conversations(state.id):  # their messages came with the agent's
+        new_start = _new_start(message_seqs, found.context_start)
+        dst.create_conversation(found.model_copy(update={"context_start": new_start}))
     return AgentCopy(
         name=state.name,
         blocks=len(blocks),

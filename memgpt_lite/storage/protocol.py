@@ -7,7 +7,8 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 
 `Storage` is made of one small protocol per concern (storage/protocols/):
 `StoreLifecycle` (opening, closing, transactions), `AgentStorage`,
-`BlockStorage` (blocks and their history), `MessageStorage` (recall),
+`BlockStorage` (blocks and their history), `ConversationStorage` (an
+agent's conversations), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
 `StepLockStorage`, `ToolStorage` (the tool registry and MCP servers),
 `RunStorage` (the runs of Letta's asynchronous sends) and
@@ -45,6 +46,7 @@ from memgpt_lite.storage.protocols.accounts import UsageAndKeyStorage
 from memgpt_lite.storage.protocols.agents import AgentStorage
 from memgpt_lite.storage.protocols.archival import ArchivalStorage
 from memgpt_lite.storage.protocols.blocks import BlockStorage
+from memgpt_lite.storage.protocols.conversations import ConversationStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
@@ -71,6 +73,7 @@ __all__ = [
     "AgentStorage",
     "ArchivalStorage",
     "BlockStorage",
+    "ConversationStorage",
     "MainContext",
     "MessageStorage",
     "Owner",
@@ -97,6 +100,7 @@ class Storage(
     StoreLifecycle,
     AgentStorage,
     BlockStorage,
+    ConversationStorage,
     MessageStorage,
     ArchivalStorage,
     UsageAndKeyStorage,

@@ -59,7 +59,8 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors", "names"),  # names: the rules of agent names
-    ("models", "events", "frozen"),  # events: what a step reports; frozen: read-only values
+    # events: what a step reports; frozen: read-only values; conversations: their model
+    ("models", "events", "frozen", "conversations"),
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above

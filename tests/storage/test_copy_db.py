@@ -18,10 +18,11 @@ from click.testing import CliRunner
 
 from memgpt_lite import Agent, Block
 from memgpt_lite.cli.main import cli
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.memory.recall.window import compile_context
 from memgpt_lite.memory.retrieval.search import search_messages
-from memgpt_lite.models import MCPServer, ToolDefinition
+from memgpt_lite.models import AgentState, LLMConfig, MCPServer, Message, ToolDefinition
 from memgpt_lite.storage.copy import AgentCopy, copy_database
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
@@ -277,3 +278,29 @@ def test_the_tool_registry_comes_along_and_a_taken_tool_is_refused(locations):
     taken = "MCP server time of alice, tool get_time of alice, tool weather of local"
     with pytest.raises(AlreadyExistsError, match=f"these: {taken}; nothing was copied"):
         copy_database(src, dst)
+
+
+def test_an_agents_conversations_come_along_with_their_windows(tmp_path):
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    with open_storage(src) as store:
+        sam = AgentState(name="sam", llm=LLMConfig(model="gpt-4o-mini"), system="s")
+        store.create_agent(sam, [])
+        trip = store.create_conversation(Conversation(agent_id=sam.id, summary="the trip")).id
+        texts = [("home", None), ("away 1", trip), ("away 2", trip)]
+        store.add_messages(
+            [Message(agent_id=sam.id, role="user", content=t, conversation_id=c) for t, c in texts]
+        )
+        second = store.last_messages(sam.id, 1, trip)[0].seq or 0
+
+        def compacted(state: AgentState) -> None:
+            state.context_start, state.summary = second, "they set off"
+
+        store.update_agent(sam.id, compacted, trip)
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        [copied] = store.list_conversations(sam.id)
+        assert (copied.id, copied.summary) == (trip, "the trip")
+        assert copied.window_summary == "they set off"
+        state = store.get_agent(sam.id, conversation=trip)
+        assert [m.content for m in store.window(sam.id, state.context_start, trip)] == ["away 2"]
+        assert [m.content for m in store.messages_from(sam.id, 0)] == ["home"]

@@ -40,9 +40,10 @@ def _window(agent: MemoryDeps, read_only: bool = False) -> list[Message]:
     another process may have compacted or added messages meanwhile. Copies,
     or `read_only` the ones the store keeps (`Storage.window`), for a look
     that changes and hands out nothing: no copy of a long window."""
-    agent.state = agent.store.get_agent(agent.state.id)
+    state = agent.state
+    agent.state = state = agent.store.get_agent(state.id, conversation=state.conversation_id)
     if read_only:
-        return agent.store.window(agent.state.id, agent.state.context_start)
+        return agent.store.window(state.id, state.context_start, state.conversation_id)
     return agent.context_messages()
 
 
@@ -66,7 +67,8 @@ def pop_exchanges(agent: MemoryDeps, n: int = 1) -> int:
                 f"only {len(starts)} exchange(s) are in the context window; {_FOLDED}"
             )
         first = starts[-n]
-        deleted = agent.store.delete_messages_from(agent.state.id, first.seq or 0)
+        state = agent.state
+        deleted = agent.store.delete_messages_from(state.id, first.seq or 0, state.conversation_id)
     for message in window:
         if (message.seq or 0) >= (first.seq or 0):
             agent.token_counter.forget(message.id)

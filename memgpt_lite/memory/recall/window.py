@@ -189,7 +189,9 @@ def compile_context(
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
     if read is None:
-        read = agent.store.main_context(state.id, state.context_start)
+        read = agent.store.main_context(
+            state.id, state.context_start, conversation=state.conversation_id
+        )
     messages, blocks, stats = read
     left_out = {m.id for m in _unanswered_in_window(agent, messages, step_id)}
     if left_out:

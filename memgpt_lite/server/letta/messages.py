@@ -10,10 +10,11 @@ text answer an assistant_message; the user's message a user_message.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Query
 
+from memgpt_lite.conversations import conversation_ref
 from memgpt_lite.models import Message, ToolCall
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.paging import Order, window
@@ -151,18 +152,20 @@ def _page_groups(groups: list[list[LettaMessage]], limit: int | None) -> list[li
 
 def _newest(
     ctx: ServerContext,
-    agent_id: str,
+    where: tuple[str, str | None],
     limit: int,
     use_assistant_message: bool,
     types: list[str] | None,
     waiting: Collection[str],
 ) -> list[Message]:
-    """The newest stored messages, newest first: enough of them for `limit`
-    Letta messages, read from the end of the history (the first page, what
-    clients ask for most, without reading a long history whole)."""
+    """The newest stored messages of the agent's conversation `where`,
+    newest first: enough of them for `limit` Letta messages, read from the
+    end of the history (the first page, what clients ask for most, without
+    reading a long history whole)."""
+    agent_id, conversation = where
     wanted = limit
     while True:
-        recent = ctx.workspace.newest_messages(agent_id, wanted)
+        recent = ctx.workspace.newest_messages(agent_id, wanted, conversation)
         shown = sum(
             len(
                 keep(
@@ -187,27 +190,57 @@ def list_messages(
     order: Order = "desc",
     use_assistant_message: bool = True,
     include_return_message_types: Annotated[list[str] | None, Query()] = None,
+    conversation_id: str | None = None,
 ) -> list[LettaMessage]:
-    """Letta's list_messages: the agent's stored messages, newest first by
-    default; `after` and `before` are message ids in that order."""
-    state = ctx.agent_state(user, agent_id)
-    waiting = {call.id for call in ctx.agent(user, state.id).pending_approvals()}
-    types = include_return_message_types
-    if order == "desc" and after is None and before is None and limit is not None:
-        stored = _newest(ctx, state.id, limit, use_assistant_message, types, waiting)
+    """Letta's list_messages: the agent's stored messages (of its
+    conversation `conversation_id`; else, or "default", of its default
+    one), newest first by default; `after` and `before` are message ids in
+    that order."""
+    conversation = conversation_ref(conversation_id)
+    state = ctx.agent_state(user, agent_id, conversation)  # 404: not this agent's
+    page = MessagePage(after, before, limit, order, use_assistant_message)
+    return listed_messages(ctx, user, (state.id, conversation), page, include_return_message_types)
+
+
+class MessagePage(NamedTuple):
+    """Which page of a conversation's messages a list asks for, as Letta's
+    list routes ask (`after` and `before`: message ids in `order`)."""
+
+    after: str | None
+    before: str | None
+    limit: int | None
+    order: Order
+    use_assistant_message: bool
+
+
+def listed_messages(
+    ctx: ServerContext,
+    user: str,
+    where: tuple[str, str | None],
+    page: MessagePage,
+    types: list[str] | None,
+) -> list[LettaMessage]:
+    """One page of the stored messages of the user's agent's conversation
+    `where` (the agent's id and the conversation's, None for its default
+    one), as Letta's messages of `types` (None: all)."""
+    agent_id, conversation = where
+    waiting = {call.id for call in ctx.agent(user, agent_id, conversation).pending_approvals()}
+    as_assistant = page.use_assistant_message
+    if page.order == "desc" and page.after is None and page.before is None and page.limit:
+        stored = _newest(ctx, where, page.limit, as_assistant, types, waiting)
     else:
-        stored = ctx.workspace.all_messages(state.id)
-        if order == "desc":
+        stored = ctx.workspace.all_messages(agent_id, conversation)
+        if page.order == "desc":
             stored.reverse()
-    stored = window(stored, lambda m: m.id, after, before)
-    backwards = before is not None and after is None
+    stored = window(stored, lambda m: m.id, page.after, page.before)
+    backwards = page.before is not None and page.after is None
     if backwards:
         stored.reverse()  # walk back from the cursor
     groups = [
-        keep(to_letta(m, use_assistant_message=use_assistant_message, waiting=waiting), types)
+        keep(to_letta(m, use_assistant_message=as_assistant, waiting=waiting), types)
         for m in stored
     ]
-    chosen = _page_groups([g for g in groups if g], limit)
+    chosen = _page_groups([g for g in groups if g], page.limit)
     if backwards:
         chosen.reverse()
     return [m for group in chosen for m in group]

@@ -106,8 +106,15 @@ def data(item: dict[str, Any] | str) -> str:
 class LettaStream:
     """Turns one step's events into Letta's streamed messages."""
 
-    def __init__(self, ctx: ServerContext, agent_id: str, body: SendRequest) -> None:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        agent_id: str,
+        body: SendRequest,
+        conversation: str | None = None,
+    ) -> None:
         self.ctx, self.agent_id, self.body = ctx, agent_id, body
+        self.conversation = conversation  # the agent's, None: its default one
         self.sent: set[str] = set()  # stored message ids already sent
         self.requests = 0
         self.chunk_id = ""
@@ -160,7 +167,10 @@ class LettaStream:
     async def _stored_so_far(self, step_id: str) -> list[dict[str, Any]]:
         """The step's answers stored since the last look (the one before this
         request is stored once its tools ran)."""
-        recent = await run_in_threadpool(self.ctx.workspace.newest_messages, self.agent_id, 64)
+        workspace = self.ctx.workspace
+        recent = await run_in_threadpool(
+            workspace.newest_messages, self.agent_id, 64, self.conversation
+        )
         return self._new(self._after_answered([m for m in recent if m.step_id == step_id]), None)
 
     def _after_answered(self, stored: list[Message]) -> list[Message]:
@@ -201,15 +211,21 @@ class LettaStream:
         ]
 
 
-def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendRequest) -> StepInput:
-    """What the request asks the user's agent to do. An older-style answer
-    names the approval request it answers (the waiting answer's id): one that
-    names another is refused, as Letta refuses it, rather than taken as the
-    answer to whatever waits now."""
+def checked_input(
+    ctx: ServerContext,
+    user: str,
+    agent_id: str,
+    body: SendRequest,
+    conversation: str | None = None,
+) -> StepInput:
+    """What the request asks the user's agent (in `conversation`; None: its
+    default one) to do. An older-style answer names the approval request it
+    answers (the waiting answer's id): one that names another is refused, as
+    Letta refuses it, rather than taken as the answer to whatever waits now."""
     state = ctx.agent_state(user, agent_id)
     step_input = body.step_input()
     named = body.approval_request_ids()
-    waiting = ctx.workspace.waiting_answer(state.id) if named else None
+    waiting = ctx.workspace.waiting_answer(state.id, conversation) if named else None
     if waiting is not None and (stale := sorted(named - {waiting.id})):
         raise ApprovalError(
             f"approval request {stale[0]!r} is not waiting; the request waiting is {waiting.id!r}"
@@ -218,12 +234,23 @@ def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendReques
 
 
 async def letta_frames(
-    ctx: ServerContext, user: str, agent_id: str, body: SendRequest, once: SendOnce | None
+    ctx: ServerContext,
+    user: str,
+    agent_id: str,
+    body: SendRequest,
+    once: SendOnce | None,
+    conversation: str | None = None,
 ) -> AsyncIterator[str]:
+    """The step's stream (in the agent's `conversation`; None: its default one)."""
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
-    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body)
-    stream = LettaStream(ctx, state.id, body)
-    async for event in step_events(ctx, user, state.id, step_input, once):
+    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body, conversation)
+    stream = LettaStream(ctx, state.id, body, conversation)
+    events = step_events(ctx, user, state.id, step_input, once, conversation=conversation)
+    async for event in events:
+        if isinstance(event, StepStarted):
+            # Nothing to send yet, but the step began: the response starts
+            # (sse.py), so that pings (conversations.py) can keep it alive.
+            yield ""
         for item in await stream.on(event):
             yield data(item)
     yield data("[DONE]")
@@ -245,8 +272,20 @@ async def send(
     once = send_once(ctx.workspace.store, idempotency_key, "letta.send", body, *body.otids())
     if body.streaming:
         return await sse_response(letta_frames(ctx, user, agent_id, body, once))
-    step_input = await run_in_threadpool(checked_input, ctx, user, agent_id, body)
-    result = await step_result(ctx, user, agent_id, step_input, once)
+    return await letta_answer(ctx, user, agent_id, body, once)
+
+
+async def letta_answer(
+    ctx: ServerContext,
+    user: str,
+    agent_id: str,
+    body: SendRequest,
+    once: SendOnce | None,
+    conversation: str | None = None,
+) -> dict[str, Any]:
+    """A send's LettaResponse, once its step ran (in the agent's `conversation`)."""
+    step_input = await run_in_threadpool(checked_input, ctx, user, agent_id, body, conversation)
+    result = await step_result(ctx, user, agent_id, step_input, once, conversation=conversation)
     return letta_response(result, body)
 
 

@@ -29,6 +29,11 @@ from memgpt_lite.models import (
     utcnow,
 )
 from memgpt_lite.storage.core.blocks import Blocks
+from memgpt_lite.storage.core.conversations import (
+    CONVERSATION_READ,
+    Conversations,
+    as_in_conversation,
+)
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sealed_keys import KeySealer
 from memgpt_lite.storage.core.sql import stored_datetime
@@ -58,6 +63,10 @@ _STATS = "message_count, passage_count, last_active, memory_updated_at"
 AGENT_STATS = f"SELECT {_STATS} FROM agents WHERE id = ?"  # `stats_from_row` reads it
 _INSERT = f"INSERT INTO agents ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _UPDATE = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _WRITTEN)} WHERE id = ?"
+# A copy of the agent in a conversation has these of the conversation's row.
+_WINDOW_FIELDS = ("context_start", "summary", "pressure_warned")
+_SHARED = [c for c in _WRITTEN if c not in _WINDOW_FIELDS]
+_UPDATE_SHARED = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _SHARED)} WHERE id = ?"
 
 
 def stats_from_row(row: Sequence[Any]) -> AgentStats:
@@ -70,7 +79,7 @@ def stats_from_row(row: Sequence[Any]) -> AgentStats:
     )
 
 
-class Agents(Blocks):
+class Agents(Conversations, Blocks):
     """Agents with their blocks (see `AgentStorage`). An agent's own API key
     is sealed in its row (`key_sealer`, set by the backend: sealed_keys.py)."""
 
@@ -148,7 +157,11 @@ class Agents(Blocks):
         strictly forward, even if the clock went back. Inside a transaction."""
         state.updated_at = max(utcnow(), state.updated_at + timedelta(microseconds=1))
         values = self._agent_values(state)
-        self._execute(_UPDATE, [*(values[c] for c in _WRITTEN), state.id])
+        if state.conversation_id is None:
+            self._execute(_UPDATE, [*(values[c] for c in _WRITTEN), state.id])
+            return
+        self._execute(_UPDATE_SHARED, [*(values[c] for c in _SHARED), state.id])
+        self._write_conversation_window(state)
 
     @guarded
     def save_agent(self, state: AgentState) -> None:
@@ -172,10 +185,16 @@ class Agents(Blocks):
                 self._write_agent(state)
 
     @guarded
-    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
+    def update_agent(
+        self,
+        agent_id: str,
+        change: Callable[[AgentState], object],
+        conversation: str | None = None,
+    ) -> AgentState:
         """Apply `change` to the agent as it is stored now, read inside the
         write transaction so that nothing can change it in between, and store
-        the result. Returns the new state (to replace a stale copy)."""
+        the result. Returns the new state (to replace a stale copy); with
+        `conversation`, the copy of the agent in that conversation."""
         with self.transaction():
             row = self._one(
                 f"SELECT {self._with_blocks()} FROM agents WHERE id = ?{self.dialect.for_update}",
@@ -184,6 +203,9 @@ class Agents(Blocks):
             if row is None:
                 raise unknown_agent(agent_id)
             state = self._agent_from_row(row)
+            if conversation is not None:
+                found = self._all(CONVERSATION_READ + self.dialect.for_update, [conversation])
+                state = as_in_conversation(state, found, conversation)
             change(state)
             self._write_agent(state)
         return state
@@ -221,8 +243,13 @@ class Agents(Blocks):
         )
 
     @guarded
-    def get_agent(self, name_or_id: str, owner: str | None = None) -> AgentState:
-        return self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id, owner)))
+    def get_agent(
+        self, name_or_id: str, owner: str | None = None, conversation: str | None = None
+    ) -> AgentState:
+        state = self._agent_named(name_or_id, self._all(*self._agent_read(name_or_id, owner)))
+        if conversation is None:
+            return state
+        return as_in_conversation(state, self._all(CONVERSATION_READ, [conversation]), conversation)
 
     @guarded
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:

@@ -18,25 +18,122 @@ from memgpt_lite.models import Message, UsageRecord
 from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import (
+    CONVERSATION_AT,
     MESSAGE_COLUMNS,
     kept_message_from_record,
     message_from_row,
     record_from_row,
 )
-from memgpt_lite.storage.core.sql import Cursor, Fetched, Search
+from memgpt_lite.storage.core.sql import Cursor, Fetched, Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
+from memgpt_lite.storage.core.window_cache import WholeRead, WindowRead
 from memgpt_lite.storage.protocol import Ranking
+
+Read = tuple[str, list[Any]]  # a statement and its parameters
 
 # Leaves out the searching step's own messages (two parameters, both the
 # step's id); a NULL one leaves out none.
 NOT_IN_STEP = " AND (CAST(? AS TEXT) IS NULL OR m.step_id IS NULL OR m.step_id <> ?)"
-WINDOW = (
+
+
+def in_conversation(conversation: str | None) -> Filters:
+    """The condition that the message `m` is of `conversation` (None: the
+    agent's default one, whose messages have no conversation id), and its
+    parameters. Two statements rather than one null-safe comparison: each
+    is served by its index (the agent's, or the conversations' partial one)."""
+    if conversation is None:
+        return " AND m.conversation_id IS NULL", []
+    return " AND m.conversation_id = ?", [conversation]
+
+
+def window_read(agent_id: str, start_seq: int, conversation: str | None) -> Read:
+    """The read of a conversation's messages from `start_seq`, oldest first."""
+    where, params = in_conversation(conversation)
+    return (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ?{where} "
+        "ORDER BY m.seq",
+        [agent_id, start_seq, *params],
+    )
+
+
+# The agent's messages from a seq, of every conversation, oldest first.
+_ALL_FROM = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND m.seq >= ? ORDER BY m.seq"
 )
-# The agent's newest messages, newest first (the limit: its second parameter).
-NEWEST = (
+# `WindowRead.span`: how many rows the agent has from a seq, and the highest
+# seq; read after the rows, in the span that they extend a window by.
+_SPAN = "SELECT count(*), max(m.seq) FROM messages m WHERE m.agent_id = ? AND m.seq >= ?"
+# The agent's highest seq, read after a window's rows from its start (an
+# index probe, however long the span: `WholeRead.top`).
+_TOP = "SELECT 0, max(m.seq) FROM messages m WHERE m.agent_id = ?"
+
+
+def window_reads(
+    agent_id: str, start_seq: int, rows_from: int, conversation: str | None
+) -> list[Read]:
+    """What a window read through the window cache sends, in this order,
+    after the agent's stamp and count (`WindowRead`, in core/window_cache.py):
+    the conversation's rows from `rows_from`, then the span they are in; but
+    to extend a window of the default conversation, the agent's rows of
+    every conversation alone (the one statement a step sent before
+    conversations: the cache keeps the default conversation's)."""
+    if rows_from > start_seq:
+        if conversation is None:
+            return [(_ALL_FROM, [agent_id, rows_from])]
+        return [window_read(agent_id, rows_from, conversation), (_SPAN, [agent_id, rows_from])]
+    return [window_read(agent_id, start_seq, conversation), (_TOP, [agent_id])]
+
+
+def window_found(
+    stamp: Any, count: int | None, rows_from: int, results: Sequence[list[Any]]
+) -> WindowRead:
+    """What the reads of `window_reads` found, for `WindowCache.read`."""
+    span = None
+    if len(results) > 1:
+        [(counted, top)] = results[1]
+        span = (counted, top)
+    return WindowRead(stamp, count, rows_from, results[0], span)
+
+
+def whole_found(results: Sequence[list[Any]]) -> WholeRead:
+    """What the reads of `window_reads` found from a window's start."""
+    top = results[1][0][1]
+    return WholeRead(results[0], -1 if top is None else top)
+
+
+# The agent's newest messages of every conversation, newest first (the
+# limit: its second parameter).
+_NEWEST = (
     f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? ORDER BY m.seq DESC LIMIT ?"
 )
+
+
+def newest_read(agent_id: str, limit: int, conversation: str | None) -> Read:
+    """The read of a conversation's newest `limit` messages, newest first;
+    for the default conversation, of the agent's newest of every
+    conversation, which `Messages._newest_rows` reads again, filtered, when
+    one is another conversation's. (The filter on an agent's many default
+    messages is one PostgreSQL plans, before its statistics have the
+    column, as a sort of them all; the plain read walks the index back.)"""
+    if conversation is None:
+        return _NEWEST, [agent_id, limit]
+    return _filtered_newest(agent_id, limit, conversation)
+
+
+def _filtered_newest(agent_id: str, limit: int, conversation: str | None) -> Read:
+    where, params = in_conversation(conversation)
+    return (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ?{where} "
+        "ORDER BY m.seq DESC LIMIT ?",
+        [agent_id, *params, limit],
+    )
+
+
+def window_key(agent_id: str, conversation: str | None) -> str:
+    """What the window cache keeps a conversation's window under: the
+    agent's id for its default conversation, else the conversation's (ids
+    are unique across agents)."""
+    return agent_id if conversation is None else conversation
 
 
 def check_stored(
@@ -76,19 +173,27 @@ class Messages(Transactions):
         drop its vector; NotFoundError if it is not stored. Inside a transaction."""
         raise NotImplementedError
 
-    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
-        """Delete the agent's messages from `start_seq`, with their vectors;
-        how many. Inside a transaction."""
+    def _delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
+        """Delete the conversation's messages from `start_seq`, with their
+        vectors; how many. Inside a transaction."""
         raise NotImplementedError
 
     def _rank_messages(self, search: Search) -> Ranking[Message]:
         """`rank_messages`, by the backend's full-text index."""
         raise NotImplementedError
 
-    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+    def _window(
+        self,
+        agent_id: str,
+        start_seq: int,
+        copies: bool = False,
+        conversation: str | None = None,
+    ) -> list[Message]:
         """`window`, or with `copies` `messages_from`: read afresh (a backend
         may keep the window)."""
-        rows = self._all(WINDOW, [agent_id, start_seq])
+        rows = self._all(*window_read(agent_id, start_seq, conversation))
         if copies:
             return [message_from_row(r) for r in rows]
         return [kept_message_from_record(record_from_row(r)) for r in rows]
@@ -125,28 +230,47 @@ class Messages(Transactions):
             self._update_message(message)
 
     @guarded
-    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
-        """Delete the agent's messages with `seq >= start_seq`; returns how many."""
+    def delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
+        """Delete the conversation's messages with `seq >= start_seq`;
+        returns how many."""
         with self.transaction():
-            return self._delete_messages_from(agent_id, start_seq)
+            return self._delete_messages_from(agent_id, start_seq, conversation)
 
     @guarded
-    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
-        """The agent's messages with `seq >= start_seq`, oldest first, new
-        objects: the window, to change."""
-        return self._window(agent_id, start_seq, copies=True)
+    def messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
+        """The conversation's messages with `seq >= start_seq`, oldest first,
+        new objects: the window, to change."""
+        return self._window(agent_id, start_seq, copies=True, conversation=conversation)
 
     @guarded
-    def window(self, agent_id: str, start_seq: int) -> list[Message]:
+    def window(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
         """`messages_from`, read-only messages that the store keeps (see the
         protocol): the window, to read."""
-        return self._window(agent_id, start_seq)
+        return self._window(agent_id, start_seq, conversation=conversation)
 
     @guarded
-    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
-        """The agent's newest `limit` messages, oldest first."""
-        rows = self._all(NEWEST, [agent_id, limit])
+    def last_messages(
+        self, agent_id: str, limit: int, conversation: str | None = None
+    ) -> list[Message]:
+        """The conversation's newest `limit` messages, oldest first."""
+        read = newest_read(agent_id, limit, conversation)
+        rows = self._newest_rows(agent_id, limit, conversation, self._all(*read))
         return [message_from_row(r) for r in reversed(rows)]
+
+    def _newest_rows(
+        self, agent_id: str, limit: int, conversation: str | None, rows: list[Any]
+    ) -> list[Any]:
+        """The rows of the conversation's newest `limit` messages, from those
+        `newest_read` read: these, unless one is of another conversation."""
+        if conversation is not None or all(row[CONVERSATION_AT] is None for row in rows):
+            return rows
+        return self._all(*_filtered_newest(agent_id, limit, conversation))
 
     @guarded
     def first_messages(self, agent_id: str, start_seq: int, limit: int) -> list[Message]:

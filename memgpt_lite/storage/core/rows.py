@@ -93,12 +93,16 @@ def model_usages(rows: Iterable[Sequence[Any]]) -> list[ModelUsage]:
 
 # A message's stored columns, as `message_row` gives them.
 MESSAGE_FIELDS = (
-    "id, agent_id, role, content, tool_calls, tool_call_id, name, step_id, created_at, search_text"
+    "id, agent_id, role, content, tool_calls, tool_call_id, name, step_id, created_at, search_text,"
+    " conversation_id"
 )
 MESSAGE_COLUMNS = (
     "m.seq, m.id, m.agent_id, m.role, m.content, m.tool_calls, m.tool_call_id, m.name,"
-    " m.step_id, m.created_at"
+    " m.step_id, m.created_at, m.conversation_id"
 )
+# Where a row of MESSAGE_COLUMNS has its conversation's id, and where a
+# column selected after them (a ranking's score) is.
+CONVERSATION_AT, AFTER_MESSAGE = 10, 11
 PASSAGE_COLUMNS = (
     "p.seq, p.id, p.agent_id, p.text, p.tags, p.created_at, p.context,"
     " p.superseded_by, p.superseded_at"
@@ -119,11 +123,13 @@ class Record(NamedTuple):
     name: str | None
     step_id: str | None
     created_at: datetime
+    conversation_id: str | None
 
 
 def record_from_row(row: Sequence[Any]) -> Record:
     """A message's record from a row of MESSAGE_COLUMNS (and more, ignored)."""
     seq, id_, agent_id, role, content, calls, tool_call_id, name, step_id, created = row[:10]
+    conversation_id = row[CONVERSATION_AT]
     if not isinstance(created, datetime):
         created = datetime.fromisoformat(created)
     return Record(
@@ -137,6 +143,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         _shared(name),
         step_id,
         created,
+        _shared(conversation_id),
     )
 
 
@@ -193,7 +200,9 @@ def _call_dict(call: tuple[str, str, str]) -> dict[str, str]:
 
 
 def _message_dict(record: Record, tool_calls: list[ToolCall]) -> dict[str, Any]:
-    seq, id_, agent_id, role, content, _, tool_call_id, name, step_id, created = record
+    seq, id_, agent_id, role, content, _, tool_call_id, name, step_id, created, conversation = (
+        record
+    )
     return {
         "id": id_,
         "agent_id": agent_id,
@@ -205,6 +214,7 @@ def _message_dict(record: Record, tool_calls: list[ToolCall]) -> dict[str, Any]:
         "step_id": step_id,
         "created_at": created,
         "seq": seq,
+        "conversation_id": conversation,
     }
 
 
@@ -222,6 +232,7 @@ def message_row(message: Message, time: Callable[[datetime], Any]) -> tuple[Any,
         message.step_id,
         time(message.created_at),
         message.search_text(),
+        message.conversation_id,
     )
 
 
@@ -247,6 +258,7 @@ def message_from_row(row: Sequence[Any]) -> Message:
         "step_id": step_id,
         "created_at": created if isinstance(created, datetime) else datetime.fromisoformat(created),
         "seq": seq,
+        "conversation_id": row[CONVERSATION_AT],
     }
     return trusted(Message, values)
 

@@ -260,6 +260,44 @@ SENT_REQUESTS_INDEX = "CREATE INDEX sent_requests_created ON sent_requests (crea
 BLOCK_OWNER = "ALTER TABLE blocks ADD COLUMN owner TEXT"
 BLOCK_OWNER_INDEX = "CREATE INDEX blocks_owner ON blocks (owner)"
 
+# An agent's conversations (`Conversation`): each its own message history,
+# window and recursive summary (`window_summary`), over the agent's memory;
+# `summary` is Letta's (a title its user gives). The owner is the agent's.
+# A message's `conversation_id`: NULL for the agent's default conversation,
+# so that adding the column rewrites no row of a long history, and the
+# partial index holds only the other conversations' messages. No foreign
+# key: a conversation's messages are deleted by the store's own deletes,
+# which keep the counters (PostgreSQL) in step. A conversation's step lock
+# has a row of its own, as an agent's default conversation has in
+# `step_locks` (core/locks.py).
+CONVERSATIONS = """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            summary TEXT,
+            context_start $bigint NOT NULL DEFAULT 0,
+            window_summary TEXT NOT NULL DEFAULT '',
+            pressure_warned $bool NOT NULL DEFAULT $false,
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL
+        );
+        CREATE INDEX conversations_agent ON conversations(agent_id, created_at);
+        ALTER TABLE messages ADD COLUMN conversation_id TEXT;
+        CREATE INDEX messages_conversation ON messages(conversation_id, seq)
+            WHERE conversation_id IS NOT NULL;
+        CREATE TABLE conversation_step_locks (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+            holder TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            hostname TEXT NOT NULL,
+            host_id TEXT NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
+            acquired_at $real NOT NULL,
+            renewed_at $real NOT NULL,
+            expires_at $real NOT NULL
+        );
+        """
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

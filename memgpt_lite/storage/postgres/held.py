@@ -25,6 +25,7 @@ never run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any, NamedTuple
 
 import psycopg
@@ -32,18 +33,42 @@ from psycopg.pq import ExecStatus
 
 # Renew the leases this store holds, and fail (division by zero, the one
 # error a plain SQL statement can raise on purpose) unless every one was
-# still held: the COMMIT sent after it is then skipped.
-RENEW = (
-    "WITH renewed AS (UPDATE step_locks s SET renewed_at = %s, expires_at = %s + l.seconds "
-    "FROM unnest(%s::text[], %s::text[], %s::float8[]) AS l(agent_id, holder, seconds) "
-    "WHERE s.agent_id = l.agent_id AND s.holder = l.holder RETURNING 1) "
-    "SELECT 1 / (count(*) = %s)::int FROM renewed"
+# still held: the COMMIT sent after it is then skipped. One UPDATE per table
+# of locks held (`renewal`): a step in an agent's default conversation sends
+# the agent's alone, as it did before conversations.
+_RENEWED = (
+    "{name} AS (UPDATE {table} s SET renewed_at = %s, expires_at = %s + l.seconds "
+    "FROM unnest(%s::text[], %s::text[], %s::float8[]) AS l({key}, holder, seconds) "
+    "WHERE s.{key} = l.{key} AND s.holder = l.holder RETURNING 1)"
 )
-# Give up a lock, failing as RENEW does unless it was still held.
-RELEASE_HELD = (
-    "WITH released AS (DELETE FROM step_locks WHERE agent_id = %s AND holder = %s RETURNING 1) "
-    "SELECT 1 / count(*) FROM released"
-)
+
+
+@cache
+def renewal(tables: tuple[tuple[str, str], ...]) -> str:
+    """The statement that renews the leases held in `tables` ((table, key
+    column) each, in the order of their values: now, now, keys, holders,
+    seconds), then checks that their count is the last parameter."""
+    names = [f"renewed_{i}" if i else "renewed" for i in range(len(tables))]
+    parts = [
+        _RENEWED.format(name=name, table=table, key=key)
+        for name, (table, key) in zip(names, tables, strict=True)
+    ]
+    if len(tables) == 1:
+        return f"WITH {parts[0]} SELECT 1 / (count(*) = %s)::int FROM renewed"
+    counted = " + ".join(f"(SELECT count(*) FROM {name})" for name in names)
+    return f"WITH {', '.join(parts)} SELECT 1 / ({counted} = %s)::int"
+
+
+@cache
+def released(table: str, key: str) -> str:
+    """The statement that gives up a lock held in `table` (its `key` and
+    holder), failing as the renewal does unless it was still held."""
+    return (
+        f"WITH released AS (DELETE FROM {table} WHERE {key} = %s AND holder = %s RETURNING 1) "
+        "SELECT 1 / count(*) FROM released"
+    )
+
+
 LEASE_LOST = psycopg.errors.DivisionByZero
 
 

@@ -25,8 +25,16 @@ from memgpt_lite.models import Message
 from memgpt_lite.storage.core.agents import stats_from_row
 from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
 from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
-from memgpt_lite.storage.core.messages import WINDOW, check_stored
+from memgpt_lite.storage.core.messages import (
+    check_stored,
+    in_conversation,
+    whole_found,
+    window_found,
+    window_key,
+    window_reads,
+)
 from memgpt_lite.storage.core.rows import (
+    AFTER_MESSAGE,
     MESSAGE_COLUMNS,
     message_edit,
     message_from_row,
@@ -34,7 +42,7 @@ from memgpt_lite.storage.core.rows import (
 )
 from memgpt_lite.storage.core.sql import Cursor, Search
 from memgpt_lite.storage.core.transactions import guarded
-from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.fulltext import (
     PG_RANK_BUDGET,
@@ -49,13 +57,14 @@ from memgpt_lite.storage.protocol import MainContext, Ranking
 _INSERT = (
     sql.SQL(
         "INSERT INTO messages (id, agent_id, role, content, tool_calls, tool_call_id, name, "
-        "step_id, created_at, search_text, search_length, search_vector) "
+        "step_id, created_at, search_text, conversation_id, search_length, search_vector) "
         "SELECT r.id, r.agent_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.name, "
-        "r.step_id, r.created_at, r.search_text, r.search_length, {vector} "
+        "r.step_id, r.created_at, r.search_text, r.conversation_id, r.search_length, {vector} "
         "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-        "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::int[], %s::text[]) "
+        "%s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::int[], "
+        "%s::text[]) "
         "WITH ORDINALITY AS r(id, agent_id, role, content, tool_calls, tool_call_id, name, "
-        "step_id, created_at, search_text, search_length, plain, n) "
+        "step_id, created_at, search_text, conversation_id, search_length, plain, n) "
         # An unknown agent's rows are left out (its counters' UPDATE found no
         # row: NotFoundError, not a foreign-key error).
         "WHERE EXISTS (SELECT 1 FROM agents a WHERE a.id = r.agent_id) ORDER BY r.n "
@@ -82,7 +91,7 @@ def _columns(messages: Sequence[Message]) -> list[list[Any]]:
     """The messages as one array per column of `_INSERT`."""
     rows = [message_row(m, POSTGRES.time) for m in messages]
     columns = [list(column) for column in zip(*rows, strict=True)]
-    texts = columns[-1]
+    texts = columns[9]  # search_text (`message_row`'s order)
     return [
         *columns,
         [word_count(t) for t in texts],
@@ -105,7 +114,7 @@ class MessageStore(TextSearch):
         columns = _columns(messages)
         added: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         last: dict[str, datetime] = {}
-        for message, length in zip(messages, columns[10], strict=True):
+        for message, length in zip(messages, columns[11], strict=True):
             added[message.agent_id][0] += 1
             added[message.agent_id][1] += length
             last[message.agent_id] = message.created_at
@@ -115,14 +124,18 @@ class MessageStore(TextSearch):
 
     @guarded
     def main_context(
-        self, agent_id: str, start_seq: int, adding: Sequence[Message] = ()
+        self,
+        agent_id: str,
+        start_seq: int,
+        adding: Sequence[Message] = (),
+        conversation: str | None = None,
     ) -> MainContext:
-        """Its three reads in one round trip, the window through
-        `window_cache`; with `adding`, the same round trip stores them first:
-        BEGIN, the writes, the reads, COMMIT."""
-        rows_from = self.window_cache.rows_from(agent_id, start_seq)
+        """Its reads in one round trip, the window through `window_cache`;
+        with `adding`, the same round trip stores them first: BEGIN, the
+        writes, the reads, COMMIT."""
+        rows_from = self.window_cache.rows_from(window_key(agent_id, conversation), start_seq)
         reads = [(_STAMPED_STATS, [agent_id]), (AGENT_BLOCKS, [agent_id])]
-        reads.append((WINDOW, [agent_id, rows_from]))
+        reads += window_reads(agent_id, start_seq, rows_from, conversation)
         if adding and any(message.agent_id != agent_id for message in adding):
             self.add_messages(adding)  # (checked before it commits: see add_messages)
             adding = ()
@@ -131,45 +144,55 @@ class MessageStore(TextSearch):
                 inserted = self._insert_messages(adding)
                 held = [self._execute_later(statement, params) for statement, params in reads]
             check_stored(adding, inserted, None, None)
-            stamped, blocks, rows = (later.fetchall() for later in held)
+            stamped, blocks, *window = (later.fetchall() for later in held)
         else:
-            stamped, blocks, rows = self._all_together(*reads)
+            stamped, blocks, *window = self._all_together(*reads)
         head = stamped[0] if stamped else None
         if head is None:
             raise unknown_agent(agent_id)
-        messages = self._window_read(agent_id, start_seq, head, rows_from, rows)
+        where = (agent_id, conversation)
+        messages = self._window_read(where, start_seq, head, rows_from, window)
         stats = stats_from_row(head[1:])
         return MainContext(messages, [block_from_row(r) for r in blocks], stats)
 
-    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+    def _window(
+        self,
+        agent_id: str,
+        start_seq: int,
+        copies: bool = False,
+        conversation: str | None = None,
+    ) -> list[Message]:
         """Through `window_cache`: one round trip, and one more to read the
         whole window when what was kept does not account for every change.
         The stamp is read before the rows, so that a change committed in
         between is one the next read sees."""
-        rows_from = self.window_cache.rows_from(agent_id, start_seq)
-        stamped, rows = self._all_together(
-            (_STAMPED_STATS, [agent_id]), (WINDOW, [agent_id, rows_from])
-        )
+        rows_from = self.window_cache.rows_from(window_key(agent_id, conversation), start_seq)
+        reads = window_reads(agent_id, start_seq, rows_from, conversation)
+        stamped, *window = self._all_together((_STAMPED_STATS, [agent_id]), *reads)
         head = stamped[0] if stamped else None
-        return self._window_read(agent_id, start_seq, head, rows_from, rows, copies)
+        where = (agent_id, conversation)
+        return self._window_read(where, start_seq, head, rows_from, window, copies)
 
     def _window_read(
         self,
-        agent_id: str,
+        where: tuple[str, str | None],
         start_seq: int,
         head: Any,
         rows_from: int,
-        rows: list[Any],
+        window: list[list[Any]],
         copies: bool = False,
     ) -> list[Message]:
-        """The window from the rows read from `rows_from` on and the agent's
-        `_STAMPED_STATS` row `head` (None: no such agent)."""
-        found = WindowRead(*(head[:2] if head else (None, None)), rows_from, rows)
+        """The window from what `window_reads` read from `rows_from` on and
+        the agent's `_STAMPED_STATS` row `head` (None: no such agent), for
+        the agent and conversation `where`."""
+        agent_id, conversation = where
+        stamp, count = head[:2] if head else (None, None)
+        whole = window_reads(agent_id, start_seq, start_seq, conversation)
         return self.window_cache.read(
-            agent_id,
+            window_key(agent_id, conversation),
             start_seq,
-            found,
-            lambda: self._all(WINDOW, [agent_id, start_seq]),
+            window_found(stamp, count, rows_from, window),
+            lambda: whole_found(self._all_together(*whole)),
             keep=not self._levels,  # outside any transaction: what was read is committed
             copies=copies,
         )
@@ -204,15 +227,19 @@ class MessageStore(TextSearch):
         )
         delete_vectors_of(self.conn, message.agent_id, "message", [seq])
 
-    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+    def _delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
         if not self.conn.execute(
             "SELECT 1 FROM agents WHERE id = %s FOR NO KEY UPDATE", [agent_id]
         ).fetchone():
             return 0
-        gone = self.conn.execute(
-            "DELETE FROM messages WHERE agent_id = %s AND seq >= %s RETURNING seq, search_length",
-            [agent_id, start_seq],
-        ).fetchall()
+        where, params = in_conversation(conversation)
+        gone = self._all(
+            f"DELETE FROM messages AS m WHERE m.agent_id = ? AND m.seq >= ?{where} "
+            "RETURNING m.seq, m.search_length",
+            [agent_id, start_seq, *params],
+        )
         if not gone:
             return 0
         self.conn.execute(
@@ -226,5 +253,5 @@ class MessageStore(TextSearch):
     def _rank_messages(self, search: Search) -> Ranking[Message]:
         """By BM25 over the tsvectors (budgeted: see fulltext.py)."""
         found = self.ranked_rows("messages", MESSAGE_COLUMNS, search)
-        scored = [(message_from_row(r), r[10]) for r in found.rows]
+        scored = [(message_from_row(r), r[AFTER_MESSAGE]) for r in found.rows]
         return Ranking(scored, found.total, found.proven)

@@ -36,6 +36,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
     BLOCKS,
+    CONVERSATIONS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -319,6 +320,12 @@ def m015_block_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m021: a standalone block's owner (BLOCK_OWNER)."""
     conn.execute(BLOCK_OWNER)
     conn.execute(BLOCK_OWNER_INDEX)
+
+
+@migration
+def m016_conversations(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m022: an agent's conversations (CONVERSATIONS)."""
+    conn.execute(ddl(CONVERSATIONS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -27,7 +27,12 @@ from psycopg.pq import TransactionStatus
 
 from memgpt_lite.errors import ConflictError, ReadOnlyError, StoreError
 from memgpt_lite.storage.core.errors import NOTHING_CHANGED
-from memgpt_lite.storage.core.locks import TAKEN_OVER, HeldLease
+from memgpt_lite.storage.core.locks import (
+    AGENT_LOCKS,
+    CONVERSATION_LOCKS,
+    TAKEN_OVER,
+    HeldLease,
+)
 from memgpt_lite.storage.core.sql import Cursor
 from memgpt_lite.storage.core.transactions import Transactions
 from memgpt_lite.storage.location import describe
@@ -42,11 +47,11 @@ from memgpt_lite.storage.postgres.connect import (
 from memgpt_lite.storage.postgres.dialect import POSTGRES
 from memgpt_lite.storage.postgres.held import (
     LEASE_LOST,
-    RELEASE_HELD,
-    RENEW,
     Held,
     HeldStatements,
     Later,
+    released,
+    renewal,
 )
 
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -215,21 +220,31 @@ class PostgresPrimitives(Transactions):
         if not self.held_leases:
             return
         now, leases = time.time(), self.held_leases
-        values = [
-            now,
-            now,
-            list(leases),
-            [lease.token for lease in leases.values()],
-            [float(lease.lease_seconds) for lease in leases.values()],
-            len(leases),
-        ]
-        self._held.hold_renewal(as_text(self._connection_in_use(), RENEW, values))
+        values: list[Any] = []
+        tables: list[tuple[str, str]] = []
+        for locks in (AGENT_LOCKS, CONVERSATION_LOCKS):
+            these = {key: lease for key, lease in leases.items() if lease.locks == locks}
+            if not these:
+                continue
+            tables.append((locks.table, locks.key))
+            values += [
+                now,
+                now,
+                list(these),
+                [lease.token for lease in these.values()],
+                [float(lease.lease_seconds) for lease in these.values()],
+            ]
+        values.append(len(leases))
+        statement = renewal(tuple(tables))
+        self._held.hold_renewal(as_text(self._connection_in_use(), statement, values))
 
-    def _give_up_step_lock(self, agent_id: str, token: str) -> None:
+    def _give_up_step_lock(self, key: str, token: str) -> None:
         """Held, to go with the COMMIT that follows, which it fails as a
         renewal does if the lock was taken over (core/locks.py)."""
-        self.held_leases.pop(agent_id, None)
-        self._held.hold_renewal(as_text(self._connection_in_use(), RELEASE_HELD, [agent_id, token]))
+        lease = self.held_leases.pop(key, None)
+        locks = AGENT_LOCKS if lease is None else lease.locks
+        statement = released(locks.table, locks.key)
+        self._held.hold_renewal(as_text(self._connection_in_use(), statement, [key, token]))
 
     def _database_in_transaction(self) -> bool:
         conn = self._conn

@@ -26,8 +26,12 @@ class AgentStorage(Protocol):
         stored here, once: later writes of the agent keep it."""
         ...
 
-    def get_agent(self, name_or_id: str, owner: str | None = None) -> AgentState:
-        """The agent with this id, else the one with this name: with `owner`,
+    def get_agent(
+        self, name_or_id: str, owner: str | None = None, conversation: str | None = None
+    ) -> AgentState:
+        """The agent with this id, else the one with this name (with
+        `conversation`, its copy in that conversation: see
+        `ConversationStorage`; NotFoundError if it has none): with `owner`,
         among that user's agents only (another user's agent is not found);
         without, the default user's agent of that name first, then the only
         other user's (ConfigError if several users have one, none of them
@@ -43,9 +47,15 @@ class AgentStorage(Protocol):
         NotFoundError for an unknown agent."""
         ...
 
-    def update_agent(self, agent_id: str, change: Callable[[AgentState], object]) -> AgentState:
-        """Apply `change` to the agent as stored now (read inside the write, so
-        nothing changes it in between) and store the result; returns it. The
+    def update_agent(
+        self,
+        agent_id: str,
+        change: Callable[[AgentState], object],
+        conversation: str | None = None,
+    ) -> AgentState:
+        """Apply `change` to the agent (or its copy in `conversation`) as
+        stored now (read inside the write, so nothing changes it in between)
+        and store the result; returns it. The
         owner stays as created. NotFoundError for an unknown agent; nothing
         is stored if `change` raises."""
         ...

@@ -14,8 +14,12 @@ class StepLockStorage(Protocol):
     """An agent's step lock: a lease, renewed by every commit of the store
     that holds it."""
 
-    def step_lock_holder(self, agent_id: str) -> StepLockHolder | None:
-        """Who holds the agent's step lock (its lease may have run out), or None."""
+    def step_lock_holder(
+        self, agent_id: str, conversation: str | None = None
+    ) -> StepLockHolder | None:
+        """Who holds the agent's step lock (its lease may have run out), or
+        None. Each conversation of an agent has its own lock (None: the
+        default conversation's, the agent's own), as for every method here."""
         ...
 
     def take_step_lock(
@@ -24,6 +28,7 @@ class StepLockStorage(Protocol):
         claim: StepLockHolder,
         lease_seconds: float,
         is_dead: Callable[[StepLockHolder], bool],
+        conversation: str | None = None,
     ) -> StepLockHolder | None:
         """Take the agent's lock for `claim` for `lease_seconds`, unless another
         holder has it: one whose lease ran out, or that `is_dead`, no longer
@@ -37,6 +42,7 @@ class StepLockStorage(Protocol):
         claim: StepLockHolder,
         lease_seconds: float,
         is_dead: Callable[[StepLockHolder], bool],
+        conversation: str | None = None,
     ) -> StepLockHolder | StepStart:
         """Take the agent's lock as `take_step_lock` does and, once taken,
         read what a step starts from (as `agent_and_newest_message` does),
@@ -50,6 +56,6 @@ class StepLockStorage(Protocol):
         taken over (its lease ran out) or its agent deleted."""
         ...
 
-    def release_step_lock(self, agent_id: str, token: str) -> None:
+    def release_step_lock(self, agent_id: str, token: str, conversation: str | None = None) -> None:
         """Give up the agent's lock if `token` holds it (a no-op otherwise)."""
         ...

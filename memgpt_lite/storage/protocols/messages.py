@@ -25,20 +25,27 @@ class MessageStorage(Protocol):
         """Append messages, in order, in one transaction; sets each `seq`.
         With `usage`, stores it in the same transaction (what the answer among
         them cost: see `add_usage`). NotFoundError, storing none, if one
-        belongs to an unknown agent. With `release_lock` (an agent id and the
-        token of its step lock, as `release_step_lock` takes them), that
+        belongs to an unknown agent. With `release_lock` (the key of a step
+        lock this store holds, the agent's id or for a conversation's lock
+        the conversation's id, and its token), that
         transaction also gives the lock up, after its commit renewed the
         lease (so a lock taken over still fails it, storing nothing): a
         step's last write, outside any transaction (RuntimeError inside one,
         whose commit would be the caller's)."""
         ...
 
-    def messages_from(self, agent_id: str, start_seq: int) -> list[Message]:
+    def messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
         """The agent's messages with `seq >= start_seq` (the window from its
-        `context_start`), oldest first: new objects, the caller's to change."""
+        `context_start`), oldest first: new objects, the caller's to change.
+        Those of `conversation` (an id; None: the default one), as every
+        read of a window, the newest messages and deletions from a seq."""
         ...
 
-    def window(self, agent_id: str, start_seq: int) -> list[Message]:
+    def window(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> list[Message]:
         """What `messages_from` reads, as read-only messages (`KeptMessage`)
         that the store may keep and hand to every reader: a later read gives
         the same object for a message whose row did not change, and a new one
@@ -47,14 +54,19 @@ class MessageStorage(Protocol):
         reading the window on every turn without making it again."""
         ...
 
-    def agent_and_newest_message(self, agent_id: str) -> StepStart:
+    def agent_and_newest_message(self, agent_id: str, conversation: str | None = None) -> StepStart:
         """The agent as stored now (`get_agent(agent_id)`, NotFoundError alike)
         and its newest message (`last_messages(agent_id, 1)`), read together
-        (in one round trip where the backend can): what a step starts from."""
+        (in one round trip where the backend can): what a step starts from.
+        With `conversation`, the copy of the agent in it, and its newest."""
         ...
 
     def main_context(
-        self, agent_id: str, start_seq: int, adding: Sequence[Message] = ()
+        self,
+        agent_id: str,
+        start_seq: int,
+        adding: Sequence[Message] = (),
+        conversation: str | None = None,
     ) -> MainContext:
         """What the agent's next request is built from, read together (in one
         round trip where the backend can): the window (`window`), its
@@ -66,7 +78,9 @@ class MessageStorage(Protocol):
         as its user's message is stored."""
         ...
 
-    def last_messages(self, agent_id: str, limit: int) -> list[Message]:
+    def last_messages(
+        self, agent_id: str, limit: int, conversation: str | None = None
+    ) -> list[Message]:
         """The agent's newest `limit` messages, oldest first."""
         ...
 
@@ -112,7 +126,9 @@ class MessageStorage(Protocol):
         the next search). NotFoundError if it is not stored."""
         ...
 
-    def delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+    def delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
         """Delete the agent's messages with `seq >= start_seq`; returns how
         many. They leave search, the counts and the vectors with them."""
         ...

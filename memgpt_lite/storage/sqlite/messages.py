@@ -10,14 +10,23 @@ through `window_cache` (only the rows stored since the last read).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlite_utils import Database
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
 from memgpt_lite.storage.core.errors import NO_MESSAGE
-from memgpt_lite.storage.core.messages import WINDOW
+from memgpt_lite.storage.core.messages import (
+    Read,
+    in_conversation,
+    whole_found,
+    window_found,
+    window_key,
+    window_reads,
+)
 from memgpt_lite.storage.core.rows import (
+    AFTER_MESSAGE,
     MESSAGE_COLUMNS,
     MESSAGE_FIELDS,
     message_edit,
@@ -25,13 +34,13 @@ from memgpt_lite.storage.core.rows import (
     message_row,
 )
 from memgpt_lite.storage.core.sql import Fetched, Search
-from memgpt_lite.storage.core.window_cache import WindowCache, WindowRead
+from memgpt_lite.storage.core.window_cache import WindowCache
 from memgpt_lite.storage.core.words import RANK_BUDGET, fts_words
 from memgpt_lite.storage.protocol import Ranking
 from memgpt_lite.storage.sqlite.dialect import stored_time
 from memgpt_lite.storage.sqlite.fulltext import BudgetedSearch, Part
 
-_INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+_INSERT = f"INSERT INTO messages ({MESSAGE_FIELDS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 # The agent's edit stamp (None until a first edit) and message count (None:
 # no such agent), for `WindowCache.read`.
 _STAMP = (
@@ -68,29 +77,50 @@ class MessageStore(BudgetedSearch):
             [message.id],
         )
 
-    def _delete_messages_from(self, agent_id: str, start_seq: int) -> int:
+    def _delete_messages_from(
+        self, agent_id: str, start_seq: int, conversation: str | None = None
+    ) -> int:
         """Triggers keep the full-text index, counters and vectors in step."""
+        where, params = in_conversation(conversation)
         cursor = self.db.conn.execute(
-            "DELETE FROM messages WHERE agent_id = ? AND seq >= ?", [agent_id, start_seq]
+            f"DELETE FROM messages AS m WHERE m.agent_id = ? AND m.seq >= ?{where}",
+            [agent_id, start_seq, *params],
         )
         return cursor.rowcount
 
-    def _window(self, agent_id: str, start_seq: int, copies: bool = False) -> list[Message]:
+    def _window(
+        self,
+        agent_id: str,
+        start_seq: int,
+        copies: bool = False,
+        conversation: str | None = None,
+    ) -> list[Message]:
         """Read through `window_cache` (only new rows are fetched), in one
         snapshot; kept only when read outside a write, which may hold
         uncommitted rows."""
         committed = not self.db.conn.in_transaction
         execute = self.db.execute
+        key = window_key(agent_id, conversation)
+
+        def read(reads: list[Read]) -> list[list[Any]]:
+            return [execute(statement, params).fetchall() for statement, params in reads]
+
         with self.snapshot():
-            rows_from = self.window_cache.rows_from(agent_id, start_seq)
+            rows_from = self.window_cache.rows_from(key, start_seq)
             stamp, count = execute(_STAMP, [agent_id, agent_id]).fetchone()
-            rows = execute(WINDOW, [agent_id, rows_from]).fetchall()
-            found = WindowRead(stamp, count, rows_from, rows)
+            found = window_found(
+                stamp,
+                count,
+                rows_from,
+                read(window_reads(agent_id, start_seq, rows_from, conversation)),
+            )
             return self.window_cache.read(
-                agent_id,
+                key,
                 start_seq,
                 found,
-                lambda: execute(WINDOW, [agent_id, start_seq]),
+                lambda: whole_found(
+                    read(window_reads(agent_id, start_seq, start_seq, conversation))
+                ),
                 keep=committed,
                 copies=copies,
             )
@@ -112,6 +142,6 @@ class MessageStore(BudgetedSearch):
             )
         )
         rows, total = self.top_rows("messages", MESSAGE_COLUMNS, candidates.parts, search.limit)
-        scored = [(message_from_row(r), r[10]) for r in rows]
+        scored = [(message_from_row(r), r[AFTER_MESSAGE]) for r in rows]
         proven = candidates.left_out.proves([s for _, s in scored], search.exact)
         return Ranking(scored, total, proven)

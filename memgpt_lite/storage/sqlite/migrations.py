@@ -21,6 +21,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
     BLOCKS,
+    CONVERSATIONS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -367,3 +368,9 @@ def m021_block_owner(db: Database) -> None:
     """A standalone block's owner (core/schema.py's BLOCK_OWNER)."""
     db.execute(BLOCK_OWNER)
     db.execute(BLOCK_OWNER_INDEX)
+
+
+@migrations()
+def m022_conversations(db: Database) -> None:
+    """An agent's conversations (core/schema.py's CONVERSATIONS)."""
+    run_script(db, ddl(CONVERSATIONS, TYPES))

@@ -58,6 +58,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "step_id",
         "created_at",
         "search_text",
+        "conversation_id",
     ]
     assert list(store.db["blocks"].columns_dict) == [
         "id",
@@ -124,6 +125,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m019_letta_runs",
         "m020_sent_requests",
         "m021_block_owner",
+        "m022_conversations",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -523,6 +525,11 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP INDEX blocks_owner")
         conn.execute("ALTER TABLE blocks DROP COLUMN owner")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm021_block_owner'")
+        conn.execute("DROP TABLE conversation_step_locks")
+        conn.execute("DROP INDEX messages_conversation")
+        conn.execute("ALTER TABLE messages DROP COLUMN conversation_id")
+        conn.execute("DROP TABLE conversations")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm022_conversations'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -531,7 +538,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 21"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 22"
     )
 
 

@@ -44,7 +44,7 @@ def test_a_trusted_message_is_the_validated_one():
     created = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     calls = [{"id": "c1", "name": "send_message", "arguments": '{"message": "hi"}'}]
     row = (7, "msg-1", "agent-1", "assistant", "thinking", json.dumps(calls), None, None, "s1")
-    trusted = message_from_row((*row, created.isoformat()))
+    trusted = message_from_row((*row, created.isoformat(), None))
     validated = Message(
         seq=7,
         id="msg-1",
@@ -56,6 +56,7 @@ def test_a_trusted_message_is_the_validated_one():
         created_at=created,
         tool_call_id=None,
         name=None,
+        conversation_id=None,
     )
     assert trusted == validated and validated == trusted
     assert trusted.model_dump() == validated.model_dump()

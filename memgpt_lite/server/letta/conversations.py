@@ -1,0 +1,279 @@
+"""Letta's conversations: /v1/conversations (create, list, retrieve, update,
+delete), their messages (list; send, streamed or not), cancel and compact.
+
+A conversation is one of an agent's message histories over its one memory
+(agent/conversations.py); its steps run one at a time, beside those of the
+agent's other conversations. The agent's own history is its default
+conversation, which has no id of its own: as in Letta, a route's
+`conversation_id` is a conversation's id (`conv-...`), or "default" with
+the agent's id (`agent_id`, in the query or the body as Letta puts it), or
+(Letta's older form) the agent's id itself. A conversation of another
+user's agent is not found, word for word as one that does not exist.
+
+Sending goes through Letta's send machinery (send.py), in the conversation.
+`streaming` is on unless the body turns it off (Letta's default here);
+a stream carries Letta's `ping` messages while the step is quiet
+(`include_pings`). `background` is taken and streams as any send does: the
+step runs to its end even if the client leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query
+from fastapi.concurrency import run_in_threadpool
+
+from memgpt_lite.conversations import DEFAULT_CONVERSATION, Conversation, no_conversation
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.models import utcnow
+from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
+from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, listed_messages
+from memgpt_lite.server.letta.paging import Order, page
+from memgpt_lite.server.letta.send import data, letta_answer, letta_frames
+from memgpt_lite.server.sendonce import send_once
+from memgpt_lite.server.sse import sse_response
+
+router = APIRouter(prefix="/v1/conversations", tags=["letta"])
+
+# A stream quiet this long (a long model call, a slow tool) gets a ping, so
+# that proxies and clients that drop an idle connection keep it.
+PING_SECONDS = 20.0
+
+Where = tuple[str, str | None]  # an agent's id and its conversation's (None: the default one)
+
+
+class CreateConversation(LettaBody):
+    """Letta's CreateConversation; `model` and `model_settings` are taken and
+    not honoured (a conversation runs on its agent's model)."""
+
+    summary: str | None = None
+    isolated_block_labels: list[str] | None = None
+
+
+class UpdateConversation(LettaBody):
+    summary: str | None = None
+
+
+class ConversationSend(SendRequest):
+    """Letta's ConversationMessageRequest."""
+
+    streaming: bool = True
+    include_pings: bool = True
+    background: bool = False
+    agent_id: str | None = None  # for "default": whose
+
+
+class CompactionRequest(LettaBody):
+    """Letta's CompactionRequest (its `compaction_settings` are not honoured:
+    the agent's own settings are)."""
+
+    agent_id: str | None = None
+
+
+def conversation_view(found: Conversation, in_context: list[str] | None = None) -> dict[str, Any]:
+    """A conversation as Letta's Conversation; `in_context`: the ids of the
+    messages in its window, where read."""
+    return {
+        "id": found.id,
+        "agent_id": found.agent_id,
+        "summary": found.summary,
+        "created_at": found.created_at,
+        "updated_at": found.updated_at,
+        "last_message_at": found.last_message_at,
+        "created_by_id": None,
+        "last_updated_by_id": None,
+        "in_context_message_ids": in_context or [],
+        "isolated_block_ids": [],
+        "model": None,
+        "model_settings": None,
+    }
+
+
+def resolved(ctx: ServerContext, user: str, conversation_id: str, agent_id: str | None) -> Where:
+    """The user's agent and conversation that a route's `conversation_id`
+    names (see the module's doc); NotFoundError for one that is not theirs."""
+    if conversation_id == DEFAULT_CONVERSATION:
+        if agent_id is None:
+            raise ConfigError("agent_id: give the agent whose default conversation this is")
+        return ctx.agent_state(user, agent_id).id, None
+    if not conversation_id.startswith("conv-"):  # Letta's older form: the agent's id
+        return ctx.agent_state(user, conversation_id).id, None
+    found = ctx.workspace.conversation(conversation_id, user)
+    if agent_id is not None and ctx.agent_state(user, agent_id).id != found.agent_id:
+        raise no_conversation(conversation_id)
+    return found.agent_id, found.id
+
+
+@router.post("/")
+@router.post("", include_in_schema=False)
+def create(agent_id: str, body: CreateConversation, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's create_conversation: a new, empty conversation of the agent."""
+    if body.isolated_block_labels:
+        raise ConfigError(
+            "isolated_block_labels: memgpt-lite's conversations share all of their agent's blocks"
+        )
+    state = ctx.agent_state(user, agent_id)
+    return conversation_view(ctx.workspace.create_conversation(state.id, body.summary))
+
+
+@router.get("/")
+@router.get("", include_in_schema=False)
+def list_conversations(
+    ctx: Context,
+    user: User,
+    agent_id: str | None = None,
+    limit: Annotated[int, Query(ge=1)] = 50,
+    after: str | None = None,
+    summary_search: str | None = None,
+    order: Order = "desc",
+    order_by: Literal["created_at", "last_run_completion", "last_message_at"] = "created_at",
+) -> list[dict[str, Any]]:
+    """Letta's list_conversations: the user's conversations (of `agent_id`'s
+    agent), newest first unless `order` is "asc"; by `last_message_at` (or
+    Letta's `last_run_completion`, the same here), those that never spoke
+    as the oldest. `after` is a conversation id. Listed, a conversation does
+    not carry its window's message ids (retrieve gives them)."""
+    wanted = None if agent_id is None else ctx.agent_state(user, agent_id).id
+    found = ctx.workspace.conversations(user, wanted)
+    if summary_search:
+        needle = summary_search.casefold()
+        found = [c for c in found if needle in (c.summary or "").casefold()]
+    if order_by != "created_at":
+        found.sort(key=lambda c: (c.last_message_at is not None, c.last_message_at or c.created_at))
+    if order == "desc":
+        found.reverse()
+    return [conversation_view(c) for c in page(found, lambda c: c.id, after=after, limit=limit)]
+
+
+def _with_window(ctx: ServerContext, user: str, found: Conversation) -> dict[str, Any]:
+    state = ctx.agent_state(user, found.agent_id, found.id)
+    return conversation_view(found, [m.id for m in ctx.workspace.window(state)])
+
+
+@router.get("/{conversation_id}")
+def retrieve(conversation_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's retrieve_conversation, with the ids of the messages in its window."""
+    return _with_window(ctx, user, ctx.workspace.conversation(conversation_id, user))
+
+
+@router.patch("/{conversation_id}")
+def update(
+    conversation_id: str, body: UpdateConversation, ctx: Context, user: User
+) -> dict[str, Any]:
+    """Letta's update_conversation: what it is about (its `summary`)."""
+    ctx.workspace.conversation(conversation_id, user)
+    changed = ctx.workspace.update_conversation(conversation_id, body.summary)
+    return _with_window(ctx, user, changed)
+
+
+@router.delete("/{conversation_id}")
+def delete(conversation_id: str, ctx: Context, user: User) -> None:
+    """Letta's delete_conversation: the conversation and its messages go
+    (the agent's memory stays)."""
+    ctx.workspace.conversation(conversation_id, user)
+    ctx.workspace.delete_conversation(conversation_id)
+
+
+@router.get("/{conversation_id}/messages")
+def list_messages(
+    conversation_id: str,
+    ctx: Context,
+    user: User,
+    agent_id: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: Annotated[int | None, Query(ge=1)] = 100,
+    order: Order = "desc",
+    use_assistant_message: bool = True,
+    include_return_message_types: Annotated[list[str] | None, Query()] = None,
+) -> list[LettaMessage]:
+    """Letta's list_conversation_messages, as the agent's list_messages."""
+    where = resolved(ctx, user, conversation_id, agent_id)
+    asked = MessagePage(after, before, limit, order, use_assistant_message)
+    return listed_messages(ctx, user, where, asked, include_return_message_types)
+
+
+@router.post("/{conversation_id}/messages", response_model=None)
+async def send(
+    conversation_id: str,
+    body: ConversationSend,
+    ctx: Context,
+    user: User,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> Any:
+    """Letta's send_conversation_message: a step in the conversation, as a
+    stream (with pings while it is quiet, unless `include_pings` is off) or,
+    `streaming` off, a LettaResponse. Sent again with the same
+    `Idempotency-Key`, or the same `otid` on its messages, the first send's
+    answer."""
+    agent_id, conversation = await run_in_threadpool(
+        resolved, ctx, user, conversation_id, body.agent_id
+    )
+    route = f"letta.conversations.{conversation or DEFAULT_CONVERSATION}"
+    once = send_once(ctx.workspace.store, idempotency_key, route, body, *body.otids())
+    if not body.streaming:
+        return await letta_answer(ctx, user, agent_id, body, once, conversation)
+    frames = letta_frames(ctx, user, agent_id, body, once, conversation)
+    return await sse_response(with_pings(frames) if body.include_pings else frames)
+
+
+async def with_pings(frames: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`frames`, and a ping after each `PING_SECONDS` without one, once the
+    first has come (an error before it is the response's status: sse.py)."""
+    try:
+        yield await anext(frames)
+    except StopAsyncIteration:
+        return
+    pending = asyncio.ensure_future(anext(frames))
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=PING_SECONDS)
+            if not done:
+                ping = {"id": f"ping-{uuid.uuid4()}", "date": utcnow(), "message_type": "ping"}
+                yield data(ping)
+                continue
+            try:
+                item = pending.result()
+            except StopAsyncIteration:
+                return
+            yield item
+            pending = asyncio.ensure_future(anext(frames))
+    finally:
+        pending.cancel()  # the client left: the step goes on (steps.py)
+
+
+@router.post("/{conversation_id}/cancel")
+def cancel(
+    conversation_id: str, ctx: Context, user: User, agent_id: str | None = None
+) -> dict[str, Any]:
+    """Letta's cancel_conversation: the conversation's runs cancelled, by id.
+    A step here runs to its end (steps.py), so none is: `{}`."""
+    resolved(ctx, user, conversation_id, agent_id)
+    return {}
+
+
+@router.post("/{conversation_id}/compact")
+async def compact(
+    conversation_id: str, ctx: Context, user: User, body: CompactionRequest | None = None
+) -> dict[str, Any]:
+    """Letta's compact_conversation: the older messages of its window folded
+    into its summary now (they stay in its history)."""
+    agent_id = None if body is None else body.agent_id
+    where = await run_in_threadpool(resolved, ctx, user, conversation_id, agent_id)
+    return await run_in_threadpool(_compacted, ctx, user, where)
+
+
+def _compacted(ctx: ServerContext, user: str, where: Where) -> dict[str, Any]:
+    agent = ctx.agent(user, *where)
+    before = len(agent.context_messages())
+    report = agent.runner.summarize()
+    return {
+        "summary": agent.state.summary,
+        "num_messages_before": before,
+        "num_messages_after": before - report.evicted,
+    }
