@@ -124,6 +124,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m019_letta_runs",
         "m020_sent_requests",
         "m021_block_owner",
+        "m024_agent_groups",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -523,6 +524,9 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP INDEX blocks_owner")
         conn.execute("ALTER TABLE blocks DROP COLUMN owner")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm021_block_owner'")
+        conn.execute("DROP TABLE agent_group_members")
+        conn.execute("DROP TABLE agent_groups")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm024_agent_groups'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -531,7 +535,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 21"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 24"
     )
 
 

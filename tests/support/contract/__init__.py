@@ -15,6 +15,7 @@ from support.contract.agents import AgentContract, BlockContract
 from support.contract.archival import PassageContract, VectorContract
 from support.contract.base import OpenStore, sealing
 from support.contract.block_history import BlockHistoryContract
+from support.contract.groups import GroupContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.runs import RunContract
@@ -47,6 +48,7 @@ class StorageContract(
     MCPServerContract,
     RunContract,
     SentRequestContract,
+    GroupContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
