@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memgpt_lite.agent import sleeptime
 from memgpt_lite.agent.runner import Runner
 from memgpt_lite.agent.setup import (
     ToolLike,
@@ -71,6 +72,7 @@ from memgpt_lite.settings.endpoint import check_timeout
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.protocols.groups import DEFAULT_FREQUENCY, AgentGroup
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.sets import agent_tools
 
@@ -339,6 +341,22 @@ class Agent:
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
         self.store.attach_block(self.state.id, block)
+
+    # Its sleep-time agent (sleeptime.py)
+
+    def add_sleeptime_agent(self, frequency: int = DEFAULT_FREQUENCY) -> AgentGroup:
+        """Give this agent a sleep-time agent, which shares its blocks and,
+        in the background after every `frequency` turns of it, reads them
+        and edits the blocks; returns their group. AlreadyExistsError if it
+        has one; delete the agent and its sleep-time agent goes with it
+        (`Workspace.delete_agent`)."""
+        return sleeptime.add_sleeptime_agent(self.store, self.state, frequency=frequency)
+
+    @property
+    def sleeptime_group(self) -> AgentGroup | None:
+        """The group of this agent and its sleep-time agent, as stored now
+        (how far it read, when it last ran, its last error); None if none."""
+        return sleeptime.managed_group(self.store, self.state.id)
 
     # The context window
 

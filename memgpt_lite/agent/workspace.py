@@ -207,8 +207,16 @@ class Workspace:
         return agent.state
 
     def delete_agent(self, agent_id: str) -> None:
-        """Delete an agent with its messages and passages (blocks it shares stay)."""
-        self.store.delete_agent(agent_id)
+        """Delete an agent with its messages and passages (blocks it shares
+        stay); a main agent's sleep-time agents go with it, and a sleep-time
+        agent's group with it (its main agent stays: agent/sleeptime.py)."""
+        from memgpt_lite.agent import sleeptime  # see the imports
+
+        with self.store.transaction():
+            sleeptime.remove_sleeptime_agents(self.store, agent_id)
+            for group in self.store.agent_groups(agent_id):  # of which it is a member
+                self.store.delete_group(group.id)
+            self.store.delete_agent(agent_id)
 
     # Core memory, read without an agent
 
