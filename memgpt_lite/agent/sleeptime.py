@@ -146,6 +146,8 @@ def start_pass(store: Storage, group_id: str, open_agent: OpenAgent) -> threadin
     def work() -> None:
         try:
             run_pass(store, group_id, open_agent)
+        except MemGPTError as exc:  # the database itself failed: nothing could be noted
+            log.warning("the sleep-time pass of group %s could not run: %s", group_id, exc)
         finally:
             with _running_lock:
                 _running.pop(group_id, None)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from letta_client import Letta, NotFoundError, UnprocessableEntityError
 from openai import OpenAI
+from support.old_letta import RunScript, old_letta  # noqa: F401 - the session fixture
+from support.serving import new_key
 
 from memgpt_lite.agent import sleeptime
 from memgpt_lite.memory.core.blocks import load_prompt
@@ -138,3 +140,42 @@ def test_a_failing_sleeptime_step_does_not_fail_the_send(
     assert (updated.multi_agent_group, updated.enable_sleeptime) == (None, False)
     assert client.get("/v1/groups", cast_to=object) == []
     assert [a.id for a in client.agents.list()] == [main.id]  # the sleep-time agent went too
+
+
+VOICE_01 = """
+from letta_client import CreateBlock, SleeptimeManagerUpdate, VoiceSleeptimeManagerUpdate
+agent = client.agents.create(
+    name="voice",
+    agent_type="voice_convo_agent",
+    memory_blocks=[CreateBlock(label="human", value="Name: ?")],
+    model="openai/gpt-4o-mini",
+    enable_sleeptime=True,
+)
+group = agent.multi_agent_group
+results["created"] = [agent.agent_type, group.manager_type, group.manager_agent_id == agent.id]
+results["listed"] = [g.id for g in client.groups.list()] == [group.id]
+results["count"] = client.groups.count()
+changed = client.groups.modify(
+    group.id,
+    manager_config=VoiceSleeptimeManagerUpdate(
+        max_message_buffer_length=6, min_message_buffer_length=5
+    ),
+)
+results["modified"] = [changed.max_message_buffer_length, changed.min_message_buffer_length]
+results["helper"] = client.agents.retrieve(group.agent_ids[0]).agent_type
+client.groups.delete(group.id)
+results["after"] = [client.groups.count(), client.agents.retrieve(agent.id).agent_type]
+"""
+
+
+def test_groups_with_letta_client_01(
+    old_letta: RunScript,  # noqa: F811 - the fixture imported above
+    db: str,
+    server: str,
+) -> None:
+    found = old_letta(VOICE_01, base_url=server, key=new_key(db, "alice"))
+    assert found["created"] == ["voice_convo_agent", "voice_sleeptime", True]
+    assert found["listed"] is True and found["count"] == 1
+    assert found["modified"] == [6, 5]
+    assert found["helper"] == "voice_sleeptime_agent"
+    assert found["after"] == [0, "memgpt_agent"]
