@@ -4,8 +4,9 @@ the four ways to run a step.
 An `Agent` is its stored row (`state`), its store, its tools, and its three
 tiers of memory: core memory blocks (here: `block`, `set_block`, ...),
 recall memory (`agent.history`: search, and edits to the end of the
-window) and archival memory (`agent.archival`). Its configuration (model,
-name, embedder) is changed here and stored at once.
+window) and archival memory (`agent.archival`), and the sleep-time agent
+that may look after its blocks (`agent.sleeptime`, sleeptime.py). Its
+configuration (model, name, embedder) is changed here and stored at once.
 
 Running steps is its runner's work (runner.py, `agent.runner`): the model
 client, the token counter, the step lock, and the engine behind `step()`,
@@ -27,7 +28,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memgpt_lite.agent import sleeptime
 from memgpt_lite.agent.runner import Runner
 from memgpt_lite.agent.setup import (
     ToolLike,
@@ -39,6 +39,7 @@ from memgpt_lite.agent.setup import (
     store_new_agent,
 )
 from memgpt_lite.agent.sizing import fit_new_agent
+from memgpt_lite.agent.sleeptime import SleeptimeAgents
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -72,7 +73,6 @@ from memgpt_lite.settings.endpoint import check_timeout
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.storage.protocols.groups import DEFAULT_FREQUENCY, AgentGroup
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.sets import agent_tools
 
@@ -137,6 +137,8 @@ class Agent:
         )
         self.archival = ArchivalMemory(self.runner)
         self.history = History(self.runner)
+        # Its sleep-time agent: `agent.sleeptime.add(frequency=5)` (sleeptime.py).
+        self.sleeptime = SleeptimeAgents(self)
 
     @classmethod
     def create(
@@ -341,22 +343,6 @@ class Agent:
     def attach_block(self, block: Block) -> None:
         """Add a block, or share another agent's block with this one."""
         self.store.attach_block(self.state.id, block)
-
-    # Its sleep-time agent (sleeptime.py)
-
-    def add_sleeptime_agent(self, frequency: int = DEFAULT_FREQUENCY) -> AgentGroup:
-        """Give this agent a sleep-time agent, which shares its blocks and,
-        in the background after every `frequency` turns of it, reads them
-        and edits the blocks; returns their group. AlreadyExistsError if it
-        has one; delete the agent and its sleep-time agent goes with it
-        (`Workspace.delete_agent`)."""
-        return sleeptime.add_sleeptime_agent(self.store, self.state, frequency=frequency)
-
-    @property
-    def sleeptime_group(self) -> AgentGroup | None:
-        """The group of this agent and its sleep-time agent, as stored now
-        (how far it read, when it last ran, its last error); None if none."""
-        return sleeptime.managed_group(self.store, self.state.id)
 
     # The context window
 

@@ -281,7 +281,18 @@ class Runner:
         the agent's sleep-time agents when theirs are due (sleeptime.py)."""
         if reflection.due(self):
             reflection.start_background(self.state.id, self._twin)
-        sleeptime.after_turn(self, self._open_peer)
+        if self._open_peer is not None:  # a background reflection's runner steps not
+            sleeptime.after_turn(self.store, self.state.id, self._open_helper)
+
+    def _open_helper(self, state: AgentState) -> Runner:
+        """A sleep-time agent of this one, opened for a pass as the
+        multi-agent tools open an agent, with nobody to tell when it waits
+        (a wait is logged)."""
+        if self._open_peer is None:
+            raise ConfigError(f"agent {self.state.name!r} cannot open other agents here")
+        helper = self._open_peer(state)
+        helper.agent.on_wait = None
+        return helper
 
     def _twin(self) -> Runner:
         """A runner of this agent for another thread: its own model client."""

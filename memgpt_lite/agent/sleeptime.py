@@ -8,6 +8,8 @@ system prompt of its own (prompts/sleeptime.md); and their group
 (storage/protocols/groups.py), which starts at the main agent's newest
 message: the sleep-time agent reads what is said from then on.
 
+In Python: `agent.sleeptime.add(frequency=5)` (`SleeptimeAgents`).
+
 After each step of the main agent (`after_turn`, called by its runner), once
 `frequency` of its turns went by that no pass has read, a pass starts in a
 thread of its own: a step of each sleep-time agent on the transcript of
@@ -24,19 +26,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, MemGPTError, NotFoundError
 from memgpt_lite.llm import runner as sync
+from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop.compaction import transcript_line
 from memgpt_lite.memory.core.blocks import load_prompt
-from memgpt_lite.models import AgentSettings, AgentState, Message, StepResult, utcnow
+from memgpt_lite.models import AgentSettings, AgentState, Message, StepInput, StepResult, utcnow
 from memgpt_lite.names import numbered
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.protocols.groups import DEFAULT_FREQUENCY, AgentGroup, ManagerType
-
-if TYPE_CHECKING:
-    from memgpt_lite.agent.runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,58 @@ MAX_MESSAGES = 60  # of the main agent's, read by one pass; the next pass reads 
 # A turn is at least a user message and an answer; 16 messages a turn is plenty.
 MESSAGES_PER_TURN = 16
 
-# Opens an agent of the main agent's owner for a pass: the runner of an
-# `Agent` for its stored row, with the API key the main agent's rule gives it.
-OpenAgent = Callable[[AgentState], "Runner"]
+
+class Helper(Protocol):
+    """What a pass needs of a sleep-time agent: its runner (agent/runner.py)."""
+
+    @property
+    def token_counter(self) -> TokenCounter: ...
+
+    async def astep(self, message: StepInput) -> StepResult: ...
+
+    async def aclose_model(self) -> None: ...
+
+
+# Opens a sleep-time agent for a pass: the runner of an `Agent` for its
+# stored row, with the API key the main agent's rule gives it.
+OpenAgent = Callable[[AgentState], Helper]
+
+
+class AgentHolder(Protocol):
+    """What `SleeptimeAgents` reads of the agent it serves: its `Agent`."""
+
+    state: AgentState
+    store: Storage
+
+
+class SleeptimeAgents:
+    """An agent's sleep-time agent, as `agent.sleeptime` (see the module's doc)."""
+
+    def __init__(self, agent: AgentHolder) -> None:
+        self._agent = agent
+
+    def add(self, frequency: int = DEFAULT_FREQUENCY) -> AgentGroup:
+        """Give the agent a sleep-time agent, which shares its blocks and,
+        in the background after every `frequency` turns of it, reads them
+        and edits the blocks; returns their group. AlreadyExistsError if it
+        has one, ConfigError for a sleep-time agent itself."""
+        return add_sleeptime_agent(self._agent.store, self._agent.state, frequency=frequency)
+
+    @property
+    def group(self) -> AgentGroup | None:
+        """The agent's group, as stored now (how far its sleep-time agent
+        read, when it last ran, its last error); None without one."""
+        return managed_group(self._agent.store, self._agent.state.id)
+
+    def remove(self) -> None:
+        """Delete the agent's sleep-time agent and their group, if it has one."""
+        remove_sleeptime_agents(self._agent.store, self._agent.state.id)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the pass running in this process, if one runs; False if
+        it still runs after `timeout` seconds."""
+        group = self.group
+        return True if group is None else wait_for_pass(group.id, timeout)
 
 
 def add_sleeptime_agent(
@@ -118,14 +167,12 @@ def remove_sleeptime_agents(store: Storage, agent_id: str) -> None:
 # The passes
 
 
-def after_turn(main: Runner, open_agent: OpenAgent | None) -> None:
-    """Start a pass of the main agent's group in the background, if it has
-    one whose turns are due (called once a step of the agent ended)."""
-    if open_agent is None:  # a runner that opens no other agent: a reflection's
-        return
-    group = managed_group(main.store, main.state.id)
-    if group is not None and group.agent_ids and _due(main.store, group):
-        start_pass(main.store, group.id, open_agent)
+def after_turn(store: Storage, agent_id: str, open_agent: OpenAgent) -> None:
+    """Start a pass of the agent's group in the background, if it has one
+    whose turns are due (called once a step of the agent ended)."""
+    group = managed_group(store, agent_id)
+    if group is not None and group.agent_ids and _due(store, group):
+        start_pass(store, group.id, open_agent)
 
 
 def _due(store: Storage, group: AgentGroup) -> bool:
@@ -187,7 +234,6 @@ def run_pass(store: Storage, group_id: str, open_agent: OpenAgent) -> None:
         main = store.get_agent(group.manager_agent_id)
         for agent_id in group.agent_ids:
             helper = open_agent(store.get_agent(agent_id))
-            helper.agent.on_wait = None  # nobody to tell: a wait is logged
             sync.run(_step(helper, transcript(helper, main.name, messages)))
     except MemGPTError as exc:
         problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -211,7 +257,7 @@ def _unread(store: Storage, group: AgentGroup) -> list[Message]:
     return unread[:MAX_MESSAGES]
 
 
-def transcript(helper: Runner, main_name: str, messages: Sequence[Message]) -> str:
+def transcript(helper: Helper, main_name: str, messages: Sequence[Message]) -> str:
     """The message a sleep-time agent steps on: the main agent's messages,
     one line each (a long one shortened), oldest first."""
     lines = "\n".join(transcript_line(helper.token_counter, m) for m in messages)
@@ -221,7 +267,7 @@ def transcript(helper: Runner, main_name: str, messages: Sequence[Message]) -> s
     )
 
 
-async def _step(helper: Runner, text: str) -> StepResult:
+async def _step(helper: Helper, text: str) -> StepResult:
     """A step of the sleep-time agent, its model's connections closed after
     it (in this thread's loop, which they belong to)."""
     try:

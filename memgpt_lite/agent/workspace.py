@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from memgpt_lite.agent.tool_registry import ToolRegistry
     from memgpt_lite.embeddings.embedder import Embedder
 
-__all__ = ["AgentCopy", "Workspace", "copy_database"]
+__all__ = ["AgentCopy", "AgentGroup", "ManagerType", "Workspace", "copy_database"]
 
 # A history search with a time limit filters the best this many matches (plus
 # the pages before the one asked for): search ranks, it does not filter by time.

@@ -23,6 +23,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
 from memgpt_lite.agent.naming import names_from_letta
+from memgpt_lite.agent.workspace import AgentGroup
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import (
     DEFAULT_BLOCK_LIMIT,
@@ -50,7 +51,6 @@ from memgpt_lite.server.letta.configs import (
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import VOICE_AGENT_TYPE, agent_view
-from memgpt_lite.storage.protocols.groups import AgentGroup
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.rules import needs_approval, rules_from_letta
 from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS

@@ -18,12 +18,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import Field
 
+from memgpt_lite.agent.workspace import AgentGroup, ManagerType
 from memgpt_lite.errors import ConfigError
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.views import group_view
-from memgpt_lite.storage.protocols.groups import AgentGroup, ManagerType
 
 router = APIRouter(tags=["letta"])
 

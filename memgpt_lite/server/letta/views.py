@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from memgpt_lite.agent.workspace import Workspace
+from memgpt_lite.agent.workspace import AgentGroup, Workspace
 from memgpt_lite.models import AgentState, Block, Passage
 from memgpt_lite.server.letta.configs import embedding_config_view, llm_config_view
 from memgpt_lite.server.letta.messages import approval_request
 from memgpt_lite.server.letta.tool_views import agent_tool_views
-from memgpt_lite.storage.protocols.groups import AgentGroup
 
 # Letta's `include` value that asks for an agent's pending approval.
 PENDING_APPROVAL = "agent.pending_approval"
