@@ -109,7 +109,10 @@ def add_sleeptime_agent(
 ) -> AgentGroup:
     """Make `main`'s sleep-time agent and their group, in one transaction
     (see the module's doc). AlreadyExistsError if `main` has one already;
-    ConfigError if `main` is a sleep-time agent itself."""
+    ConfigError if `main` is a sleep-time agent itself, or for a frequency
+    below 1."""
+    if frequency < 1:
+        raise ConfigError(f"frequency: a number of turns, 1 or more, not {frequency}")
     with store.transaction():
         groups = store.agent_groups(main.id)
         if any(group.manager_agent_id == main.id for group in groups):

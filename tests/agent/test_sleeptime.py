@@ -103,6 +103,8 @@ def test_a_sleeptime_agent_has_none_and_removing_it_keeps_the_blocks(
     helper = Agent.load(agent.store.get_agent(group.agent_ids[0]).name, store=agent.store)
     with pytest.raises(ConfigError, match="is a sleep-time agent: it cannot have one"):
         helper.sleeptime.add()
+    with pytest.raises(ConfigError, match="frequency: a number of turns, 1 or more, not 0"):
+        agent.sleeptime.add(frequency=0)
     assert helper.sleeptime.group is None and helper.sleeptime.wait(0)
     agent.sleeptime.remove()
     assert agent.sleeptime.group is None
