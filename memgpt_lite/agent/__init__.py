@@ -7,6 +7,8 @@ application layer the command line and the server go through.
 - runner.py: `Runner` (`agent.runner`), where steps run: the model client and
   token counter, the step lock, the step engine, retry, summarize, reflect.
   The loop, the tools and memory take it, as `AgentDeps`, not the agent.
+- sleeptime.py: sleep-time agents, which look after a main agent's memory
+  (its blocks, shared) in the background every few turns of it.
 - setup.py: creating an agent (every argument checked before anything is
   stored) and matching `create(exist_ok=True)` against a stored one.
 - workspace.py: `Workspace`, the agents of one database opened with the

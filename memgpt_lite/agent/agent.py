@@ -4,8 +4,9 @@ the four ways to run a step.
 An `Agent` is its stored row (`state`), its store, its tools, and its three
 tiers of memory: core memory blocks (here: `block`, `set_block`, ...),
 recall memory (`agent.history`: search, and edits to the end of the
-window) and archival memory (`agent.archival`). Its configuration (model,
-name, embedder) is changed here and stored at once.
+window) and archival memory (`agent.archival`), and the sleep-time agent
+that may look after its blocks (`agent.sleeptime`, sleeptime.py). Its
+configuration (model, name, embedder) is changed here and stored at once.
 
 Running steps is its runner's work (runner.py, `agent.runner`): the model
 client, the token counter, the step lock, and the engine behind `step()`,
@@ -39,6 +40,7 @@ from memgpt_lite.agent.setup import (
     store_new_agent,
 )
 from memgpt_lite.agent.sizing import fit_new_agent
+from memgpt_lite.agent.sleeptime import SleeptimeAgents
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, ModelRetry, validation_messages
 from memgpt_lite.events import StepEvent
@@ -138,6 +140,8 @@ class Agent:
         self.history = History(self.runner)
         # Its conversations: separate message histories over its one memory.
         self.conversations: Conversations[Agent] = Conversations(self)
+        # Its sleep-time agent: `agent.sleeptime.add(frequency=5)` (sleeptime.py).
+        self.sleeptime = SleeptimeAgents(self)
 
     @classmethod
     def create(

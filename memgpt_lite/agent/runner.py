@@ -10,7 +10,8 @@ processes and hosts; re-entrant in one thread), and the engine of the four
 drivers `agent.step()`, `astep()`, `stream()` and `astream()`: `events()`,
 which runs the loop's one step core (loop/step.py). It also runs the other
 work that calls the model: `retry()`, `summarize()` (a compaction now),
-`reflect()`, and the reflection that starts in the background after a step.
+`reflect()`, and the reflection (and the sleep-time agents' pass,
+sleeptime.py) that starts in the background after a step.
 
 The layers below take the runner, not the agent: it satisfies `AgentDeps`
 (tools/deps.py), `MemoryDeps` (memory/deps.py) and the loop's `StepHost`.
@@ -27,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memgpt_lite.agent import sleeptime
 from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError
@@ -286,14 +288,32 @@ class Runner:
         finally:
             # Opened for this message alone: its connections are closed now,
             # in the loop they belong to, not whenever it is collected.
-            if isinstance(peer._llm, OpenAIChatModel):
-                await peer._llm.aclose()
+            await peer.aclose_model()
+
+    async def aclose_model(self) -> None:
+        """Close the model client's connections, in the event loop they
+        belong to (a runner opened for one step, in a loop that ends)."""
+        if isinstance(self._llm, OpenAIChatModel):
+            await self._llm.aclose()
 
     def after_step(self) -> None:
         """Called by the step core once a step ended: start a reflection in
-        the background when `reflect_every` turns went unread."""
+        the background when `reflect_every` turns went unread, and a pass of
+        the agent's sleep-time agents when theirs are due (sleeptime.py)."""
         if reflection.due(self):
             reflection.start_background(self.state.id, self._twin)
+        if self._open_peer is not None:  # a background reflection's runner steps not
+            sleeptime.after_turn(self.store, self.state.id, self._open_helper)
+
+    def _open_helper(self, state: AgentState) -> Runner:
+        """A sleep-time agent of this one, opened for a pass as the
+        multi-agent tools open an agent, with nobody to tell when it waits
+        (a wait is logged)."""
+        if self._open_peer is None:
+            raise ConfigError(f"agent {self.state.name!r} cannot open other agents here")
+        helper = self._open_peer(state)
+        helper.agent.on_wait = None
+        return helper
 
     def _twin(self) -> Runner:
         """A runner of this agent for another thread: its own model client."""

@@ -6,8 +6,9 @@ The command line (`memgpt-lite ...`, cli/) and the HTTP server (server/) go
 through here, never to the loop or the store themselves: they get their
 agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage, tool calls
-waiting for approval and unanswered messages, page and search their history, and make and check the
-server's API keys; the tool registry is `workspace.tools`
+waiting for approval and unanswered messages, page and search their
+history, give them sleep-time agents, and make and check the server's API
+keys; the tool registry is `workspace.tools`
 (tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
 step itself runs on the agent (`agent.stream(...)`, its runner:
 agent/runner.py); its events are plain data (events.py).
@@ -46,6 +47,7 @@ from memgpt_lite.storage import copy
 from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.protocols.groups import AgentGroup, ManagerType
 from memgpt_lite.storage.protocols.runs import Run
 
 # What runs agents (the agent and its runner: the model client, the token
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from memgpt_lite.agent.tool_registry import ToolRegistry
     from memgpt_lite.embeddings.embedder import Embedder
 
-__all__ = ["AgentCopy", "Workspace", "copy_database"]
+__all__ = ["AgentCopy", "AgentGroup", "ManagerType", "Workspace", "copy_database"]
 
 # A history search with a time limit filters the best this many matches (plus
 # the pages before the one asked for): search ranks, it does not filter by time.
@@ -212,8 +214,51 @@ class Workspace:
         return agent.state
 
     def delete_agent(self, agent_id: str) -> None:
-        """Delete an agent with its messages and passages (blocks it shares stay)."""
-        self.store.delete_agent(agent_id)
+        """Delete an agent with its messages and passages (blocks it shares
+        stay); a main agent's sleep-time agents go with it, and a sleep-time
+        agent's group with it (its main agent stays: agent/sleeptime.py)."""
+        from memgpt_lite.agent import sleeptime  # see the imports
+
+        with self.store.transaction():
+            sleeptime.remove_sleeptime_agents(self.store, agent_id)
+            for group in self.store.agent_groups(agent_id):  # of which it is a member
+                self.store.delete_group(group.id)
+            self.store.delete_agent(agent_id)
+
+    # Groups: a main agent and its sleep-time agents (sleeptime.py)
+
+    def add_sleeptime_agent(
+        self, state: AgentState, manager_type: ManagerType = "sleeptime"
+    ) -> AgentGroup:
+        """Give the agent a sleep-time agent on its blocks; their group."""
+        from memgpt_lite.agent import sleeptime  # see the imports
+
+        return sleeptime.add_sleeptime_agent(self.store, state, manager_type=manager_type)
+
+    def remove_sleeptime_agents(self, agent_id: str) -> None:
+        """Delete the agent's group and its sleep-time agents, if it has them."""
+        from memgpt_lite.agent import sleeptime  # see the imports
+
+        sleeptime.remove_sleeptime_agents(self.store, agent_id)
+
+    def agent_groups(self, agent_id: str) -> list[AgentGroup]:
+        """The groups the agent is the main agent or a member of."""
+        return self.store.agent_groups(agent_id)
+
+    def groups(self, owner: str) -> list[AgentGroup]:
+        """The owner's groups, oldest first."""
+        return self.store.list_groups(owner)
+
+    def group(self, group_id: str, owner: str) -> AgentGroup:
+        """The owner's group; NotFoundError for another owner's, word for word."""
+        return self.store.get_group(group_id, owner)
+
+    def save_group(self, group: AgentGroup) -> None:
+        self.store.save_group(group)
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete the group; its agents stay, each an agent of its own."""
+        self.store.delete_group(group_id)
 
     # Core memory, read without an agent
 

@@ -14,6 +14,9 @@ or chat UI talks to an agent that remembers.
   `POST /api/agents/{agent}/approvals`). Until it is answered, a new message
   is a 409 in OpenAI's shape.
 - `GET /v1/models`: the user's agents, as models named by the agent's name.
+- `POST /v1/voice-beta/{agent_id}/chat/completions` (Letta's voice route):
+  the same completion, of the agent the path names, for voice clients that
+  take OpenAI's streamed chat (an OpenAI client with that base URL).
 
 Errors on these routes are in OpenAI's shape, `{"error": {"message", "type",
 "param", "code"}}`, which OpenAI's clients read (the rest of the server
@@ -415,6 +418,32 @@ async def chat_completions(
     events = step_events(ctx, user, body.model, body.user_text(), once)
     include_usage = body.stream_options is not None and body.stream_options.include_usage
     return await sse_response(stream_frames(events, body.model, include_usage))
+
+
+class VoiceCompletionRequest(ChatCompletionRequest):
+    """The body of Letta's voice route: OpenAI's request, whose `model` may
+    be left out (the agent is named by the path)."""
+
+    model: str = ""
+
+
+@router.post("/voice-beta/{agent_id}/chat/completions", response_model=None)
+async def voice_chat_completions(
+    agent_id: str,
+    body: VoiceCompletionRequest,
+    ctx: Context,
+    user: User,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> Any:
+    """Letta's create_voice_chat_completions: one step of the user's agent
+    `agent_id` (an id or a name) on the last user message, as
+    `chat_completions` answers it, the completion's `model` the agent."""
+    once = send_once(ctx.workspace.store, idempotency_key, "letta.voice", body)
+    if not body.stream:
+        return complete(await step_result(ctx, user, agent_id, body.user_text(), once), agent_id)
+    events = step_events(ctx, user, agent_id, body.user_text(), once)
+    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    return await sse_response(stream_frames(events, agent_id, include_usage))
 
 
 class ModelCard(BaseModel):

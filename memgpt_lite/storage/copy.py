@@ -7,16 +7,18 @@ shared by several agents is created once and linked to each), every message (sam
 order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times, and so does every user's tool registry (tools
-and MCP servers, with their ids and trust). Step locks are not copied: they
+and MCP servers, with their ids and trust) and every group of agents (a
+main agent and its sleep-time agents). Step locks are not copied: they
 belong to running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
-or passage seq is remapped: the window start (`AgentState.context_start`)
-and the vectors. The source is read in one snapshot, in pages of `batch`
-messages and passages (vectors are read one kind of one agent at a time:
-the protocol has no paging for them). The destination is written in one
-transaction and each agent's counts are read back from it inside that
-transaction, so a mismatch, an error or Ctrl-C leaves it as it was.
+or passage seq is remapped: the window start (`AgentState.context_start`),
+what reflections and sleep-time agents have read, and the vectors. The
+source is read in one snapshot, in pages of `batch` messages and passages
+(vectors are read one kind of one agent at a time: the protocol has no
+paging for them). The destination is written in one transaction and each
+agent's counts are read back from it inside that transaction, so a
+mismatch, an error or Ctrl-C leaves it as it was.
 """
 
 from __future__ import annotations
@@ -107,13 +109,15 @@ def copy_agents(
             _copy_registry(src, dst)
             if on_keys is not None:
                 on_keys(len(keys))
-            copied = []
+            copied: list[AgentCopy] = []
+            message_seqs: dict[str, dict[int, int]] = {}  # each agent's, old to new
             for state in agents:
-                expected = _copy_agent(src, dst, state, batch)
+                expected, message_seqs[state.id] = _copy_agent(src, dst, state, batch)
                 _verify(dst, state, expected)
                 copied.append(expected)
                 if on_copied is not None:
                     on_copied(expected)
+            _copy_groups(src, dst, message_seqs)
     return copied
 
 
@@ -218,8 +222,21 @@ def _version_count(store: Storage, state: AgentState) -> int:
     return sum(len(store.block_history(block_id)) for block_id in state.block_ids)
 
 
-def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> AgentCopy:
-    """Copy one agent; returns what its source holds, to check the copy against."""
+def _copy_groups(src: Storage, dst: Storage, message_seqs: dict[str, dict[int, int]]) -> None:
+    """Store every group of `src` in `dst` (its agents are copied by now),
+    what its sleep-time agents read in the destination's message seqs."""
+    for group in src.list_groups():
+        seqs = message_seqs[group.manager_agent_id]
+        copied = group.model_copy(deep=True)
+        copied.processed_seq = _new_reflected(seqs, group.processed_seq)
+        dst.save_group(copied)
+
+
+def _copy_agent(
+    src: Storage, dst: Storage, state: AgentState, batch: int
+) -> tuple[AgentCopy, dict[int, int]]:
+    """Copy one agent; returns what its source holds, to check the copy
+    against, and its messages' seqs, old to new."""
     blocks = [b.model_copy(deep=True) for b in src.get_blocks(state.id)]
     stats = src.agent_stats(state.id)
     dst.create_agent(state.model_copy(deep=True), blocks)  # a block stored already is linked
@@ -250,7 +267,7 @@ def _copy_agent(src: Storage, dst: Storage, state: AgentState, batch: int) -> Ag
         passage_vectors=_copy_vectors(src, dst, state, "passage", passage_seqs, batch),
         usage_records=len(usage),
         block_versions=_version_count(src, state),
-    )
+    ), message_seqs
 
 
 def _pages(total: int, batch: int) -> Iterator[tuple[int, int]]:
@@ -309,8 +326,9 @@ def _copy_vectors(
 
 
 def _new_reflected(seqs: dict[int, int], old_reflected: int) -> int:
-    """The newest message a reflection has read, in the destination's seqs:
-    the new seq of the newest message at or before it (0 for none)."""
+    """The newest message a reflection (or a sleep-time agent) has read, in
+    the destination's seqs: the new seq of the newest message at or before
+    it (0 for none)."""
     read = [new for old, new in seqs.items() if old <= old_reflected]
     return max(read, default=0)
 

@@ -11,8 +11,9 @@ implements it (SQLite, in `storage/sqlite/`, is the default) and one branch in
 agent's conversations), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
 `StepLockStorage`, `ToolStorage` (the tool registry and MCP servers),
-`RunStorage` (the runs of Letta's asynchronous sends) and
-`SentRequestStorage` (the sends the server answered under a key). A
+`RunStorage` (the runs of Letta's asynchronous sends),
+`SentRequestStorage` (the sends the server answered under a key) and
+`GroupStorage` (sleep-time agents and the main agent they serve). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -47,6 +48,7 @@ from memgpt_lite.storage.protocols.agents import AgentStorage
 from memgpt_lite.storage.protocols.archival import ArchivalStorage
 from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.conversations import ConversationStorage
+from memgpt_lite.storage.protocols.groups import GroupStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
@@ -74,6 +76,7 @@ __all__ = [
     "ArchivalStorage",
     "BlockStorage",
     "ConversationStorage",
+    "GroupStorage",
     "MainContext",
     "MessageStorage",
     "Owner",
@@ -108,11 +111,12 @@ class Storage(
     ToolStorage,
     RunStorage,
     SentRequestStorage,
+    GroupStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,
-    the users' API keys and their tools, Letta's runs: every part of the
-    seam, in one protocol."""
+    the users' API keys and their tools, Letta's runs, groups of agents:
+    every part of the seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

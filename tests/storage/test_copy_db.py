@@ -26,6 +26,7 @@ from memgpt_lite.models import AgentState, LLMConfig, MCPServer, Message, ToolDe
 from memgpt_lite.storage.copy import AgentCopy, copy_database
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
+from memgpt_lite.storage.protocols.groups import AgentGroup
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 
 EMBEDDER = "endpoint:text-embedding-3-small"
@@ -304,3 +305,31 @@ def test_an_agents_conversations_come_along_with_their_windows(tmp_path):
         state = store.get_agent(sam.id, conversation=trip)
         assert [m.content for m in store.window(sam.id, state.context_start, trip)] == ["away 2"]
         assert [m.content for m in store.messages_from(sam.id, 0)] == ["home"]
+
+
+def test_groups_come_along_with_what_they_read_renumbered(locations):
+    src, dst = locations
+    with open_storage(src) as store:
+        main, helper = (
+            AgentState(name=name, llm=LLMConfig(model="gpt-4o-mini"), system="s")
+            for name in ("main", "helper")
+        )
+        for state in (main, helper):
+            store.create_agent(state, [])
+        said = [Message(agent_id=main.id, role="user", content=t) for t in ("one", "two", "three")]
+        store.add_messages(said)
+        group = AgentGroup(
+            owner="local", manager_agent_id=main.id, agent_ids=[helper.id], frequency=2
+        )
+        group.processed_seq = said[1].seq or 0
+        store.save_group(group)
+    with open_storage(dst) as store:  # so that the copied messages get other seqs
+        other = AgentState(name="other", llm=LLMConfig(model="gpt-4o-mini"), system="s")
+        store.create_agent(other, [])
+        store.add_messages([Message(agent_id=other.id, role="user", content="hi") for _ in "12345"])
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        [copied] = store.list_groups()
+        read = store.first_messages(main.id, 0, 10)
+    assert (copied.id, copied.agent_ids, copied.frequency) == (group.id, [helper.id], 2)
+    assert copied.processed_seq == read[1].seq != said[1].seq and read[1].id == said[1].id

@@ -23,6 +23,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
 from memgpt_lite.agent.naming import names_from_letta
+from memgpt_lite.agent.workspace import AgentGroup
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import (
     DEFAULT_BLOCK_LIMIT,
@@ -49,7 +50,7 @@ from memgpt_lite.server.letta.configs import (
 )
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
-from memgpt_lite.server.letta.views import agent_view
+from memgpt_lite.server.letta.views import VOICE_AGENT_TYPE, agent_view
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.rules import needs_approval, rules_from_letta
 from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
@@ -213,7 +214,9 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
 @router.post("")
 def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's create_agent; `llm_config.model_endpoint` must be an endpoint
-    the server allows (endpoints.py): the server's own, or one allowed."""
+    the server allows (endpoints.py): the server's own, or one allowed.
+    `enable_sleeptime` gives the agent a sleep-time agent (agent/sleeptime.py)
+    in a group of Letta's kind for its `agent_type`."""
     model, handle_endpoint = chosen_model(ctx, create_handle(body))
     ours_body = our_create_body(body, tool_names(ctx, user, body), model)
     given = letta_endpoint(ctx, body.llm_config)  # llm_config.model_endpoint wins
@@ -223,7 +226,12 @@ def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
         ours_body.name, ours_body.display_name = (
             (None, display_name) if display_name else (name, None)
         )
-    return agent_view(ctx.workspace, create_agent(ctx, user, ours_body).state)
+    with ctx.workspace.transaction():  # with its sleep-time agent, or not at all
+        state = create_agent(ctx, user, ours_body).state
+        if body.enable_sleeptime:
+            voice = body.agent_type == VOICE_AGENT_TYPE
+            ctx.workspace.add_sleeptime_agent(state, "voice_sleeptime" if voice else "sleeptime")
+    return agent_view(ctx.workspace, state)
 
 
 def letta_endpoint(ctx: ServerContext, config: LlmConfigIn | None) -> str | None:
@@ -300,7 +308,15 @@ def list_agents(
     ]
     pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
     found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
-    return [agent_view(ctx.workspace, state, include or ()) for state, _ in found]
+    groups = ctx.workspace.groups(user)  # read once for the page, not once an agent
+    return [
+        agent_view(ctx.workspace, state, include or (), [g for g in groups if _in(state, g)])
+        for state, _ in found
+    ]
+
+
+def _in(state: AgentState, group: AgentGroup) -> bool:
+    return state.id == group.manager_agent_id or state.id in group.agent_ids
 
 
 @router.get("/{agent_id}")
@@ -348,18 +364,27 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
     )
     with ctx.workspace.transaction():  # all or nothing
         ctx.workspace.update_agent(state.id, change.apply)
-        return update_agent(ctx, user, state.id, ours_body)
+        updated = update_agent(ctx, user, state.id, ours_body)
+        if body.enable_sleeptime is False:
+            ctx.workspace.remove_sleeptime_agents(state.id)
+        elif body.enable_sleeptime and not any(
+            g.manager_agent_id == state.id for g in ctx.workspace.agent_groups(state.id)
+        ):
+            ctx.workspace.add_sleeptime_agent(updated)
+        return updated
 
 
 @router.patch("/{agent_id}")
 def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's modify_agent: the name, system prompt, model, tags, embedding,
-    context window, and `llm_config` and `embedding_config` (configs.py)."""
+    context window, and `llm_config` and `embedding_config` (configs.py);
+    `enable_sleeptime` adds a sleep-time agent, or deletes it."""
     return agent_view(ctx.workspace, _update(ctx, user, agent_id, body))
 
 
 @router.delete("/{agent_id}")
 def delete(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's delete_agent: a main agent's sleep-time agents go with it."""
     state = ctx.agent_state(user, agent_id)
     ctx.workspace.delete_agent(state.id)
     return {"message": f"Agent id={state.id} successfully deleted"}

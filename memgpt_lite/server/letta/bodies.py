@@ -55,6 +55,10 @@ class CreateAgent(LettaBody):
     tool_ids: list[str] | None = None
     include_multi_agent_tools: bool = False
     tags: list[str] | None = None
+    # A sleep-time agent on the new agent's blocks (groups.py); a
+    # "voice_convo_agent" gets a voice group. Other types: our agent as it is.
+    agent_type: str | None = None
+    enable_sleeptime: bool | None = None
 
 
 class UpdateAgent(LettaBody):
@@ -67,6 +71,8 @@ class UpdateAgent(LettaBody):
     # Checked field by field (configs.py): what we do not honour is refused.
     llm_config: LlmConfigPatch | None = None
     embedding_config: EmbeddingConfigPatch | None = None
+    # True: a sleep-time agent if it has none; false: its sleep-time agent deleted.
+    enable_sleeptime: bool | None = None
 
 
 class TextPart(LettaBody):

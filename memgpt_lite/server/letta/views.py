@@ -1,5 +1,6 @@
 """Our objects in Letta's shapes: an agent as Letta's AgentState, a block as
-its BlockResponse, a passage as its Passage (a tool as its Tool: tool_views.py).
+its BlockResponse, a passage as its Passage, a group of agents as its Group
+(a tool as its Tool: tool_views.py).
 
 Each gets the fields letta-client's types mark required, with honest values:
 what we do not have (sources, metadata, tags of blocks) is empty, never
@@ -8,10 +9,10 @@ invented.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from memgpt_lite.agent.workspace import Workspace
+from memgpt_lite.agent.workspace import AgentGroup, Workspace
 from memgpt_lite.models import AgentState, Block, Passage
 from memgpt_lite.server.letta.configs import embedding_config_view, llm_config_view
 from memgpt_lite.server.letta.messages import approval_request
@@ -22,6 +23,50 @@ PENDING_APPROVAL = "agent.pending_approval"
 
 # The agent type whose loop ours is: tools for everything, send_message to talk.
 AGENT_TYPE = "memgpt_agent"
+# The types Letta gives the agents of a sleep-time group: the main agent of a
+# voice group, and the sleep-time agents of each kind of group.
+VOICE_AGENT_TYPE = "voice_convo_agent"
+SLEEPTIME_AGENT_TYPES = {"sleeptime": "sleeptime_agent", "voice_sleeptime": "voice_sleeptime_agent"}
+
+
+def agent_type(state: AgentState, groups: Sequence[AgentGroup]) -> str:
+    """The agent's type as Letta names it, from its place in its groups."""
+    for group in groups:
+        if state.id in group.agent_ids:
+            return SLEEPTIME_AGENT_TYPES[group.manager_type]
+        if group.manager_agent_id == state.id and group.manager_type == "voice_sleeptime":
+            return VOICE_AGENT_TYPE
+    return AGENT_TYPE
+
+
+def group_view(workspace: Workspace, group: AgentGroup) -> dict[str, Any]:
+    """A group as Letta's Group, and when its sleep-time agents last ran and
+    why that failed (ours: `last_run_at`, `last_error`)."""
+    read = workspace.store.first_messages(group.manager_agent_id, group.processed_seq, 1)
+    last_read = read[0].id if read and read[0].seq == group.processed_seq else None
+    voice = group.manager_type == "voice_sleeptime"
+    return {
+        "id": group.id,
+        "manager_type": group.manager_type,
+        "agent_ids": group.agent_ids,
+        "description": group.description,
+        "project_id": None,
+        "template_id": None,
+        "base_template_id": None,
+        "deployment_id": None,
+        "shared_block_ids": [],
+        "manager_agent_id": group.manager_agent_id,
+        "termination_token": None,
+        "max_turns": None,
+        "sleeptime_agent_frequency": group.frequency,
+        "turns_counter": None,
+        "last_processed_message_id": last_read,
+        "max_message_buffer_length": group.max_message_buffer_length if voice else None,
+        "min_message_buffer_length": group.min_message_buffer_length if voice else None,
+        "hidden": None,
+        "last_run_at": group.last_run_at,
+        "last_error": group.last_error,
+    }
 
 
 def block_view(block: Block) -> dict[str, Any]:
@@ -64,23 +109,31 @@ def pending_approval(workspace: Workspace, state: AgentState) -> dict[str, Any] 
 
 
 def agent_view(
-    workspace: Workspace, state: AgentState, include: Collection[str] = ()
+    workspace: Workspace,
+    state: AgentState,
+    include: Collection[str] = (),
+    groups: Sequence[AgentGroup] | None = None,
 ) -> dict[str, Any]:
     """An agent as Letta's AgentState; `include` (Letta's query of that name)
-    "agent.pending_approval" adds the approval request waiting, if any."""
+    "agent.pending_approval" adds the approval request waiting, if any.
+    `groups`: the agent's groups, if read already (for a list)."""
     blocks = [block_view(b) for b in workspace.blocks(state.id)]
     stats = workspace.agent_stats(state.id)
+    groups = workspace.agent_groups(state.id) if groups is None else groups
+    managed = next((g for g in groups if g.manager_agent_id == state.id), None)
+    shown_group = None if managed is None else group_view(workspace, managed)
+    kind = agent_type(state, groups)
     return {
         "id": state.id,
         "name": state.shown_name,
-        "agent_type": AGENT_TYPE,
+        "agent_type": kind,
         "system": state.system,
         "model": state.llm.model,
         "llm_config": llm_config_view(state),
         "embedding": state.settings.embedder,
         "embedding_config": embedding_config_view(state),
         "blocks": blocks,
-        "memory": {"blocks": blocks, "agent_type": AGENT_TYPE, "file_blocks": []},
+        "memory": {"blocks": blocks, "agent_type": kind, "file_blocks": []},
         "tools": agent_tool_views(
             state,
             workspace.tools.tools_of(state.owner),
@@ -98,4 +151,7 @@ def agent_view(
         "pending_approval": (
             pending_approval(workspace, state) if PENDING_APPROVAL in include else None
         ),
+        "enable_sleeptime": managed is not None,
+        "multi_agent_group": shown_group,
+        "managed_group": shown_group,
     }

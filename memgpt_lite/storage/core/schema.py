@@ -297,6 +297,34 @@ CONVERSATIONS = """
             expires_at $real NOT NULL
         );
         """
+# Groups of agents (Letta's multi-agent groups; storage/protocols/groups.py):
+# a main agent, one group each, and its sleep-time agents, in order, which
+# read its messages up to `processed_seq` (agent/sleeptime.py). A group goes
+# with its main agent; a member deleted leaves the group without it.
+AGENT_GROUPS = """
+        CREATE TABLE agent_groups (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            manager_type TEXT NOT NULL,
+            manager_agent_id TEXT NOT NULL UNIQUE REFERENCES agents(id) ON DELETE CASCADE,
+            description TEXT NOT NULL DEFAULT '',
+            frequency $bigint NOT NULL,
+            max_message_buffer_length $bigint,
+            min_message_buffer_length $bigint,
+            processed_seq $bigint NOT NULL DEFAULT 0,
+            last_run_at $time,
+            last_error TEXT,
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL
+        );
+        CREATE INDEX agent_groups_owner ON agent_groups(owner, created_at);
+        CREATE TABLE agent_group_members (
+            group_id TEXT NOT NULL REFERENCES agent_groups(id) ON DELETE CASCADE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (group_id, agent_id)
+        );
+        CREATE INDEX agent_group_members_agent ON agent_group_members(agent_id);"""
 
 _NUMBER = re.compile(r"^m(\d+)_")
 

@@ -11,6 +11,7 @@ from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.conversations import CONVERSATION_READ, as_in_conversation
+from memgpt_lite.storage.core.groups import Groups
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages, newest_read
 from memgpt_lite.storage.core.rows import message_from_row
@@ -21,10 +22,12 @@ from memgpt_lite.storage.core.transactions import guarded
 from memgpt_lite.storage.protocols.types import MainContext, StepLockHolder, StepStart
 
 
-class CoreStore(Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs, SentRequests):
+class CoreStore(
+    Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs, SentRequests, Groups
+):
     """Agents and blocks, messages, passages and vectors, step locks, usage
     and keys, the tool registry, Letta's runs, the sends answered under a
-    key, and transactions."""
+    key, groups of agents, and transactions."""
 
     @guarded
     def agent_and_newest_message(self, agent_id: str, conversation: str | None = None) -> StepStart:

@@ -32,6 +32,7 @@ from memgpt_lite.settings.values import PG_LANGUAGE_ENV, PostgresOptions
 from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
+    AGENT_GROUPS,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -326,6 +327,12 @@ def m015_block_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
 def m016_conversations(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m022: an agent's conversations (CONVERSATIONS)."""
     conn.execute(ddl(CONVERSATIONS, TYPES))
+
+
+@migration
+def m018_agent_groups(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m024: groups of agents (AGENT_GROUPS)."""
+    conn.execute(ddl(AGENT_GROUPS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

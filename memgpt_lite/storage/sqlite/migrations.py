@@ -17,6 +17,7 @@ from memgpt_lite.storage.core.rows import text_hash
 from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
+    AGENT_GROUPS,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -374,3 +375,10 @@ def m021_block_owner(db: Database) -> None:
 def m022_conversations(db: Database) -> None:
     """An agent's conversations (core/schema.py's CONVERSATIONS)."""
     run_script(db, ddl(CONVERSATIONS, TYPES))
+
+
+@migrations()
+def m024_agent_groups(db: Database) -> None:
+    """Groups of agents: sleep-time agents and the main agent they look
+    after (core/schema.py's AGENT_GROUPS)."""
+    run_script(db, ddl(AGENT_GROUPS, TYPES))

@@ -126,6 +126,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m020_sent_requests",
         "m021_block_owner",
         "m022_conversations",
+        "m024_agent_groups",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -525,6 +526,9 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP INDEX blocks_owner")
         conn.execute("ALTER TABLE blocks DROP COLUMN owner")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm021_block_owner'")
+        conn.execute("DROP TABLE agent_group_members")
+        conn.execute("DROP TABLE agent_groups")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm024_agent_groups'")
         conn.execute("DROP TABLE conversation_step_locks")
         conn.execute("DROP INDEX messages_conversation")
         conn.execute("ALTER TABLE messages DROP COLUMN conversation_id")
@@ -538,7 +542,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 22"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 24"
     )
 
 

@@ -16,6 +16,7 @@ from support.contract.archival import PassageContract, VectorContract
 from support.contract.base import OpenStore, sealing
 from support.contract.block_history import BlockHistoryContract
 from support.contract.conversations import ConversationContract
+from support.contract.groups import GroupContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.runs import RunContract
@@ -49,6 +50,7 @@ class StorageContract(
     RunContract,
     SentRequestContract,
     ConversationContract,
+    GroupContract,
 ):
     """Every test of the contract; see the module's docstring."""
 

@@ -1,0 +1,76 @@
+"""Groups of agents (Letta's multi-agent groups): the part of `Storage` that
+keeps which sleep-time agents look after which main agent's memory, how
+often, and how far they have read (agent/sleeptime.py runs them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memgpt_lite.models import MAX_STORED_INT, UserName, new_id, utcnow
+from memgpt_lite.text import CleanStr
+
+# Letta's two kinds of sleep-time group: a main agent's, and a voice agent's.
+ManagerType = Literal["sleeptime", "voice_sleeptime"]
+
+# Letta's default: the sleep-time agents run after every fifth turn.
+DEFAULT_FREQUENCY = 5
+
+
+class AgentGroup(BaseModel):
+    """A main agent (`manager_agent_id`) and the sleep-time agents
+    (`agent_ids`) that, every `frequency` turns of it, read its newest
+    messages and edit the memory blocks they share with it. All belong to
+    one owner. `processed_seq` is the newest of the main agent's messages
+    they were given; `last_run_at` and `last_error` say when they last ran
+    and why that failed (None: it did not)."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: str = Field(default_factory=lambda: new_id("group"))
+    owner: UserName
+    manager_type: ManagerType = "sleeptime"
+    manager_agent_id: str
+    agent_ids: list[str] = Field(default_factory=list)
+    description: CleanStr = ""
+    frequency: int = Field(default=DEFAULT_FREQUENCY, ge=1, le=MAX_STORED_INT)
+    # Letta's voice groups' bounds on the main agent's window, in messages:
+    # kept and shown, not used (the sleep-time agents run by `frequency`).
+    max_message_buffer_length: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
+    min_message_buffer_length: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
+    processed_seq: int = Field(default=0, ge=0)
+    last_run_at: datetime | None = None
+    last_error: CleanStr | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+@runtime_checkable
+class GroupStorage(Protocol):
+    def save_group(self, group: AgentGroup) -> None:
+        """Store the group, or its new state if stored already (its members
+        replaced by `agent_ids`, in order); sets `updated_at`. NotFoundError
+        for an agent that does not exist; AlreadyExistsError if its main
+        agent has another group (one each)."""
+        ...
+
+    def get_group(self, group_id: str, owner: str | None = None) -> AgentGroup:
+        """The group (with `owner`, that user's only); NotFoundError if there
+        is none of that id, word for word for another owner's."""
+        ...
+
+    def list_groups(self, owner: str | None = None) -> list[AgentGroup]:
+        """Every group (of `owner`, if given), oldest first."""
+        ...
+
+    def agent_groups(self, agent_id: str) -> list[AgentGroup]:
+        """The groups the agent is the main agent or a member of, oldest first."""
+        ...
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete the group (its agents stay). An unknown id changes nothing.
+        A group goes by itself with its main agent; a member agent deleted
+        leaves it, without that member."""
+        ...
