@@ -600,6 +600,7 @@ class ToolResult(BaseModel):
 
 # "context_full": the step's own messages filled the context window (see ContextFullError).
 # "tool_rule": a tool that ends the step ran, or the tool rules left no tool to call.
+# "cancelled": the step was asked to stop (loop/stopping.py) and stopped at a safe point.
 StopReason = Literal[
     "send_message",
     "no_heartbeat",
@@ -608,6 +609,7 @@ StopReason = Literal[
     "context_full",
     "tool_rule",
     "approval_required",
+    "cancelled",
 ]
 
 
