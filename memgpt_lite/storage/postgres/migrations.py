@@ -36,6 +36,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
     BLOCKS,
+    LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -319,6 +320,13 @@ def m015_block_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m021: a standalone block's owner (BLOCK_OWNER)."""
     conn.execute(BLOCK_OWNER)
     conn.execute(BLOCK_OWNER_INDEX)
+
+
+@migration
+def m017_letta_run_streams(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m023: Letta's runs background and renewed, and a background
+    run's chunks (LETTA_RUN_STREAMS). m016 is the conversations'."""
+    conn.execute(ddl(LETTA_RUN_STREAMS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

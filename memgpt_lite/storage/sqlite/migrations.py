@@ -21,6 +21,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
     BLOCKS,
+    LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -367,3 +368,10 @@ def m021_block_owner(db: Database) -> None:
     """A standalone block's owner (core/schema.py's BLOCK_OWNER)."""
     db.execute(BLOCK_OWNER)
     db.execute(BLOCK_OWNER_INDEX)
+
+
+@migrations()
+def m023_letta_run_streams(db: Database) -> None:
+    """Letta's runs: background, renewed, and a background run's chunks
+    (core/schema.py's LETTA_RUN_STREAMS). m022 is the conversations'."""
+    run_script(db, ddl(LETTA_RUN_STREAMS, TYPES))

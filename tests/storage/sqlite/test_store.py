@@ -124,6 +124,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m019_letta_runs",
         "m020_sent_requests",
         "m021_block_owner",
+        "m023_letta_run_streams",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -516,6 +517,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm015_tool_registry'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_admin_keys'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_tool_tags'")
+        conn.execute("DROP TABLE letta_run_chunks")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm023_letta_run_streams'")
         conn.execute("DROP TABLE letta_runs")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_letta_runs'")
         conn.execute("DROP TABLE sent_requests")
@@ -531,7 +534,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 21"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 23"
     )
 
 
