@@ -33,6 +33,11 @@ class Run(BaseModel):
     background: bool = False  # a streamed send whose chunks are kept
     renewed_at: datetime | None = None  # last said to be running by its server
 
+    @property
+    def open(self) -> bool:
+        """Whether its step may still run."""
+        return self.status in OPEN_STATUSES
+
 
 # One chunk of a background run's stream: its seq_id and its JSON.
 RunChunk = tuple[int, str]
