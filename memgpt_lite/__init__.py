@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ReadOnlyError,
         StoreError,
     )
+    from memgpt_lite.loop.stopping import StopRequest
     from memgpt_lite.memory.core.blocks import default_blocks
     from memgpt_lite.models import (
         AgentSettings,
@@ -73,6 +74,7 @@ _EXPORTS = {
     "Message": "models",
     "Passage": "models",
     "StepResult": "models",
+    "StopRequest": "loop.stopping",
     "Storage": "storage.protocol",
     "Store": "storage.sqlite.store",
     "open_storage": "storage.open",
@@ -101,6 +103,7 @@ __all__ = [
     "Passage",
     "ReadOnlyError",
     "StepResult",
+    "StopRequest",
     "Storage",
     "Store",
     "StoreError",

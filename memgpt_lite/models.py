@@ -601,16 +601,15 @@ class ToolResult(BaseModel):
     ok: bool
 
 
-# "context_full": the step's own messages filled the context window (see ContextFullError).
-# "tool_rule": a tool that ends the step ran, or the tool rules left no tool to call.
 StopReason = Literal[
     "send_message",
     "no_heartbeat",
     "text_reply",
     "step_limit",
-    "context_full",
-    "tool_rule",
+    "context_full",  # the step's own messages filled the context window (ContextFullError)
+    "tool_rule",  # a tool that ends the step ran, or the tool rules left no tool to call
     "approval_required",
+    "cancelled",  # the step was asked to stop (loop/stopping.py), and stopped at a safe point
 ]
 
 

@@ -48,6 +48,7 @@ from memgpt_lite.llm import runner as sync
 from memgpt_lite.llm.model import Model
 from memgpt_lite.loop import approvals
 from memgpt_lite.loop.steplock import OnWait
+from memgpt_lite.loop.stopping import StopRequest
 from memgpt_lite.memory.archival.passages import ArchivalMemory
 from memgpt_lite.memory.core.block_history import USER, pick_version
 from memgpt_lite.memory.core.blocks import set_block_value
@@ -363,36 +364,47 @@ class Agent:
 
     # Steps: four drivers of the one step core (loop/step.py), run by the runner
 
-    def step(self, user_message: StepInput) -> StepResult:
+    def step(self, user_message: StepInput, stop: StopRequest | None = None) -> StepResult:
         """Handle one user message: call the model, run its tool calls, and go on
         while a tool asked for a heartbeat or failed, up to the step limit. Waits
         while another step of this agent runs (see `runner.step_lock`). Raises
         the step's error (MemGPTError) if it fails. Given `Approval`s instead, it
-        answers the tool calls waiting for approval and goes on from there."""
-        return self.runner.step(user_message)
+        answers the tool calls waiting for approval and goes on from there.
+        `stop.stop()`, from another thread, stops it at its next safe point
+        (stop reason "cancelled", see loop/stopping.py); so for every driver."""
+        return self.runner.step(user_message, stop)
 
-    async def astep(self, user_message: StepInput) -> StepResult:
+    async def astep(self, user_message: StepInput, stop: StopRequest | None = None) -> StepResult:
         """`step`, awaited: many agents can step at once in one event loop.
         An `async def` tool is awaited; a plain one runs in a worker thread."""
-        return await self.runner.astep(user_message)
+        return await self.runner.astep(user_message, stop)
 
-    def stream(self, user_message: StepInput) -> Iterator[StepEvent]:
+    def stream(
+        self, user_message: StepInput, stop: StopRequest | None = None
+    ) -> Iterator[StepEvent]:
         """`step`, as the events of the step while they happen (see
         events.py): the model's words as it writes them, each tool call
         and result, each reply. The last event is `StepFinished` (with the
         result) or `StepFailed` (with the error, which is not raised). Leaving
         the loop early stops the step; what it stored stays consistent."""
-        return sync.iterate(self.runner.events(user_message, in_thread=False))
+        return sync.iterate(self.runner.events(user_message, in_thread=False, stop=stop))
 
-    def stream_into(self, user_message: StepInput, on_event: Callable[[StepEvent], None]) -> None:
+    def stream_into(
+        self,
+        user_message: StepInput,
+        on_event: Callable[[StepEvent], None],
+        stop: StopRequest | None = None,
+    ) -> None:
         """`stream`, each event handed to `on_event` as it happens: for a
         caller that passes the events on (the server, to its event loop),
         cheaper than the iterator, which takes a turn of the loop per event."""
-        sync.drive(self.runner.events(user_message, in_thread=False), on_event)
+        sync.drive(self.runner.events(user_message, in_thread=False, stop=stop), on_event)
 
-    def astream(self, user_message: StepInput) -> AsyncIterator[StepEvent]:
+    def astream(
+        self, user_message: StepInput, stop: StopRequest | None = None
+    ) -> AsyncIterator[StepEvent]:
         """`stream`, for `async for`."""
-        return self.runner.events(user_message, in_thread=True)
+        return self.runner.events(user_message, in_thread=True, stop=stop)
 
     # Approvals (loop/approvals.py)
 

@@ -42,6 +42,7 @@ from memgpt_lite.loop.compaction import CompactionReport, compact
 from memgpt_lite.loop.reflection import ReflectionReport
 from memgpt_lite.loop.step import run_step
 from memgpt_lite.loop.steplock import OnWait, StepLock, lease_seconds
+from memgpt_lite.loop.stopping import StopRequest
 from memgpt_lite.memory.core.blocks import compact_wording
 from memgpt_lite.memory.recall.history import pop_for_retry
 from memgpt_lite.memory.recall.window import budget_for, compile_context
@@ -257,24 +258,27 @@ class Runner:
 
     # Steps: the engine of the four drivers, on the step core (loop/step.py)
 
-    def events(self, message: StepInput, *, in_thread: bool) -> AsyncGenerator[StepEvent, None]:
+    def events(
+        self, message: StepInput, *, in_thread: bool, stop: StopRequest | None = None
+    ) -> AsyncGenerator[StepEvent, None]:
         """The events of one step, as `agent.stream()` and `astream()` give
         them. A sync tool runs in a worker thread when `in_thread`. An empty
-        message or a missing API key fails here, before anything is stored."""
+        message or a missing API key fails here, before anything is stored.
+        `stop`: see loop/stopping.py."""
         if isinstance(message, str) and not message.strip():
             raise ConfigError("the message is empty")
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())
-        return run_step(self, message, held_lock=held, tools_in_threads=in_thread)
+        return run_step(self, message, held_lock=held, tools_in_threads=in_thread, stop=stop)
 
-    def step(self, message: StepInput) -> StepResult:
+    def step(self, message: StepInput, stop: StopRequest | None = None) -> StepResult:
         """One step, run to its end from synchronous code: its result, or
         its error raised."""
-        return _result(sync.run(_last(self.events(message, in_thread=False))))
+        return _result(sync.run(_last(self.events(message, in_thread=False, stop=stop))))
 
-    async def astep(self, message: StepInput) -> StepResult:
+    async def astep(self, message: StepInput, stop: StopRequest | None = None) -> StepResult:
         """`step`, awaited."""
-        return _result(await _last(self.events(message, in_thread=True)))
+        return _result(await _last(self.events(message, in_thread=True, stop=stop)))
 
     async def message_agent(self, agent: AgentState, message: str) -> StepResult:
         """A step of another agent on `message`, for the multi-agent tools

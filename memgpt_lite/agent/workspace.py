@@ -423,24 +423,47 @@ class Workspace:
         """The conversation and its messages (the agent's memory stays)."""
         self.store.delete_conversation(conversation_id)
 
-    # The runs of Letta's asynchronous sends (server/letta/runs.py)
+    # Letta's runs: every send of Letta's is one (server/letta/run_life.py)
 
-    def start_run(self, owner: str, agent_id: str) -> Run:
-        """A new run of the owner's agent, stored as running."""
-        run = Run(owner=owner, agent_id=agent_id, status="running")
+    def start_run(
+        self,
+        owner: str,
+        agent_id: str,
+        conversation_id: str | None = None,
+        *,
+        background: bool = False,
+    ) -> Run:
+        """A new run of the owner's agent (in its conversation; None: its
+        default one), stored as running."""
+        run = Run(
+            owner=owner,
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            status="running",
+            background=background,
+        )
         self.store.save_run(run)
         return run
 
     def save_run(self, run: Run) -> None:
         self.store.save_run(run)
 
+    def end_run(self, run: Run, last_chunk: tuple[int, str] | None = None) -> Run:
+        """Store how the run's step ended (a cancelled run stays cancelled),
+        with the last chunk of its kept stream if given, together: a reader
+        that sees the run ended finds every chunk. Returns it as stored."""
+        with self.store.transaction():
+            if last_chunk is not None:
+                self.store.add_run_chunks(run.id, [last_chunk])
+            return self.store.end_run(run)
+
     def run(self, run_id: str, owner: str) -> Run:
         """The owner's run; NotFoundError for another owner's, word for word."""
         return self.store.get_run(run_id, owner)
 
-    def runs(self, owner: str, limit: int) -> list[Run]:
-        """The owner's newest `limit` runs, newest first."""
-        return self.store.list_runs(owner, limit=limit)
+    def runs(self, owner: str, limit: int, agent_id: str | None = None) -> list[Run]:
+        """The owner's newest `limit` runs (of one agent, if given), newest first."""
+        return self.store.list_runs(owner, agent_id, limit=limit)
 
     # Token usage and the server's API keys (keys.py)
 

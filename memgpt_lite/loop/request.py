@@ -42,6 +42,7 @@ from memgpt_lite.llm.model import Completion, ContextWindowExceeded, TextDelta, 
 from memgpt_lite.loop.compaction import compact
 from memgpt_lite.loop.message_stream import MessageStream
 from memgpt_lite.loop.steplock import StepLock
+from memgpt_lite.loop.stopping import StopRequest
 from memgpt_lite.loop.window_learning import learn_from_refusal, learn_from_usage
 from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
 from memgpt_lite.memory.recall.window import (
@@ -79,6 +80,11 @@ class StepRun:
     # What the first request is built from, read as the user's message was
     # stored (in one round trip where the store can: `Storage.main_context`).
     first_read: MainContext | None = None
+    stop: StopRequest | None = None  # asked from outside to stop (loop/stopping.py)
+
+    def stop_requested(self) -> bool:
+        """Whether the step was asked to stop (checked at its safe points)."""
+        return self.stop is not None and self.stop.requested()
 
     def renew_lock(self) -> None:
         """Keep the step lock's lease through a long step: before each model

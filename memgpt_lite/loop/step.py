@@ -39,6 +39,7 @@ from memgpt_lite.llm.model import Completion
 from memgpt_lite.loop import approvals
 from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
+from memgpt_lite.loop.stopping import NOT_RUN, StopRequest
 from memgpt_lite.models import (
     AgentState,
     Approval,
@@ -77,6 +78,7 @@ async def run_step(
     *,
     held_lock: StepLock | None = None,
     tools_in_threads: bool = True,
+    stop: StopRequest | None = None,
 ) -> AsyncIterator[StepEvent]:
     """Run one step and yield its events, ending with `StepFinished` or, for
     any MemGPTError, `StepFailed`. `message` is the user's message, or the
@@ -84,8 +86,9 @@ async def run_step(
     Waits for the agent's step lock unless the caller already holds it
     (`held_lock`). Synchronous tools run in a worker thread when
     `tools_in_threads`, so a slow one does not stall the event loop (and the
-    other agents on it)."""
-    run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads)
+    other agents on it). `stop`, once requested, stops the step at its next
+    safe point (loop/stopping.py)."""
+    run = StepRun(agent, new_id("step"), dict(agent.tools), tools_in_threads, stop=stop)
     lock: AbstractAsyncContextManager[StepLock | None]
     lock = nullcontext(held_lock) if held_lock is not None else agent.new_step_lock(True)
     try:
@@ -115,6 +118,9 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
         agent.state.id, agent.state.conversation_id
     )
     run.rules = RuleBook(agent.state.settings.tool_rules)
+    if run.stop_requested():  # asked to stop while it waited to begin: nothing stored
+        run.result.stop_reason = "cancelled"
+        return
     waiting = approvals.waiting_in(newest)
     if isinstance(message, str):
         if waiting is not None:
@@ -168,6 +174,9 @@ async def _loop(run: StepRun) -> AsyncIterator[StepEvent]:
     agent, result = run.agent, run.result
     seconds_before = agent.llm.seconds_in_calls
     for _ in range(agent.state.settings.max_chained_steps):
+        if run.stop_requested():  # before the next request: what is stored is whole
+            result.stop_reason = "cancelled"
+            return
         run.renew_lock()
         completion, usage_before = None, result.usage.model_copy()
         try:
@@ -280,7 +289,7 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
     if assistant.content:
         result.thoughts.append(assistant.content)
     asking = approvals.calls_to_approve(run.tools, run.rules, assistant.tool_calls)
-    if asking:
+    if asking and not run.stop_requested():  # a stopped step asks nothing: its calls are not run
         _store_answer(run, [assistant], usage, ends_step=True)  # the wait: calls, no results
         result.messages.append(assistant)
         result.pending_approvals = asking
@@ -308,13 +317,14 @@ async def _run_calls(
     # database's write lock, which every other agent's step needs. Their own
     # writes commit as they go; the answer and its results follow, together.
     outcomes: list[ToolOutcome] = []
+    stopped = False
     for call in assistant.tool_calls:
         yield ToolCallStarted(step_id=step_id, call=call)
-        decision = decisions.get(call.id)
-        if decision is not None and not decision.approve:
-            outcome = ToolOutcome(approvals.denial(call, decision.reason), ok=False)
+        stopped = stopped or run.stop_requested()  # then this call and the rest are not run
+        if stopped:
+            outcome = ToolOutcome(NOT_RUN, ok=False)
         else:
-            outcome = await _run_tool_call(run, context, call)
+            outcome = await _call_outcome(run, context, call, decisions.get(call.id))
         outcomes.append(outcome)
         yield ToolReturned(
             step_id=step_id, call_id=call.id, name=call.name, content=outcome.content, ok=outcome.ok
@@ -332,7 +342,10 @@ async def _run_calls(
         for call, outcome in zip(assistant.tool_calls, outcomes, strict=True)
     ]
     stored = answers if usage is None else [assistant, *answers]
-    stop_reason = _end_after(run, assistant.tool_calls, outcomes, bool(context.replies))
+    replied = bool(context.replies)
+    stop_reason = (
+        "cancelled" if stopped else _end_after(run, assistant.tool_calls, outcomes, replied)
+    )
     _store_answer(run, stored, usage, ends_step=stop_reason is not None)
     result.messages += stored
     result.tool_results += [
@@ -344,6 +357,15 @@ async def _run_calls(
         yield ReplyDelivered(step_id=step_id, text=reply)
     if stop_reason is not None:
         result.stop_reason, run.done = stop_reason, True
+
+
+async def _call_outcome(
+    run: StepRun, context: ToolContext, call: ToolCall, decision: Approval | None
+) -> ToolOutcome:
+    """A call's result: its denial, if the user denied it, else the tool's."""
+    if decision is not None and not decision.approve:
+        return ToolOutcome(approvals.denial(call, decision.reason), ok=False)
+    return await _run_tool_call(run, context, call)
 
 
 def _end_after(

@@ -26,6 +26,7 @@ from memgpt_lite.server.bodies import AgentCreate, AgentUpdate, AgentView, SendB
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import frame, sse_response
+from memgpt_lite.server.steps import Ended, StepWatch
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
 
@@ -221,14 +222,18 @@ async def step_events(
     ref: str,
     message: StepInput,
     once: SendOnce | None = None,
+    watch: StepWatch | None = None,
     *,
     conversation: str | None = None,
 ) -> AsyncIterator[StepEvent]:
     """The events of one step of the user's agent, run in a worker thread.
     `message`: the user's message, or their answer to the waiting calls;
     `once`: the send's idempotency key, if it has one (sendonce.py);
+    `watch`: what may stop the step and hears once how it ended;
     `conversation`: the agent's conversation it runs in (None: its default one)."""
-    async for batch in step_event_batches(ctx, user, ref, message, once, conversation=conversation):
+    async for batch in step_event_batches(
+        ctx, user, ref, message, once, watch, conversation=conversation
+    ):
         for event in batch:
             yield event
 
@@ -239,25 +244,49 @@ async def step_event_batches(
     ref: str,
     message: StepInput,
     once: SendOnce | None = None,
+    watch: StepWatch | None = None,
     *,
     conversation: str | None = None,
 ) -> AsyncIterator[list[StepEvent]]:
     """`step_events`, in the batches they cross to the event loop in
     (steps.py): a route that writes a batch at once writes less often."""
-    ctx.limits.check_message(message)
-    state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
-    if once is not None and (first := await run_in_threadpool(once.claim, state)) is not None:
-        yield first.events(state.id)  # answered before: its end again
-        return
-    ended = None if once is None else once.ended
-    load = _loader(ctx, user, state.id, once, conversation)
+    watch = watch or StepWatch()
+    handed = False  # to the step runner, which tells `watch` itself
     try:
+        ctx.limits.check_message(message)
+        state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
+        if once is not None and (first := await run_in_threadpool(once.claim, state)) is not None:
+            replayed, handed = first.events(state.id), True
+            watch.tell(replayed[-1])
+            yield replayed  # answered before: its end again
+            return
+        handed = True
+        ended = _both(None if once is None else once.ended, watch.ended)
+        load = _loader(ctx, user, state.id, once, conversation)
         # One at a time per conversation: an agent's conversations step at once.
-        async for batch in ctx.steps.event_batches(conversation or state.id, load, message, ended):
-            yield batch
-    finally:
-        if once is not None:
-            once.release()  # only if the step never ran
+        steps_of = conversation or state.id
+        try:
+            async for batch in ctx.steps.event_batches(steps_of, load, message, ended, watch.stop):
+                yield batch
+        finally:
+            if once is not None:
+                once.release()  # only if the step never ran
+    except BaseException as exc:
+        if not handed:
+            watch.tell(exc)
+        raise
+
+
+def _both(first: Ended | None, second: Ended | None) -> Ended | None:
+    """One `Ended` that tells both (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def both(end: StepResult | StepEvent | BaseException | None) -> None:
+        first(end)
+        second(end)
+
+    return both
 
 
 def finished(last: StepEvent | None) -> StepResult:
@@ -275,26 +304,39 @@ async def step_result(
     ref: str,
     message: StepInput,
     once: SendOnce | None = None,
+    watch: StepWatch | None = None,
     *,
     conversation: str | None = None,
 ) -> StepResult:
     """The result of one step of the user's agent (in `conversation`; None:
     its default one), run in a worker thread; the step's error raised
     (answered by its status). With `once` (the send's idempotency key), a
-    send made already is answered as it was."""
-    ctx.limits.check_message(message)
-    state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
-    steps_of = conversation or state.id  # one at a time per conversation
-    if once is None:
-        load = _loader(ctx, user, state.id, None, conversation)
-        return await ctx.steps.result(steps_of, load, message)
-    if (first := await run_in_threadpool(once.claim, state)) is not None:
-        return first.result_or_raise()
+    send made already is answered as it was. `watch`: as in `step_events`."""
+    watch = watch or StepWatch()
+    handed = False  # to the step runner, which tells `watch` itself
     try:
+        ctx.limits.check_message(message)
+        state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
+        steps_of = conversation or state.id  # one at a time per conversation
         load = _loader(ctx, user, state.id, once, conversation)
-        return await ctx.steps.result(steps_of, load, message, once.ended)
-    finally:
-        once.release()  # only if the step never ran
+        if once is None:
+            handed = True
+            return await ctx.steps.result(steps_of, load, message, watch.ended, watch.stop)
+        if (first := await run_in_threadpool(once.claim, state)) is not None:
+            result = first.result_or_raise()  # an LLMError is told below
+            handed = True
+            watch.tell(result)
+            return result
+        handed = True
+        try:
+            ended = _both(once.ended, watch.ended)
+            return await ctx.steps.result(steps_of, load, message, ended, watch.stop)
+        finally:
+            once.release()  # only if the step never ran
+    except BaseException as exc:
+        if not handed:
+            watch.tell(exc)
+        raise
 
 
 @router.post("/{agent}/messages", response_model=None)

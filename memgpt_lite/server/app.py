@@ -10,6 +10,7 @@ over the size limit 413, a missing or bad key 401, what the key may not do 403.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -39,6 +40,7 @@ from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.docs_pages import mount_docs
 from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
 from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
+from memgpt_lite.server.live_runs import keep_runs
 from memgpt_lite.server.model_list import ModelList
 from memgpt_lite.server.retrying import NoRetryHeader
 from memgpt_lite.server.sendonce import RETRY_LATER_HEADERS, SendInProgress
@@ -187,10 +189,15 @@ def create_app(
             limits=limits,
             models=ModelList.for_server(endpoints),
         )
+        closing = asyncio.Event()
+        keeper = asyncio.create_task(keep_runs(workspace, app.state.context.runs, closing))
         try:
             async with mcp_running:
                 yield
         finally:
+            closing.set()
+            await keeper
+            await app.state.context.runs.drain()  # their steps end and are stored
             steps.close()
             workspace.close()
 

@@ -34,6 +34,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.models import DEFAULT_USER, AgentState
 from memgpt_lite.server.access_log import note_user
 from memgpt_lite.server.limits import ServerLimits
+from memgpt_lite.server.live_runs import LiveRuns
 from memgpt_lite.server.steps import StepRunner
 from memgpt_lite.settings.endpoint import PLACEHOLDER_KEY, check_base_url
 from memgpt_lite.settings.resolve import resolve_endpoint
@@ -95,6 +96,8 @@ class ServerContext:
     # The models of the allowed endpoints (model_list.py); None: made when
     # first asked.
     models: ModelList | None = None
+    # The runs whose steps this process runs (live_runs.py).
+    runs: LiveRuns = field(default_factory=LiveRuns)
     # The agents of recent steps, by id (a conversation's, for a step in
     # one), with the settings they were built for (see `step_agent`).
     _kept: OrderedDict[str, tuple[tuple[object, ...], Agent]] = field(default_factory=OrderedDict)

@@ -27,15 +27,33 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from memgpt_lite.agent import Agent
+from memgpt_lite.agent.agent import StopRequest
 from memgpt_lite.errors import MemGPTError
 from memgpt_lite.events import StepEvent, StepFailed, StepStarted
 from memgpt_lite.models import StepInput, StepResult
 
 T = TypeVar("T")
 
-# Told, in the worker thread, how a step ended: its result, its last event,
-# or the error it raised (sendonce.py records a keyed send's answer).
+# Told once how a step ended: in the worker thread, its result, its last
+# event, or the error it raised; on the event loop, the error that kept it
+# from starting (a cancelled wait for its turn among them). sendonce.py
+# records a keyed send's answer so, server/letta/run_life.py a run's end.
 Ended = Callable[[StepResult | StepEvent | BaseException | None], None]
+
+
+@dataclass
+class StepWatch:
+    """What a route gives a step besides its message: a request that may
+    stop it (loop/stopping.py), and whom to tell, once, how it ended
+    (`Ended`; a send answered from the first send, as that one ended)."""
+
+    stop: StopRequest | None = None
+    ended: Ended | None = None
+
+    def tell(self, end: StepResult | StepEvent | BaseException | None) -> None:
+        if self.ended is not None:
+            self.ended(end)
+
 
 # Workers that run steps; more steps than this queue for a thread.
 DEFAULT_STEP_THREADS = 32
@@ -81,14 +99,24 @@ class StepRunner:
         if not self._users[agent_id]:  # nobody waits: forget the lock
             del self._users[agent_id], self._locks[agent_id]
 
-    async def _start(self, agent_id: str, work: Callable[[], T]) -> asyncio.Future[T]:
+    async def _start(
+        self, agent_id: str, work: Callable[[], T], ended: Ended | None
+    ) -> asyncio.Future[T]:
         """Run `work` in a worker thread once the agent's earlier sends are
-        done; the agent's lock is released when `work` ends, whoever waits."""
-        lock = await self._acquire(agent_id)
+        done; the agent's lock is released when `work` ends, whoever waits.
+        If it never starts, `ended` is told why."""
+        try:
+            lock = await self._acquire(agent_id)
+        except BaseException as exc:
+            if ended is not None:
+                ended(exc)
+            raise
         try:
             future = asyncio.get_running_loop().run_in_executor(self._pool, work)
-        except BaseException:
+        except BaseException as exc:
             self._release(agent_id, lock)
+            if ended is not None:
+                ended(exc)
             raise
         future.add_done_callback(lambda _: self._release(agent_id, lock))
         return future
@@ -99,17 +127,19 @@ class StepRunner:
         load: Callable[[], Agent],
         message: StepInput,
         ended: Ended | None = None,
+        stop: StopRequest | None = None,
     ) -> StepResult:
         """The result of one step of the agent `load()` opens, run in a worker
         thread through `agent.step` (lighter than its events: no hand-over per
         event); its error raised. The step goes on if the caller is cancelled.
         `message` is what the core's step takes: the user's message, or the
         user's answer (`Approval`s) to the calls waiting for approval.
-        `ended` is called in the thread with the result or the error."""
+        `ended` is called once, in the thread with the result or the error
+        (or as `Ended` says). `stop` may stop the step (loop/stopping.py)."""
 
         def work() -> StepResult:
             try:
-                result = load().step(message)
+                result = load().step(message, stop)
             except BaseException as exc:
                 if ended is not None:
                     ended(exc)
@@ -118,7 +148,7 @@ class StepRunner:
                 ended(result)
             return result
 
-        return await asyncio.shield(await self._start(agent_id, work))
+        return await asyncio.shield(await self._start(agent_id, work, ended))
 
     async def events(
         self,
@@ -126,9 +156,10 @@ class StepRunner:
         load: Callable[[], Agent],
         message: StepInput,
         ended: Ended | None = None,
+        stop: StopRequest | None = None,
     ) -> AsyncIterator[StepEvent]:
         """The events of one step, one at a time (see `event_batches`)."""
-        async for batch in self.event_batches(agent_id, load, message, ended):
+        async for batch in self.event_batches(agent_id, load, message, ended, stop):
             for event in batch:
                 yield event
 
@@ -138,6 +169,7 @@ class StepRunner:
         load: Callable[[], Agent],
         message: StepInput,
         ended: Ended | None = None,
+        stop: StopRequest | None = None,
     ) -> AsyncIterator[list[StepEvent]]:
         """The events of one step of the agent `load()` opens (in the worker
         thread), as they happen: each batch is what the step produced since
@@ -148,7 +180,8 @@ class StepRunner:
         fails before its `StepStarted` (a message while a call waits for
         approval, an answer that fits no waiting call), so a route answers it
         with its status. `ended` is called in the thread with the last event
-        or the error, whether or not anyone still reads the events."""
+        or the error, whether or not anyone still reads the events (or as
+        `Ended` says, if the step never starts). `stop`: as in `result`."""
         handover = _Handover(asyncio.get_running_loop())
 
         def produce() -> None:
@@ -160,7 +193,7 @@ class StepRunner:
                 handover.put(event)
 
             try:
-                load().stream_into(message, put)
+                load().stream_into(message, put, stop)
             except BaseException as exc:  # noqa: BLE001 - the request that waits re-raises it
                 last = exc
                 handover.put(exc)
@@ -169,7 +202,7 @@ class StepRunner:
                     ended(last)
                 handover.put(_END)
 
-        await self._start(agent_id, produce)
+        await self._start(agent_id, produce, ended)
         started = False
         while True:
             events: list[StepEvent] = []

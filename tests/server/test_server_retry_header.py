@@ -75,7 +75,7 @@ def test_refusals_say_no_retry_and_a_success_says_nothing(
     url, key, agent_id = served
     client = letta_client.Letta(base_url=url, api_key=key)
     with pytest.raises(letta_client.APIStatusError) as caught:  # a Letta route we do not build
-        client.agents.messages.cancel(agent_id)
+        client.agents.files.close_all(agent_id)
     assert caught.value.status_code == 501
     assert caught.value.response.headers["x-should-retry"] == "false"
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as http:

@@ -165,6 +165,10 @@ class SendRequest(LettaBody):
     input: Content | None = None
     streaming: bool = False
     stream_tokens: bool = False
+    # A streamed send's pings while its step is long silent (run_stream.py).
+    include_pings: bool = True
+    # A streamed send run apart from its connection, its stream kept (run_stream.py).
+    background: bool = False
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
 

@@ -10,33 +10,35 @@ the agent's id (`agent_id`, in the query or the body as Letta puts it), or
 (Letta's older form) the agent's id itself. A conversation of another
 user's agent is not found, word for word as one that does not exist.
 
-Sending goes through Letta's send machinery (send.py), in the conversation.
-`streaming` is on unless the body turns it off (Letta's default here);
-a stream carries Letta's `ping` messages while the step is quiet
-(`include_pings`). `background` is taken and streams as any send does: the
-step runs to its end even if the client leaves.
+Sending goes through Letta's send machinery (send.py), in the conversation:
+each send is a run (run_life.py) of the conversation, its chunks carrying
+`run_id`, `seq_id` and `otid`. `streaming` is on unless the body turns it
+off (Letta's default here); a stream carries Letta's `ping` messages while
+the step is quiet (`include_pings`). A `background` send's chunks are kept,
+to be read again from a seq_id (the `stream` route, or the run's own); a
+cancel cancels the conversation's open runs, whose steps stop cleanly.
 """
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 
+from memgpt_lite.agent.workspace import Run
 from memgpt_lite.conversations import DEFAULT_CONVERSATION, Conversation, no_conversation
-from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import utcnow
+from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, listed_messages
 from memgpt_lite.server.letta.paging import Order, page
-from memgpt_lite.server.letta.send import data, letta_answer, letta_frames
+from memgpt_lite.server.letta.run_life import CANCEL_LOOKS_AT, cancel_conversation_runs
+from memgpt_lite.server.letta.run_stream import check_streamable, follow_response
+from memgpt_lite.server.letta.runs import RetrieveStreamRequest
+from memgpt_lite.server.letta.send import letta_answer, letta_stream
 from memgpt_lite.server.sendonce import send_once
-from memgpt_lite.server.sse import sse_response
 
 router = APIRouter(prefix="/v1/conversations", tags=["letta"])
 
@@ -66,6 +68,15 @@ class ConversationSend(SendRequest):
     include_pings: bool = True
     background: bool = False
     agent_id: str | None = None  # for "default": whose
+
+
+class ConversationStreamRequest(RetrieveStreamRequest):
+    """Letta's RetrieveStreamRequest as the conversation's stream route takes
+    it: whose default conversation (`agent_id`), and which run (`run_id`;
+    None: the conversation's newest background one)."""
+
+    agent_id: str | None = None
+    run_id: str | None = None
 
 
 class CompactionRequest(LettaBody):
@@ -218,43 +229,53 @@ async def send(
     once = send_once(ctx.workspace.store, idempotency_key, route, body, *body.otids())
     if not body.streaming:
         return await letta_answer(ctx, user, agent_id, body, once, conversation)
-    frames = letta_frames(ctx, user, agent_id, body, once, conversation)
-    return await sse_response(with_pings(frames) if body.include_pings else frames)
+    return await letta_stream(ctx, user, agent_id, body, once, conversation, PING_SECONDS)
 
 
-async def with_pings(frames: AsyncIterator[str]) -> AsyncIterator[str]:
-    """`frames`, and a ping after each `PING_SECONDS` without one, once the
-    first has come (an error before it is the response's status: sse.py)."""
-    try:
-        yield await anext(frames)
-    except StopAsyncIteration:
-        return
-    pending = asyncio.ensure_future(anext(frames))
-    try:
-        while True:
-            done, _ = await asyncio.wait({pending}, timeout=PING_SECONDS)
-            if not done:
-                ping = {"id": f"ping-{uuid.uuid4()}", "date": utcnow(), "message_type": "ping"}
-                yield data(ping)
-                continue
-            try:
-                item = pending.result()
-            except StopAsyncIteration:
-                return
-            yield item
-            pending = asyncio.ensure_future(anext(frames))
-    finally:
-        pending.cancel()  # the client left: the step goes on (steps.py)
+@router.post("/{conversation_id}/stream", response_model=None)
+async def retrieve_stream(
+    conversation_id: str, ctx: Context, user: User, body: ConversationStreamRequest | None = None
+) -> StreamingResponse:
+    """Letta's retrieve_conversation_stream: the stream of the conversation's
+    newest background run (or of its `run_id`), from the chunk after seq_id
+    `starting_after`, as runs.messages.stream reads it."""
+    body = body or ConversationStreamRequest()
+    where = await run_in_threadpool(resolved, ctx, user, conversation_id, body.agent_id)
+    run = await run_in_threadpool(_streamed_run, ctx, user, where, body.run_id)
+    check_streamable(run)
+    return follow_response(
+        ctx,
+        run,
+        body.starting_after,
+        batch_size=body.batch_size or 100,
+        poll_seconds=body.poll_interval or 0.1,
+        pings=body.include_pings is not False,
+    )
+
+
+def _streamed_run(ctx: ServerContext, user: str, where: Where, run_id: str | None) -> Run:
+    """The conversation's run `run_id`, or its newest background one."""
+    agent_id, conversation = where
+    if run_id is not None:
+        run = ctx.workspace.run(run_id, user)
+        if (run.agent_id, run.conversation_id) != where:
+            raise NotFoundError(f"no run with id {run_id!r} in this conversation")
+        return run
+    for run in ctx.workspace.runs(user, CANCEL_LOOKS_AT, agent_id):
+        if run.background and run.conversation_id == conversation:
+            return run
+    raise NotFoundError("this conversation has no background run to stream")
 
 
 @router.post("/{conversation_id}/cancel")
 def cancel(
     conversation_id: str, ctx: Context, user: User, agent_id: str | None = None
-) -> dict[str, Any]:
-    """Letta's cancel_conversation: the conversation's runs cancelled, by id.
-    A step here runs to its end (steps.py), so none is: `{}`."""
-    resolved(ctx, user, conversation_id, agent_id)
-    return {}
+) -> dict[str, str]:
+    """Letta's cancel_conversation: the conversation's open runs cancelled,
+    each run's status after by its id. Their steps stop at their next safe
+    point (loop/stopping.py)."""
+    found_agent, conversation = resolved(ctx, user, conversation_id, agent_id)
+    return cancel_conversation_runs(ctx, user, found_agent, conversation)
 
 
 @router.post("/{conversation_id}/compact")

@@ -9,6 +9,8 @@ text answer an assistant_message; the user's message a user_message.
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Collection, Iterable, Mapping
 from typing import Annotated, Any, NamedTuple
 
@@ -22,6 +24,15 @@ from memgpt_lite.server.letta.paging import Order, window
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
 LettaMessage = dict[str, Any]
+
+
+def otid(message_id: str, index: int) -> str:
+    """The offline threading id of the `index`th Letta message made from
+    one stored message (or streamed answer), a UUID that is always the same
+    for the same two: as Letta's clients use it, to tell messages apart and
+    pieces of one together."""
+    digest = hashlib.blake2b(f"{message_id}/{index}".encode(), digest_size=16).digest()
+    return str(uuid.UUID(bytes=digest))
 
 
 def _base(message: Message, kind: str) -> LettaMessage:
@@ -106,7 +117,20 @@ def to_letta(
     tool call succeeded, when known (a step's result says so). `waiting`:
     the ids of the calls that wait for the user's approval; an answer that
     holds one is an approval request. Once answered, its calls show as any
-    other, and a denied call's result is an error that gives the reason."""
+    other, and a denied call's result is an error that gives the reason.
+    Each has its `otid`, the same wherever it is shown (run_stream.py)."""
+    made = _letta(message, use_assistant_message, ok_by_call, waiting)
+    for index, item in enumerate(made):
+        item["otid"] = otid(message.id, index)
+    return made
+
+
+def _letta(
+    message: Message,
+    use_assistant_message: bool,
+    ok_by_call: Mapping[str, bool] | None,
+    waiting: Collection[str],
+) -> list[LettaMessage]:
     if message.role == "user":
         return [{**_base(message, "user_message"), "content": message.content or ""}]
     if message.role == "system":

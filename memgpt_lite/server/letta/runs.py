@@ -1,32 +1,42 @@
-"""Letta's asynchronous sends and their runs: `agents.messages.create_async`
-(POST /v1/agents/{id}/messages/async) answers at once with a run, whose step
-goes on in the server; `runs.retrieve` polls it until it is `completed` (or
-`failed`, its `metadata.error` saying why), then `runs.messages.list` gives
-what the step stored. `runs.list` lists the user's runs.
+"""Letta's runs: every send is one (run_life.py). `agents.messages.create_async`
+(POST /v1/agents/{id}/messages/async) answers at once with its run, whose
+step goes on in the server; `runs.retrieve` is polled until it is
+`completed` (or `failed`, its `metadata.error` saying why, or `cancelled`),
+then `runs.messages.list` gives what the step stored. `runs.list` lists the
+user's runs; `runs.messages.stream` (POST /v1/runs/{id}/stream) reads a
+background run's stream again from a seq_id (run_stream.py);
+`agents.messages.cancel` cancels an agent's runs.
 
 A run is a row of the database (storage/protocols/runs.py), so any server
-process on it answers the poll. The step runs as every send does (one at a
-time per agent, to its end even if nobody polls). A server stopped while a
-run's step goes on leaves the run `running`: its messages are those stored.
+process on it answers for it. The step runs as every send does (one at a
+time per agent, to its end even if nobody polls). A run whose server was
+stopped before its step ended is ended as abandoned (live_runs.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import Field
 
 from memgpt_lite.agent.workspace import Run
-from memgpt_lite.errors import ConfigError, LLMError, MemGPTError
-from memgpt_lite.models import StepInput, utcnow
+from memgpt_lite.errors import ConfigError, MemGPTError
+from memgpt_lite.models import StepInput
 from memgpt_lite.server.api_agents import step_result
 from memgpt_lite.server.context import Context, ServerContext, User
-from memgpt_lite.server.letta.bodies import SendRequest
+from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.messages import keep, to_letta
 from memgpt_lite.server.letta.paging import Order, page
-from memgpt_lite.server.letta.send import STOP_REASONS, checked_input
+from memgpt_lite.server.letta.run_life import LiveRun, cancel_runs, start_run
+from memgpt_lite.server.letta.run_stream import check_streamable, follow_response
+from memgpt_lite.server.letta.send import checked_input
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["letta"])
 
@@ -40,51 +50,51 @@ class AsyncSendRequest(SendRequest):
     callback_url: str | None = None
 
 
+class RetrieveStreamRequest(LettaBody):
+    """Letta's RetrieveStreamRequest: from which seq_id, and how to follow."""
+
+    starting_after: int = Field(default=0, ge=0)
+    include_pings: bool | None = True
+    poll_interval: float | None = Field(default=None, gt=0, le=60)
+    batch_size: int | None = Field(default=None, ge=1, le=1000)
+
+
+class CancelRequest(LettaBody):
+    """Letta's CancelAgentRunRequest: the runs to cancel, or all open ones."""
+
+    run_ids: list[str] | None = None
+
+
 def run_view(run: Run) -> dict[str, Any]:
     """A run as Letta's Run."""
     return {
         "id": run.id,
         "agent_id": run.agent_id,
+        "conversation_id": run.conversation_id,
         "status": run.status,
         "stop_reason": run.stop_reason,
         "created_at": run.created_at,
         "completed_at": run.completed_at,
-        "background": False,
+        "background": run.background,
         "metadata": {} if run.error is None else {"error": run.error},
         "request_config": None,
         "callback_url": None,
     }
 
 
-async def finish(ctx: ServerContext, user: str, run: Run, message: StepInput) -> None:
-    """Run the step of `run` and store how it ended."""
+async def _run_async(ctx: ServerContext, user: str, live: LiveRun, message: StepInput) -> None:
+    """The step of an asynchronous send; its end is stored by its watch."""
     try:
-        result = await step_result(ctx, user, run.agent_id, message)
-    except MemGPTError as exc:
-        run.status, run.error = "failed", str(exc)
-        run.stop_reason = "llm_api_error" if isinstance(exc, LLMError) else "error"
-    except BaseException:
-        run.status, run.error, run.stop_reason = "failed", "the server failed", "error"
-        raise  # a bug or a cancelled task: logged by asyncio once stored below
-    else:
-        run.status, run.stop_reason = "completed", STOP_REASONS[result.stop_reason]
-        run.message_ids = [m.id for m in result.messages]
-    finally:
-        run.completed_at = utcnow()
-        await run_in_threadpool(ctx.workspace.save_run, run)
-
-
-def _keep_running(request: Request, task: asyncio.Task[None]) -> None:
-    """Hold the run's task until it ends (the event loop keeps only a weak
-    reference), on the app: one set per app, not per process."""
-    tasks: set[asyncio.Task[None]] = request.app.state.__dict__.setdefault("letta_runs", set())
-    tasks.add(task)
-    task.add_done_callback(tasks.discard)
+        await step_result(ctx, user, live.run.agent_id, message, None, live.watch)
+    except MemGPTError:
+        pass  # stored as the run's end (run_life.py)
+    except Exception:
+        log.exception("the step of run %s failed", live.run.id)  # a bug; the run is failed
 
 
 @router.post("/v1/agents/{agent_id}/messages/async")
 async def create_async(
-    agent_id: str, body: AsyncSendRequest, request: Request, ctx: Context, user: User
+    agent_id: str, body: AsyncSendRequest, ctx: Context, user: User
 ) -> dict[str, Any]:
     """Letta's create_agent_message_async: the run, `running`; what the
     request asks is checked first (a bad one is answered, no run made)."""
@@ -94,14 +104,63 @@ async def create_async(
         )
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
     message = await run_in_threadpool(checked_input, ctx, user, state.id, body)
-    run = await run_in_threadpool(ctx.workspace.start_run, user, state.id)
-    _keep_running(request, asyncio.create_task(finish(ctx, user, run.model_copy(), message)))
-    return run_view(run)
+    live = await start_run(ctx, user, state.id)
+    ctx.runs.keep(asyncio.create_task(_run_async(ctx, user, live, message)))
+    return run_view(live.run)
+
+
+@router.post("/v1/agents/{agent_id}/messages/cancel")
+def cancel_agent_runs(
+    agent_id: str, ctx: Context, user: User, body: CancelRequest | None = None
+) -> dict[str, str]:
+    """Letta's cancel_message: cancel the agent's given runs, or every open
+    one; each run's status after (a run that ended already is left as it
+    was). Their steps stop at their next safe point (loop/stopping.py)."""
+    state = ctx.agent_state(user, agent_id)
+    return cancel_runs(ctx, user, state.id, None if body is None else body.run_ids)
+
+
+def _listed(
+    ctx: ServerContext,
+    user: str,
+    agent_ids: set[str],
+    statuses: list[str] | None,
+    background: bool | None,
+    stop_reason: str | None,
+    active: bool = False,
+) -> list[Run]:
+    return [
+        r
+        for r in ctx.workspace.runs(user, MAX_LISTED_RUNS)
+        if (not agent_ids or r.agent_id in agent_ids)
+        and (not statuses or r.status in statuses)
+        and (background is None or r.background == background)
+        and (stop_reason is None or r.stop_reason == stop_reason)
+        and (not active or r.open)
+    ]
+
+
+@router.get("/v1/runs/active")
+def list_active_runs(
+    ctx: Context, user: User, agent_id: str | None = None, background: bool | None = None
+) -> list[dict[str, Any]]:
+    """Letta's list_active_runs: the user's open runs, newest first."""
+    agents = {agent_id} if agent_id else set()
+    return [run_view(r) for r in _listed(ctx, user, agents, None, background, None, active=True)]
 
 
 @router.get("/v1/runs/{run_id}")
 def retrieve_run(run_id: str, ctx: Context, user: User) -> dict[str, Any]:
     return run_view(ctx.workspace.run(run_id, user))
+
+
+@router.delete("/v1/runs/{run_id}")
+def delete_run(run_id: str, ctx: Context, user: User) -> None:
+    """Letta's delete_run: the run and its kept stream; an open run's step
+    is stopped first, at its next safe point. Its messages stay."""
+    run = ctx.workspace.run(run_id, user)
+    cancel_runs(ctx, user, run.agent_id, [run.id])
+    ctx.workspace.store.delete_run(run.id, user)
 
 
 @router.get("/v1/runs/", include_in_schema=False)
@@ -112,23 +171,21 @@ def list_runs(
     agent_id: str | None = None,
     agent_ids: Annotated[list[str] | None, Query()] = None,
     statuses: Annotated[list[str] | None, Query()] = None,
+    background: bool | None = None,
+    stop_reason: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     order: Order = "desc",
     active: bool = False,
+    ascending: bool = False,
 ) -> list[dict[str, Any]]:
     """Letta's list_runs: the user's runs, newest first unless `order` is
-    "asc", by agent and status; `after` and `before` are run ids."""
+    "asc" (or the older `ascending`), by agent, status, background, stop
+    reason and `active` (still running); `after` and `before` are run ids."""
     wanted = set(agent_ids or ()) | ({agent_id} if agent_id else set())
-    runs = [
-        r
-        for r in ctx.workspace.runs(user, MAX_LISTED_RUNS)
-        if (not wanted or r.agent_id in wanted)
-        and (not statuses or r.status in statuses)
-        and (not active or r.status in ("created", "running"))
-    ]
-    if order == "asc":
+    runs = _listed(ctx, user, wanted, statuses, background, stop_reason, active)
+    if order == "asc" or ascending:
         runs.reverse()
     return [
         run_view(r) for r in page(runs, lambda r: r.id, after=after, before=before, limit=limit)
@@ -162,6 +219,27 @@ def list_run_messages(
         ),
         include_return_message_types,
     )
+    for item in shown:
+        item["run_id"] = run.id
     if order == "desc":
         shown.reverse()
     return page(shown, lambda m: m["id"], after=after, before=before, limit=limit)
+
+
+@router.post("/v1/runs/{run_id}/stream", response_model=None)
+async def retrieve_stream(
+    run_id: str, ctx: Context, user: User, body: RetrieveStreamRequest | None = None
+) -> StreamingResponse:
+    """Letta's retrieve_stream_for_run: a background run's stream, from the
+    chunk after seq_id `starting_after`, then what comes, to its end."""
+    body = body or RetrieveStreamRequest()
+    run = await run_in_threadpool(ctx.workspace.run, run_id, user)
+    check_streamable(run)
+    return follow_response(
+        ctx,
+        run,
+        body.starting_after,
+        batch_size=body.batch_size or 100,
+        poll_seconds=body.poll_interval or 0.1,
+        pings=body.include_pings is not False,
+    )

@@ -7,6 +7,11 @@ list_messages shows it), then a stop_reason and a usage_statistics message,
 then `data: [DONE]`. With `stream_tokens`, the model's text also comes as it
 is written: reasoning_message and assistant_message pieces that share one id
 per answer (not the stored id: the message is stored once it is whole).
+
+Each send is a run (run_life.py): every chunk carries its `run_id` and a
+`seq_id`, and a LettaResponse names it (`run_id` on each message, `usage.
+run_ids`); `background` runs the step apart from the connection, its chunks
+kept to be read again (run_stream.py).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 
 from memgpt_lite.errors import ApprovalError, LLMError
 from memgpt_lite.events import (
@@ -31,10 +37,17 @@ from memgpt_lite.events import (
     ToolCallStarted,
 )
 from memgpt_lite.models import Message, StepInput, StepResult, utcnow
-from memgpt_lite.server.api_agents import step_events, step_result
+from memgpt_lite.server.api_agents import step_event_batches, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
-from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
+from memgpt_lite.server.letta.messages import LettaMessage, keep, otid, to_letta
+from memgpt_lite.server.letta.run_life import STOP_REASONS, LiveRun, start_run
+from memgpt_lite.server.letta.run_stream import (
+    RunChunks,
+    follow_response,
+    pinged,
+    run_in_background,
+)
 from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import sse_response
 
@@ -42,16 +55,9 @@ router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
 IdempotencyKey = Annotated[str | None, Header()]
 
-# Our stop reasons as Letta's.
-STOP_REASONS = {
-    "send_message": "end_turn",
-    "no_heartbeat": "end_turn",
-    "text_reply": "end_turn",
-    "step_limit": "max_steps",
-    "context_full": "max_tokens_exceeded",
-    "tool_rule": "tool_rule",
-    "approval_required": "requires_approval",
-}
+# How a background send's own stream follows its kept chunks (Letta's defaults).
+FOLLOW_BATCH = 100
+FOLLOW_POLL_SECONDS = 0.1
 
 
 def stop_reason(reason: str) -> dict[str, Any]:
@@ -90,11 +96,16 @@ def letta_messages(
     return keep(out, body.include_return_message_types)
 
 
-def letta_response(result: StepResult, body: SendRequest) -> dict[str, Any]:
+def letta_response(result: StepResult, body: SendRequest, run_id: str) -> dict[str, Any]:
+    """A LettaResponse: its messages and usage name the send's run."""
+    messages = letta_messages(result.messages, result, body)
+    for message in messages:
+        message["run_id"] = run_id
+    usage = {**usage_statistics(result), "run_ids": [run_id]}
     return {
-        "messages": letta_messages(result.messages, result, body),
+        "messages": messages,
         "stop_reason": stop_reason(STOP_REASONS[result.stop_reason]),
-        "usage": usage_statistics(result),
+        "usage": usage,
     }
 
 
@@ -154,6 +165,8 @@ class LettaStream:
         if not self.body.stream_tokens or not event.text:
             return []
         common = {"id": self.chunk_id, "date": utcnow(), "step_id": event.step_id}
+        # The pieces of one kind share an otid, as the pieces of one message.
+        common["otid"] = otid(self.chunk_id, int(isinstance(event, MessageDelta)))
         if isinstance(event, ThoughtDelta):
             self.streamed.add("reasoning_message")
             piece = {"message_type": "reasoning_message", "reasoning": event.text}
@@ -198,7 +211,7 @@ class LettaStream:
         reason = "llm_api_error" if isinstance(event.error, LLMError) else "error"
         error = {
             "message_type": "error_message",
-            "run_id": event.step_id,  # no runs here: the step is the nearest thing
+            "run_id": "",  # the run's, as on every chunk (run_stream.py)
             "error_type": event.error_type,
             "message": event.message,
             "detail": None,
@@ -236,24 +249,63 @@ def checked_input(
 async def letta_frames(
     ctx: ServerContext,
     user: str,
+    live: LiveRun,
+    body: SendRequest,
+    step_input: StepInput,
+    once: SendOnce | None,
+    ping_seconds: float | None = None,
+) -> AsyncIterator[str]:
+    """The send's stream: its step's events (in the run's conversation) as
+    Letta's chunks, each naming the run (run_stream.py), with a ping every
+    `ping_seconds` (None: the server's) the step is silent."""
+    agent_id, conversation = live.run.agent_id, live.run.conversation_id
+    stream, chunks = LettaStream(ctx, agent_id, body, conversation), RunChunks(live.run.id)
+    batches = step_event_batches(
+        ctx, user, agent_id, step_input, once, live.watch, conversation=conversation
+    )
+    every = (ping_seconds or ctx.runs.ping_seconds) if body.include_pings else None
+    async for batch in pinged(batches, every):
+        if batch is None:
+            yield data(chunks.ping())
+            continue
+        # A batch's chunks go out in one write.
+        frames = [data(chunks.stamp(item)) for event in batch for item in await stream.on(event)]
+        if frames:
+            yield "".join(frames)
+    yield data("[DONE]")
+
+
+async def letta_stream(
+    ctx: ServerContext,
+    user: str,
     agent_id: str,
     body: SendRequest,
     once: SendOnce | None,
     conversation: str | None = None,
-) -> AsyncIterator[str]:
-    """The step's stream (in the agent's `conversation`; None: its default one)."""
+    ping_seconds: float | None = None,
+) -> StreamingResponse:
+    """A streamed send (in the agent's `conversation`; None: its default
+    one), as a run: followed as it goes, or, with `background`, run apart
+    from the connection with its chunks kept."""
     state = await run_in_threadpool(ctx.agent_state, user, agent_id)
     step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body, conversation)
+    live = await start_run(ctx, user, state.id, conversation, background=body.background)
+    if not body.background:
+        frames = letta_frames(ctx, user, live, body, step_input, once, ping_seconds)
+        return await sse_response(frames)
     stream = LettaStream(ctx, state.id, body, conversation)
-    events = step_events(ctx, user, state.id, step_input, once, conversation=conversation)
-    async for event in events:
-        if isinstance(event, StepStarted):
-            # Nothing to send yet, but the step began: the response starts
-            # (sse.py), so that pings (conversations.py) can keep it alive.
-            yield ""
-        for item in await stream.on(event):
-            yield data(item)
-    yield data("[DONE]")
+    batches = step_event_batches(
+        ctx, user, state.id, step_input, once, live.watch, conversation=conversation
+    )
+    await run_in_background(ctx, live, batches, stream.on)
+    return follow_response(
+        ctx,
+        live.run,
+        0,
+        batch_size=FOLLOW_BATCH,
+        poll_seconds=FOLLOW_POLL_SECONDS,
+        pings=body.include_pings,
+    )
 
 
 @router.post("/{agent_id}/messages", response_model=None)
@@ -268,10 +320,11 @@ async def send(
     Its messages may instead be the user's answer to the tool calls waiting
     for approval (Letta's ApprovalCreate), which goes on with the step.
     Sent again with the same `Idempotency-Key`, or the same `otid` on its
-    messages, the first send's answer (server/sendonce.py)."""
+    messages, the first send's answer (server/sendonce.py). Each send is a
+    run (run_life.py)."""
     once = send_once(ctx.workspace.store, idempotency_key, "letta.send", body, *body.otids())
     if body.streaming:
-        return await sse_response(letta_frames(ctx, user, agent_id, body, once))
+        return await letta_stream(ctx, user, agent_id, body, once)
     return await letta_answer(ctx, user, agent_id, body, once)
 
 
@@ -283,10 +336,15 @@ async def letta_answer(
     once: SendOnce | None,
     conversation: str | None = None,
 ) -> dict[str, Any]:
-    """A send's LettaResponse, once its step ran (in the agent's `conversation`)."""
-    step_input = await run_in_threadpool(checked_input, ctx, user, agent_id, body, conversation)
-    result = await step_result(ctx, user, agent_id, step_input, once, conversation=conversation)
-    return letta_response(result, body)
+    """A send's LettaResponse, once its step (a run, in the agent's
+    `conversation`) ran."""
+    state = await run_in_threadpool(ctx.agent_state, user, agent_id)
+    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body, conversation)
+    live = await start_run(ctx, user, state.id, conversation)
+    result = await step_result(
+        ctx, user, state.id, step_input, once, live.watch, conversation=conversation
+    )
+    return letta_response(result, body, live.run.id)
 
 
 @router.post("/{agent_id}/messages/stream", response_model=None)
@@ -299,4 +357,4 @@ async def send_stream(
 ) -> Any:
     """Letta's create_agent_message_stream: always server-sent events."""
     once = send_once(ctx.workspace.store, idempotency_key, "letta.stream", body, *body.otids())
-    return await sse_response(letta_frames(ctx, user, agent_id, body, once))
+    return await letta_stream(ctx, user, agent_id, body, once)

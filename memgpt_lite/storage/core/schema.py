@@ -237,6 +237,29 @@ LETTA_RUNS = """
             completed_at $time
         );
         CREATE INDEX letta_runs_owner ON letta_runs(owner, created_at);"""
+# Every send of Letta's is a run (server/letta/run_life.py). `background`:
+# a streamed send whose chunks are kept (`letta_run_chunks`), so a client
+# that lost its stream reads it again from any server process on the
+# database. `renewed_at`: the server running the run's step renews it while
+# the step runs; an open run not renewed for long lost its server.
+# `conversation_id`: the agent's conversation the run's step ran in (NULL:
+# its default one), as Letta's Run names it.
+# A background run's stream, chunk by chunk (`seq_id` from 1, `data` the
+# chunk's JSON), kept a few hours (by `created_at`), gone with its run.
+LETTA_RUN_STREAMS = """
+        ALTER TABLE letta_runs ADD COLUMN background $bool NOT NULL DEFAULT $false;
+        ALTER TABLE letta_runs ADD COLUMN renewed_at $time;
+        ALTER TABLE letta_runs ADD COLUMN conversation_id TEXT;
+        UPDATE letta_runs SET renewed_at = created_at;
+        CREATE INDEX letta_runs_open ON letta_runs (renewed_at) WHERE completed_at IS NULL;
+        CREATE TABLE letta_run_chunks (
+            run_id TEXT NOT NULL REFERENCES letta_runs(id) ON DELETE CASCADE,
+            seq_id $bigint NOT NULL,
+            data TEXT NOT NULL,
+            created_at $time NOT NULL,
+            PRIMARY KEY (run_id, seq_id)
+        );
+        CREATE INDEX letta_run_chunks_created ON letta_run_chunks (created_at);"""
 # The sends the server answered under a client's Idempotency-Key (or Letta's
 # otid), per owner and agent, with their answer once it is known (NULL while
 # the first still runs): server/sendonce.py. Kept for a bounded time, found

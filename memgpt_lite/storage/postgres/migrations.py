@@ -38,6 +38,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -327,6 +328,13 @@ def m015_block_owner(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
 def m016_conversations(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m022: an agent's conversations (CONVERSATIONS)."""
     conn.execute(ddl(CONVERSATIONS, TYPES))
+
+
+@migration
+def m017_letta_run_streams(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m023: Letta's runs background and renewed, and a background
+    run's chunks (LETTA_RUN_STREAMS). m016 is the conversations'."""
+    conn.execute(ddl(LETTA_RUN_STREAMS, TYPES))
 
 
 @migration

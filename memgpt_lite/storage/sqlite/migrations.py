@@ -23,6 +23,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
     MESSAGE_INDEXES,
@@ -375,6 +376,13 @@ def m021_block_owner(db: Database) -> None:
 def m022_conversations(db: Database) -> None:
     """An agent's conversations (core/schema.py's CONVERSATIONS)."""
     run_script(db, ddl(CONVERSATIONS, TYPES))
+
+
+@migrations()
+def m023_letta_run_streams(db: Database) -> None:
+    """Letta's runs: background, renewed, and a background run's chunks
+    (core/schema.py's LETTA_RUN_STREAMS). m022 is the conversations'."""
+    run_script(db, ddl(LETTA_RUN_STREAMS, TYPES))
 
 
 @migrations()

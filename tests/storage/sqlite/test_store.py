@@ -126,6 +126,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m020_sent_requests",
         "m021_block_owner",
         "m022_conversations",
+        "m023_letta_run_streams",
         "m024_agent_groups",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
@@ -529,6 +530,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP TABLE agent_group_members")
         conn.execute("DROP TABLE agent_groups")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm024_agent_groups'")
+        conn.execute("DROP TABLE letta_run_chunks")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm023_letta_run_streams'")
         conn.execute("DROP TABLE conversation_step_locks")
         conn.execute("DROP INDEX messages_conversation")
         conn.execute("ALTER TABLE messages DROP COLUMN conversation_id")

@@ -1,0 +1,88 @@
+"""A conversation's sends are runs, as an agent's are: their chunks carry
+`run_id`, `seq_id` and `otid`, a background stream is resumed from a seq_id
+through the conversation's stream route, and the conversation's cancel
+stops its running run cleanly. Driven by letta-client 1.x against a real
+server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from letta_client import Letta
+from support.held_model import POLL_LIMIT_SECONDS, Held, ended, save_then_reply
+
+from memgpt_lite.testing.script import call, reply, say
+from memgpt_lite.testing.server import FakeOpenAIServer
+
+HI: Any = [{"role": "user", "content": "hi"}]
+
+
+def unstreamed_send(client: Letta, conversation_id: str) -> Any:
+    """A LettaResponse (which this SDK reads as a stream: asked plainly)."""
+    body = {"messages": HI, "streaming": False}
+    return client.post(f"/v1/conversations/{conversation_id}/messages", body=body, cast_to=object)
+
+
+def test_a_conversations_sends_are_its_runs_with_run_id_seq_id_and_otid(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = client.agents.create(model="openai/gpt-4o-mini")
+    trip = client.conversations.create(agent_id=agent.id).id
+    fake_llm.enqueue(
+        reply("Thinking.", tool_calls=[call("send_message", message="hello")]),
+        say("Hello again."),
+        say("Hello from the default conversation."),
+    )
+    chunks = list(client.conversations.messages.create(trip, messages=HI, stream_tokens=True))
+    run_id = chunks[0].run_id
+    assert run_id and {c.run_id for c in chunks} == {run_id}
+    assert [c.seq_id for c in chunks] == list(range(1, len(chunks) + 1))
+    messages = [c for c in chunks if c.message_type not in ("stop_reason", "usage_statistics")]
+    assert messages and all(m.otid for m in messages)
+    run = client.runs.retrieve(run_id)
+    assert (run.status, run.agent_id, run.conversation_id) == ("completed", agent.id, trip)
+
+    answer = unstreamed_send(client, trip)
+    unstreamed = answer["usage"]["run_ids"][0]
+    assert {m["run_id"] for m in answer["messages"]} == {unstreamed} != {run_id}
+    assert client.runs.retrieve(unstreamed).conversation_id == trip
+    on_the_agent = client.agents.messages.create(agent.id, messages=HI)
+    default_run = client.runs.retrieve(on_the_agent.usage.run_ids[0])
+    assert default_run.conversation_id is None
+
+
+def test_a_conversations_background_stream_resumes_and_its_cancel_stops_its_run(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = client.agents.create(model="openai/gpt-4o-mini")
+    trip = client.conversations.create(agent_id=agent.id).id
+    held = Held(fake_llm, [*save_then_reply(), say("Back again.")], at=2)  # the reply waits
+    first: list[Any] = []
+    for chunk in client.conversations.messages.create(trip, messages=HI, background=True):
+        if chunk.message_type == "ping":
+            continue
+        first.append(chunk)
+        if chunk.message_type == "tool_return_message":
+            break  # the connection drops, halfway
+    run_id = first[-1].run_id
+    assert client.runs.retrieve(run_id).background is True
+    assert held.asked.wait(POLL_LIMIT_SECONDS)  # the model is answering
+    assert client.conversations.cancel(trip) == {run_id: "cancelled"}
+    assert client.conversations.cancel(trip) == {}  # nothing runs in it now
+    held.release.set()
+    rest = list(
+        client.conversations.messages.stream(
+            trip, starting_after=first[-1].seq_id, include_pings=False
+        )
+    )
+    assert [c.seq_id for c in first + rest] == list(range(1, len(first + rest) + 1))
+    assert {c.run_id for c in rest} == {run_id}
+    assert [c.stop_reason for c in rest if c.message_type == "stop_reason"] == ["cancelled"]
+    done = ended(client, run_id)  # the step stopped at its next safe point
+    assert (done.status, done.stop_reason) == ("cancelled", "cancelled")
+    # The conversation takes its next send as usual: every call had its result.
+    after = unstreamed_send(client, trip)["messages"]
+    assert [m["content"] for m in after if m["message_type"] == "assistant_message"] == [
+        "Back again."
+    ]
+    assert fake_llm.rejections == []
