@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -23,6 +22,13 @@ from pydantic import (
 )
 
 from memgpt_lite.names import AGENT_NAME_PATTERN, check_display_name, check_identifier
+from memgpt_lite.step_input import Answer as Answer  # what a step is given, importable here
+from memgpt_lite.step_input import Approval as Approval
+from memgpt_lite.step_input import ClientTool as ClientTool
+from memgpt_lite.step_input import StepInput as StepInput
+from memgpt_lite.step_input import StepWithClientTools as StepWithClientTools
+from memgpt_lite.step_input import ToolReturn as ToolReturn
+from memgpt_lite.step_input import plain_input as plain_input
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
@@ -148,6 +154,18 @@ class ToolCall(BaseModel):
     id: CleanStr
     name: CleanStr
     arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
+    # A call of a client-side tool (`ClientTool`): the client that sent the
+    # step runs it, and the answer that holds it waits for its result
+    # (loop/client_tools.py). Stored with the call, so the wait survives a
+    # restart; left out of a dump when false, so other calls look as before.
+    client: bool = False
+
+    @model_serializer(mode="wrap")
+    def _client_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped = handler(self)
+        if not self.client:
+            dumped.pop("client", None)
+        return dumped
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -609,23 +627,6 @@ StopReason = Literal[
     "tool_rule",
     "approval_required",
 ]
-
-
-class Approval(BaseModel):
-    """The user's answer to a tool call waiting for approval: run it, or
-    not, with a reason the model reads. Without `tool_call_id` it answers
-    every call that waits."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    approve: bool
-    reason: CleanStr = ""
-    tool_call_id: CleanStr | None = None
-
-
-# What a step answers: the user's message, or the user's answer to the tool
-# calls waiting for approval (loop/approvals.py).
-StepInput = str | Approval | Sequence[Approval]
 
 
 class StepResult(BaseModel):

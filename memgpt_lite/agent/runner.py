@@ -45,7 +45,7 @@ from memgpt_lite.memory.recall.history import pop_for_retry
 from memgpt_lite.memory.recall.window import budget_for, compile_context
 from memgpt_lite.memory.retrieval.search import check_embedder
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
-from memgpt_lite.models import AgentState, Message, StepInput, StepResult
+from memgpt_lite.models import AgentState, Message, StepInput, StepResult, plain_input
 from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Owner, Storage
@@ -238,7 +238,7 @@ class Runner:
         """The events of one step, as `agent.stream()` and `astream()` give
         them. A sync tool runs in a worker thread when `in_thread`. An empty
         message or a missing API key fails here, before anything is stored."""
-        if isinstance(message, str) and not message.strip():
+        if isinstance(text := plain_input(message), str) and not text.strip():
             raise ConfigError("the message is empty")
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())

@@ -59,7 +59,8 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors", "names"),  # names: the rules of agent names
-    ("models", "events", "frozen"),  # events: what a step reports; frozen: read-only values
+    # events: what a step reports; frozen: read-only values; step_input: what a step is given
+    ("models", "events", "frozen", "step_input"),
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above
