@@ -160,11 +160,12 @@ class ToolCall(BaseModel):
     # restart; left out of a dump when false, so other calls look as before.
     client: bool = False
 
-    @model_serializer(mode="wrap")
-    def _client_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped = handler(self)
-        if not self.client:
-            dumped.pop("client", None)
+    @model_serializer(mode="plain")
+    def _client_only_when_set(self) -> dict[str, Any]:
+        # Plain, not wrapping pydantic's own serializer, which cost more per call.
+        dumped: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.client:
+            dumped["client"] = True
         return dumped
 
     def to_openai(self) -> dict[str, Any]:
