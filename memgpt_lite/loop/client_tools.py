@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memgpt_lite.errors import ConfigError
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.recall.window import NO_MORE_TOOLS, OfferedTools
 from memgpt_lite.models import ClientTool, ToolCall, ToolReturn
 from memgpt_lite.text import clean_text
+from memgpt_lite.tools.client import check_client_tool_names
 from memgpt_lite.tools.external import ExternalTool
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolOutcome, truncate
@@ -52,17 +52,8 @@ def client_tools(
     ConfigError: the model could not tell which it calls."""
     if not declared:
         return NO_CLIENT_TOOLS
-    tools: dict[str, Tool] = {}
-    for n, given in enumerate(declared):
-        where = f"client_tools.{n}.name"
-        if given.name in own:
-            raise ConfigError(
-                f"{where}: the agent has a tool named {given.name!r}; give the client's "
-                "tool another name"
-            )
-        if given.name in tools:
-            raise ConfigError(f"{where}: {given.name!r} is declared twice")
-        tools[given.name] = _as_tool(given)
+    check_client_tool_names(declared, own)
+    tools = {given.name: _as_tool(given) for given in declared}
     schemas = [tool.schema() for tool in tools.values()]
     return ClientTools(tools, OfferedTools(schemas, counter.count_tools(schemas)))
 

@@ -182,3 +182,20 @@ def test_a_streamed_send_ends_with_the_approval_request(
     ) as again:
         kinds = [c.message_type for c in again]
     assert kinds[0] == "tool_return_message" and "assistant_message" in kinds
+
+
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # messages.stream
+def test_a_client_tool_named_as_the_agent_s_is_a_422_on_a_stream_too(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = client.agents.create(model="openai/gpt-4o-mini")
+    with pytest.raises(UnprocessableEntityError) as refused:  # noqa: SIM117 - opened to raise
+        with client.agents.messages.stream(
+            agent.id,
+            messages=[{"role": "user", "content": "hi"}],
+            client_tools=[BASH, {"name": "conversation_search"}],
+        ) as stream:
+            list(stream)
+    detail = refused.value.body["detail"]  # type: ignore[index]
+    assert detail.startswith("client_tools.1.name: the agent has a tool named")
+    assert fake_llm.chat_requests == []

@@ -30,13 +30,15 @@ from memgpt_lite.events import (
     ThoughtDelta,
     ToolCallStarted,
 )
-from memgpt_lite.models import Message, StepInput, StepResult, utcnow
+from memgpt_lite.models import Message, StepInput, StepResult, StepWithClientTools, utcnow
 from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
 from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import sse_response
+from memgpt_lite.tools.client import check_client_tool_names
+from memgpt_lite.tools.sets import TOOL_SETS
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -208,6 +210,10 @@ def checked_input(ctx: ServerContext, user: str, agent_id: str, body: SendReques
     answer to whatever waits now."""
     state = ctx.agent_state(user, agent_id)
     step_input = body.step_input()
+    if isinstance(step_input, StepWithClientTools):
+        # The step checks them too; here a streamed send is a 422, not an error event.
+        own = {*TOOL_SETS.get(state.settings.tool_set, {}), *state.tool_names}
+        check_client_tool_names(step_input.client_tools, own)
     named = body.approval_request_ids()
     waiting = ctx.workspace.waiting_answer(state.id) if named else None
     if waiting is not None and (stale := sorted(named - {waiting.id})):
