@@ -40,13 +40,11 @@ if TYPE_CHECKING:
         AgentState,
         Approval,
         Block,
-        ClientTool,
         Message,
         Passage,
         StepResult,
-        StepWithClientTools,
-        ToolReturn,
     )
+    from memgpt_lite.step_input import ClientTool, StepWithClientTools, ToolReturn
     from memgpt_lite.storage.open import open_storage
     from memgpt_lite.storage.protocol import Storage
     from memgpt_lite.storage.sqlite.store import Store
@@ -73,12 +71,12 @@ _EXPORTS = {
     "AgentState": "models",
     "Approval": "models",
     "Block": "models",
-    "ClientTool": "models",
+    "ClientTool": "step_input",
     "Message": "models",
     "Passage": "models",
     "StepResult": "models",
-    "StepWithClientTools": "models",
-    "ToolReturn": "models",
+    "StepWithClientTools": "step_input",
+    "ToolReturn": "step_input",
     "Storage": "storage.protocol",
     "Store": "storage.sqlite.store",
     "open_storage": "storage.open",

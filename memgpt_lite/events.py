@@ -18,7 +18,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.models import Answer, StepResult, ToolCall, Usage
+from memgpt_lite.models import StepResult, ToolCall, Usage
+from memgpt_lite.step_input import Answer
 
 
 class _Event(BaseModel):

@@ -22,13 +22,8 @@ from pydantic import (
 )
 
 from memgpt_lite.names import AGENT_NAME_PATTERN, check_display_name, check_identifier
-from memgpt_lite.step_input import Answer as Answer  # what a step is given, importable here
-from memgpt_lite.step_input import Approval as Approval
-from memgpt_lite.step_input import ClientTool as ClientTool
+from memgpt_lite.step_input import Approval as Approval  # what a step is given: importable here
 from memgpt_lite.step_input import StepInput as StepInput
-from memgpt_lite.step_input import StepWithClientTools as StepWithClientTools
-from memgpt_lite.step_input import ToolReturn as ToolReturn
-from memgpt_lite.step_input import plain_input as plain_input
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
@@ -154,10 +149,8 @@ class ToolCall(BaseModel):
     id: CleanStr
     name: CleanStr
     arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
-    # A call of a client-side tool (`ClientTool`): the client that sent the
-    # step runs it, and the answer that holds it waits for its result
-    # (loop/client_tools.py). Stored with the call, so the wait survives a
-    # restart; left out of a dump when false, so other calls look as before.
+    # A client-side tool's call, which waits for the client's result
+    # (loop/client_tools.py): stored, and dumped only when true.
     client: bool = False
 
     @model_serializer(mode="plain")

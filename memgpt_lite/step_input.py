@@ -1,8 +1,8 @@
 """What a step is given: the user's message, or the answers to the tool
 calls that wait (the user's approvals and denials, client-side tools'
 results: loop/approvals.py), alone or with the client-side tools that the
-step's sender runs (loop/client_tools.py). The names are also importable
-from memgpt_lite.models, as before they had a module of their own."""
+step's sender runs (loop/client_tools.py). `Approval` and `StepInput` are
+also importable from memgpt_lite.models, where they were before."""
 
 from __future__ import annotations
 

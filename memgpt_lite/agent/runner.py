@@ -45,9 +45,10 @@ from memgpt_lite.memory.recall.history import pop_for_retry
 from memgpt_lite.memory.recall.window import budget_for, compile_context
 from memgpt_lite.memory.retrieval.search import check_embedder
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
-from memgpt_lite.models import AgentState, Message, StepInput, StepResult, plain_input
+from memgpt_lite.models import AgentState, Message, StepInput, StepResult
 from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 from memgpt_lite.settings.values import Settings
+from memgpt_lite.step_input import plain_input
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.tools.schema import Tool
 from memgpt_lite.tools.sets import agent_tools

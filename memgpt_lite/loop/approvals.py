@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from memgpt_lite.errors import ApprovalError
-from memgpt_lite.models import Answer, Approval, Message, ToolCall, ToolReturn
+from memgpt_lite.models import Approval, Message, ToolCall
+from memgpt_lite.step_input import Answer, ToolReturn
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook

@@ -22,7 +22,8 @@ from typing import Any
 
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.recall.window import NO_MORE_TOOLS, OfferedTools
-from memgpt_lite.models import ClientTool, ToolCall, ToolReturn
+from memgpt_lite.models import ToolCall
+from memgpt_lite.step_input import ClientTool, ToolReturn
 from memgpt_lite.text import clean_text
 from memgpt_lite.tools.client import check_client_tool_names
 from memgpt_lite.tools.external import ExternalTool

@@ -42,18 +42,16 @@ from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.models import (
     AgentState,
-    Answer,
     Approval,
     Message,
     StepInput,
-    StepWithClientTools,
     ToolCall,
     ToolResult,
-    ToolReturn,
     Usage,
     UsageRecord,
     new_id,
 )
+from memgpt_lite.step_input import Answer, StepWithClientTools, ToolReturn
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome

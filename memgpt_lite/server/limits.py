@@ -31,8 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memgpt_lite.errors import ConfigError, TooLargeError
-from memgpt_lite.models import Approval, StepInput, plain_input
+from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.settings.effective import ServeFileConfig
+from memgpt_lite.step_input import plain_input
 
 # Request bodies larger than this are refused (agent files are the largest).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024

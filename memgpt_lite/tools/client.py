@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import ClientTool
+from memgpt_lite.step_input import ClientTool
 
 
 def check_client_tool_names(declared: Sequence[ClientTool], own: Collection[str]) -> None:

@@ -13,15 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from memgpt_lite.errors import ConfigError, validation_message
-from memgpt_lite.models import (
-    Answer,
-    Approval,
-    ClientTool,
-    StepInput,
-    StepWithClientTools,
-    ToolReturn,
-)
+from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.server.letta.configs import EmbeddingConfigPatch, LlmConfigPatch
+from memgpt_lite.step_input import Answer, ClientTool, StepWithClientTools, ToolReturn
 
 # Letta's own default block limit (CreateBlock.limit).
 LETTA_BLOCK_LIMIT = 100_000

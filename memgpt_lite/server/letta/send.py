@@ -30,13 +30,14 @@ from memgpt_lite.events import (
     ThoughtDelta,
     ToolCallStarted,
 )
-from memgpt_lite.models import Message, StepInput, StepResult, StepWithClientTools, utcnow
+from memgpt_lite.models import Message, StepInput, StepResult, utcnow
 from memgpt_lite.server.api_agents import step_events, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, keep, to_letta
 from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import sse_response
+from memgpt_lite.step_input import StepWithClientTools
 from memgpt_lite.tools.client import check_client_tool_names
 from memgpt_lite.tools.sets import TOOL_SETS
 
