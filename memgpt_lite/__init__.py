@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Passage,
         StepResult,
     )
+    from memgpt_lite.step_input import ClientTool, StepWithClientTools, ToolReturn
     from memgpt_lite.storage.open import open_storage
     from memgpt_lite.storage.protocol import Storage
     from memgpt_lite.storage.sqlite.store import Store
@@ -71,10 +72,13 @@ _EXPORTS = {
     "AgentState": "models",
     "Approval": "models",
     "Block": "models",
+    "ClientTool": "step_input",
     "Message": "models",
     "Passage": "models",
     "StepResult": "models",
+    "StepWithClientTools": "step_input",
     "StopRequest": "loop.stopping",
+    "ToolReturn": "step_input",
     "Storage": "storage.protocol",
     "Store": "storage.sqlite.store",
     "open_storage": "storage.open",
@@ -91,6 +95,7 @@ __all__ = [
     "ApprovalError",
     "Block",
     "BusyError",
+    "ClientTool",
     "ConfigError",
     "ConflictError",
     "ContextBudgetError",
@@ -103,12 +108,14 @@ __all__ = [
     "Passage",
     "ReadOnlyError",
     "StepResult",
+    "StepWithClientTools",
     "StopRequest",
     "Storage",
     "Store",
     "StoreError",
     "Tool",
     "ToolContext",
+    "ToolReturn",
     "default_blocks",
     "open_storage",
     "tool",

@@ -18,7 +18,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from memgpt_lite.errors import MemGPTError
-from memgpt_lite.models import Approval, StepResult, ToolCall, Usage
+from memgpt_lite.models import StepResult, ToolCall, Usage
+from memgpt_lite.step_input import Answer
 
 
 class _Event(BaseModel):
@@ -29,13 +30,14 @@ class _Event(BaseModel):
 
 class StepStarted(_Event):
     """The user's message is stored, or, for a step that goes on after an
-    approval request, the user's answers (`approvals`) are taken; the step
-    has the agent's step lock."""
+    approval request, the user's answers (`approvals`: approvals, denials
+    and client-side tools' results) are taken; the step has the agent's
+    step lock."""
 
     type: Literal["step_started"] = "step_started"
     agent_id: str
     user_message: str
-    approvals: list[Approval] = Field(default_factory=list)
+    approvals: list[Answer] = Field(default_factory=list)
 
 
 class RequestSent(_Event):

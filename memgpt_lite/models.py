@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -23,6 +22,8 @@ from pydantic import (
 )
 
 from memgpt_lite.names import AGENT_NAME_PATTERN, check_display_name, check_identifier
+from memgpt_lite.step_input import Approval as Approval  # what a step is given: importable here
+from memgpt_lite.step_input import StepInput as StepInput
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
 
 # MemGPT's default size of a core memory block, in characters.
@@ -148,6 +149,17 @@ class ToolCall(BaseModel):
     id: CleanStr
     name: CleanStr
     arguments: Annotated[str, AfterValidator(clean_arguments)] = "{}"
+    # A client-side tool's call, which waits for the client's result
+    # (loop/client_tools.py): stored, and dumped only when true.
+    client: bool = False
+
+    @model_serializer(mode="plain")
+    def _client_only_when_set(self) -> dict[str, Any]:
+        # Plain, not wrapping pydantic's own serializer, which cost more per call.
+        dumped: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.client:
+            dumped["client"] = True
+        return dumped
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -611,23 +623,6 @@ StopReason = Literal[
     "approval_required",
     "cancelled",  # the step was asked to stop (loop/stopping.py), and stopped at a safe point
 ]
-
-
-class Approval(BaseModel):
-    """The user's answer to a tool call waiting for approval: run it, or
-    not, with a reason the model reads. Without `tool_call_id` it answers
-    every call that waits."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    approve: bool
-    reason: CleanStr = ""
-    tool_call_id: CleanStr | None = None
-
-
-# What a step answers: the user's message, or the user's answer to the tool
-# calls waiting for approval (loop/approvals.py).
-StepInput = str | Approval | Sequence[Approval]
 
 
 class StepResult(BaseModel):

@@ -12,7 +12,8 @@ and a new user message is refused until the user approves or denies.
 
 An approved call runs as any other, tool rules included; a denied one gets
 an error result that gives the user's reason, and the step goes on so the
-model can respond to it.
+model can respond to it. A call of a client-side tool (loop/client_tools.py)
+waits the same way, for the client's result (`ToolReturn`) or its denial.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from memgpt_lite.errors import ApprovalError
 from memgpt_lite.models import Approval, Message, ToolCall
+from memgpt_lite.step_input import Answer, ToolReturn
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
@@ -37,16 +39,18 @@ def asks_approval(tools: Mapping[str, Tool], rules: RuleBook, call: ToolCall) ->
 def calls_to_approve(
     tools: Mapping[str, Tool], rules: RuleBook, calls: Sequence[ToolCall]
 ) -> list[ToolCall]:
-    """The calls among `calls` that wait for the user's approval."""
-    return [call for call in calls if asks_approval(tools, rules, call)]
+    """The calls among `calls` that wait for the user's word: those that
+    need approval, and those of client-side tools (marked `client`)."""
+    return [call for call in calls if call.client or asks_approval(tools, rules, call)]
 
 
 def calls_waiting(
     tools: Mapping[str, Tool], rules: RuleBook, answer: Message | None
 ) -> list[ToolCall]:
     """The calls of the waiting `answer` that wait for the user's word: those
-    that need approval, or all of them should none need it any more (the
-    answer still waits: it has no results); none without an answer."""
+    that need approval or a client's result, or all of them should none
+    need it any more (the answer still waits: it has no results); none
+    without an answer."""
     if answer is None:
         return []
     return calls_to_approve(tools, rules, answer.tool_calls) or list(answer.tool_calls)
@@ -82,42 +86,64 @@ def waiting_calls(agent: AgentDeps, tools: Mapping[str, Tool], rules: RuleBook) 
 def still_waiting(agent_name: str, calls: Sequence[ToolCall]) -> ApprovalError:
     """The error for a new message sent while `calls` wait for approval."""
     names = ", ".join(dict.fromkeys(call.name for call in calls))
+    if any(call.client for call in calls):
+        return ApprovalError(
+            f"agent {agent_name!r} is waiting for the result of a client-side tool call "
+            f"({names}): send its result, or deny it, before sending a new message"
+        )
     return ApprovalError(
         f"agent {agent_name!r} is waiting for approval of a tool call ({names}): "
         "approve or deny it before sending a new message"
     )
 
 
-def decisions_for(
-    waiting: Sequence[ToolCall], approvals: Sequence[Approval]
-) -> dict[str, Approval]:
-    """The user's answer to each call of `waiting` (by call id), from
-    `approvals`: one without a `tool_call_id` answers every call it does not
-    name. Refuses (ApprovalError) an answer to a call that does not wait, two
-    answers to one call, and a waiting call left unanswered."""
-    ids = {call.id for call in waiting}
-    named: dict[str, Approval] = {}
-    for approval in approvals:
-        if approval.tool_call_id is None:
+def decisions_for(waiting: Sequence[ToolCall], answers: Sequence[Answer]) -> dict[str, Answer]:
+    """The answer to each call of `waiting` (by call id), from `answers`: an
+    approval without a `tool_call_id` answers every call it does not name.
+    Refuses (ApprovalError) an answer to a call that does not wait, two
+    answers to one call, a waiting call left unanswered, a result for a call
+    that runs on the server, and an approval of a client-side call (the
+    client runs it: it sends the result)."""
+    by_id = {call.id: call for call in waiting}
+    named: dict[str, Answer] = {}
+    for answer in answers:
+        if answer.tool_call_id is None:
             continue
-        if approval.tool_call_id not in ids:
+        if answer.tool_call_id not in by_id:
             raise ApprovalError(
-                f"tool call {approval.tool_call_id!r} is not waiting for approval; "
-                f"waiting: {', '.join(ids)}"
+                f"tool call {answer.tool_call_id!r} is not waiting for approval; "
+                f"waiting: {', '.join(by_id)}"
             )
-        if approval.tool_call_id in named:
-            raise ApprovalError(f"tool call {approval.tool_call_id!r} is answered twice")
-        named[approval.tool_call_id] = approval
-    general = [a for a in approvals if a.tool_call_id is None]
+        if answer.tool_call_id in named:
+            raise ApprovalError(f"tool call {answer.tool_call_id!r} is answered twice")
+        named[answer.tool_call_id] = answer
+    general = [a for a in answers if a.tool_call_id is None]
     if len(general) > 1:
         raise ApprovalError("only one answer may leave out tool_call_id")
     decisions = {}
     for call in waiting:
         decision = named.get(call.id) or (general[0] if general else None)
         if decision is None:
-            raise ApprovalError(f"tool call {call.id!r} ({call.name}) is not answered")
+            hint = ": send its result, or deny it" if call.client else ""
+            raise ApprovalError(f"tool call {call.id!r} ({call.name}) is not answered{hint}")
+        _check_fits(call, decision)
         decisions[call.id] = decision
     return decisions
+
+
+def _check_fits(call: ToolCall, answer: Answer) -> None:
+    """Refuses a result for a call that runs on the server, and an approval
+    of a client-side call, which the client runs."""
+    if isinstance(answer, ToolReturn) and not call.client:
+        raise ApprovalError(
+            f"tool call {call.id!r} ({call.name}) runs on the server: approve or deny it; "
+            "a result is sent only for a client-side tool's call"
+        )
+    if isinstance(answer, Approval) and answer.approve and call.client:
+        raise ApprovalError(
+            f"tool call {call.id!r} ({call.name}) is a client-side tool's: the client runs "
+            "it and sends its result (or denies it)"
+        )
 
 
 def denial(call: ToolCall, reason: str) -> str:

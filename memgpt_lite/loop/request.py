@@ -46,7 +46,9 @@ from memgpt_lite.loop.stopping import StopRequest
 from memgpt_lite.loop.window_learning import learn_from_refusal, learn_from_usage
 from memgpt_lite.memory.core.blocks import load_prompt, memory_prompt
 from memgpt_lite.memory.recall.window import (
+    NO_MORE_TOOLS,
     CompiledContext,
+    OfferedTools,
     budget_error,
     budget_for,
     compile_context,
@@ -80,6 +82,9 @@ class StepRun:
     # What the first request is built from, read as the user's message was
     # stored (in one round trip where the store can: `Storage.main_context`).
     first_read: MainContext | None = None
+    # The tools the step's client runs, offered beside the agent's (also
+    # in `tools`, for the tool rules): loop/client_tools.py.
+    client_tools: OfferedTools = NO_MORE_TOOLS
     stop: StopRequest | None = None  # asked from outside to stop (loop/stopping.py)
 
     def stop_requested(self) -> bool:
@@ -130,7 +135,8 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
     agent, step_id = run.agent, run.step_id
     budget = budget_for(agent)
     read, run.first_read = run.first_read, None
-    compiled = compile_context(agent, step_id=step_id, read=read)
+    more = run.client_tools
+    compiled = compile_context(agent, step_id=step_id, read=read, more_tools=more)
     if compiled.fixed_tokens > budget.compact_at:
         raise budget_error(agent, compiled, budget)
     if (
@@ -139,7 +145,7 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
         and pressure == 0
     ):
         add_pressure_alert(run, compiled)
-        compiled = compile_context(agent, step_id=step_id)
+        compiled = compile_context(agent, step_id=step_id, more_tools=more)
     for attempt in range(MAX_FIT_ATTEMPTS):
         if compiled.total_tokens <= budget.compact_at and not pressure:
             return compiled
@@ -150,10 +156,10 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
             break  # only the step in progress is left
         run.result.compactions += 1
         run.pending.append(Compacted(step_id=step_id, **report.model_dump()))
-        compiled = compile_context(agent, step_id=step_id)
+        compiled = compile_context(agent, step_id=step_id, more_tools=more)
         pressure = 0 if compiled.total_tokens <= budget.compact_at else pressure
     if compiled.total_tokens > budget.compact_at or pressure:
-        compiled = _clip_step(agent, compiled, budget.compact_at, pressure, step_id)
+        compiled = _clip_step(run, compiled, budget.compact_at, pressure)
     if compiled.total_tokens <= budget.compact_at:
         return compiled
     if compiled.fixed_tokens > budget.compact_at:  # the summary grew meanwhile
@@ -167,14 +173,17 @@ async def fit_request(run: StepRun, pressure: int = 0) -> CompiledContext:
 
 
 def _clip_step(
-    agent: AgentDeps, compiled: CompiledContext, usable: int, pressure: int, step_id: str
+    run: StepRun, compiled: CompiledContext, usable: int, pressure: int
 ) -> CompiledContext:
     """The request with the messages of the step in progress clipped to the
     room left beside everything else (halved for each time the endpoint
     refused it: its count differs from ours), once nothing older can leave."""
+    step_id = run.step_id
     step_tokens = sum(compiled.message_tokens[step_start(compiled.messages, step_id) :])
     room = (usable - compiled.total_tokens + step_tokens) >> pressure
-    return compile_context(agent, step_id=step_id, step_room=max(0, room))
+    return compile_context(
+        run.agent, step_id=step_id, step_room=max(0, room), more_tools=run.client_tools
+    )
 
 
 async def call_model(run: StepRun) -> AsyncIterator[StepEvent | Completion]:

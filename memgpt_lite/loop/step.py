@@ -37,6 +37,7 @@ from memgpt_lite.events import (
 )
 from memgpt_lite.llm.model import Completion
 from memgpt_lite.loop import approvals
+from memgpt_lite.loop.client_tools import client_outcome, client_tools, mark_client_calls
 from memgpt_lite.loop.request import StepRun, call_model
 from memgpt_lite.loop.steplock import StepLock
 from memgpt_lite.loop.stopping import NOT_RUN, StopRequest
@@ -51,6 +52,7 @@ from memgpt_lite.models import (
     UsageRecord,
     new_id,
 )
+from memgpt_lite.step_input import Answer, StepWithClientTools, ToolReturn
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
@@ -83,8 +85,10 @@ async def run_step(
     """Run one step and yield its events, ending with `StepFinished` or, for
     any MemGPTError, `StepFailed`. `message` is the user's message, or the
     user's answer (`Approval`s) to the tool calls waiting for approval.
-    Waits for the agent's step lock unless the caller already holds it
-    (`held_lock`). Synchronous tools run in a worker thread when
+    Given with client-side tools (`StepWithClientTools`), the model is
+    offered those too, and a call of one waits for the client's result
+    (loop/client_tools.py). Waits for the agent's step lock unless the
+    caller already holds it (`held_lock`). Synchronous tools run in a worker thread when
     `tools_in_threads`, so a slow one does not stall the event loop (and the
     other agents on it). `stop`, once requested, stops the step at its next
     safe point (loop/stopping.py)."""
@@ -111,6 +115,10 @@ async def run_step(
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     agent = run.agent
+    if isinstance(message, StepWithClientTools):
+        client = client_tools(message.client_tools, run.tools, agent.token_counter)
+        run.tools.update(client.tools)
+        run.client_tools, message = client.offered, message.message
     # Another process may have changed the agent, or answered or stored a
     # message: read as the lock was taken, or now under a caller's lock.
     start = run.lock.start if run.owns_lock and run.lock is not None else None
@@ -150,10 +158,11 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
 
 
 async def _resume(
-    run: StepRun, waiting: Message | None, answers: Approval | Sequence[Approval]
+    run: StepRun, waiting: Message | None, answers: Approval | Sequence[Answer]
 ) -> AsyncIterator[StepEvent]:
     """Go on with the answer whose calls waited for approval: run the
-    approved ones, give the denied ones their denial, in the model's order."""
+    approved ones, give the denied ones their denial and the client-side
+    ones the client's result, in the model's order."""
     agent = run.agent
     answers = [answers] if isinstance(answers, Approval) else list(answers)
     if waiting is None:
@@ -288,6 +297,7 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
         return
     if assistant.content:
         result.thoughts.append(assistant.content)
+    assistant.tool_calls = mark_client_calls(assistant.tool_calls, run.tools, run.rules)
     asking = approvals.calls_to_approve(run.tools, run.rules, assistant.tool_calls)
     if asking and not run.stop_requested():  # a stopped step asks nothing: its calls are not run
         _store_answer(run, [assistant], usage, ends_step=True)  # the wait: calls, no results
@@ -303,10 +313,11 @@ async def _answer(run: StepRun, completion: Completion, spent: Usage) -> AsyncIt
 async def _run_calls(
     run: StepRun,
     assistant: Message,
-    decisions: dict[str, Approval],
+    decisions: dict[str, Answer],
     usage: UsageRecord | None,
 ) -> AsyncIterator[StepEvent]:
-    """Run an answer's tool calls (or give a denied one its denial), then
+    """Run an answer's tool calls (or give a denied one its denial, a
+    client-side one the client's result), then
     store exactly one result per call together with the answer and what it
     cost (`usage`), or, for an answer stored when it asked for approval
     (`usage` None), the results alone."""
@@ -320,11 +331,12 @@ async def _run_calls(
     stopped = False
     for call in assistant.tool_calls:
         yield ToolCallStarted(step_id=step_id, call=call)
+        decision = decisions.get(call.id)
         stopped = stopped or run.stop_requested()  # then this call and the rest are not run
-        if stopped:
+        if stopped and not isinstance(decision, ToolReturn):  # a client's result: it ran
             outcome = ToolOutcome(NOT_RUN, ok=False)
         else:
-            outcome = await _call_outcome(run, context, call, decisions.get(call.id))
+            outcome = await _outcome(run, context, call, decision)
         outcomes.append(outcome)
         yield ToolReturned(
             step_id=step_id, call_id=call.id, name=call.name, content=outcome.content, ok=outcome.ok
@@ -359,15 +371,6 @@ async def _run_calls(
         result.stop_reason, run.done = stop_reason, True
 
 
-async def _call_outcome(
-    run: StepRun, context: ToolContext, call: ToolCall, decision: Approval | None
-) -> ToolOutcome:
-    """A call's result: its denial, if the user denied it, else the tool's."""
-    if decision is not None and not decision.approve:
-        return ToolOutcome(approvals.denial(call, decision.reason), ok=False)
-    return await _run_tool_call(run, context, call)
-
-
 def _end_after(
     run: StepRun, calls: list[ToolCall], outcomes: list[ToolOutcome], replied: bool
 ) -> str | None:
@@ -386,6 +389,20 @@ def _end_after(
     if not go_on:
         return "send_message" if replied else "no_heartbeat"
     return None
+
+
+async def _outcome(
+    run: StepRun, context: ToolContext, call: ToolCall, decision: Answer | None
+) -> ToolOutcome:
+    """A call's outcome: the client's result, a denial, or the call run."""
+    if isinstance(decision, ToolReturn):
+        outcome = client_outcome(decision, run.agent.state.settings.tool_result_max_chars)
+        if outcome.ok:
+            run.rules.record(call.name)
+        return outcome
+    if decision is not None and not decision.approve:
+        return ToolOutcome(approvals.denial(call, decision.reason), ok=False)
+    return await _run_tool_call(run, context, call)
 
 
 async def _run_tool_call(run: StepRun, context: ToolContext, call: ToolCall) -> ToolOutcome:

@@ -39,6 +39,7 @@ from memgpt_lite.server.access_log import AccessLog
 from memgpt_lite.server.context import Forbidden, ServerContext, Unauthorized
 from memgpt_lite.server.docs_pages import mount_docs
 from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
+from memgpt_lite.server.letta.agents import LettaToolsMissing
 from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
 from memgpt_lite.server.live_runs import keep_runs
 from memgpt_lite.server.model_list import ModelList
@@ -59,6 +60,7 @@ STATUS_BY_ERROR: list[tuple[type[MemGPTError], int]] = [
     (AlreadyExistsError, 409),
     (EndpointNotAllowed, 403),
     (ConflictError, 409),
+    (LettaToolsMissing, 400),  # Letta's own answer, which its clients act on
     (ConfigError, 422),
     (ContextBudgetError, 422),
     (LLMError, 502),

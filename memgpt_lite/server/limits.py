@@ -31,8 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memgpt_lite.errors import ConfigError, TooLargeError
-from memgpt_lite.models import StepInput
+from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.settings.effective import ServeFileConfig
+from memgpt_lite.step_input import plain_input
 
 # Request bodies larger than this are refused (agent files are the largest).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -79,9 +80,14 @@ class ServerLimits(BaseModel):
     rate_limit: RateLimit | None = None
 
     def check_message(self, message: StepInput) -> None:
-        """A 413 (TooLargeError) for a message, or an approval's reason,
-        over `max_message_bytes`."""
-        texts = [message] if isinstance(message, str) else [a.reason for a in message]
+        """A 413 (TooLargeError) for a message, an approval's reason or a
+        client-side tool's result over `max_message_bytes`."""
+        message = plain_input(message)
+        if isinstance(message, str):
+            texts = [message]
+        else:
+            answers = [message] if isinstance(message, Approval) else message
+            texts = [a.reason if isinstance(a, Approval) else a.content for a in answers]
         for text in texts:
             size = len(text.encode("utf-8", "surrogatepass"))
             if size > self.max_message_bytes:

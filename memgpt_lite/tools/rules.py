@@ -94,6 +94,12 @@ class RuleBook:
         self.ran: list[str] = []
         self._counts: Counter[str] = Counter()
 
+    def copy(self) -> RuleBook:
+        """A book of the same rules and calls, to try calls on."""
+        book = RuleBook(self.rules)
+        book.ran, book._counts = list(self.ran), self._counts.copy()
+        return book
+
     def record(self, tool_name: str) -> None:
         """A call of `tool_name` ran without error."""
         self.ran.append(tool_name)

@@ -59,8 +59,9 @@ EMPTY_INITS = (
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("errors", "names"),  # names: the rules of agent names
-    # events: what a step reports; frozen: read-only values; conversations: their model
-    ("models", "events", "frozen", "conversations"),
+    # events: what a step reports; frozen: read-only values; conversations:
+    # their model; step_input: what a step is given
+    ("models", "events", "frozen", "conversations", "step_input"),
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above

@@ -348,10 +348,17 @@ def test_letta_answers_that_do_not_fit_are_refused(
     ]
     with pytest.raises(UnprocessableEntityError, match="approvals alone"):
         letta.agents.messages.create(agent.id, messages=mixed)
+    # A client-side tool's result (type "tool") is taken now (loop/client_tools.py):
+    # one for a call that does not wait is refused as an approval of it is.
     tool_return = {"type": "tool", "tool_call_id": "x", "status": "success", "tool_return": "1"}
-    with pytest.raises(UnprocessableEntityError, match=r"messages\.0\.approvals\.0\.type"):
+    with pytest.raises(ConflictError, match="tool call 'x' is not waiting"):
         letta.agents.messages.create(
             agent.id, messages=[{"type": "approval", "approvals": [tool_return]}]
+        )
+    other = {"type": "file", "tool_call_id": "x"}
+    with pytest.raises(UnprocessableEntityError, match=r"messages\.0\.approvals\.0\.type"):
+        letta.agents.messages.create(
+            agent.id, messages=[{"type": "approval", "approvals": [other]}]
         )
     assert archival(letta, agent.id) == []
     assert newest_message(letta, agent.id) == ("approval_request_message", request.id)

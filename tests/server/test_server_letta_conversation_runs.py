@@ -86,3 +86,51 @@ def test_a_conversations_background_stream_resumes_and_its_cancel_stops_its_run(
         "Back again."
     ]
     assert fake_llm.rejections == []
+
+
+BASH: dict[str, Any] = {
+    "name": "Bash",
+    "description": "Run a shell command on the user's machine.",
+    "parameters": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}},
+        "required": ["command"],
+    },
+}
+
+
+def test_a_conversations_send_offers_client_tools_and_takes_their_results(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    """As Letta Code sends every turn: streamed, in a conversation, with its tools."""
+    agent = client.agents.create(model="openai/gpt-4o-mini")
+    trip = client.conversations.create(agent_id=agent.id).id
+    fake_llm.enqueue(reply("let me look", [call("Bash", command="ls")]), say("You have a.txt."))
+    asked = list(client.conversations.messages.create(trip, messages=HI, client_tools=[BASH]))
+    request = [c for c in asked if c.message_type == "approval_request_message"]
+    assert [r.tool_call.name for r in request] == ["Bash"]
+    assert [c.stop_reason for c in asked if c.message_type == "stop_reason"] == [
+        "requires_approval"
+    ]
+    assert "Bash" in [t["function"]["name"] for t in fake_llm.chat_requests[-1]["tools"]]
+    call_id = request[0].tool_call.tool_call_id
+    result = {"type": "tool", "tool_call_id": call_id, "tool_return": "a.txt", "status": "success"}
+    answered = list(
+        client.conversations.messages.create(
+            trip, messages=[{"type": "approval", "approvals": [result]}], client_tools=[BASH]
+        )
+    )
+    assert {c.run_id for c in answered} != {asked[0].run_id}  # each send its own run
+    returned = [c for c in answered if c.message_type == "tool_return_message"]
+    assert [(r.tool_call_id, r.tool_return) for r in returned][0] == (call_id, "a.txt")
+    assert [c.content for c in answered if c.message_type == "assistant_message"] == [
+        "You have a.txt."
+    ]
+    assert fake_llm.chat_requests[-1]["messages"][-1] == {
+        "role": "tool",
+        "content": "a.txt",
+        "tool_call_id": call_id,
+    }
+    assert fake_llm.rejections == []
+    # The agent's default conversation never saw it.
+    assert [m.message_type for m in client.agents.messages.list(agent.id)] == []

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from letta_client import (
+    BadRequestError,
     ConflictError,
     Letta,
     NotFoundError,
@@ -310,6 +311,20 @@ def test_create_takes_tools_by_name_and_id_and_refuses_unknown_ones(
     offered = {t["function"]["name"] for t in fake_llm.chat_requests[-1]["tools"]}
     assert {"forecast", "secret_message", ASK} <= offered
     assert forecast.id != secret.id
+
+
+def test_create_naming_only_letta_s_own_tools_we_lack_is_letta_s_400(
+    admin: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    """As a Letta server without its web tools answers: Letta Code, which asks
+    for them, then creates the agent without them."""
+    with pytest.raises(BadRequestError) as refused:
+        admin.agents.create(model="gpt-4o-mini", tools=["web_search", "fetch_webpage"])
+    detail = refused.value.body["detail"]  # type: ignore[index]
+    assert detail.startswith("Tools not found by name: {'fetch_webpage', 'web_search'}: ")
+    assert admin.agents.list().items == []  # nothing was made
+    made = admin.agents.create(model="gpt-4o-mini", tools=[])
+    assert [a.id for a in admin.agents.list()] == [made.id]
 
 
 def test_another_user_s_tools_are_not_found(admin: Letta, db: str, server: str) -> None:

@@ -17,7 +17,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
@@ -138,6 +138,17 @@ def budget_for(agent: MemoryDeps) -> Budget:
     return Budget(window, reserve, warning_at, compact_at, model_window)
 
 
+class OfferedTools(NamedTuple):
+    """Tools a step offers beside the agent's own (a client's: loop/
+    client_tools.py): their schemas and the tokens those take."""
+
+    schemas: list[dict[str, Any]]
+    tokens: int
+
+
+NO_MORE_TOOLS = OfferedTools([], 0)
+
+
 @dataclass
 class CompiledContext:
     """The next request, as it would be sent, with its token counts."""
@@ -177,6 +188,7 @@ def compile_context(
     step_id: str | None = None,
     step_room: int | None = None,
     read: MainContext | None = None,
+    more_tools: OfferedTools = NO_MORE_TOOLS,
 ) -> CompiledContext:
     """Build the next request from the store, for step `step_id` if one is in
     progress; unanswered messages are left out. A message over `message_limit`
@@ -185,7 +197,8 @@ def compile_context(
     caller compacts, then, if the step is still too long, compiles again
     with `step_room` to clip the step's messages together to fit in it
     (`Clipper.fit_step`). `read`: what the store gave as the step began
-    (`Storage.main_context` with the user's message), instead of reading."""
+    (`Storage.main_context` with the user's message), instead of reading.
+    `more_tools`: tools the step offers beside the agent's own."""
     counter, budget = agent.token_counter, budget_for(agent)
     state = agent.state
     if read is None:
@@ -206,8 +219,8 @@ def compile_context(
         compact=compact_wording(budget.window),
     )
     system = {"role": "system", "content": join_sections(sections)}
-    tools = agent.tool_schemas()
-    fixed = _fixed_tokens(agent, system)
+    tools = [*agent.tool_schemas(), *more_tools.schemas]
+    fixed = _fixed_tokens(agent, system) + more_tools.tokens
     requests, counts = counter.window(messages)  # no Python call per message
     request: list[dict[str, Any]] = [system, *requests]
     first = step_start(messages, step_id)

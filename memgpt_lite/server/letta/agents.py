@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from memgpt_lite.agent.naming import names_from_letta
 from memgpt_lite.agent.workspace import AgentGroup
+from memgpt_lite.agentfile.letta import LETTA_BASE_TOOLS
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import (
     DEFAULT_BLOCK_LIMIT,
@@ -177,13 +178,29 @@ def our_create_body(body: CreateAgent, tools: list[str], model: str) -> ours.Age
         raise ConfigError(f"cannot create the agent: {validation_messages(exc)}") from None
 
 
+class LettaToolsMissing(ConfigError):
+    """A create that names, among the tools it does not find, only Letta's
+    own built-in tools that memgpt-lite lacks (`web_search`,
+    `fetch_webpage`, ...): answered as a Letta server without them answers
+    (a 400, "Tools not found by name: {...}"), which Letta's clients know
+    (Letta Code then creates the agent without them)."""
+
+    def __init__(self, names: list[str]) -> None:
+        listed = ", ".join(repr(name) for name in sorted(set(names), key=str))
+        super().__init__(
+            f"Tools not found by name: {{{listed}}}: Letta's built-in tools that memgpt-lite "
+            "does not have; create the agent without them"
+        )
+
+
 def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
     """The tools to attach that Letta's create names: those of its `tools`
     (names) and `tool_ids` that are built-in tools to attach or the user's
     registered tools, and the multi-agent tools with
     `include_multi_agent_tools`. A tool of the agent's tool set is left
     (every agent has its set's tools); any other name or id is a 422 naming
-    each, never dropped."""
+    each, never dropped, or, when all of them are Letta's built-in tools
+    that we lack, Letta's own 400 (`LettaToolsMissing`)."""
     own_set = TOOL_SETS[AgentSettings().tool_set]  # Letta's create sets no other
     registered = ctx.workspace.tools.tools_of(user)
     by_name = {tool.name for tool in registered}
@@ -192,7 +209,7 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
     asked += [
         (f"tool_ids: {ref!r}", by_id.get(ref) or builtin_name(ref)) for ref in body.tool_ids or ()
     ]
-    names, unknown = [], []
+    names, unknown, missing = [], [], []
     for what, name in asked:
         if name in own_set:
             continue
@@ -200,6 +217,9 @@ def tool_names(ctx: ServerContext, user: str, body: CreateAgent) -> list[str]:
             names.append(name)
         else:
             unknown.append(what)
+            missing.append(name)
+    if unknown and all(name in LETTA_BASE_TOOLS for name in missing):
+        raise LettaToolsMissing(missing)
     if unknown:
         raise ConfigError(
             f"no such tool ({', '.join(unknown)}): register a tool with tools.create "

@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
-from memgpt_lite.errors import ConfigError
-from memgpt_lite.models import Approval
+from memgpt_lite.errors import ConfigError, validation_message
+from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.server.letta.configs import EmbeddingConfigPatch, LlmConfigPatch
+from memgpt_lite.step_input import Answer, ClientTool, StepWithClientTools, ToolReturn
 
 # Letta's own default block limit (CreateBlock.limit).
 LETTA_BLOCK_LIMIT = 100_000
@@ -92,13 +93,19 @@ class MessageIn(LettaBody):
 
 
 class ApprovalReturnIn(LettaBody):
-    """One answer of an approval's `approvals` list (Letta's ApprovalReturn;
-    a client-run tool's ToolReturn, type "tool", is refused when read)."""
+    """One answer of an approval's `approvals` list: Letta's ApprovalReturn
+    (type "approval": approve or deny), or a client-side tool's result, its
+    ToolReturn (type "tool": `tool_return`, `status`; its `stdout` and
+    `stderr` are accepted and not given to the model, as in Letta)."""
 
     type: str = "approval"
     tool_call_id: str | None = None
     approve: bool | None = None
     reason: str | None = None
+    tool_return: Content | None = None
+    status: Literal["success", "error"] | None = None
+    stdout: list[str] | None = None
+    stderr: list[str] | None = None
 
 
 class ApprovalIn(LettaBody):
@@ -112,7 +119,7 @@ class ApprovalIn(LettaBody):
     reason: str | None = None
     approvals: list[ApprovalReturnIn] | None = None
 
-    def answers(self, where: str) -> list[Approval]:
+    def answers(self, where: str) -> list[Answer]:
         if self.approvals is None:
             if self.approve is None:
                 raise ConfigError(f"{where}.approve: give approve, or a list of approvals")
@@ -122,17 +129,71 @@ class ApprovalIn(LettaBody):
         return [_answer(item, f"{where}.approvals.{n}") for n, item in enumerate(self.approvals)]
 
 
-def _answer(item: ApprovalReturnIn, where: str) -> Approval:
+class ToolReturnsIn(LettaBody):
+    """Letta's ToolReturnCreate (type "tool_return"): client-side tools'
+    results, as an approval's "tool" answers are."""
+
+    type: Literal["tool_return"]
+    tool_returns: list[ApprovalReturnIn] = Field(min_length=1)
+    otid: str | None = None
+
+    def answers(self, where: str) -> list[Answer]:
+        return [
+            _tool_return(item, f"{where}.tool_returns.{n}")
+            for n, item in enumerate(self.tool_returns)
+        ]
+
+
+def _answer(item: ApprovalReturnIn, where: str) -> Answer:
+    if item.type == "tool":
+        return _tool_return(item, where)
     if item.type != "approval":
         raise ConfigError(
-            f"{where}.type: memgpt-lite takes approvals only, got {item.type!r} "
-            "(its tools run on the server)"
+            f"{where}.type: memgpt-lite takes 'approval' (approve or deny) and 'tool' "
+            f"(a client-side tool's result), got {item.type!r}"
         )
     if item.tool_call_id is None:
         raise ConfigError(f"{where}.tool_call_id: Field required")
     if item.approve is None:
         raise ConfigError(f"{where}.approve: Field required")
     return Approval(approve=item.approve, reason=item.reason or "", tool_call_id=item.tool_call_id)
+
+
+def _tool_return(item: ApprovalReturnIn, where: str) -> ToolReturn:
+    """A client-side tool's result (Letta's ToolReturn)."""
+    for name in ("tool_call_id", "tool_return", "status"):
+        if getattr(item, name) is None:
+            raise ConfigError(f"{where}.{name}: Field required")
+    content = _content_text(item.tool_return or "", f"{where}.tool_return")
+    try:
+        return ToolReturn(
+            tool_call_id=item.tool_call_id or "", content=content, ok=item.status == "success"
+        )
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {validation_message(exc.errors()[0])}") from None
+
+
+class ClientToolIn(LettaBody):
+    """Letta's ClientToolSchema: a tool the client runs itself."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+def client_tools(given: list[ClientToolIn], where: str = "client_tools") -> list[ClientTool]:
+    """The request's client-side tools, checked: a bad name or schema is a
+    422 naming the field."""
+    tools = []
+    for n, item in enumerate(given):
+        values = item.model_dump(exclude_none=True, include={"name", "description", "parameters"})
+        try:
+            tools.append(ClientTool.model_validate(values))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"])
+            raise ConfigError(f"{where}.{n}.{field}: {validation_message(error)}") from None
+    return tools
 
 
 class OtherIn(LettaBody):
@@ -147,15 +208,17 @@ def _kind(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if kind is None or kind == "message":
         return "message"
-    return "approval" if kind == "approval" else "other"
+    return kind if kind in ("approval", "tool_return") else "other"
 
 
 InputMessage = Annotated[
     Annotated[MessageIn, Tag("message")]
     | Annotated[ApprovalIn, Tag("approval")]
+    | Annotated[ToolReturnsIn, Tag("tool_return")]
     | Annotated[OtherIn, Tag("other")],
     Discriminator(_kind),
 ]
+Answers = ApprovalIn | ToolReturnsIn
 
 
 class SendRequest(LettaBody):
@@ -171,21 +234,29 @@ class SendRequest(LettaBody):
     background: bool = False
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
+    # Tools the client runs itself, offered to the model for this send.
+    client_tools: list[ClientToolIn] | None = None
 
-    def step_input(self) -> str | list[Approval]:
+    def step_input(self) -> StepInput:
         """What the request asks a step to do: answer the user's text, or go
-        on with the calls waiting for approval (approvals, sent alone)."""
+        on with the calls waiting for approval or for the client's results
+        (approvals and tool returns, sent alone); with the client-side
+        tools it declares."""
         messages = self.messages or []
-        if not any(isinstance(m, ApprovalIn) for m in messages):
-            return self.text()
-        if self.input is not None or not all(isinstance(m, ApprovalIn) for m in messages):
+        message: str | list[Answer]
+        if not any(isinstance(m, Answers) for m in messages):
+            message = self.text()
+        elif self.input is not None or not all(isinstance(m, Answers) for m in messages):
             raise ConfigError("messages: send approvals alone, without user messages")
-        return [
-            answer
-            for n, message in enumerate(messages)
-            if isinstance(message, ApprovalIn)
-            for answer in message.answers(f"messages.{n}")
-        ]
+        else:
+            message = [
+                answer
+                for n, item in enumerate(messages)
+                if isinstance(item, Answers)
+                for answer in item.answers(f"messages.{n}")
+            ]
+        declared = client_tools(self.client_tools or [])
+        return StepWithClientTools(message=message, client_tools=declared) if declared else message
 
     def otids(self) -> list[str | None]:
         """The client's ids of the request's messages (Letta's `otid`)."""

@@ -50,6 +50,9 @@ from memgpt_lite.server.letta.run_stream import (
 )
 from memgpt_lite.server.sendonce import SendOnce, send_once
 from memgpt_lite.server.sse import sse_response
+from memgpt_lite.step_input import StepWithClientTools
+from memgpt_lite.tools.client import check_client_tool_names
+from memgpt_lite.tools.sets import TOOL_SETS
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
 
@@ -237,6 +240,10 @@ def checked_input(
     Letta refuses it, rather than taken as the answer to whatever waits now."""
     state = ctx.agent_state(user, agent_id)
     step_input = body.step_input()
+    if isinstance(step_input, StepWithClientTools):
+        # The step checks them too; here a streamed send is a 422, not an error event.
+        own = {*TOOL_SETS.get(state.settings.tool_set, {}), *state.tool_names}
+        check_client_tool_names(step_input.client_tools, own)
     named = body.approval_request_ids()
     waiting = ctx.workspace.waiting_answer(state.id, conversation) if named else None
     if waiting is not None and (stale := sorted(named - {waiting.id})):

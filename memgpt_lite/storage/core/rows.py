@@ -25,20 +25,22 @@ from memgpt_lite.models import Message, ModelUsage, Passage, ToolCall, UsageReco
 from memgpt_lite.storage.core.sql import as_list, stored_datetime
 
 M = TypeVar("M", bound=BaseModel)
+C = TypeVar("C", bound=ToolCall)
 _set = object.__setattr__
 
 
-def trusted(cls: type[M], values: dict[str, Any]) -> M:
+def trusted(cls: type[M], values: dict[str, Any], fields_set: set[str] | None = None) -> M:
     """An instance of `cls` holding `values` (every field, already of its
     type), without validation: for rows the store validated on the way in,
     where validating them again on every read (CleanStr, the arguments
     regex, parsing times) was most of the cost of loading a long window.
     What `model_construct` does for a model with no aliases, defaults to
     fill, extras or private attributes, at a fifth of its cost; a test
-    checks the result equals the validated model."""
+    checks the result equals the validated model. `fields_set`: the fields
+    given, when not all of `values` were (some hold their defaults)."""
     instance = cls.__new__(cls)
     _set(instance, "__dict__", values)
-    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_fields_set__", set(values) if fields_set is None else fields_set)
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
@@ -118,7 +120,7 @@ class Record(NamedTuple):
     agent_id: str
     role: str
     content: str | None
-    tool_calls: tuple[tuple[str, str, str], ...]  # (id, name, arguments)
+    tool_calls: tuple[tuple[str, str, str, bool], ...]  # (id, name, arguments, client)
     tool_call_id: str | None
     name: str | None
     step_id: str | None
@@ -154,9 +156,10 @@ def _shared(text: Any) -> Any:
     return intern(text) if type(text) is str else text
 
 
-def _call_values(text: str | None) -> list[dict[str, str]]:
-    """The stored tool calls' values (id, name, arguments). A call of another
-    shape than the store writes (a row written by hand) is validated."""
+def _call_values(text: str | None) -> list[dict[str, Any]]:
+    """The stored tool calls' values (id, name, arguments; `client` for a
+    client-side tool's call). A call of another shape than the store writes
+    most (a client-side call, a row written by hand) is validated."""
     if not text:
         return []
     calls = []
@@ -175,28 +178,37 @@ def _tool_calls(text: str | None) -> list[ToolCall]:
     """The stored tool calls, trusted."""
     if not text:
         return []
-    return [trusted(ToolCall, call) for call in _call_values(text)]
+    return [_call(ToolCall, call) for call in _calls(text)]
 
 
-def _calls(text: str | None) -> tuple[tuple[str, str, str], ...]:
-    """The stored tool calls as (id, name, arguments)."""
-    return tuple((c["id"], _shared(c["name"]), c["arguments"]) for c in _call_values(text))
+def _calls(text: str | None) -> tuple[tuple[str, str, str, bool], ...]:
+    """The stored tool calls as (id, name, arguments, client)."""
+    return tuple(
+        (c["id"], _shared(c["name"]), c["arguments"], c.get("client", False))
+        for c in _call_values(text)
+    )
 
 
 def message_from_record(record: Record) -> Message:
     """A new Message of `record`, trusted: the store validated it on the way in."""
-    calls = [trusted(ToolCall, _call_dict(call)) for call in record.tool_calls]
+    calls = [_call(ToolCall, call) for call in record.tool_calls]
     return trusted(Message, _message_dict(record, calls))
 
 
 def kept_message_from_record(record: Record) -> KeptMessage:
     """`message_from_record`, read-only (a `KeptMessage`)."""
-    calls = FrozenList(trusted(KeptToolCall, _call_dict(call)) for call in record.tool_calls)
+    calls = FrozenList(_call(KeptToolCall, call) for call in record.tool_calls)
     return trusted(KeptMessage, _message_dict(record, calls))
 
 
-def _call_dict(call: tuple[str, str, str]) -> dict[str, str]:
-    return {"id": call[0], "name": call[1], "arguments": call[2]}
+_CALL_FIELDS = frozenset(_CALL_KEYS)
+
+
+def _call(cls: type[C], call: tuple[str, str, str, bool]) -> C:
+    """A stored tool call, trusted; `client` counts as given only when set,
+    as for a validated call that left it out."""
+    values = {"id": call[0], "name": call[1], "arguments": call[2], "client": call[3]}
+    return trusted(cls, values, {*_CALL_FIELDS, "client"} if call[3] else set(_CALL_FIELDS))
 
 
 def _message_dict(record: Record, tool_calls: list[ToolCall]) -> dict[str, Any]:
