@@ -31,6 +31,7 @@ from typing import Protocol
 from memgpt_lite.errors import AlreadyExistsError, ConfigError, MemGPTError, NotFoundError
 from memgpt_lite.llm import runner as sync
 from memgpt_lite.llm.tokens import TokenCounter
+from memgpt_lite.loop.background import OnePerKey
 from memgpt_lite.loop.compaction import transcript_line
 from memgpt_lite.memory.core.blocks import load_prompt
 from memgpt_lite.models import AgentSettings, AgentState, Message, StepInput, StepResult, utcnow
@@ -185,8 +186,7 @@ def _due(store: Storage, group: AgentGroup) -> bool:
     return len(turns) >= group.frequency
 
 
-_running: dict[str, threading.Thread] = {}
-_running_lock = threading.Lock()
+_passes = OnePerKey("sleeptime")
 
 
 def start_pass(store: Storage, group_id: str, open_agent: OpenAgent) -> threading.Thread | None:
@@ -198,28 +198,14 @@ def start_pass(store: Storage, group_id: str, open_agent: OpenAgent) -> threadin
             run_pass(store, group_id, open_agent)
         except MemGPTError as exc:  # the database itself failed: nothing could be noted
             log.warning("the sleep-time pass of group %s could not run: %s", group_id, exc)
-        finally:
-            with _running_lock:
-                _running.pop(group_id, None)
 
-    with _running_lock:
-        if group_id in _running:
-            return None
-        thread = threading.Thread(target=work, name=f"sleeptime-{group_id}", daemon=True)
-        _running[group_id] = thread
-    thread.start()
-    return thread
+    return _passes.start(group_id, work)
 
 
 def wait_for_pass(group_id: str, timeout: float | None = None) -> bool:
     """Wait for this process's pass of the group, if one runs; False if it
     still runs after `timeout` seconds."""
-    with _running_lock:
-        thread = _running.get(group_id)
-    if thread is None:
-        return True
-    thread.join(timeout)
-    return not thread.is_alive()
+    return _passes.wait(group_id, timeout)
 
 
 def run_pass(store: Storage, group_id: str, open_agent: OpenAgent) -> None:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from memgpt_lite.errors import ConfigError, LLMError, MemGPTError, ModelRetry, NotFoundError
 from memgpt_lite.llm import runner
 from memgpt_lite.llm.model import Completion, complete
+from memgpt_lite.loop.background import OnePerKey
 from memgpt_lite.loop.compaction import transcript_line
 from memgpt_lite.memory.archival.passages import ArchivalMemory
 from memgpt_lite.memory.core.block_history import REFLECTION
@@ -301,8 +302,7 @@ def due(agent: AgentDeps) -> bool:
     return len(turns) >= every
 
 
-_running: dict[str, threading.Thread] = {}
-_running_lock = threading.Lock()
+_background = OnePerKey("reflect")
 
 
 def start_background(agent_id: str, make_agent: Callable[[], AgentDeps]) -> threading.Thread | None:
@@ -317,25 +317,11 @@ def start_background(agent_id: str, make_agent: Callable[[], AgentDeps]) -> thre
             log.info("agent %s reflected: %s", agent.state.name, report.describe())
         except MemGPTError as exc:
             log.warning("agent %s: reflection failed: %s", agent_id, exc)
-        finally:
-            with _running_lock:
-                _running.pop(agent_id, None)
 
-    with _running_lock:
-        if agent_id in _running:
-            return None
-        thread = threading.Thread(target=work, name=f"reflect-{agent_id}", daemon=True)
-        _running[agent_id] = thread
-    thread.start()
-    return thread
+    return _background.start(agent_id, work)
 
 
 def wait_for_background(agent_id: str, timeout: float | None = None) -> bool:
     """Wait for this process's background reflection of the agent, if one
     runs; False if it still runs after `timeout` seconds."""
-    with _running_lock:
-        thread = _running.get(agent_id)
-    if thread is None:
-        return True
-    thread.join(timeout)
-    return not thread.is_alive()
+    return _background.wait(agent_id, timeout)
