@@ -35,8 +35,7 @@ from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, listed_messages
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.run_life import CANCEL_LOOKS_AT, cancel_conversation_runs
-from memgpt_lite.server.letta.run_stream import check_streamable, follow_response
-from memgpt_lite.server.letta.runs import RetrieveStreamRequest
+from memgpt_lite.server.letta.runs import RetrieveStreamRequest, resumed
 from memgpt_lite.server.letta.send import letta_answer, letta_stream
 from memgpt_lite.server.sendonce import send_once
 
@@ -242,15 +241,7 @@ async def retrieve_stream(
     body = body or ConversationStreamRequest()
     where = await run_in_threadpool(resolved, ctx, user, conversation_id, body.agent_id)
     run = await run_in_threadpool(_streamed_run, ctx, user, where, body.run_id)
-    check_streamable(run)
-    return follow_response(
-        ctx,
-        run,
-        body.starting_after,
-        batch_size=body.batch_size or 100,
-        poll_seconds=body.poll_interval or 0.1,
-        pings=body.include_pings is not False,
-    )
+    return resumed(ctx, run, body)
 
 
 def _streamed_run(ctx: ServerContext, user: str, where: Where, run_id: str | None) -> Run:

@@ -232,8 +232,12 @@ async def retrieve_stream(
 ) -> StreamingResponse:
     """Letta's retrieve_stream_for_run: a background run's stream, from the
     chunk after seq_id `starting_after`, then what comes, to its end."""
-    body = body or RetrieveStreamRequest()
     run = await run_in_threadpool(ctx.workspace.run, run_id, user)
+    return resumed(ctx, run, body or RetrieveStreamRequest())
+
+
+def resumed(ctx: ServerContext, run: Run, body: RetrieveStreamRequest) -> StreamingResponse:
+    """A background run's stream, resumed as `body` asks."""
     check_streamable(run)
     return follow_response(
         ctx,
