@@ -11,19 +11,10 @@ from typing import Any
 
 import pytest
 from letta_client import ConflictError, Letta, UnprocessableEntityError
+from support.client_tools import BASH
 
 from memgpt_lite.testing.script import call, reply, say
 from memgpt_lite.testing.server import FakeOpenAIServer
-
-BASH: dict[str, Any] = {
-    "name": "Bash",
-    "description": "Run a shell command on the user's machine.",
-    "parameters": {
-        "type": "object",
-        "properties": {"command": {"type": "string"}},
-        "required": ["command"],
-    },
-}
 
 
 def ask(client: Letta, agent_id: str, **body: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from letta_client import Letta
+from support.client_tools import BASH
 from support.held_model import POLL_LIMIT_SECONDS, Held, ended, save_then_reply
 
 from memgpt_lite.testing.script import call, reply, say
@@ -86,17 +87,6 @@ def test_a_conversations_background_stream_resumes_and_its_cancel_stops_its_run(
         "Back again."
     ]
     assert fake_llm.rejections == []
-
-
-BASH: dict[str, Any] = {
-    "name": "Bash",
-    "description": "Run a shell command on the user's machine.",
-    "parameters": {
-        "type": "object",
-        "properties": {"command": {"type": "string"}},
-        "required": ["command"],
-    },
-}
 
 
 def test_a_conversations_send_offers_client_tools_and_takes_their_results(
