@@ -301,13 +301,15 @@ class Runner:
         if isinstance(self._llm, OpenAIChatModel):
             await self._llm.aclose()
 
-    def after_step(self) -> None:
+    def after_step(self, manages_group: bool) -> None:
         """Called by the step core once a step ended: start a reflection in
-        the background when `reflect_every` turns went unread, and a pass of
-        the agent's sleep-time agents when theirs are due (sleeptime.py)."""
+        the background when `reflect_every` turns went unread, and, for the
+        main agent of a group, a pass of its sleep-time agents when theirs
+        are due (sleeptime.py)."""
         if reflection.due(self):
             reflection.start_background(self.state.id, self._twin)
-        if self._open_peer is not None:  # a background reflection's runner steps not
+        # A background reflection's runner (no `_open_peer`) steps no group.
+        if manages_group and self._open_peer is not None:
             sleeptime.after_turn(self.store, self.state.id, self._open_helper)
 
     def _open_helper(self, state: AgentState) -> Runner:

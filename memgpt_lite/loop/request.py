@@ -86,6 +86,7 @@ class StepRun:
     # in `tools`, for the tool rules): loop/client_tools.py.
     client_tools: OfferedTools = NO_MORE_TOOLS
     stop: StopRequest | None = None  # asked from outside to stop (loop/stopping.py)
+    manages_group: bool = False  # the agent is a group's main agent (`StepStart`)
 
     def stop_requested(self) -> bool:
         """Whether the step was asked to stop (checked at its safe points)."""

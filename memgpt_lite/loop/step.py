@@ -68,9 +68,10 @@ class StepHost(AgentDeps, Protocol):
         reads what the step starts from as it is taken (`StepLock.start`)."""
         ...
 
-    def after_step(self) -> None:
+    def after_step(self, manages_group: bool) -> None:
         """Called once a step finished and released its lock (a reflection
-        may start in the background then)."""
+        may start in the background then, and, for the main agent of a
+        group, `manages_group`, a pass of its sleep-time agents)."""
         ...
 
 
@@ -110,7 +111,8 @@ async def run_step(
         )
         return
     yield StepFinished(step_id=run.step_id, result=run.result)
-    agent.after_step()  # reached when the caller reads on to the end, as the drivers do
+    # Reached when the caller reads on to the end, as the drivers do.
+    agent.after_step(run.manages_group)
 
 
 async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
@@ -122,9 +124,10 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
     # Another process may have changed the agent, or answered or stored a
     # message: read as the lock was taken, or now under a caller's lock.
     start = run.lock.start if run.owns_lock and run.lock is not None else None
-    agent.state, newest = start or agent.store.agent_and_newest_message(
+    begun = start or agent.store.agent_and_newest_message(
         agent.state.id, agent.state.conversation_id
     )
+    agent.state, newest, run.manages_group = begun
     run.rules = RuleBook(agent.state.settings.tool_rules)
     if run.stop_requested():  # asked to stop while it waited to begin: nothing stored
         run.result.stop_reason = "cancelled"

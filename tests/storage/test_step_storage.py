@@ -111,9 +111,9 @@ def test_the_main_context_of_an_unknown_agent_is_not_found(store: Storage):
 
 def test_a_step_starts_from_the_agent_and_its_newest_message(store: Storage):
     sam = new_agent(store)
-    assert store.agent_and_newest_message(sam.id) == (store.get_agent(sam.id), None)
+    assert store.agent_and_newest_message(sam.id) == (store.get_agent(sam.id), None, False)
     store.add_messages([said(sam, "first"), said(sam, "newest", role="assistant")])
-    state, newest = store.agent_and_newest_message(sam.id)
+    state, newest, _ = store.agent_and_newest_message(sam.id)
     assert (state, newest) == (store.get_agent(sam.id), store.last_messages(sam.id, 1)[0])
     assert newest is not None and newest.content == "newest"
 

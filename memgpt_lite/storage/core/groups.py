@@ -28,6 +28,8 @@ _COLUMNS = (
     "updated_at",
 )
 _TIMES = ("last_run_at", "created_at", "updated_at")
+# Whether an agent is a group's main agent: read as its step starts.
+MANAGED_GROUP_READ = "SELECT 1 FROM agent_groups WHERE manager_agent_id = ?"
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM agent_groups"
 _SAVE = (
     f"INSERT INTO agent_groups ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "

@@ -11,7 +11,7 @@ from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.conversations import CONVERSATION_READ, as_in_conversation
-from memgpt_lite.storage.core.groups import Groups
+from memgpt_lite.storage.core.groups import MANAGED_GROUP_READ, Groups
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages, newest_read
 from memgpt_lite.storage.core.rows import message_from_row
@@ -59,11 +59,13 @@ class CoreStore(
         self, agent_id: str, conversation: str | None
     ) -> list[tuple[str, Sequence[Any]]]:
         """The reads of `agent_and_newest_message` (`_step_start` reads their
-        rows): the agent, its conversation's newest message, and the
-        conversation's row (none for the default one)."""
+        rows): the agent, its conversation's newest message, the
+        conversation's row (none for the default one), and the group it is
+        the main agent of."""
         reads = [self._agent_read(agent_id), newest_read(agent_id, 1, conversation)]
         if conversation is not None:
             reads.append((CONVERSATION_READ, [conversation]))
+        reads.append((MANAGED_GROUP_READ, [agent_id]))
         return reads
 
     def _step_start(
@@ -73,7 +75,8 @@ class CoreStore(
         state = self._agent_named(agent_id, agents)
         if conversation is not None:
             state = as_in_conversation(state, rows[1], conversation)
-        return StepStart(state, message_from_row(newest[0]) if newest else None)
+        newest_message = message_from_row(newest[0]) if newest else None
+        return StepStart(state, newest_message, manages_group=bool(rows[-1]))
 
     @guarded
     def main_context(

@@ -36,10 +36,13 @@ class MainContext(NamedTuple):
 
 class StepStart(NamedTuple):
     """What a step starts from, read once its lock was taken: the agent as
-    stored then, and its newest message."""
+    stored then, its newest message, and whether it is the main agent of a
+    group (a sleep-time agent's), so that only then does the step's end
+    look the group up (one round trip less for every other step)."""
 
     state: AgentState
     newest: Message | None
+    manages_group: bool = False
 
 
 class VectorCounters(NamedTuple):

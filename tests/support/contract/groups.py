@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
 from memgpt_lite.models import utcnow
 from memgpt_lite.storage.protocols.groups import AgentGroup
@@ -53,3 +54,13 @@ class GroupContract(ContractBase):
         store.delete_group(theirs.id)
         store.delete_group(theirs.id)  # gone already: nothing changes
         assert store.list_groups() == [] and store.agent_groups(second.id) == []
+
+    def test_a_step_starts_knowing_whether_its_agent_is_a_groups_main_agent(self, store):
+        main, helper = (owned(store, n, "alice") for n in ("main", "helper"))
+        assert store.agent_and_newest_message(main.id).manages_group is False
+        store.save_group(AgentGroup(owner="alice", manager_agent_id=main.id, agent_ids=[helper.id]))
+        assert store.agent_and_newest_message(main.id).manages_group is True
+        assert store.agent_and_newest_message(helper.id).manages_group is False
+        conversation = store.create_conversation(Conversation(agent_id=main.id))
+        started = store.agent_and_newest_message(main.id, conversation.id)
+        assert started.manages_group is True and started.state.conversation_id == conversation.id
