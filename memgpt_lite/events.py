@@ -46,6 +46,10 @@ class RequestSent(_Event):
     type: Literal["request_sent"] = "request_sent"
     prompt_tokens: int
     messages: int
+    # The ids of the messages the step stored before this request went: a
+    # client showing them as they come reads these, not the answer to this
+    # request, which may be stored by the time it looks.
+    stored: list[str] = Field(default_factory=list)
 
 
 class ThoughtDelta(_Event):

@@ -228,7 +228,10 @@ async def _call_fitting(
         run.result.prompt_tokens_estimate = compiled.total_tokens
         messages = compiled.request_messages + ([reminder] if reminder else [])
         yield RequestSent(
-            step_id=run.step_id, prompt_tokens=compiled.total_tokens, messages=len(messages)
+            step_id=run.step_id,
+            prompt_tokens=compiled.total_tokens,
+            messages=len(messages),
+            stored=[message.id for message in run.result.messages],
         )
         try:
             async for item in _stream_answer(run, messages, run.rules.offered(compiled.tools)):

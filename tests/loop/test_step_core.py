@@ -89,6 +89,10 @@ def test_stream_yields_each_event_in_order_and_step_returns_the_same_result(fake
     assert all(e.ok for e in events if isinstance(e, ToolReturned))
     sent = [e for e in events if isinstance(e, RequestSent)]
     assert sent[1].messages == sent[0].messages + 2  # the call and its result
+    # Each request names what the step had stored before it went: the user's
+    # message, then also the first answer and its tool's result.
+    stored = [m.id for m in finished.result.messages]
+    assert (sent[0].stored, sent[1].stored) == (stored[:1], stored[:3])
     usage = [e.usage.requests for e in events if isinstance(e, UsageReported)]
     assert usage == [1, 1] and finished.result.usage.requests == 2
 

@@ -147,7 +147,7 @@ class LettaStream:
             self.resumed_calls.add(event.call.id)
             return []
         if isinstance(event, RequestSent):
-            out = await self._stored_so_far(event.step_id) if self.requests else []
+            out = await self._stored_so_far(event) if self.requests else []
             self.resuming = False
             self.requests += 1
             self.chunk_id, self.streamed = f"msg-{uuid.uuid4().hex}", set()
@@ -180,14 +180,18 @@ class LettaStream:
         piece = {"message_type": "assistant_message", "content": event.text}
         return keep([{**common, **piece}], self.body.include_return_message_types)
 
-    async def _stored_so_far(self, step_id: str) -> list[dict[str, Any]]:
-        """The step's answers stored since the last look (the one before this
-        request is stored once its tools ran)."""
+    async def _stored_so_far(self, sent: RequestSent) -> list[dict[str, Any]]:
+        """The step's answers stored before request `sent` went, since the
+        last look (the one before this request is stored once its tools ran;
+        the answer to this one, which the step may store while this reads,
+        is sent when the next request goes, or at the end)."""
         workspace = self.ctx.workspace
         recent = await run_in_threadpool(
             workspace.newest_messages, self.agent_id, 64, self.conversation
         )
-        return self._new(self._after_answered([m for m in recent if m.step_id == step_id]), None)
+        before = set(sent.stored)
+        stored = [m for m in recent if m.step_id == sent.step_id and m.id in before]
+        return self._new(self._after_answered(stored), None)
 
     def _after_answered(self, stored: list[Message]) -> list[Message]:
         """`stored` less, in a step that goes on after an approval, the turn's
