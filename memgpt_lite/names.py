@@ -1,6 +1,7 @@
 """Agent names: the identifier every agent has (`name`, unique within its
 owner, used by the command line and in URLs) and the free-text display name
-an agent may have besides (Letta's names, "My Helper Bot").
+an agent may have besides (Letta's names, "My Helper Bot"), which several
+of one owner's agents may share.
 
 An identifier is 1-64 letters, digits, '_', '.' or '-'. One shaped like an
 agent id ("agent-" and 32 hex digits, or a UUID as Letta's ids are) is

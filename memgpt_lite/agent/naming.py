@@ -3,14 +3,19 @@ unique within its owner) and its display name (see memgpt_lite/names.py).
 
 Letta's clients give one free-text name (`names_from_letta`): an identifier
 as it is, anything else ("My Helper Bot") a display name with an identifier
-derived from it. Our API takes both fields (`chosen_names`). A display name
-the owner already uses, or a name one of their agents has, is an
-AlreadyExistsError (409): another user's names are never looked at.
+derived from it. Our API takes both fields (`chosen_names`). Display names
+may repeat, even among one owner's agents (as in Letta, where each
+`letta --new-agent` makes an agent named "Letta Code"): a derived identifier
+is numbered to stay unique (`letta-code`, `letta-code-2`, ...). A name one of
+the owner's agents has is an AlreadyExistsError (409) where the store writes
+it; another user's names are never looked at. Call these inside the write
+that stores the names, so that no other write of the store takes the
+derived identifier in between.
 """
 
 from __future__ import annotations
 
-from memgpt_lite.errors import AlreadyExistsError, ConfigError
+from memgpt_lite.errors import ConfigError
 from memgpt_lite.names import (
     check_display_name,
     check_identifier,
@@ -43,16 +48,15 @@ def chosen_names(
     agent_id: str | None = None,
 ) -> tuple[str, str]:
     """The identifier (`name`, or one derived from the display name, unique
-    among `owner`'s other agents) and the checked display name, for a new
-    agent or for agent `agent_id`."""
+    among `owner`'s other agents) and the checked display name, which
+    `owner`'s other agents may have too, for a new agent or for agent
+    `agent_id`."""
     try:
         display = check_display_name(display_name)
     except ValueError as exc:
         raise ConfigError(f"display_name: {exc}") from None
     states = [state for state, _ in store.list_agents(owner=owner)]
     others = [state for state in states if state.id != agent_id]
-    if any(state.display_name == display for state in others):
-        raise AlreadyExistsError(f"an agent named {display!r} already exists")
     unchanged = [state.name for state in states if state.id == agent_id]
     if name is None and unchanged and identifier_base(display) == _base(unchanged[0]):
         name = unchanged[0]  # renamed to what gives its name already: it keeps it

@@ -131,8 +131,8 @@ class Workspace:
     ) -> Agent:
         """Create and store an agent, as `Agent.create` does; `tools` are
         names of built-in tools to attach (tools/sets.py ATTACHABLE_TOOLS);
-        `display_name`: free text shown where Letta's names go (checked, and
-        unique within the owner: agent/naming.py)."""
+        `display_name`: free text shown where Letta's names go (checked;
+        other agents of the owner may have it too: agent/naming.py)."""
         from memgpt_lite.agent.agent import Agent  # see the imports
 
         with self.store.transaction():

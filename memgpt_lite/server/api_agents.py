@@ -85,24 +85,28 @@ def create_agent(ctx: ServerContext, user: str, body: AgentCreate) -> Agent:
         settings = None if body.settings is None else AgentSettings(**body.settings)
     except ValidationError as exc:
         raise ConfigError(field_problems(exc, "settings")) from None
-    name, display_name = body.name, None
-    if body.display_name is not None:
-        name, display_name = chosen_names(ctx.workspace.store, user, name, body.display_name)
-    if name is None:
-        raise ConfigError("name: give the agent a name, or a display_name to derive it from")
-    return ctx.workspace.create_agent(
-        name,
-        body.model,
-        display_name=display_name,
-        blocks=blocks,
-        system=body.system,
-        base_url=body.base_url,
-        settings=settings,
-        llm_options={**(body.llm_options or {}), **_key(body.api_key)},
-        embedder=body.embedder,
-        owner=user,
-        tools=body.tools or (),
-    )
+    with ctx.workspace.transaction():  # the name derived is still free when stored
+        if body.display_name is not None:
+            name, display_name = chosen_names(
+                ctx.workspace.store, user, body.name, body.display_name
+            )
+        elif body.name is not None:
+            name, display_name = body.name, None
+        else:
+            raise ConfigError("name: give the agent a name, or a display_name to derive it from")
+        return ctx.workspace.create_agent(
+            name,
+            body.model,
+            display_name=display_name,
+            blocks=blocks,
+            system=body.system,
+            base_url=body.base_url,
+            settings=settings,
+            llm_options={**(body.llm_options or {}), **_key(body.api_key)},
+            embedder=body.embedder,
+            owner=user,
+            tools=body.tools or (),
+        )
 
 
 @router.post("", status_code=201)

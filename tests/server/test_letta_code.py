@@ -5,8 +5,8 @@ Letta server: `LETTA_BASE_URL=... LETTA_API_KEY=... letta -p "..."`.
 One server, one fake model and one install of Letta Code serve the module
 (each run of node costs about a second of CPU, the install once per
 machine: tests/support/letta_code.py); each test is a user of its own, with
-a home and a project folder of its own, so none finds another's agent (and
-each may make the one agent named "Letta Code" a user may have here).
+a home and a project folder of its own, so none finds another's agent
+(each makes agents named "Letta Code": one user may have several).
 
 Its every turn goes through Letta's conversations routes, each a run whose
 chunks carry run_id, seq_id and otid, with its client-side tools."""
@@ -168,11 +168,15 @@ def test_a_shell_call_runs_on_the_client_and_its_output_reaches_the_model(
     assert model.rejections == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a user's second agent named 'Letta Code' is a 409 here "
-    "(display names are unique per user: agent/naming.py)",
-)
 def test_a_second_new_agent_of_one_user_completes_a_turn(user: User) -> None:
     user.run("--new-agent", "-p", "hi")
     assert HELLO in user.run("--new-agent", "-p", "hi again")
+    # Two agents, one display name: the CLI names (identifiers) stay unique.
+    listed = httpx.get(
+        f"{user.served.url}/api/agents",
+        headers={"Authorization": f"Bearer {user.key}"},
+        timeout=30,
+    ).json()
+    made = [(a["id"], a["name"]) for a in listed if a["display_name"] == "Letta Code"]
+    assert len({agent_id for agent_id, _ in made}) == 2
+    assert sorted(name for _, name in made) == ["letta-code", "letta-code-2"]

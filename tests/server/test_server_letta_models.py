@@ -1,8 +1,9 @@
 """What Letta's clients ask first: the models (`GET /v1/models/`, Letta's
 shape; `/v1/models` stays OpenAI's), Letta's hosted model names, the base
 tools and the health route without its slash, and a display name such as
-Letta Code's. Driven by letta-client, openai and httpx against a real server
-on a socket, with the fake OpenAI server as the model endpoint."""
+Letta Code's (which a user's agents may share). Driven by letta-client,
+openai and httpx against a real server on a socket, with the fake OpenAI
+server as the model endpoint."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from letta_client import APIStatusError, Letta, UnprocessableEntityError
+from letta_client import Letta, UnprocessableEntityError
 from support.serving import live_server, new_key
 
 from memgpt_lite.server.endpoints import AllowedEndpoints
@@ -210,9 +211,15 @@ def test_letta_codes_agent_name(client: Letta, server: str) -> None:
     assert made.status_code == 200, made.text
     assert made.json()["name"] == "Letta Code Helper"
     assert [a.id for a in client.agents.list(name="Letta Code")] == [agent.id]
-    with pytest.raises(APIStatusError) as again:  # display names are unique per user
-        client.agents.create(name="Letta Code", model="letta/auto")
-    assert again.value.status_code == 409
+    # A user's second `letta --new-agent`: the display name repeats, the CLI name does not.
+    second = client.agents.create(name="Letta Code", model="letta/auto")  # no longer a 409
+    assert second.id != agent.id and second.name == "Letta Code"
+    assert {a.id for a in client.agents.list(name="Letta Code")} == {agent.id, second.id}
+    cli_names = [
+        httpx.get(f"{server}/api/agents/{agent_id}", headers=headers).json()["name"]
+        for agent_id in (agent.id, second.id)
+    ]
+    assert cli_names == ["letta-code", "letta-code-2"]
 
 
 def test_endpoints_on_one_host_and_port_get_providers_of_their_own() -> None:

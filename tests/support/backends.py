@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,47 +60,98 @@ def without_notices(stderr: str) -> str:
 
 def undo_agent_names_per_owner(location: str | Path) -> None:
     """Put the agents table back as it was before agent names became unique
-    per owner (SQLite's m018, PostgreSQL's m012), migration record and all:
-    for tests that rewind a database to an older version."""
+    per owner (SQLite's m018, PostgreSQL's m012), migration records and all,
+    with the later migration that changed what it made (SQLite's m025,
+    PostgreSQL's m019: display names may repeat) undone too: for tests that
+    rewind a database to an older version."""
     if is_postgres(location):
-        import psycopg
-
-        with psycopg.connect(os.fspath(location), autocommit=True) as conn:
-            conn.execute(
-                "ALTER TABLE agents DROP COLUMN display_name;"
-                "ALTER TABLE agents DROP CONSTRAINT agents_owner_name_key;"
-                "ALTER TABLE agents ADD CONSTRAINT agents_name_key UNIQUE (name);"
-                "DROP INDEX agents_name;"
-                "CREATE INDEX agents_owner ON agents(owner, name);"
-                "DELETE FROM memgpt_lite_migrations WHERE name = 'm012_agent_names_per_owner'"
-            )
-        from memgpt_lite.storage.postgres import store as store_module
-        from memgpt_lite.storage.postgres.connect import close_pool
-
-        store_module._prepared.pop(os.fspath(location), None)  # opened here: open anew
-        close_pool(os.fspath(location))
+        _alter_postgres(
+            location,
+            "ALTER TABLE agents DROP COLUMN display_name;"
+            "ALTER TABLE agents DROP CONSTRAINT agents_owner_name_key;"
+            "ALTER TABLE agents ADD CONSTRAINT agents_name_key UNIQUE (name);"
+            "DROP INDEX agents_name;"
+            "CREATE INDEX agents_owner ON agents(owner, name);"
+            "DELETE FROM memgpt_lite_migrations WHERE name IN "
+            "('m012_agent_names_per_owner', 'm019_display_names_repeat')",
+        )
         return
+
+    def before(made: str) -> str:
+        made = made.replace("name TEXT NOT NULL,", "name TEXT NOT NULL UNIQUE,", 1)
+        return made.replace(", display_name TEXT, UNIQUE (owner, name)", "")
+
     conn = sqlite3.connect(location)  # foreign keys off: the old table is dropped
     try:
         with conn:
-            made = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'agents'").fetchone()[0]
-            made = made.replace("name TEXT NOT NULL,", "name TEXT NOT NULL UNIQUE,", 1)
-            made = made.replace(
-                ", display_name TEXT, UNIQUE (owner, name), UNIQUE (owner, display_name)", ""
-            )
-            triggers = conn.execute(
-                "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type = 'trigger'"
-            ).fetchall()
-            columns = [row[1] for row in conn.execute("PRAGMA table_info(agents)")]
-            kept = ", ".join(c for c in columns if c != "display_name")
-            conn.execute(f"CREATE TEMP TABLE agents_before AS SELECT {kept} FROM agents")
-            conn.execute("DROP TABLE agents")
-            conn.execute(made)
-            conn.execute("INSERT INTO agents SELECT * FROM temp.agents_before")
-            conn.execute("DROP TABLE temp.agents_before")
-            for (trigger,) in triggers:
-                conn.execute(trigger)
+            _remake_sqlite_agents(conn, before, without="display_name")
+            conn.execute("DROP INDEX agents_name")
             conn.execute("CREATE INDEX agents_owner ON agents(owner, name)")
-            conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm018_agent_names_per_owner'")
+            conn.execute(
+                "DELETE FROM _sqlite_migrations WHERE name IN "
+                "('m018_agent_names_per_owner', 'm025_display_names_repeat')"
+            )
     finally:
         conn.close()
+
+
+def undo_display_names_repeat(location: str | Path) -> None:
+    """Put back the constraint that made display names unique within their
+    owner (undoing SQLite's m025, PostgreSQL's m019), migration record and all."""
+    if is_postgres(location):
+        _alter_postgres(
+            location,
+            "ALTER TABLE agents ADD CONSTRAINT agents_owner_display_name_key "
+            "UNIQUE (owner, display_name);"
+            "DELETE FROM memgpt_lite_migrations WHERE name = 'm019_display_names_repeat'",
+        )
+        return
+
+    def before(made: str) -> str:
+        return made[:-1] + ", UNIQUE (owner, display_name))"
+
+    conn = sqlite3.connect(location)  # foreign keys off: the old table is dropped
+    try:
+        with conn:
+            _remake_sqlite_agents(conn, before)
+            conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm025_display_names_repeat'")
+    finally:
+        conn.close()
+
+
+def _alter_postgres(location: str | Path, script: str) -> None:
+    """Run `script` on the PostgreSQL database at `location`, then forget
+    what this process prepared for it (so it is opened anew)."""
+    import psycopg
+
+    from memgpt_lite.storage.postgres import store as store_module
+    from memgpt_lite.storage.postgres.connect import close_pool
+
+    with psycopg.connect(os.fspath(location), autocommit=True) as conn:
+        conn.execute(script)
+    store_module._prepared.pop(os.fspath(location), None)  # opened here: open anew
+    close_pool(os.fspath(location))
+
+
+def _remake_sqlite_agents(
+    conn: sqlite3.Connection, statement: Callable[[str], str], without: str | None = None
+) -> None:
+    """Make SQLite's agents table again from `statement(its statement)`,
+    its rows (without the column `without`) and triggers kept."""
+    made = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'agents'").fetchone()[0]
+    triggers = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type = 'trigger'"
+    ).fetchall()
+    indexes = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type = 'index' "
+        "AND sql IS NOT NULL"
+    ).fetchall()
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(agents)")]
+    kept = ", ".join(c for c in columns if c != without)
+    conn.execute(f"CREATE TEMP TABLE agents_before AS SELECT {kept} FROM agents")
+    conn.execute("DROP TABLE agents")
+    conn.execute(statement(made))
+    conn.execute("INSERT INTO agents SELECT * FROM temp.agents_before")
+    conn.execute("DROP TABLE temp.agents_before")
+    for (trigger_or_index,) in triggers + indexes:
+        conn.execute(trigger_or_index)

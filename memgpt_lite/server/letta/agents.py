@@ -241,12 +241,13 @@ def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     ours_body = our_create_body(body, tool_names(ctx, user, body), model)
     given = letta_endpoint(ctx, body.llm_config)  # llm_config.model_endpoint wins
     ours_body.base_url = given or (None if handle_endpoint is UNCHANGED else handle_endpoint)
-    if body.name:  # free text: an identifier as it is, else a display name
-        name, display_name = names_from_letta(ctx.workspace.store, user, body.name)
-        ours_body.name, ours_body.display_name = (
-            (None, display_name) if display_name else (name, None)
-        )
-    with ctx.workspace.transaction():  # with its sleep-time agent, or not at all
+    # With its sleep-time agent, or not at all; the name derived is still free when stored.
+    with ctx.workspace.transaction():
+        if body.name:  # free text: an identifier as it is, else a display name (it may repeat)
+            name, display_name = names_from_letta(ctx.workspace.store, user, body.name)
+            ours_body.name, ours_body.display_name = (
+                (None, display_name) if display_name else (name, None)
+            )
         state = create_agent(ctx, user, ours_body).state
         if body.enable_sleeptime:
             voice = body.agent_type == VOICE_AGENT_TYPE
@@ -371,18 +372,11 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
     settings: dict[str, Any] = {} if body.tags is None else {"tags": body.tags}
     if change.context_window is not None:
         settings["context_window"] = change.context_window
-    name, display_name = None, None
-    if body.name:  # as at create; a plain name removes the display name
-        name, shown = names_from_letta(ctx.workspace.store, user, body.name, state.id)
-        display_name = shown or ""
-    ours_body = ours.AgentUpdate(
-        name=name,
-        display_name=display_name,
-        system=body.system,
-        model=model,
-        settings=settings or None,
-    )
+    ours_body = ours.AgentUpdate(system=body.system, model=model, settings=settings or None)
     with ctx.workspace.transaction():  # all or nothing
+        if body.name:  # as at create; a plain name removes the display name
+            ours_body.name, shown = names_from_letta(ctx.workspace.store, user, body.name, state.id)
+            ours_body.display_name = shown or ""
         ctx.workspace.update_agent(state.id, change.apply)
         updated = update_agent(ctx, user, state.id, ours_body)
         if body.enable_sleeptime is False:

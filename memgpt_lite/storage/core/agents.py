@@ -141,7 +141,8 @@ class Agents(Conversations, Blocks):
         with another agent, are linked)."""
         with self.transaction():
             # The owner is written here only: later writes of the row keep it.
-            taken = f"an agent named {state.shown_name!r} already exists"
+            # Only the name is unique within the owner (display names repeat).
+            taken = f"an agent named {state.name!r} already exists"
             with self.refusing_duplicates(taken):
                 self._execute(_INSERT, list(self._agent_values(state).values()))
             for position, block in enumerate(blocks):
@@ -285,15 +286,16 @@ class Agents(Conversations, Blocks):
     def rename_agent(
         self, agent_id: str, new_name: str, display_name: str | None = None
     ) -> AgentState:
-        """Change an agent's name, and its display name (None: none), within
-        its owner's names (everything else refers to it by id). Returns the
-        renamed state."""
-        taken_message = f"an agent named {display_name or new_name!r} already exists"
+        """Change an agent's name, unique within its owner's names, and its
+        display name (None: none), which another of the owner's agents may
+        have too (everything else refers to it by id). Returns the renamed
+        state."""
+        taken_message = f"an agent named {new_name!r} already exists"
         with self.transaction():
             taken = self._one(
-                "SELECT 1 FROM agents WHERE (name = ? OR display_name = ?) AND id != ? "
+                "SELECT 1 FROM agents WHERE name = ? AND id != ? "
                 "AND owner = (SELECT owner FROM agents WHERE id = ?)",
-                [new_name, display_name or new_name, agent_id, agent_id],
+                [new_name, agent_id, agent_id],
             )
             if taken:
                 raise AlreadyExistsError(taken_message)

@@ -343,6 +343,13 @@ def m018_agent_groups(conn: psycopg.Connection, chosen: PostgresOptions) -> None
     conn.execute(ddl(AGENT_GROUPS, TYPES))
 
 
+@migration
+def m019_display_names_repeat(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m025: an owner's agents may share a display name (Letta's
+    names are free text); the name stays unique within the owner."""
+    conn.execute("ALTER TABLE agents DROP CONSTRAINT agents_owner_display_name_key")
+
+
 def applied(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations applied to the database ([] when new)."""
     exists = conn.execute("SELECT to_regclass('memgpt_lite_migrations')").fetchone()

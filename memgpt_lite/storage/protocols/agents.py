@@ -21,8 +21,9 @@ class AgentStorage(Protocol):
         yet is created (its value the first version of its history, by
         `author`), a stored one (shared with another agent) is linked.
         Sets `state.block_ids`. AlreadyExistsError if the owner has an agent
-        of that name or display name already (names are unique within an
-        owner; another user's agent may have the same). `state.owner` is
+        of that name already (names are unique within an owner; another
+        user's agent may have the same, and any agent the same display
+        name). `state.owner` is
         stored here, once: later writes of the agent keep it."""
         ...
 
@@ -73,7 +74,8 @@ class AgentStorage(Protocol):
     ) -> AgentState:
         """Give the agent another name and display name (None: none);
         returns the renamed state. AlreadyExistsError if another agent of
-        its owner has that name or display name, NotFoundError if unknown."""
+        its owner has that name (display names may repeat), NotFoundError if
+        unknown."""
         ...
 
     def delete_agent(self, agent_id: str) -> None:

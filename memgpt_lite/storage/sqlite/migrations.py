@@ -390,3 +390,31 @@ def m024_agent_groups(db: Database) -> None:
     """Groups of agents: sleep-time agents and the main agent they look
     after (core/schema.py's AGENT_GROUPS)."""
     run_script(db, ddl(AGENT_GROUPS, TYPES))
+
+
+@migrations()
+def m025_display_names_repeat(db: Database) -> None:
+    """An owner's agents may share a display name (Letta's names are free
+    text: each `letta --new-agent` makes one named "Letta Code"); the name,
+    the CLI's identifier, stays unique within the owner. As in m018, the
+    table is made again from its own statement without the constraint, its
+    rows, indexes and triggers kept, foreign keys off."""
+    statement = db.execute("SELECT sql FROM sqlite_master WHERE name = 'agents'").fetchone()[0]
+    unique_display = ", UNIQUE (owner, display_name)"
+    if statement.count(unique_display) != 1:
+        raise RuntimeError(f"m025: unexpected agents table: {statement}")
+    kept = db.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' AND type IN ('index', 'trigger') "
+        "AND sql IS NOT NULL ORDER BY type, name"
+    ).fetchall()
+    # One statement at a time: executescript would commit the migration's transaction.
+    for step in (
+        "CREATE TEMP TABLE agents_before AS SELECT * FROM agents",
+        "DROP TABLE agents",
+        statement.replace(unique_display, ""),
+        "INSERT INTO agents SELECT * FROM temp.agents_before",
+        "DROP TABLE temp.agents_before",
+    ):
+        db.execute(step)
+    for (made,) in kept:
+        db.execute(made)

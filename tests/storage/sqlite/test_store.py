@@ -128,6 +128,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m022_conversations",
         "m023_letta_run_streams",
         "m024_agent_groups",
+        "m025_display_names_repeat",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -545,7 +546,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 24"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 25"
     )
 
 

@@ -12,9 +12,17 @@ from memgpt_lite.storage.protocol import Storage
 from support.contract.base import ContractBase, OpenStore
 
 
-def owned(store: Storage, name: str, owner: str | None = None) -> AgentState:
+def owned(
+    store: Storage, name: str, owner: str | None = None, display_name: str | None = None
+) -> AgentState:
     fields = {} if owner is None else {"owner": owner}
-    state = AgentState(name=name, llm=LLMConfig(model="gpt-4o-mini"), system="s", **fields)
+    state = AgentState(
+        name=name,
+        llm=LLMConfig(model="gpt-4o-mini"),
+        system="s",
+        display_name=display_name,
+        **fields,
+    )
     store.create_agent(state, [Block(label="persona", value="p")])
     return state
 
@@ -90,14 +98,17 @@ class OwnerContract(ContractBase):
             store.rename_agent(ada.id, "sam")
         assert store.get_agent(ada.id).name == "ada"
 
-    def test_a_display_name_is_stored_and_unique_within_the_owner(
+    def test_a_display_name_is_stored_and_may_repeat_within_the_owner(
         self, store, open_store: OpenStore
     ):
         bot = owned(store, "my-bot", "alice")
         store.rename_agent(bot.id, "my-bot", "My Bot")
         other = owned(store, "other", "alice")
-        with pytest.raises(AlreadyExistsError, match="^an agent named 'My Bot' already exists$"):
-            store.rename_agent(other.id, "other", "My Bot")
+        shared = store.rename_agent(other.id, "other", "My Bot")  # another of alice's may have it
+        assert (shared.name, shared.display_name) == ("other", "My Bot")
+        with pytest.raises(AlreadyExistsError, match="^an agent named 'my-bot' already exists$"):
+            store.rename_agent(other.id, "my-bot", "My Bot")  # but not her other agent's name
+        assert open_store().get_agent(other.id).name == "other"
         bobs = owned(store, "bobs", "bob")
         assert store.rename_agent(bobs.id, "bobs", "My Bot").display_name == "My Bot"
         reread = open_store().get_agent(bot.id)
@@ -107,6 +118,29 @@ class OwnerContract(ContractBase):
             "My Bot",
         )
         assert store.rename_agent(bot.id, "plain").display_name is None
+
+    def test_one_owner_may_create_agents_of_one_display_name_but_not_of_one_name(
+        self, store, open_store: OpenStore
+    ):
+        first = owned(store, "letta-code", "alice", "Letta Code")
+        second = owned(store, "letta-code-2", "alice", "Letta Code")
+        listed = [(s.id, s.name, s.display_name) for s, _ in open_store().list_agents("alice")]
+        assert listed == [
+            (first.id, "letta-code", "Letta Code"),
+            (second.id, "letta-code-2", "Letta Code"),
+        ]
+        with pytest.raises(
+            AlreadyExistsError, match="^an agent named 'letta-code' already exists$"
+        ):
+            owned(store, "letta-code", "alice", "Another Bot")
+        assert [s.name for s, _ in store.list_agents(owner="alice")] == [
+            "letta-code",
+            "letta-code-2",
+        ]
+        other = open_store()  # names, never display names, are looked up
+        assert other.get_agent("letta-code-2", owner="alice").id == second.id
+        with pytest.raises(NotFoundError):
+            other.get_agent("Letta Code", owner="alice")
 
     def test_writes_of_the_agent_keep_its_owner(self, store, open_store: OpenStore):
         state = owned(store, "sam", "alice")
