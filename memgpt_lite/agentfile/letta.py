@@ -11,7 +11,7 @@ checked.
 How things map:
 
 - Messages: see `letta_messages.py` (order, markers, reasoning, approvals).
-  A call with no result gets an error result (in `native.pair_tool_calls`),
+  A call with no result gets an error result (in `history.pair_tool_calls`),
   so the window never holds an unanswered `tool_call_id`; but for an
   approval request that is the history's last answer: it waits for the
   user's approval here (loop/approvals.py).

@@ -13,12 +13,9 @@ warns about missing ones; registered tools travel with their code, and an
 import registers them not trusted, see file_tools.py); and ids: an import
 gives the agent, blocks, messages and passages fresh ids, so a file can be
 imported again as an independent copy.
-Tool calls stay paired by their `tool_call_id`. An answer waiting for the
-user's approval (the last message, its calls with no results) is exported as
-it is stored and imported still waiting (`pair_tool_calls`).
-
-The window is an index into the file's messages (`seq` values belong to one
-database). A block shared with other agents is exported with this one and
+Tool calls stay paired by their `tool_call_id`, and the window is an index
+into the file's messages: history.py, which also holds the repair an import
+applies (`pair_tool_calls`). A block shared with other agents is exported with this one and
 imported as the new agent's own block: sharing is within one database. Vectors
 are base64 little-endian float32 with the embedder's name and dimension; an
 import with another embedder re-embeds the passages instead.
@@ -42,10 +39,10 @@ from pydantic import BaseModel, Field, ValidationError
 from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.agent.sizing import fit_imported_agent
 from memgpt_lite.agentfile.file_tools import exported_tools, register_tools
+from memgpt_lite.agentfile.history import pair_tool_calls, window_index, window_seq
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
-    MISSING_RESULT,
     VERSION,
     AgentFile,
     AgentFileError,
@@ -57,7 +54,7 @@ from memgpt_lite.agentfile.schema import (
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.memory.core.block_history import IMPORT
-from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage, ToolCall
+from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
@@ -126,9 +123,7 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         message_vectors = _stored_vectors(store, state, "message")
         passage_vectors = _stored_vectors(store, state, "passage")
         tools = exported_tools(store, state)
-    start = next(
-        (i for i, m in enumerate(messages) if (m.seq or 0) >= state.context_start), len(messages)
-    )
+    start = window_index(messages, state.context_start)
     index = {p.id: i for i, p in enumerate(passages)}  # what replaced a passage, in the file
     return AgentFile(
         name=state.name,
@@ -249,99 +244,6 @@ def read_agent_file(path: str | Path, letta_agent: str | None = None) -> LoadedA
     return parse_agent_file(load_json(path), str(path), letta_agent)
 
 
-# Tool-call pairing
-
-
-def _pair_group(
-    assistant: FileMessage, results: Sequence[FileMessage]
-) -> tuple[list[FileMessage], int, int]:
-    """The assistant message and exactly one result per call, in call order.
-    Returns them, the number of results made up for unanswered calls, and the
-    number of results and repeated calls dropped."""
-    calls: list[ToolCall] = []
-    for call in assistant.tool_calls:
-        if call.id not in {c.id for c in calls}:
-            calls.append(call)
-    dropped = len(assistant.tool_calls) - len(calls)
-    by_id: dict[str, FileMessage] = {}
-    for result in results:
-        if result.tool_call_id in {c.id for c in calls} and result.tool_call_id not in by_id:
-            by_id[result.tool_call_id] = result
-        else:
-            dropped += 1
-    answers, made_up = [], 0
-    for call in calls:
-        answer = by_id.get(call.id)
-        if answer is None:
-            made_up += 1
-            answer = FileMessage(
-                role="tool",
-                content=MISSING_RESULT,
-                tool_call_id=call.id,
-                step_id=assistant.step_id,
-                created_at=assistant.created_at,
-            )
-        if answer.name is None:
-            answer = answer.model_copy(update={"name": call.name})
-        answers.append(answer)
-    return [assistant.model_copy(update={"tool_calls": calls}), *answers], made_up, dropped
-
-
-def pair_tool_calls(
-    messages: Sequence[FileMessage], start: int
-) -> tuple[list[FileMessage], int, list[str]]:
-    """Messages the chat API accepts in any window: every tool call answered
-    by the tool messages right after it, no result without its call; but
-    for the last message, when it is an answer whose calls have no results at
-    all: that answer waits for the user's approval, as it did when exported
-    (an earlier answer never does, so its missing results are made up). Returns
-    the messages, where the window (`start` before) now starts, and notes on
-    what changed. A window starting at a tool result takes in its call."""
-    out: list[FileMessage] = []
-    new_start: int | None = None
-    made_up = dropped = waiting = 0
-    i = 0
-    while i < len(messages):
-        message, end = messages[i], i + 1
-        if message.role == "assistant" and message.tool_calls:
-            while end < len(messages) and messages[end].role == "tool":
-                end += 1
-        if new_start is None and end > start:
-            new_start = len(out)
-        if message.role == "tool":  # a result with no call right before it
-            dropped += 1
-        elif message.tool_calls and end == i + 1 == len(messages):
-            # The last answer, with no results: it waits for the user's approval
-            # (loop/approvals.py), as it did where it was exported.
-            group, _, group_dropped = _pair_group(message, [])
-            out.append(group[0])
-            dropped += group_dropped
-            waiting = len(group) - 1
-        elif message.role == "assistant" and message.tool_calls:
-            group, group_made_up, group_dropped = _pair_group(message, messages[i + 1 : end])
-            out.extend(group)
-            made_up += group_made_up
-            dropped += group_dropped
-        else:
-            out.append(message)
-        i = end
-    new_start = len(out) if new_start is None else new_start
-    if waiting:  # the results the user's answer adds need their call in the window
-        new_start = min(new_start, len(out) - 1)
-    notes = []
-    if made_up:
-        notes.append(f"{made_up} tool calls had no result; each was given an error result")
-    if dropped:
-        notes.append(f"{dropped} tool results or repeated calls without a matching call dropped")
-    if waiting:
-        them = "it" if waiting == 1 else "them"
-        notes.append(
-            f"{waiting} tool call{'s' if waiting > 1 else ''} waiting for approval: "
-            f"approve or deny {them}"
-        )
-    return out, new_start, notes
-
-
 # Import
 
 # A check of an imported agent's base URL, given the URL and where it came from.
@@ -423,12 +325,6 @@ def _plan_vectors(
     return embedder.name, int(matrix.shape[1]), no_messages, list(matrix)
 
 
-def _window_start(messages: Sequence[Message], start: int) -> int:
-    if start < len(messages):
-        return messages[start].seq or 0
-    return (messages[-1].seq or 0) + 1 if messages else 0
-
-
 def _add_vectors(
     store: Storage, agent_id: str, owner: Owner, pairs: list[tuple[int, Vector]]
 ) -> int:
@@ -461,7 +357,7 @@ def _write_agent(
         kept = [(p.seq or 0, v) for (p, v), ok in zip(passages, stored, strict=True) if ok]
         vectors = _add_vectors(store, state.id, "passage", kept)
         _add_vectors(store, state.id, "message", [(m.seq or 0, v) for m, v in messages])
-        state.context_start = _window_start([m for m, _ in messages], start)
+        state.context_start = window_seq([m for m, _ in messages], start)
         store.save_agent(state)
     return len(kept), vectors
 

@@ -15,15 +15,15 @@ from support.backends import execute_sql, is_postgres, open_db
 
 from memgpt_lite import AgentSettings, AlreadyExistsError, Block, tool
 from memgpt_lite.agent import Agent
+from memgpt_lite.agentfile.history import pair_tool_calls
 from memgpt_lite.agentfile.native import (
-    MISSING_RESULT,
     FileMessage,
     export_agent,
     import_agent,
-    pair_tool_calls,
     store_agent_file,
     write_agent_file,
 )
+from memgpt_lite.agentfile.schema import MISSING_RESULT
 from memgpt_lite.cli.main import cli
 from memgpt_lite.errors import StoreError
 from memgpt_lite.memory.recall.window import compile_context

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from memgpt_lite import ApprovalError, tool
 from memgpt_lite.agent import Agent
 from memgpt_lite.agentfile.letta_messages import NOT_APPROVED
-from memgpt_lite.agentfile.native import MISSING_RESULT, import_agent
+from memgpt_lite.agentfile.native import import_agent
+from memgpt_lite.agentfile.schema import MISSING_RESULT
 from memgpt_lite.cli.main import cli
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import say
