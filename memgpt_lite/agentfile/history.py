@@ -1,6 +1,7 @@
-"""A history in an agent file: its messages in order, its window as an
+"""A history in an agent file, the agent's own (its default conversation)
+or one of its other conversations: its messages in order, its window as an
 index into them (`seq` values belong to one database), and the repair an
-import applies so that the chat API accepts every window of it
+import applies to each so that the chat API accepts every window of it
 (`pair_tool_calls`).
 
 Tool calls stay paired by their `tool_call_id`. An answer waiting for the
@@ -10,10 +11,21 @@ it is stored and imported still waiting.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from memgpt_lite.agentfile.schema import MISSING_RESULT, FileMessage
+import numpy as np
+
+from memgpt_lite.agentfile.schema import (
+    MISSING_RESULT,
+    AgentFile,
+    FileConversation,
+    FileMessage,
+)
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.models import Message, ToolCall
+
+Vector = np.ndarray | None
 
 
 def window_index(messages: Sequence[Message], context_start: int) -> int:
@@ -28,6 +40,102 @@ def window_seq(messages: Sequence[Message], start: int) -> int:
     if start < len(messages):
         return messages[start].seq or 0
     return (messages[-1].seq or 0) + 1 if messages else 0
+
+
+def file_messages(messages: Sequence[Message], vectors: Mapping[int, str]) -> list[FileMessage]:
+    """Stored messages as a file holds them: without their ids, seqs and
+    conversation, each with its vector (`vectors`, by seq) if it has one."""
+    return [
+        FileMessage(
+            **m.model_dump(exclude={"id", "agent_id", "seq", "conversation_id"}),
+            vector=vectors.get(m.seq or 0),
+        )
+        for m in messages
+    ]
+
+
+def file_conversation(
+    conversation: Conversation, messages: Sequence[Message], vectors: Mapping[int, str]
+) -> FileConversation:
+    """A conversation besides the default one, with its `messages`, as a
+    file holds it: without ids, its window an index into its messages."""
+    return FileConversation(
+        summary=conversation.summary,
+        messages=file_messages(messages, vectors),
+        context_start=window_index(messages, conversation.context_start),
+        window_summary=conversation.window_summary,
+        pressure_warned=conversation.pressure_warned,
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+    )
+
+
+@dataclass
+class NewHistory:
+    """One history of a file (the agent's own, or one of its conversations)
+    made the new agent's: the file's messages repaired (`pair_tool_calls`),
+    as `read` from the file (with their vectors) and as new messages with
+    fresh ids; where its window starts among them; notes on what the repair
+    changed; the vector each message is stored with; and for a conversation
+    besides the default one, its new row (`context_start` is set when the
+    messages are stored: `stored_conversation`)."""
+
+    read: list[FileMessage]
+    messages: list[Message]
+    start: int
+    notes: list[str]
+    conversation: Conversation | None = None
+    vectors: list[Vector] = field(default_factory=list)
+
+    def window_seq(self) -> int:
+        """Where its window starts, once its messages are stored."""
+        return window_seq(self.messages, self.start)
+
+    def stored_conversation(self) -> Conversation | None:
+        """The conversation's row, its window where it was, once its messages are stored."""
+        if self.conversation is None:
+            return None
+        return self.conversation.model_copy(update={"context_start": self.window_seq()})
+
+
+def new_history(
+    read: Sequence[FileMessage],
+    start: int,
+    agent_id: str,
+    conversation: Conversation | None = None,
+) -> NewHistory:
+    """The file's history `read`, its window from index `start`, as agent
+    `agent_id`'s (in `conversation`; None: its default one)."""
+    repaired, new_start, notes = pair_tool_calls(read, start)
+    conversation_id = None if conversation is None else conversation.id
+    messages = [
+        Message(
+            agent_id=agent_id, conversation_id=conversation_id, **m.model_dump(exclude={"vector"})
+        )
+        for m in repaired
+    ]
+    return NewHistory(repaired, messages, new_start, notes, conversation, [None] * len(messages))
+
+
+def new_conversations(data: AgentFile, agent_id: str) -> list[NewHistory]:
+    """The file's conversations besides the default one, as agent
+    `agent_id`'s, with fresh ids; each one's notes say which it is."""
+    made = []
+    for number, read in enumerate(data.conversations, start=1):
+        conversation = Conversation(
+            agent_id=agent_id,
+            summary=read.summary,
+            window_summary=read.window_summary,
+            pressure_warned=read.pressure_warned,
+            created_at=read.created_at,
+            updated_at=read.updated_at,
+        )
+        history = new_history(read.messages, read.context_start, agent_id, conversation)
+        about = f" ({read.summary!r})" if read.summary else ""
+        where = f"conversation {number} of {len(data.conversations)}{about}"
+        history.notes = [f"{where}: {note}" for note in history.notes]
+        made.append(history)
+    return made
 
 
 # Tool-call pairing

@@ -1,9 +1,11 @@
 """Agent files: move a whole agent between databases and machines.
 
 `export_agent` writes everything that defines an agent to one JSON document,
-`{"format": "memgpt_lite.agent", "version": 1, ...}`: blocks, every message of
+`{"format": "memgpt_lite.agent", "version": 2, ...}`: blocks, every message of
 recall memory in order, the context window, summary, archival passages, stored
-vectors, settings, LLM config, system prompt and custom tool names.
+vectors, settings, LLM config, system prompt and custom tool names; and its
+other conversations, each with its messages, window and summaries (the
+versions: schema.py).
 `import_agent` stores such a file, or a Letta `.af` file (`letta.py`),
 as a new agent in one transaction: on any error nothing is stored.
 
@@ -11,8 +13,8 @@ Left out on purpose: the API key (never stored anywhere); the code of custom
 tools given in code, only their names (pass the tools to `Agent.load`, which
 warns about missing ones; registered tools travel with their code, and an
 import registers them not trusted, see file_tools.py); and ids: an import
-gives the agent, blocks, messages and passages fresh ids, so a file can be
-imported again as an independent copy.
+gives the agent, blocks, conversations, messages and passages fresh ids, so
+a file can be imported again as an independent copy.
 Tool calls stay paired by their `tool_call_id`, and the window is an index
 into the file's messages: history.py, which also holds the repair an import
 applies (`pair_tool_calls`). A block shared with other agents is exported with this one and
@@ -26,6 +28,7 @@ The file's models are in `schema.py`, which the Letta converter builds too.
 from __future__ import annotations
 
 import base64
+import heapq
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,22 +42,32 @@ from pydantic import BaseModel, Field, ValidationError
 from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.agent.sizing import fit_imported_agent
 from memgpt_lite.agentfile.file_tools import exported_tools, register_tools
-from memgpt_lite.agentfile.history import pair_tool_calls, window_index, window_seq
+from memgpt_lite.agentfile.history import (
+    NewHistory,
+    Vector,
+    file_conversation,
+    file_messages,
+    new_conversations,
+    new_history,
+    window_index,
+)
 from memgpt_lite.agentfile.letta import is_letta_file, letta_to_agent_file, letta_to_agent_files
 from memgpt_lite.agentfile.schema import (
     FORMAT,
+    OLDEST_VERSION,
     VERSION,
     AgentFile,
     AgentFileError,
     FileBlock,
     FileMessage,
     FilePassage,
+    lowest_version,
     validation_problems,
 )
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import AlreadyExistsError, ConfigError
 from memgpt_lite.memory.core.block_history import IMPORT
-from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Message, Passage
+from memgpt_lite.models import DEFAULT_USER, AgentState, Block, Passage
 from memgpt_lite.settings.resolve import resolve_settings
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.text import JSONProblem, parse_json
@@ -69,6 +82,9 @@ class ImportReport(BaseModel):
     blocks: int = 0
     messages: int = 0
     messages_in_context: int = 0
+    # The agent's conversations besides its default one, and their messages.
+    conversations: int = 0
+    conversation_messages: int = 0
     passages: int = 0
     vectors: int = 0
     notes: list[str] = Field(default_factory=list)
@@ -118,14 +134,19 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         state = store.get_agent(name)
         blocks = store.get_blocks(state.id)
         messages = store.messages_from(state.id, 0)
+        conversations = [
+            (found, store.messages_from(state.id, 0, found.id))
+            for found in store.list_conversations(state.id)
+        ]
         count = store.agent_stats(state.id).passage_count
         passages = store.list_passages(state.id, limit=max(count, 1))[0][::-1]  # oldest first
         message_vectors = _stored_vectors(store, state, "message")
         passage_vectors = _stored_vectors(store, state, "passage")
         tools = exported_tools(store, state)
-    start = window_index(messages, state.context_start)
     index = {p.id: i for i, p in enumerate(passages)}  # what replaced a passage, in the file
+    others = [file_conversation(c, found, message_vectors) for c, found in conversations]
     return AgentFile(
+        version=lowest_version(others),
         name=state.name,
         created_at=state.created_at,
         system=state.system,
@@ -134,14 +155,8 @@ def export_agent(store: Storage, name: str) -> AgentFile:
         tool_names=state.tool_names,
         tools=tools,
         blocks=[FileBlock(**b.model_dump(exclude={"id"})) for b in blocks],
-        messages=[
-            FileMessage(
-                **m.model_dump(exclude={"id", "agent_id", "seq"}),
-                vector=message_vectors.get(m.seq or 0),
-            )
-            for m in messages
-        ],
-        context_start=start,
+        messages=file_messages(messages, message_vectors),
+        context_start=window_index(messages, state.context_start),
         summary=state.summary,
         pressure_warned=state.pressure_warned,
         embedding_model=state.embedding_model,
@@ -154,6 +169,7 @@ def export_agent(store: Storage, name: str) -> AgentFile:
             )
             for p in passages
         ],
+        conversations=others,
     )
 
 
@@ -224,11 +240,11 @@ def _our_format(raw: dict[str, Any], source: str) -> AgentFile:
         )
     if not isinstance(version, int) or isinstance(version, bool):
         raise AgentFileError(f"{source}: the format version must be a number, not {version!r}")
-    if version != VERSION:
+    if not OLDEST_VERSION <= version <= VERSION:
         newer = " (written by a newer memgpt_lite: upgrade to read it)" if version > VERSION else ""
         raise AgentFileError(
             f"{source}: version {version} of the {FORMAT} format is not supported; this "
-            f"memgpt_lite reads version {VERSION}{newer}"
+            f"memgpt_lite reads versions {OLDEST_VERSION} to {VERSION}{newer}"
         )
     try:
         return AgentFile.model_validate(raw)
@@ -288,9 +304,6 @@ def _new_blocks(blocks: Sequence[FileBlock], shared: dict[str, Block] | None = N
     return made
 
 
-Vector = np.ndarray | None
-
-
 def _file_vectors(
     items: Sequence[FileMessage | FilePassage], dimension: int, kind: str
 ) -> list[Vector]:
@@ -301,28 +314,27 @@ def _file_vectors(
 
 
 def _plan_vectors(
-    data: AgentFile, messages: Sequence[FileMessage], embedder: Embedder | None
-) -> tuple[str | None, int | None, list[Vector], list[Vector]]:
+    data: AgentFile, histories: Sequence[NewHistory], embedder: Embedder | None
+) -> tuple[str | None, int | None, list[Vector]]:
     """The embedding space of the new agent, and a vector (or None) per
-    message and per passage: the file's, or, with another embedder, the
-    passages embedded anew (messages are embedded at their next search)."""
+    passage and per message of `histories` (set there): the file's, or, with
+    another embedder, the passages embedded anew (messages are embedded at
+    their next search, so theirs stay None)."""
     if embedder is None or (
         embedder.name == data.embedding_model
         and embedder.dimension in (None, data.embedding_dimension)
     ):
         dimension = data.embedding_dimension or 0
-        return (
-            data.embedding_model,
-            data.embedding_dimension,
-            _file_vectors(messages, dimension, "message"),
-            _file_vectors(data.passages, dimension, "passage"),
-        )
-    no_messages: list[Vector] = [None] * len(messages)
+        for number, history in enumerate(histories):
+            kind = f"conversation {number} message" if number else "message"
+            history.vectors = _file_vectors(history.read, dimension, kind)
+        passages = _file_vectors(data.passages, dimension, "passage")
+        return data.embedding_model, data.embedding_dimension, passages
     if not data.passages:  # the space is recorded when the first vector is stored
-        return None, None, no_messages, []
+        return None, None, []
     # Embedded before the import's transaction, so no network call holds the write lock.
     matrix = embedder.embed([p.text for p in data.passages])
-    return embedder.name, int(matrix.shape[1]), no_messages, list(matrix)
+    return embedder.name, int(matrix.shape[1]), list(matrix)
 
 
 def _add_vectors(
@@ -338,12 +350,20 @@ def _write_agent(
     store: Storage,
     state: AgentState,
     blocks: list[Block],
-    messages: list[tuple[Message, Vector]],
-    start: int,
+    histories: list[NewHistory],
     passages: list[tuple[Passage, Vector]],
 ) -> tuple[int, int]:
-    """Write the new agent in one transaction. Returns the passages stored
-    (exact repeats are skipped) and the passage vectors stored."""
+    """Write the new agent in one transaction, its own history (the first
+    of `histories`) and its other conversations. Returns the passages
+    stored (exact repeats are skipped) and the passage vectors stored."""
+    # Every conversation's messages in order of time, as they were stored
+    # where the file was written; each conversation's own order is kept.
+    messages = list(
+        heapq.merge(
+            *(zip(h.messages, h.vectors, strict=True) for h in histories),
+            key=lambda pair: pair[0].created_at,
+        )
+    )
     with store.transaction():
         try:
             store.create_agent(state, blocks, author=IMPORT)
@@ -357,8 +377,12 @@ def _write_agent(
         kept = [(p.seq or 0, v) for (p, v), ok in zip(passages, stored, strict=True) if ok]
         vectors = _add_vectors(store, state.id, "passage", kept)
         _add_vectors(store, state.id, "message", [(m.seq or 0, v) for m, v in messages])
-        state.context_start = window_seq([m for m, _ in messages], start)
+        state.context_start = histories[0].window_seq()
         store.save_agent(state)
+        for history in histories[1:]:
+            conversation = history.stored_conversation()
+            if conversation is not None:
+                store.create_conversation(conversation)
     return len(kept), vectors
 
 
@@ -401,43 +425,39 @@ def store_agent_file(
     `endpoint_check` is given the file's base URL first (a server's rule)."""
     if endpoint_check is not None:
         endpoint_check(data.llm.base_url, f"the base URL of agent {data.name!r} in the file")
-    messages, start, repair_notes = pair_tool_calls(data.messages, data.context_start)
     state = _new_state(data, name, owner)
+    own = new_history(data.messages, data.context_start, state.id)
+    histories = [own, *new_conversations(data, state.id)]
     blocks = _new_blocks(data.blocks, shared_blocks)
     if isinstance(embedder, str):
         # Built here, from the environment's settings: a name in an import.
         embedder = embedder_for(embedder, resolve_settings(), base_url=data.llm.base_url)
-    model, dimension, message_vectors, passage_vectors = _plan_vectors(data, messages, embedder)
+    model, dimension, passage_vectors = _plan_vectors(data, histories, embedder)
     state.embedding_model, state.embedding_dimension = model, dimension
     if embedder is not None:
         state.settings.embedder = embedder.name
-    new_messages = [
-        Message(agent_id=state.id, **m.model_dump(exclude={"vector"})) for m in messages
-    ]
     new_passages = _new_passages(data.passages, state.id)
     with store.transaction():
         tool_notes = register_tools(store, owner, data.tools, trust_tools)
         stored, vectors = _write_agent(
-            store,
-            state,
-            blocks,
-            list(zip(new_messages, message_vectors, strict=True)),
-            start,
-            list(zip(new_passages, passage_vectors, strict=True)),
+            store, state, blocks, histories, list(zip(new_passages, passage_vectors, strict=True))
         )
         tool_notes += fit_imported_agent(store, state)
     skipped = len(new_passages) - stored
     repeats = [f"{skipped} passages repeated the text of another and were skipped"]
+    repairs = [note for history in histories for note in history.notes]
     return ImportReport(
         name=state.name,
         agent_id=state.id,
         source=source,
         blocks=len(blocks),
-        messages=len(new_messages),
-        messages_in_context=len(new_messages) - start,
+        messages=len(own.messages),
+        messages_in_context=len(own.messages) - own.start,
+        conversations=len(histories) - 1,
+        conversation_messages=sum(len(h.messages) for h in histories[1:]),
         passages=stored,
         vectors=vectors,
-        notes=[*notes, *tool_notes, *repair_notes, *(repeats if skipped else [])],
+        notes=[*notes, *tool_notes, *repairs, *(repeats if skipped else [])],
     )
 
 

@@ -1,9 +1,16 @@
 """The schema of our agent file format (`{"format": "memgpt_lite.agent",
-"version": 1, ...}`): the pydantic models both readers build, `native.py` from
+"version": 2, ...}`): the pydantic models both readers build, `native.py` from
 our own files and `letta.py` from Letta's `.af` files.
 
 A module of its own so that the Letta converter and the native reader and
 writer depend on it, and not on each other.
+
+Versions: 1 holds the agent with its default conversation (its own
+history); 2 adds its other conversations (`conversations`). A file is
+written at the lowest version that holds it, so the file of an agent with
+no other conversation is still read by a memgpt_lite that reads version 1
+only; one with conversations is refused there, with a one-line error that
+asks to upgrade, rather than read without them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from memgpt_lite.models import (
 )
 
 FORMAT = "memgpt_lite.agent"
-VERSION = 1
+VERSION = 2  # the newest version, which this memgpt_lite reads and writes
+OLDEST_VERSION = 1  # the oldest it reads
+CONVERSATIONS_VERSION = 2  # the first with `conversations`
 # The result an import gives a tool call that has none (and does not wait for approval).
 MISSING_RESULT = (
     "Error: no result was recorded for this call (it was missing from the imported history)."
@@ -84,6 +93,31 @@ class FileMessage(BaseModel):
         return self
 
 
+class FileConversation(BaseModel):
+    """One of the agent's conversations besides its default one (whose
+    messages are the file's own `messages`), without its id: its own
+    history over the agent's one memory. `messages[context_start:]` are in
+    its window, and `window_summary` is its recursive summary, as the
+    agent's `context_start` and `summary` are for the default one."""
+
+    summary: str | None = None  # what it is about, as its user says (Letta's `summary`)
+    messages: list[FileMessage] = Field(default_factory=list)
+    context_start: int = Field(default=0, ge=0)
+    window_summary: str = ""
+    pressure_warned: bool = False
+    created_at: UtcDatetime = Field(default_factory=utcnow)
+    updated_at: UtcDatetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _window_in_messages(self) -> FileConversation:
+        if self.context_start > len(self.messages):
+            raise ValueError(
+                f"context_start {self.context_start} is past the last of "
+                f"{len(self.messages)} messages"
+            )
+        return self
+
+
 class FilePassage(BaseModel):
     text: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
@@ -135,6 +169,8 @@ class AgentFile(BaseModel):
     embedding_model: str | None = None
     embedding_dimension: int | None = Field(default=None, gt=0, le=MAX_STORED_INT)
     passages: list[FilePassage] = Field(default_factory=list)
+    # The agent's other conversations, oldest first (from version 2).
+    conversations: list[FileConversation] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentFile:
@@ -143,13 +179,27 @@ class AgentFile(BaseModel):
                 f"context_start {self.context_start} is past the last of "
                 f"{len(self.messages)} messages"
             )
+        if self.conversations and self.version < CONVERSATIONS_VERSION:
+            raise ValueError(
+                f"conversations need version {CONVERSATIONS_VERSION} of the format, "
+                f"not {self.version}"
+            )
         labels = [b.label for b in self.blocks]
         if len(set(labels)) != len(labels):
             raise ValueError(f"block labels must be unique, got {labels}")
-        has_vectors = any(item.vector for item in [*self.messages, *self.passages])
+        has_vectors = any(item.vector for item in [*self.all_messages(), *self.passages])
         if has_vectors and not (self.embedding_model and self.embedding_dimension):
             raise ValueError("vectors need embedding_model and embedding_dimension")
         return self
+
+    def all_messages(self) -> list[FileMessage]:
+        """The messages of every conversation: the default one's, then each other's."""
+        return [*self.messages, *(m for c in self.conversations for m in c.messages)]
+
+
+def lowest_version(conversations: list[FileConversation]) -> int:
+    """The version a file is written at: the lowest that holds what it carries."""
+    return CONVERSATIONS_VERSION if conversations else OLDEST_VERSION
 
 
 def validation_problems(exc: ValidationError, shown: int = 3) -> str:

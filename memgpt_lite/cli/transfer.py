@@ -43,9 +43,10 @@ def export_command(
     ctx: click.Context, name: str, output: str | None, force: bool, file_format: str
 ) -> None:
     """Export agent NAME, whole, to a JSON file: blocks, every message, the
-    context window, summary, archival passages with their vectors, settings,
-    model config, system prompt and custom tool names. The API key is never
-    written, and custom tools are exported by name only.
+    context window, summary, its other conversations (each with its
+    messages, window and summary), archival passages with their vectors,
+    settings, model config, system prompt and custom tool names. The API key
+    is never written, and custom tools are exported by name only.
 
     Example: memgpt-lite export sam -o sam.json
     """
@@ -62,9 +63,15 @@ def export_command(
     if path.exists() and not force:
         raise click.ClickException(f"{path} already exists; use --force to replace it")
     data = write_agent_file(workspace.store, name, path, overwrite=True)
+    others = data.conversations
+    conversations = (
+        f"{len(others)} more conversations ({sum(len(c.messages) for c in others)} messages), "
+        if others
+        else ""
+    )
     click.echo(
         f"Exported agent {name!r} to {click.format_filename(path)}: {len(data.blocks)} blocks, "
-        f"{len(data.messages)} messages, {len(data.passages)} passages."
+        f"{len(data.messages)} messages, {conversations}{len(data.passages)} passages."
     )
     carried = {tool.name for tool in data.tools}
     by_name = [name for name in data.tool_names if name not in carried]
@@ -113,6 +120,13 @@ def _export_letta(workspace: Workspace, name: str, output: str | None, force: bo
         click.echo(
             "Letta's agent files have no place for archival passages: they are kept in the "
             "agent's 'passages', which memgpt-lite reads back but Letta ignores.",
+            err=True,
+        )
+    others = store.list_conversations(store.get_agent(name).id)
+    if others:
+        click.echo(
+            "Letta's agent files have no place for an agent's other conversations: only "
+            f"its default one is written, not the {len(others)} others (our format keeps them).",
             err=True,
         )
 
@@ -176,11 +190,16 @@ def import_command(
 def _said(report: ImportReport, file: Path) -> None:
     """What an import stored, on stdout, and its notes on stderr."""
     kind = "Letta agent" if report.source == "letta" else "agent"
+    conversations = (
+        f"{report.conversations} more conversations ({report.conversation_messages} messages), "
+        if report.conversations
+        else ""
+    )
     click.echo(
         f"Imported {kind} {report.name!r} from {click.format_filename(file)}: "
         f"{report.blocks} blocks, "
         f"{report.messages} messages ({report.messages_in_context} in context), "
-        f"{report.passages} passages ({report.vectors} with vectors)."
+        f"{conversations}{report.passages} passages ({report.vectors} with vectors)."
     )
     for note in report.notes:
         click.echo(f"note: {note}", err=True)

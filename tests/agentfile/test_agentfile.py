@@ -294,7 +294,14 @@ def _corrupt(raw: dict, case: str) -> str:
     if case == "marker":
         changed["format"] = "someone.else"
     elif case == "version":
+        changed["version"] = 3  # the version after the newest this memgpt_lite reads
+    elif case == "version_zero":
+        changed["version"] = 0
+    elif case == "conversations_in_version_1":
+        changed["conversations"] = [{"messages": [{"role": "user", "content": "hi"}]}]
+    elif case == "conversation_window":
         changed["version"] = 2
+        changed["conversations"] = [{"messages": [], "context_start": 1}]
     elif case == "version_text":
         changed["version"] = "1"
     elif case == "bad_role":
@@ -315,7 +322,18 @@ def _corrupt(raw: dict, case: str) -> str:
     [
         ("truncated", "is not an agent file: not valid JSON"),
         ("marker", "unknown format 'someone.else'; expected 'memgpt_lite.agent'"),
-        ("version", "version 2 of the memgpt_lite.agent format is not supported"),
+        (
+            "version",
+            "version 3 of the memgpt_lite.agent format is not supported; this memgpt_lite "
+            "reads versions 1 to 2 (written by a newer memgpt_lite: upgrade to read it)",
+        ),
+        ("version_zero", "version 0 of the memgpt_lite.agent format is not supported"),
+        ("conversations_in_version_1", "conversations need version 2 of the format, not 1"),
+        (
+            "conversation_window",
+            "not a valid agent file: conversations.0: context_start 1 is past the last of 0 "
+            "messages",
+        ),
         ("version_text", "the format version must be a number, not '1'"),
         ("bad_role", "is not a valid agent file: messages.0.role: Input should be"),
         ("orphan_window", "context_start 7 is past the last of 6 messages"),

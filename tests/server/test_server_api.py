@@ -321,6 +321,34 @@ def test_context_overview_and_agent_files(client: TestClient, fake_llm: FakeOpen
     assert bad.status_code == 422 and "unknown format" in bad.json()["detail"]
 
 
+def test_agent_files_carry_conversations_through_both_import_routes(
+    client: TestClient, db: str, fake_llm: FakeOpenAIServer
+) -> None:
+    make_agent(client)
+    sam = Agent.load("sam", db=db)
+    trip = sam.conversations.open(sam.conversations.create(summary="trip").id)
+    fake_llm.enqueue(say("Oslo it is."))
+    trip.step("Let's go to Oslo.")
+    exported = client.get("/api/agents/sam/export").json()
+    [carried] = exported["conversations"]
+    assert carried["summary"] == "trip" and len(carried["messages"]) >= 2
+    ours = client.post("/api/agents/import", params={"name": "sam2"}, json=exported)
+    assert ours.status_code == 201, ours.text
+    report = ours.json()
+    assert (report["conversations"], report["conversation_messages"]) == (
+        1,
+        len(carried["messages"]),
+    )
+    upload = ("sam.json", json.dumps(exported).encode(), "application/json")
+    letta = client.post("/v1/agents/import", files={"file": upload}, data={"name": "sam3"})
+    assert letta.status_code == 200, letta.text
+    for agent_id in (report["agent_id"], *letta.json()["agent_ids"]):
+        listed = client.get("/v1/conversations/", params={"agent_id": agent_id}).json()
+        assert [c["summary"] for c in listed] == ["trip"]
+        said = client.get(f"/v1/conversations/{listed[0]['id']}/messages").json()
+        assert "Let's go to Oslo." in json.dumps(said)
+
+
 def test_an_imported_letta_file_belongs_to_the_user(client: TestClient) -> None:
     letta_files = sorted(LETTA_AF.glob("*.af"))
     if not letta_files:
