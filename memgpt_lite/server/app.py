@@ -231,6 +231,7 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
         openai_compat,
     )
     from memgpt_lite.server.mcp_mount import mount_mcp
+    from memgpt_lite.server.webapp.mount import mount_webapp
 
     routers = (
         health,
@@ -245,6 +246,7 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
     for module in routers:
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
+    mount_webapp(app)  # the web app at /, its files under /app
     return mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
 
 

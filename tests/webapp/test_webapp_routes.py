@@ -1,7 +1,9 @@
 """The routes the web app needed that no route gave, through httpx (the
 real app in Starlette's TestClient, on a SQLite file, against the fake
 model): a block's history with diffs, one passage, an insert that replaces
-passages, and dropping a message that was never answered."""
+passages, and dropping a message that was never answered. And the app
+itself: its page at `/` and its files, served with a policy that lets them
+reach nothing but the server, beside /docs and the API."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memgpt_lite.server.app import create_app
+from memgpt_lite.server.webapp.mount import STATIC
 from memgpt_lite.testing import FakeOpenAIServer, error, say
 
 
@@ -95,3 +98,36 @@ def test_an_unanswered_message_is_dropped_only_while_it_is_the_last(
     again = client.delete(f"/api/agents/sam/unanswered/{answered['id']}")
     assert again.status_code == 409, again.text  # answered: never dropped here
     assert client.get("/api/agents/sam/messages").json()["total"] > 1
+
+
+def test_the_app_is_served_at_the_root_beside_the_api_and_its_docs(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "connect-src 'self'" in policy
+    assert '<script type="module" src="app/js/main.js">' in page.text
+    script = client.get("/app/js/main.js")
+    assert script.status_code == 200
+    assert "javascript" in script.headers["content-type"]
+    assert script.headers["content-security-policy"] == policy
+    assert client.get("/app/nope.js").status_code == 404
+    assert client.get("/docs").status_code == 200
+    assert client.get("/openapi.json").status_code == 200
+    assert client.get("/api/agents").json() == []
+    assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+def test_every_file_the_page_names_is_in_the_package() -> None:
+    """Each `app/...` the page and its modules name is a file under static/,
+    so a page served from an installed package loads whole."""
+    import re
+
+    named = set()
+    for source in [STATIC / "index.html", *STATIC.glob("js/*.js")]:
+        text = source.read_text(encoding="utf-8")
+        named |= {f"js/{m}" for m in re.findall(r'from "\./([\w-]+\.js)"', text)}
+        named |= set(re.findall(r'"app/([\w/.-]+)"', text))
+    assert named, "no file found named"
+    for name in sorted(named):
+        assert (STATIC / name).is_file(), name
