@@ -62,16 +62,29 @@ export class Chat {
 
   async submit() {
     const text = this.box.value;
-    if (!text.trim() || this.busy) return;
+    if (!text.trim()) return;
     this.box.value = "";
     this.append(userItem(text));
     await this.step("messages", { message: text, stream: true });
   }
 
-  /** Run one step through a streamed route, showing its events as they come. */
-  async step(route, body) {
-    this.busy = true;
-    this.form.setAttribute("aria-busy", "true");
+  /** Run one step through a streamed route, showing its events as they
+   * come; after the steps sent before it, as the server runs them. */
+  step(route, body) {
+    const run = async () => {
+      this.form.setAttribute("aria-busy", "true");
+      try {
+        await this.streamed(route, body);
+      } finally {
+        if (this.running === queued) this.form.removeAttribute("aria-busy");
+      }
+    };
+    const queued = (this.running ?? Promise.resolve()).catch(() => {}).then(run);
+    this.running = queued;
+    return queued;
+  }
+
+  async streamed(route, body) {
     const turn = new Turn((item) => this.append(item));
     try {
       const response = await send("POST", this.route(route), body);
@@ -79,12 +92,11 @@ export class Chat {
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       this.append(noteItem(error.message, "error"));
-    } finally {
-      this.busy = false;
-      this.form.removeAttribute("aria-busy");
     }
-    if (turn.failure) await this.reload(); // shows the unanswered message's choices
-    else if (turn.approvals) this.append(this.approvalItem(turn.approvals));
+    if (turn.failure) {
+      await this.reload(); // shows the unanswered message's choices
+      this.append(noteItem(turn.failure, "error"));
+    } else if (turn.approvals) this.append(this.approvalItem(turn.approvals));
     this.stepped();
   }
 
