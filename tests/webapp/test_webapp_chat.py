@@ -114,6 +114,9 @@ def test_a_waiting_call_is_approved_then_another_denied_with_a_reason(
     told = [m for m in model.chat_requests[-1]["messages"] if m["role"] == "tool"]
     assert "her age is private" in told[-1]["content"]
     assert served.api.get("/api/agents/careful/approvals").json() == []
+    calls = page.locator(".msg.call")
+    expect(calls).to_have_count(2)  # each call once: waiting, then run or refused
+    expect(calls.last.locator(".result")).to_contain_text("her age is private")
 
 
 def test_an_unanswered_message_is_retried_or_popped(

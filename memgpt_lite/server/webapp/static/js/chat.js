@@ -85,7 +85,10 @@ export class Chat {
   }
 
   async streamed(route, body) {
-    const turn = new Turn((item) => this.append(item));
+    const turn = new Turn(
+      (item) => this.append(item),
+      (callId) => this.log.querySelector(`.msg.call[data-call="${CSS.escape(callId)}"]`),
+    );
     try {
       const response = await send("POST", this.route(route), body);
       for await (const event of events(response)) turn.handle(event);

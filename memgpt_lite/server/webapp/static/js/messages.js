@@ -106,8 +106,9 @@ export function historyItems(messages) {
 
 /** One step's items, built from its events as they arrive. */
 export class Turn {
-  constructor(append) {
+  constructor(append, shown) {
     this.append = append; // puts an item at the end of the log
+    this.shown = shown; // the log's item of a tool call, if it shows it already
     this.thought = null;
     this.streaming = new Map(); // a model answer's send_message texts, by index
     this.undelivered = []; // reply items whose whole text has not come yet
@@ -143,7 +144,9 @@ export class Turn {
 
   on_tool_call_started(event) {
     if (event.call.name === SEND_MESSAGE) return; // shown as the reply
-    this.calls.set(event.call.id, this.append(callItem(event.call)));
+    // A call that waited for approval is in the log already.
+    const item = this.shown(event.call.id) ?? this.append(callItem(event.call));
+    this.calls.set(event.call.id, item);
   }
 
   on_tool_returned(event) {
