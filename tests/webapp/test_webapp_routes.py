@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memgpt_lite.server.app import create_app
+from memgpt_lite.server.limits import RateLimit, ServerLimits
 from memgpt_lite.server.webapp.mount import STATIC
 from memgpt_lite.testing import FakeOpenAIServer, error, say
 
@@ -116,6 +117,19 @@ def test_the_app_is_served_at_the_root_beside_the_api_and_its_docs(client: TestC
     assert client.get("/openapi.json").status_code == 200
     assert client.get("/api/agents").json() == []
     assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+def test_the_rate_limit_leaves_the_apps_files_alone(tmp_path: Path) -> None:
+    """A page load asks for a dozen files at once, with no key: the limit
+    is for the API's work, which still counts."""
+    limits = ServerLimits(rate_limit=RateLimit.parse("2/min", "test"))
+    app = create_app(str(tmp_path / "web.db"), auth=False, limits=limits)
+    with TestClient(app) as limited:
+        files = ["/", "/app/app.css", *(f"/app/js/{p.name}" for p in STATIC.glob("js/*.js"))]
+        for _ in range(2):
+            assert [limited.get(f).status_code for f in files] == [200] * len(files)
+        statuses = [limited.get("/api/agents").status_code for _ in range(3)]
+        assert statuses == [200, 200, 429]
 
 
 def test_every_file_the_page_names_is_in_the_package() -> None:
