@@ -13,8 +13,8 @@ from memgpt_lite.testing import FakeOpenAIServer, say
 
 
 def test_an_agent_is_made_with_its_blocks_model_and_tool_set(page: Page, served: Served) -> None:
-    page.goto(served.url)
-    page.wait_for_selector("body[data-ready]")
+    make_agent(served, "first")
+    open_agent(page, served, "first")
     page.get_by_role("button", name="New agent").click()
     dialog = page.get_by_role("dialog", name="New agent")
     dialog.get_by_label("Name", exact=True).fill("maker")

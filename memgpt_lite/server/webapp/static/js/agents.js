@@ -87,15 +87,16 @@ export function setUpCreate(created) {
 /** The models the server knows, offered in the model fields. */
 export async function offerModels() {
   const list = byId("model-list");
-  if (list.childElementCount) return;
-  try {
-    const models = await get("v1/models/");
-    fill(list, models.map((m) => h("option", { value: m.handle ?? m.name })));
-    const first = models[0];
-    if (first && !byId("create-model").value) byId("create-model").value = first.name;
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error; // no list: the field takes any name
+  if (!list.childElementCount) {
+    try {
+      const models = await get("v1/models/");
+      fill(list, models.map((m) => h("option", { value: m.name })));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error; // no list: the field takes any name
+    }
   }
+  const model = byId("create-model");
+  if (!model.value && list.firstElementChild) model.value = list.firstElementChild.value;
 }
 
 /** Import an agent file chosen in the file field; `imported(name)` after. */
