@@ -93,6 +93,8 @@ def test_a_waiting_call_is_approved_then_another_denied_with_a_reason(
     expect(waiting).to_have_count(0)
     stored = served.api.get("/api/agents/careful/passages").json()["passages"]
     assert [p["text"] for p in stored] == ["Bea keeps bees."]
+    page.get_by_role("tab", name="Archival").click()  # shown after the step, unasked
+    expect(page.locator(".passages > li")).to_contain_text(["Bea keeps bees."])
 
     model.enqueue(
         reply(

@@ -54,12 +54,14 @@ export class Archival {
     );
   }
 
+  /** The agent's passages; for the same agent again (after a step), the
+   * same search again, as its memory may have changed. */
   async show(agentName) {
     if (agentName !== this.agentName) {
       this.agentName = agentName;
       for (const input of [this.query, this.tags, this.start, this.end]) input.value = "";
-      await this.search();
     }
+    await this.search();
   }
 
   route(...parts) {

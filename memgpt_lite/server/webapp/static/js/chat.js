@@ -53,7 +53,7 @@ export class Chat {
       get(this.route("approvals")),
       get(this.route("unanswered")),
     ]);
-    if (name !== this.agent.name) return; // another agent was chosen meanwhile
+    if (this.agent?.name !== name) return; // another agent was chosen meanwhile
     fill(this.log, historyItems(page.messages));
     this.markUnanswered(unanswered.messages);
     if (waiting.length) this.append(this.approvalItem(waiting));

@@ -3,7 +3,7 @@
 // next request's tokens go.
 
 import { ApiError, get, path, put } from "./api.js";
-import { byId, errorLine, fill, h, when } from "./dom.js";
+import { byId, errorLine, fill, h, newId, when } from "./dom.js";
 
 /** The context window's sections, grouped as the bar shows them. */
 const GROUPS = [
@@ -79,7 +79,7 @@ class BlockEditor {
     this.agentName = agentName;
     this.label = block.label;
     this.stored = block.value; // what the block held when last read: the save's `expected`
-    const id = `block-${block.label.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+    const id = newId("block");
     this.text = h("textarea", { id, rows: 4, spellcheck: "true" });
     this.text.addEventListener("input", () => this.count());
     this.size = h("span", { class: "size", "aria-live": "polite" });
