@@ -49,8 +49,9 @@ def test_a_block_is_edited_in_place_and_read_back_over_the_api(
     expect(block.get_by_role("alert")).to_contain_text("changed by someone else")
     expect(editor).to_have_value("Name: Ann\nLikes: coffee")
     assert block_value(served, "editor", "human") == "Name: Ann B."
+    expect(block.get_by_role("alert")).to_contain_text("Save again to replace it")
 
-    block.get_by_text("History").click()
+    block.get_by_text("History", exact=True).click()
     versions = block.locator(".versions > li")
     expect(versions).to_have_count(3)  # created, saved here, changed elsewhere
     expect(versions.nth(1)).to_contain_text("Version 1")
@@ -58,6 +59,13 @@ def test_a_block_is_edited_in_place_and_read_back_over_the_api(
     expect(versions.nth(1).locator("ins")).to_have_text("+Likes: tea\n")
     expect(versions.nth(0).locator("del")).to_have_text(["-Name: Ann\n", "-Likes: tea\n"])
     expect(versions.nth(0).locator("ins")).to_have_text("+Name: Ann B.\n")
+    block.get_by_role("button", name="Revert").click()  # take the block's new text
+    expect(editor).to_have_value("Name: Ann B.")
+    editor.fill("Name: Ann B.\nLikes: coffee")
+    block.get_by_role("button", name="Save").click()
+    expect(block.get_by_role("alert")).to_have_count(0)
+    assert block_value(served, "editor", "human") == "Name: Ann B.\nLikes: coffee"
+    expect(versions).to_have_count(4)  # the open history shows the save
 
 
 def test_archival_search_with_tags_and_dates_marks_superseded_passages(

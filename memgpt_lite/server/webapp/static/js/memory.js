@@ -87,7 +87,9 @@ class BlockEditor {
     this.history = h("div", { class: "history" });
     const details = h("details", {}, h("summary", {}, "History"), this.history);
     details.addEventListener("toggle", () => details.open && this.showHistory());
+    this.details = details;
     this.save = h("button", { type: "button", onclick: () => this.saved() }, "Save");
+    this.revert = h("button", { type: "button", class: "danger", onclick: () => this.reverted() }, "Revert");
     this.element = h(
       "div",
       { class: "block" },
@@ -95,7 +97,7 @@ class BlockEditor {
       block.description ? h("p", { class: "hint", text: block.description }) : null,
       this.text,
       this.error,
-      h("div", { class: "actions" }, this.save),
+      h("div", { class: "actions" }, this.save, this.revert),
       details,
     );
     this.text.value = block.value;
@@ -107,6 +109,7 @@ class BlockEditor {
     this.limit = block.limit;
     this.text.readOnly = block.read_only;
     this.save.hidden = block.read_only;
+    this.revert.hidden = block.read_only;
     if (!editing) {
       this.text.value = block.value;
       this.stored = block.value;
@@ -130,10 +133,31 @@ class BlockEditor {
       this.count();
       this.error.textContent = "";
       this.element.dispatchEvent(new CustomEvent("block-saved", { bubbles: true }));
+      if (this.details.open) await this.showHistory();
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       this.error.textContent = error.message; // the user's text stays in the box
+      await this.reread();
     }
+  }
+
+  /** After a refused save: the block as stored now, which a second Save
+   * replaces (the user has been told) and Revert brings into the box. */
+  async reread() {
+    const block = await get(path("api/agents", this.agentName, "blocks", this.label));
+    if (block.value !== this.stored) {
+      this.stored = block.value;
+      this.error.textContent +=
+        ". Its new text is in History: Save again to replace it, or Revert to take it.";
+    }
+    this.limit = block.limit;
+    this.count();
+  }
+
+  reverted() {
+    this.text.value = this.stored;
+    this.error.textContent = "";
+    this.count();
   }
 
   async showHistory() {
