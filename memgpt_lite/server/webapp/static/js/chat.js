@@ -71,10 +71,12 @@ export class Chat {
   /** Run one step through a streamed route, showing its events as they
    * come; after the steps sent before it, as the server runs them. */
   step(route, body) {
+    const name = this.agent.name; // this agent's, though another be shown when it runs
+    const target = this.route(route);
     const run = async () => {
       this.form.setAttribute("aria-busy", "true");
       try {
-        await this.streamed(route, body);
+        await this.streamed(name, target, body);
       } finally {
         if (this.running === queued) this.form.removeAttribute("aria-busy");
       }
@@ -84,18 +86,20 @@ export class Chat {
     return queued;
   }
 
-  async streamed(route, body) {
+  async streamed(name, target, body) {
+    const shown = () => this.agent?.name === name; // another agent's log is not written to
     const turn = new Turn(
-      (item) => this.append(item),
+      (item) => (shown() ? this.append(item) : item),
       (callId) => this.log.querySelector(`.msg.call[data-call="${CSS.escape(callId)}"]`),
     );
     try {
-      const response = await send("POST", this.route(route), body);
+      const response = await send("POST", target, body);
       for await (const event of events(response)) turn.handle(event);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      this.append(noteItem(error.message, "error"));
+      turn.append(noteItem(error.message, "error"));
     }
+    if (!shown()) return;
     if (turn.failure) {
       await this.reload(); // shows the unanswered message's choices
       this.append(noteItem(turn.failure, "error"));
