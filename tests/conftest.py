@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.backends import is_postgres
+from support.browser import install_in_background
 from support.paths import REPO
 from support.postgres_server import TEST_PG_ENV, TestServer
 from support.turns import DESCRIPTION, turn
@@ -75,6 +76,15 @@ def _test_pg_addresses() -> set[tuple[str, int]]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", DESCRIPTION)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Install the web app tests' browser, if it is missing, while the other
+    tests run (support/browser.py): in the one process that starts the run,
+    not in each pytest-xdist worker."""
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        install_in_background(config.args, config.rootpath)
 
 
 @pytest.hookimpl(hookwrapper=True)

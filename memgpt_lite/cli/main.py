@@ -41,6 +41,7 @@ from memgpt_lite.cli.scripting import (
 from memgpt_lite.cli.serve import serve
 from memgpt_lite.cli.tools import tools
 from memgpt_lite.cli.transfer import export_command, import_command
+from memgpt_lite.cli.ui import ui
 from memgpt_lite.cli.window import window
 
 if TYPE_CHECKING:
@@ -358,6 +359,7 @@ cli.add_command(log_command)
 cli.add_command(mcp)
 cli.add_command(serve)
 cli.add_command(tools)
+cli.add_command(ui)
 cli.add_command(window)
 for command in AGENT_COMMANDS:
     cli.add_command(command)

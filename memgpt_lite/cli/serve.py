@@ -110,7 +110,8 @@ def serve(
     API that its clients use under /v1, and OpenAI's POST /v1/chat/completions
     (model: an agent's name or id). Every route but /health needs
     `Authorization: Bearer KEY`, a key from `memgpt-lite keys create --user NAME`.
-    The API's documentation is served at /docs and /redoc (offline: no CDN).
+    The API's documentation is served at /docs and /redoc (offline: no CDN),
+    and a web app to see and steer agents at / (`memgpt-lite ui` opens it).
 
     Adding a tool from Python source or a stdio MCP server runs code on this
     machine: only admin keys (`keys create --admin`) may, unless

@@ -1,10 +1,10 @@
 """Our API for an agent's memory: core memory blocks (limits and read-only
-enforced as for the agent's own edits), archival passages, the context
-window's overview, and agent files out and in."""
+enforced as for the agent's own edits) and their history, archival
+passages, the context window's overview, and agent files out and in."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
@@ -16,7 +16,7 @@ from memgpt_lite.agentfile.native import (
     parse_agent_file,
     store_agent_file,
 )
-from memgpt_lite.memory.core.block_history import server_author
+from memgpt_lite.memory.core.block_history import server_author, version_changes
 from memgpt_lite.memory.recall.window import ContextOverview
 from memgpt_lite.models import Block, Passage
 from memgpt_lite.server.bodies import BlockSet, PassageIn
@@ -45,6 +45,38 @@ def set_block(agent: str, label: str, body: BlockSet, ctx: Context, user: User) 
     )
 
 
+class BlockChange(BaseModel):
+    """One value a block held: its number (0 the first), when and by whom it
+    was stored, and a unified diff from the value before it."""
+
+    number: int
+    label: str
+    value: str
+    author: str
+    created_at: datetime
+    diff: str
+
+
+class BlockHistory(BaseModel):
+    label: str
+    versions: list[BlockChange]  # oldest first: the last is the block's value now
+
+
+# Not under /blocks/{label}: a label may hold '/', so ".../history" would be ambiguous.
+@router.get("/{agent}/block-history/{label:path}")
+def block_history(agent: str, label: str, ctx: Context, user: User) -> BlockHistory:
+    """Every value the block held, oldest first, each with who stored it,
+    when, and a diff from the one before."""
+    history = ctx.agent(user, agent).block_history(label)
+    versions = [
+        BlockChange(
+            number=n, diff=diff, **v.model_dump(include={"label", "value", "author", "created_at"})
+        )
+        for n, (v, diff) in enumerate(version_changes(history))
+    ]
+    return BlockHistory(label=label, versions=versions)
+
+
 class PassagePage(BaseModel):
     passages: list[Passage]
     total: int
@@ -53,13 +85,16 @@ class PassagePage(BaseModel):
 class Inserted(BaseModel):
     passages: list[Passage]
     duplicates: list[str]  # ids of passages that already held a chunk's text
+    replaced: list[str]  # ids of the passages it made out of date (`replaces`)
 
 
 @router.post("/{agent}/passages", status_code=201)
 def insert_passage(agent: str, body: PassageIn, ctx: Context, user: User) -> Inserted:
-    """Store text in archival memory (chunked if long), with tags and a time."""
-    report = ctx.agent(user, agent).archival.insert(body.text, body.tags, body.created_at)
-    return Inserted(passages=report.stored, duplicates=report.duplicates)
+    """Store text in archival memory (chunked if long), with tags and a time;
+    the passages of `replaces` are kept, marked superseded by it."""
+    archival = ctx.agent(user, agent).archival
+    report = archival.insert(body.text, body.tags, body.created_at, replaces=body.replaces)
+    return Inserted(passages=report.stored, duplicates=report.duplicates, replaced=report.replaced)
 
 
 @router.get("/{agent}/passages")
@@ -93,6 +128,12 @@ def search_passages(
     archival = ctx.agent(user, agent).archival
     found, total = archival.search(query, limit, offset, tags, start, end)
     return PassagePage(passages=found, total=total)
+
+
+@router.get("/{agent}/passages/{passage_id}")
+def get_passage(agent: str, passage_id: str, ctx: Context, user: User) -> Passage:
+    """One passage: a superseded one's `superseded_by` names the passage that replaced it."""
+    return ctx.agent(user, agent).archival.get(passage_id)
 
 
 @router.delete("/{agent}/passages/{passage_id}", status_code=204)

@@ -225,16 +225,28 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
         api_approvals,
         api_memory,
         api_tools,
+        api_unanswered,
         health,
         letta,
         openai_compat,
     )
     from memgpt_lite.server.mcp_mount import mount_mcp
+    from memgpt_lite.server.webapp.mount import mount_webapp
 
-    routers = (health, api_agents, api_approvals, api_memory, api_tools, letta, openai_compat)
+    routers = (
+        health,
+        api_agents,
+        api_approvals,
+        api_memory,
+        api_tools,
+        api_unanswered,
+        letta,
+        openai_compat,
+    )
     for module in routers:
         app.include_router(module.router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
+    mount_webapp(app)  # the web app at /, its files under /app
     return mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
 
 

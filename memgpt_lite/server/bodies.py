@@ -89,3 +89,6 @@ class PassageIn(StrictBody):
     text: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
     created_at: datetime | None = None
+    # Ids of passages the text makes out of date (a fact that changed): kept,
+    # marked superseded by it.
+    replaces: list[str] = Field(default_factory=list)

@@ -9,7 +9,9 @@ and an optional rate limit per key.
   period, in bursts of up to N (a token bucket per key, refilled evenly);
   one more is a 429 with `Retry-After` (whole seconds) and
   `x-should-retry: true`. The bucket is this process's: with `--workers W`
-  a key may make up to W times N. /health is never limited.
+  a key may make up to W times N. /health is never limited, nor the web
+  app's page and files (`/`, `/app/...`: files from the package, which no
+  key asks for, loaded a dozen at once).
 
 `memgpt-lite serve` resolves them from its flags and config.toml's `[serve]`
 table (cli/serve.py) and hands them to the workers' apps as JSON
@@ -109,7 +111,7 @@ class RateLimiter:
         self.buckets: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/health":
+        if scope["type"] != "http" or _unlimited(scope["path"]):
             await self.app(scope, receive, send)
             return
         wait = self._take(dict(scope["headers"]).get(b"authorization", b""))
@@ -137,6 +139,10 @@ class RateLimiter:
         while len(self.buckets) > KEPT_BUCKETS:
             self.buckets.popitem(last=False)
         return wait
+
+
+def _unlimited(path: str) -> bool:
+    return path in ("/health", "/") or path.startswith("/app/")
 
 
 # What hands the limits `serve` resolved to the apps of its workers, as JSON.

@@ -95,6 +95,7 @@ def test_the_site_links_no_web_fonts(tmp_path: Path) -> None:
 NOT_RUN = {
     "postgresql://": "a PostgreSQL server of the reader's own; tests reach only loopback",
     "memgpt-lite serve": "runs until stopped; tests/server/test_serve_process.py starts it",
+    "memgpt-lite ui": "runs until stopped; tests/webapp/test_ui_command.py starts it",
 }
 
 REMEMBER = "Remember that Beth's birthday is on 3 March"

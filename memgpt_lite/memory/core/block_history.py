@@ -58,6 +58,12 @@ def version_diff(previous: BlockVersion | None, version: BlockVersion, number: i
     header = f"version {number}  {_when(version.created_at)}  by {version.author}"
     if previous is not None and previous.label != version.label:
         header += f"  (renamed from {previous.label!r})"
+    return f"{header}\n{change_diff(previous, version, number)}"
+
+
+def change_diff(previous: BlockVersion | None, version: BlockVersion, number: int) -> str:
+    """A unified diff from the value before version `number` (from nothing,
+    for the first) to it; a line that says so when the text did not change."""
     before = "" if previous is None else previous.value
     lines = difflib.unified_diff(
         before.splitlines(),
@@ -69,7 +75,15 @@ def version_diff(previous: BlockVersion | None, version: BlockVersion, number: i
     body = "\n".join(lines)
     if not body:
         body = "(the text did not change)" if before or version.value else "(empty)"
-    return f"{header}\n{body}"
+    return body
+
+
+def version_changes(history: Sequence[BlockVersion]) -> list[tuple[BlockVersion, str]]:
+    """Each version of a block, oldest first, with its `change_diff`."""
+    return [
+        (version, change_diff(history[n - 1] if n else None, version, n))
+        for n, version in enumerate(history)
+    ]
 
 
 def history_diffs(history: Sequence[BlockVersion]) -> str:
