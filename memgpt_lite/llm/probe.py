@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx2
-import openai
 
 from memgpt_lite.errors import LLMError
 from memgpt_lite.llm.endpoint import (
@@ -160,6 +159,8 @@ class Endpoint:
             raw = await client.models.with_raw_response.list()
             return raw.http_response
 
+        import openai  # loaded by the client `attempt` used: only its name is bound here
+
         try:
             return await call.run(attempt)
         except openai.APIStatusError as exc:
@@ -205,6 +206,10 @@ def _status_error(response: httpx2.Response, name: str) -> LLMError:
         body: Any = parse_json(response.text)
     except (ValueError, RecursionError, httpx2.HTTPError):
         body = response.text
+    # Imported here, not with the module: the server imports this module at
+    # start, and openai's import costs about 0.4 s of CPU (llm/endpoint.py).
+    import openai
+
     exc = openai.APIStatusError(f"HTTP {status}", response=response, body=body)
     if status == 401:
         return LLMError(f"{name} refused the API key: {error_text(exc)} (set OPENAI_API_KEY)")

@@ -97,3 +97,17 @@ def test_the_probe_sees_heavy_imports():
     assert not _heavy("click") and not _heavy("memgpt_lite.cli.base")
     assert not _heavy("memgpt_lite.settings.resolve")
     assert _heavy("memgpt_lite.settings.effective")
+
+
+def test_the_server_starts_without_the_openai_client(tmp_path):
+    # `serve` loads the openai package with the first model request, not at
+    # start (its import costs about 0.4 s of CPU per server process).
+    code = (
+        "import sys, memgpt_lite.server.app\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'openai'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
