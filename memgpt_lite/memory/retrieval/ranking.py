@@ -96,11 +96,13 @@ def proper_names(text: str) -> set[str]:
 def fuse_feedback(
     first: Sequence[tuple[int, float]],
     second: Sequence[tuple[int, float]],
-    weight: float = FEEDBACK_WEIGHT,
+    weight: float | None = None,
 ) -> list[tuple[int, float]]:
     """Items (id, score) of the question's pass and the feedback pass, each
-    pass's scores over its best, summed with the second counting `weight`;
-    best first (ties: the newer, higher id, first, as the store ranks)."""
+    pass's scores over its best, summed with the second counting `weight`
+    (None: FEEDBACK_WEIGHT, read when called); best first (ties: the newer,
+    higher id, first, as the store ranks)."""
+    weight = FEEDBACK_WEIGHT if weight is None else weight
     fused: dict[int, float] = {}
     for scored, share in ((first, 1.0), (second, weight)):
         best = max((s for _, s in scored), default=0.0)
