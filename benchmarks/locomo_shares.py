@@ -11,24 +11,18 @@ takes it: the modules read these names when they run.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from overrides import overridden
 
-_NOTHING = re.compile(r"(?!)")  # a pattern that matches no text
-
 SHARES: dict[str, dict[str, Any]] = {
     "feedback pass": {"ranking.FEEDBACK_WEIGHT": 0.0},
-    "names in feedback": {"ranking.NAME_BOOST": 1.0},
     "date in query": {"ranking.DATE_BOOST": 1.0},
-    "event bound": {"search.event_bound": lambda query: None},
+    "time asked": {"ranking.TIME_BOOST": 1.0},
     "subject": {"ranking.SUBJECT_BOOST": 1.0},
     "question penalty": {"ranking.QUESTION_PENALTY": 1.0},
     "length": {"ranking.LENGTH_EXPONENT": 0.0},
-    "experience": {"ranking.EXPERIENCE_BOOST": 1.0},
-    "kind-of frame": {"words._QUESTION_FRAME": _NOTHING},
     "dates annotated": {"passages.annotate": lambda text, at: text},
 }
 

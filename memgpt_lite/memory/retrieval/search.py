@@ -23,10 +23,10 @@ at lower weight, so a second hop or another mention of the same thing is
 found by the hits' words, not only the question's (memory/retrieval/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
-or is much shorter than the others found; for a question in the present
-perfect, whether it tells of the subject's dated past). A period the query
-names, by dates ("in May 2023") or by an event found in memory ("before she
-moved"; `named_period`), ranks its items first.
+or is much shorter than the others found; for a question asking when,
+whether it states a time). A period the query names ("in May 2023", "the
+week before August 3, 2023"; memory/retrieval/questions.py) ranks its items
+first.
 """
 
 from __future__ import annotations
@@ -41,14 +41,8 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
-from memgpt_lite.memory.retrieval.dates import (
-    Period,
-    bounded_by,
-    dated_within,
-    event_bound,
-    query_period,
-    tells_past,
-)
+from memgpt_lite.memory.retrieval.dates import Period, dated_within
+from memgpt_lite.memory.retrieval.questions import query_period
 from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
@@ -244,17 +238,16 @@ def with_feedback(
     rank: Callable[[str, int, bool], Ranking[T]],
     depth: int,
     text_of: Callable[[T], str],
-    told_past: Callable[[T], bool] | None = None,
 ) -> tuple[list[tuple[T, float]], int]:
     """The best `depth` items for `query` by its words and, at lower weight,
     by the words that set its best hits apart (`feedback_words`), with the
     fused scores; and how many items the query's words matched. `rank` is the
     store's BM25 ranking of some words (words, depth, and whether it is the
-    feedback pass: FEEDBACK_OPTIONS); `told_past` as `reweighed` takes it."""
+    feedback pass: FEEDBACK_OPTIONS)."""
     first, total, _ = rank(query, depth, False)
     # The words are taken from the hits that are most about the query's
     # subject (`reweighed`): multi-hop recall@5 on LoCoMo +0.7.
-    about = reweighed(query, first, text_of, told_past)
+    about = reweighed(query, first, text_of)
     words = feedback_words(query, [(text_of(item), score) for item, score in about])
     if not words:
         return first, total
@@ -267,27 +260,8 @@ def with_feedback(
     return [(by_seq[seq], score) for seq, score in fused[:depth]], total
 
 
-def named_period(
-    query: str, best_match: Callable[[str], tuple[str, datetime] | None]
-) -> Period | None:
-    """The period `query` names: its dates ("in May 2023", "last week"), or
-    else the time before or after an event it names ("before she moved to
-    Berlin"), which `best_match` finds in memory (the text and time of the
-    item that best matches some words; None: nothing matches)."""
-    period = query_period(query, datetime.now(UTC))
-    bound = event_bound(query) if period is None else None
-    if bound is None:
-        return period
-    event = best_match(bound.event)
-    return bounded_by(bound, *event) if event else None
-
-
 def _passage_text(passage: Passage) -> str:
     return passage.text
-
-
-def _passage_told_past(passage: Passage) -> bool:
-    return tells_past(passage.text, passage.created_at)
 
 
 def search_passages(
@@ -311,11 +285,10 @@ def search_passages(
     filtered = bool(tags or start or end or any_replaced)
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
 
-    def best_passage(words: str) -> tuple[str, datetime] | None:
-        best = store.rank_passages(agent_id, words, 1).scored
-        return (best[0][0].text, best[0][0].created_at) if best else None
-
-    filters = _PassageFilters(tags, start, end, period=named_period(query, best_passage))
+    # A month named without its year is the latest one memory holds.
+    latest = store.newest_passage_time(agent_id)
+    period = query_period(query, datetime.now(UTC), latest)
+    filters = _PassageFilters(tags, start, end, period=period)
     if not any_replaced:
         return _passage_page(agent, query, vector_search, limit, offset, depth, filters)
     current = filters._replace(superseded=False)
@@ -351,15 +324,13 @@ def _passage_page(
     store, agent_id = agent.store, agent.state.id
     tags, start, end, superseded, period = filters
     rank = _PassageRanker(agent, filters, offset + limit)
-    lexical, total = with_feedback(
-        query, rank, max(FEEDBACK_DEPTH, depth), _passage_text, _passage_told_past
-    )
+    lexical, total = with_feedback(query, rank, max(FEEDBACK_DEPTH, depth), _passage_text)
     if period:
         lexical, total = _passages_in_period(rank, query, lexical, total)
     # What each passage is about weighs on its word score, before fusion
     # with vectors: after it, the same factor outweighed the vectors
     # (LoCoMo with the local embedder: overall recall@5 68.3 -> 66.9).
-    lexical = reweighed(query, lexical, _passage_text, _passage_told_past)
+    lexical = reweighed(query, lexical, _passage_text)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
@@ -467,9 +438,7 @@ def _passages_in_period(
     if inside >= rank.page or rank.period is None:
         return ranked, total
     # Scored as `lexical` was (with the feedback words), so the two compare.
-    within, _ = with_feedback(
-        query, rank.within_period, rank.page, _passage_text, _passage_told_past
-    )
+    within, _ = with_feedback(query, rank.within_period, rank.page, _passage_text)
     seen = {p.seq for p, _ in lexical}
     lexical = lexical + [(p, s) for p, s in within if p.seq not in seen]
     return date_boosted(lexical, within_period)[0], max(total, len(lexical))
@@ -483,11 +452,7 @@ def search_messages(
     store, agent_id = agent.store, agent.state.id
     depth = max(50, 3 * (offset + limit))
 
-    def best_message(words: str) -> tuple[str, datetime] | None:
-        best = store.rank_messages(agent_id, words, 1, exclude_step_id).scored
-        return (best[0][0].content or "", best[0][0].created_at) if best else None
-
-    period = named_period(query, best_message)
+    period = query_period(query, datetime.now(UTC))
     vector_search = _start_vector_search(agent, "message", query, depth)
     if vector_search is None and period is None:  # words alone, ranked once
         return store.search_messages(agent_id, query, limit, offset, exclude_step_id)
