@@ -24,6 +24,7 @@ SHARES: dict[str, dict[str, Any]] = {
     "question penalty": {"ranking.QUESTION_PENALTY": 1.0},
     "length": {"ranking.LENGTH_EXPONENT": 0.0},
     "dates annotated": {"passages.annotate": lambda text, at: text},
+    "vectors (hybrid only)": {"search.VECTOR_WEIGHT": 0.0},
 }
 
 
