@@ -25,6 +25,7 @@ SHARES: dict[str, dict[str, Any]] = {
     "length": {"ranking.LENGTH_EXPONENT": 0.0},
     "dates annotated": {"passages.annotate": lambda text, at: text},
     "vectors (hybrid only)": {"search.VECTOR_WEIGHT": 0.0},
+    "context in vectors (hybrid)": {"search.CONTEXT_VECTOR_WEIGHT": 0.0},
 }
 
 

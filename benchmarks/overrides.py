@@ -52,11 +52,13 @@ def overridden(settings: Mapping[str, Any]) -> Iterator[None]:
 
 
 def parse_setting(text: str) -> tuple[str, float]:
-    """ "ranking.SUBJECT_BOOST=1.3" as a name and a number (a --set option)."""
+    """ "ranking.SUBJECT_BOOST=1.3" as a name and a number (a --set option;
+    a whole number stays an int: depths and counts index lists)."""
     name, sep, value = text.partition("=")
     try:
         if not sep:
             raise ValueError
-        return name.strip(), float(value)
+        number = float(value)
+        return name.strip(), int(number) if value.strip().lstrip("-").isdigit() else number
     except ValueError:
         raise SystemExit(f"--set takes NAME=NUMBER, not {text!r}") from None

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
+from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, normalise
 from memgpt_lite.errors import LLMError
 from memgpt_lite.memory.retrieval.dates import Period, dated_within
 from memgpt_lite.memory.retrieval.questions import query_period
@@ -157,17 +157,43 @@ def store_vectors(
         record_vectors(agent, owner, seqs, vectors)
 
 
+# A passage's vector leans toward its context's (the turn before it, the end
+# of the chunk before): "Yes, it was great!" means what it answers. LoCoMo's
+# development split with the local MiniLM: the vectors alone find 37.6% of
+# the evidence in the top 5, 43.4% leaning so (the context counting 0.6:
+# 43.1%); hybrid recall@5/@10 on halves A / B 74.7/80.4, 69.1/76.7 ->
+# 75.3/80.9, 69.4/77.3. It costs embedding the contexts too.
+CONTEXT_VECTOR_WEIGHT = 0.3
+
+
+def passage_vectors(agent: MemoryDeps, passages: Sequence[Passage]) -> np.ndarray | None:
+    """The vectors of `passages` (None without an embedder): each text's,
+    plus CONTEXT_VECTOR_WEIGHT times its context's when it has one, at unit
+    length. Texts and contexts are embedded in one call."""
+    with_context = [i for i, p in enumerate(passages) if p.context.strip()]
+    if not CONTEXT_VECTOR_WEIGHT:
+        with_context = []
+    texts = [p.text for p in passages] + [passages[i].context for i in with_context]
+    vectors = embed_texts(agent, texts)
+    if vectors is None or not with_context:
+        return vectors
+    mixed = vectors[: len(passages)].copy()
+    mixed[with_context] += CONTEXT_VECTOR_WEIGHT * vectors[len(passages) :]
+    return normalise(mixed)
+
+
 def backfill(agent: MemoryDeps, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
     """Embed up to `limit` stored items that have no vector yet (none in a
     database this process may only read: search uses the vectors it has)."""
     if agent.store.read_only:
         return 0
     if owner == "passage":
-        pending = [
-            (p.seq or 0, p.text) for p in agent.store.unembedded_passages(agent.state.id, limit)
-        ]
-    else:
-        pending = agent.store.unembedded_messages(agent.state.id, limit)
+        passages = agent.store.unembedded_passages(agent.state.id, limit)
+        vectors = passage_vectors(agent, passages) if passages else None
+        if vectors is not None:
+            record_vectors(agent, owner, [p.seq or 0 for p in passages], vectors)
+        return len(passages)
+    pending = agent.store.unembedded_messages(agent.state.id, limit)
     store_vectors(agent, owner, [s for s, _ in pending], [t for _, t in pending])
     return len(pending)
 
