@@ -160,13 +160,13 @@ def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, db_location):
 def test_combine_normalises_and_weighs_both_sides():
     # BM25 is divided by the best score; similarities are min-max normalised
     # over the items of both sides and count VECTOR_WEIGHT.
-    assert VECTOR_WEIGHT == 0.3
+    assert VECTOR_WEIGHT == 0.4
     lexical = {1: 10.0, 2: 5.0}
     similarity = {1: 0.0, 2: 1.0, 3: 0.9}
-    # 1: 1.0 + 0.3 * 0.0 = 1.0;  2: 0.5 + 0.3 * 1.0 = 0.8;  3: 0 + 0.3 * 0.9 = 0.27
+    # 1: 1.0 + 0.4 * 0.0 = 1.0;  2: 0.5 + 0.4 * 1.0 = 0.9;  3: 0 + 0.4 * 0.9 = 0.36
     assert combine(lexical, similarity) == [1, 2, 3]
     # Words about as good: the vectors decide. Similarities 0.6 to 0.9 span
-    # the scale: 1: 1.0 + 0.3 * 0.0 = 1.0;  2: 0.9 + 0.3 * 1.0 = 1.2.
+    # the scale: 1: 1.0 + 0.4 * 0.0 = 1.0;  2: 0.9 + 0.4 * 1.0 = 1.3.
     assert combine({1: 10.0, 2: 9.0}, {1: 0.6, 2: 0.9, 3: 0.8}) == [2, 1, 3]
     assert combine({}, {4: 0.2, 5: 0.3}) == [5, 4]
     assert combine({6: 3.0}, {}) == [6]
