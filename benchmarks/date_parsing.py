@@ -28,7 +28,8 @@ import numpy as np
 from archival_scale import Corpus
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.retrieval.dates import annotate, query_period
+from memgpt_lite.memory.retrieval.dates import annotate
+from memgpt_lite.memory.retrieval.questions import query_period
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 ROUNDS = 3

@@ -7,8 +7,8 @@
 Builds the database the first time (agent "bench", the same corpus, seed and
 dates as `archival_scale.py --sizes N`; about 10 minutes at 1M), then times
 `archival.search(query)` (limit 5, words alone) for the same queries as
-archival_scale.py, plain and naming a month (`--dated` there), after a
-warm-up, and prints p50 / p95.
+archival_scale.py, plain, naming a month (`--dated` there) and asked as
+"when did ...?", after a warm-up, and prints p50 / p95.
 
 With `--against`, the same searches also run on another checkout of
 memgpt_lite (its folder, put first on PYTHONPATH) and its own database file,
@@ -32,7 +32,13 @@ from archival_scale import SEED, WARMUP_QUERIES, Corpus, dated, insert_all, perc
 
 from memgpt_lite import Agent
 
-MODES = ("plain", "dated")
+MODES = ("plain", "dated", "when")
+
+
+def asking_when(queries: list[str]) -> list[str]:
+    """The queries as questions asking when ("when did ... ?"): search then
+    also reads each candidate for a time it states (ranking.py TIME_BOOST)."""
+    return [f"when did {q}?" for q in queries]
 
 
 def open_or_build(db: Path, size: int, corpus: Corpus) -> Agent:
@@ -52,7 +58,11 @@ def query_sets(corpus: Corpus, count: int) -> dict[str, tuple[list[str], list[st
     draws them."""
     rng = np.random.default_rng(SEED + 1)
     warmup, queries = corpus.queries(rng, WARMUP_QUERIES), corpus.queries(rng, count)
-    return {"plain": (warmup, queries), "dated": (dated(warmup), dated(queries))}
+    return {
+        "plain": (warmup, queries),
+        "dated": (dated(warmup), dated(queries)),
+        "when": (asking_when(warmup), asking_when(queries)),
+    }
 
 
 def serve(args: argparse.Namespace) -> None:

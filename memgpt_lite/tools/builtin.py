@@ -239,7 +239,7 @@ def archival_memory_search(
 
     Args:
         query: Plain words describing what to find; may name a time ("in May 2023",
-            "before she moved").
+            "the week before June 3").
         page: Which page of results, starting at 0.
         tags: Only passages with at least one of these tags.
         start_date: Only passages saved on or after this day, YYYY-MM-DD.

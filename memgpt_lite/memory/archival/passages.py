@@ -31,7 +31,7 @@ from memgpt_lite.memory.retrieval.dates import annotate
 from memgpt_lite.memory.retrieval.search import (
     backfill,
     check_embedder,
-    embed_texts,
+    passage_vectors,
     record_vectors,
     search_passages,
 )
@@ -151,7 +151,7 @@ class ArchivalMemory:
         if self.agent.embedder is None or not new:
             return {}
         try:
-            vectors = embed_texts(self.agent, [p.text for p in new])
+            vectors = passage_vectors(self.agent, new)
         except LLMError as exc:
             log.warning(
                 "agent %s: embedding failed; the passages will be embedded at the next search: %s",

@@ -5,8 +5,8 @@
 (first and last day, inclusive). `annotate(text, at)` writes the absolute
 date after every relative expression, in brackets ("I moved yesterday
 [2023-05-07]"), so a fact stored today still says when it happened when it
-is read next year. `query_period(query, now)` is the period a search query
-names, for ranking.
+is read next year. `states_time(text)` tells whether a text says when at all.
+What a search query names is read by memory/retrieval/questions.py.
 
 Pure stdlib and English only. Conventions, where English is ambiguous:
 weeks run Monday to Sunday; seasons are the northern hemisphere's
@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import NamedTuple
-
-from memgpt_lite.storage.core.words import STOP_WORDS
 
 
 class Period(NamedTuple):
@@ -251,7 +249,7 @@ def _month(m: re.Match[str], at: date, text: str) -> Period | None:
     month = MONTHS[m.group("month").lower().rstrip(".")]
     if m.group("year"):
         return _month_period(int(m.group("year")), month)
-    which = (m.group("which") or "").lower()
+    which = (m.groupdict().get("which") or "").lower()
     year = at.year
     if which in ("last", "past") and month >= at.month:
         year -= 1
@@ -260,6 +258,33 @@ def _month(m: re.Match[str], at: date, text: str) -> Period | None:
     elif not which and month > at.month:  # "in May": the latest May, as for _month_day
         year -= 1
     return _month_period(year, month)
+
+
+# The days of a part of a month: "the second week of May", "early June".
+_PARTS = {
+    "first week": (1, 7),
+    "second week": (8, 14),
+    "third week": (15, 21),
+    "fourth week": (22, 28),
+    "beginning": (1, 10),
+    "start": (1, 10),
+    "early": (1, 10),
+    "middle": (11, 20),
+    "mid": (11, 20),
+    "end": (21, 31),
+    "late": (21, 31),
+}
+
+
+def _month_part(m: re.Match[str], at: date, text: str) -> Period | None:
+    month = _month(m, at, text)
+    if month is None:
+        return None
+    part = " ".join(m.group("part").lower().split())
+    if part == "last week":
+        return Period(month.end - timedelta(days=6), month.end)
+    first, last = _PARTS[part]
+    return Period(month.start.replace(day=first), month.start.replace(day=min(last, month.end.day)))
 
 
 def _year_only(m: re.Match[str], at: date, text: str) -> Period | None:
@@ -296,7 +321,7 @@ def _rule(
     needs_lead: bool = False,
 ) -> Rule:
     words = frozenset(triggers.split() if isinstance(triggers, str) else triggers)
-    guesses = resolve in (_month, _month_day)
+    guesses = resolve in (_month, _month_day, _month_part)
     compiled = re.compile(rf"\b{pattern}\b", re.IGNORECASE)
     return Rule(compiled, resolve, relative, guesses, words, needs_lead)
 
@@ -310,8 +335,16 @@ _UNITS = "day days week weeks month months year years"
 RULES = (
     Rule(ANNOTATION, _annotation, False, False, frozenset(["<bracket>"])),
     _rule(r"\d{4}-\d\d-\d\d", _iso_match, False, "<year>"),
-    _rule(rf"{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?", _month_day, True, MONTHS),
+    _rule(rf"{_MONTH}\s+{_DAY}(?:(?:,\s*|\s+){_YEAR})?", _month_day, True, MONTHS),
     _rule(rf"(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?", _month_day, True, MONTHS),
+    _rule(
+        rf"(?:the\s+)?(?P<part>(?:first|second|third|fourth|last)\s+week|beginning|start|middle"
+        rf"|end)\s+of\s+{_MONTH}(?:,?\s+{_YEAR})?",
+        _month_part,
+        True,
+        MONTHS,
+    ),
+    _rule(rf"(?P<part>early|mid|late)[\s-]+{_MONTH}(?:,?\s+{_YEAR})?", _month_part, True, MONTHS),
     _rule(
         rf"(?:{_WHICH}\s+)?{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?", _season_period, True, SEASONS, True
     ),
@@ -420,36 +453,6 @@ def annotate(text: str, at: date | datetime) -> str:
     return "".join(parts) + text[done:] if parts else text
 
 
-_OPEN = re.compile(r"\b(before|until|till|by|after|since)\s+(?:the\s+)?$", re.IGNORECASE)
-
-
-def query_period(query: str, now: date | datetime) -> Period | None:
-    """The period a search query names: the span of every date in it, a date
-    after "before"/"after" read as open-ended. None if it names none."""
-    periods = []
-    for match in find_dates(query, now):
-        period = match.period
-        bound = _OPEN.search(query, max(0, match.start - 12), match.start)
-        if bound and bound.group(1).lower() in ("before", "until", "till", "by"):
-            last = (
-                period.start - timedelta(days=1)
-                if bound.group(1).lower() == "before"
-                else period.end
-            )
-            period = Period(date.min, last)
-        elif bound:
-            first = (
-                period.end + timedelta(days=1)
-                if bound.group(1).lower() == "after"
-                else period.start
-            )
-            period = Period(first, date.max)
-        periods.append(period)
-    if not periods:
-        return None
-    return Period(min(p.start for p in periods), max(p.end for p in periods))
-
-
 def dated_within(text: str, created_at: datetime, period: Period) -> bool:
     """Whether a stored item belongs to `period`: it was stored then, or its
     text holds an absolute date (an annotation, an ISO date, "May 8, 2023")
@@ -461,15 +464,6 @@ def dated_within(text: str, created_at: datetime, period: Period) -> bool:
         period.start <= dated.start and dated.end <= period.end
         for dated in _absolute_dates(text, created_at)
     )
-
-
-def tells_past(text: str, created_at: datetime) -> bool:
-    """Whether a stored text holds an absolute date (an annotation, an ISO
-    date, "May 8, 2023") of a period that ended before the item was stored:
-    it tells of something past ("we went camping last week [2023-05-01..
-    2023-05-07]")."""
-    day = created_at.date()
-    return any(dated.end < day for dated in _absolute_dates(text, created_at))
 
 
 # What an absolute date in stored text holds: a year's digits, or the "[" of
@@ -495,43 +489,18 @@ def _parsed_dates(text: str, created_at: datetime) -> tuple[Period, ...]:
     return tuple(m.period for m in find_dates(text, created_at, ABSOLUTE_RULES) if not m.relative)
 
 
-# "before she moved", "after the accident", "since we met": a period bounded
-# by an event, not a date. When the query names no date, search finds the
-# event in memory (its best match by these words) and bounds the period by
-# when it happened (search.py `named_period`).
-_EVENT_BOUND = re.compile(
-    r"\b(?P<bound>before|after|since|until|till)\s+(?P<event>[^?.!,;:]+)", re.IGNORECASE
+# "for three years", "since 2019", "for a couple of weeks": a span of time,
+# which tells when as a date does ("I've had them for 3 years").
+_DURATION = re.compile(
+    rf"\b(?:for|since)\s+(?:the\s+(?:past|last)\s+)?(?:a\s+few|several|many|{_NUMBER})"
+    r"\s+(?:day|week|month|year|decade)s?\b",
+    re.IGNORECASE,
 )
-_CONTENT_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+_ANY_DAY = date(2000, 1, 1)  # what a date is resolved at only to know that it is one
 
 
-class EventBound(NamedTuple):
-    """A query's period bounded by an event: from it on (`after`, "since"),
-    or up to it."""
-
-    after: bool
-    event: str  # the words naming it
-
-
-def event_bound(query: str) -> EventBound | None:
-    """The event that bounds the period a query asks about, if it names one
-    by a few words ("before she moved to Berlin"; not "after that")."""
-    match = _EVENT_BOUND.search(query)
-    if match is None:
-        return None
-    event = match.group("event").strip()
-    words = {w.lower() for w in _CONTENT_WORD.findall(event)}
-    if not words - STOP_WORDS - {"one", "ones"}:  # "after that", "before this one"
-        return None
-    return EventBound(match.group("bound").lower() in ("after", "since"), event)
-
-
-def bounded_by(bound: EventBound, text: str, created_at: datetime) -> Period:
-    """The period before or after the event a stored item tells of: dated by
-    the first absolute date in its text ("moved yesterday [2023-05-07]"), or
-    by when it was stored. The event's own days are included: what a question
-    asks about often happened then too ("how did she feel after the
-    accident?")."""
-    dated = _absolute_dates(text, created_at)
-    span = dated[0] if dated else Period(created_at.date(), created_at.date())
-    return Period(span.start, date.max) if bound.after else Period(date.min, span.end)
+@functools.lru_cache(maxsize=4096)
+def states_time(text: str) -> bool:
+    """Whether `text` says when, or for how long: a date expression of any
+    kind (absolute, relative, an annotation) or a span ("for 3 years")."""
+    return _DURATION.search(text) is not None or bool(find_dates(text, _ANY_DAY))

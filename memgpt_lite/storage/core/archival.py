@@ -24,7 +24,7 @@ from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.models import Passage
 from memgpt_lite.storage.core.errors import NO_PASSAGE
 from memgpt_lite.storage.core.rows import PASSAGE_COLUMNS, passage_from_row, text_hash
-from memgpt_lite.storage.core.sql import Filters, Search
+from memgpt_lite.storage.core.sql import Filters, Search, stored_datetime
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.protocol import Owner, Ranking, StoredVectors, VectorCounters
 
@@ -201,6 +201,16 @@ class Archival(Transactions):
                 [agent_id, *params, limit, offset],
             )
         return [passage_from_row(r) for r in rows], total
+
+    @guarded
+    def newest_passage_time(self, agent_id: str) -> datetime | None:
+        """The time of the agent's last stored passage (by seq: one step down
+        the (agent_id, seq) index), None without passages."""
+        row = self._one(
+            "SELECT created_at FROM passages WHERE agent_id = ? ORDER BY seq DESC LIMIT 1",
+            [agent_id],
+        )
+        return stored_datetime(row[0]) if row else None
 
     @guarded
     def passages_by_seq(

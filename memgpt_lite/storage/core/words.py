@@ -44,17 +44,12 @@ _STOP_WORDS_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 WORD = re.compile(r"\w+", re.UNICODE)
-# "What kind of music...": the frame says what sort of answer is wanted, and
-# "kind" matched every "your kind words" (LoCoMo, lexical: open-domain
-# recall@5 +1.1, the rest within 0.3).
-_QUESTION_FRAME = re.compile(r"\b(?:kinds?|types?|sorts?)\s+of\b", re.IGNORECASE)
 
 
 def fts_words(text: str) -> list[str]:
     """The words of `text` to search for: lower-cased, each once, stop words
-    and the frame of "what kind (type, sort) of" left out (unless the text
-    holds nothing else)."""
-    words = list(dict.fromkeys(w.lower() for w in WORD.findall(_QUESTION_FRAME.sub(" ", text))))
+    left out (unless the text holds nothing else)."""
+    words = list(dict.fromkeys(w.lower() for w in WORD.findall(text)))
     return [w for w in words if w not in STOP_WORDS] or words
 
 

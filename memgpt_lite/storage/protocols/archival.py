@@ -56,6 +56,12 @@ class ArchivalStorage(Protocol):
         only current ones (False)."""
         ...
 
+    def newest_passage_time(self, agent_id: str) -> datetime | None:
+        """The time (`created_at`) of the agent's last stored passage, None
+        if it has none: what memory's latest time is, for a search query
+        naming a month without its year."""
+        ...
+
     def passages_by_seq(
         self,
         agent_id: str,

@@ -20,7 +20,7 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, EndpointEmbedder, make_embedder
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.archival.chunks import chunk_text
-from memgpt_lite.memory.retrieval.search import combine
+from memgpt_lite.memory.retrieval.search import VECTOR_WEIGHT, combine, passage_vectors
 from memgpt_lite.testing import call, drop, error, reply, say
 
 
@@ -158,11 +158,16 @@ def test_tools_take_tags_and_dates_and_show_id_time_tags(fake_llm, db_location):
 
 
 def test_combine_normalises_and_weighs_both_sides():
-    # BM25 is divided by the best score; similarities are already in [0, 1].
+    # BM25 is divided by the best score; similarities are min-max normalised
+    # over the items of both sides and count VECTOR_WEIGHT.
+    assert VECTOR_WEIGHT == 0.4
     lexical = {1: 10.0, 2: 5.0}
     similarity = {1: 0.0, 2: 1.0, 3: 0.9}
-    # 1: 0.5 * 1.0 + 0.5 * 0.0 = 0.5;  2: 0.5 * 0.5 + 0.5 * 1.0 = 0.75;  3: 0.5 * 0 + 0.5 * 0.9
-    assert combine(lexical, similarity) == [2, 1, 3]
+    # 1: 1.0 + 0.4 * 0.0 = 1.0;  2: 0.5 + 0.4 * 1.0 = 0.9;  3: 0 + 0.4 * 0.9 = 0.36
+    assert combine(lexical, similarity) == [1, 2, 3]
+    # Words about as good: the vectors decide. Similarities 0.6 to 0.9 span
+    # the scale: 1: 1.0 + 0.4 * 0.0 = 1.0;  2: 0.9 + 0.4 * 1.0 = 1.3.
+    assert combine({1: 10.0, 2: 9.0}, {1: 0.6, 2: 0.9, 3: 0.8}) == [2, 1, 3]
     assert combine({}, {4: 0.2, 5: 0.3}) == [5, 4]
     assert combine({6: 3.0}, {}) == [6]
 
@@ -205,6 +210,30 @@ def test_hybrid_search_finds_what_words_alone_miss(db_location, another_db_locat
     plain = make_agent_in(another_db_location)
     plain.archival.insert("My car is red and fast.")
     assert plain.archival.search("automobile") == ([], 0)
+
+
+# Two replies alike in words: what each answers is in its context.
+REPLIES = [
+    ("Yes, it was wonderful!", "How was the drive in your new automobile?"),
+    ("Yes, it was lovely!", "Did the kitten sleep well?"),
+]
+
+
+def test_a_passages_vector_leans_toward_its_context(db_location):
+    agent = make_agent_in(db_location, embedder=SynonymEmbedder())
+    passages = [Passage(agent_id=agent.state.id, text=t, context=c) for t, c in REPLIES]
+    passages.append(Passage(agent_id=agent.state.id, text="We stayed in: a storm."))
+    vectors = passage_vectors(agent.runner, passages)
+    text_only = SynonymEmbedder().embed([p.text for p in passages])
+    # The replies' own vectors are alike; with their contexts, a car and a cat.
+    assert np.allclose(text_only[0], text_only[1])
+    assert vectors[0][0] > 0 and vectors[0][1] == 0 and vectors[1][1] > 0
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert np.allclose(vectors[2], text_only[2])  # no context: its text's
+    agent.archival.insert_many(passages)
+    for query, text in (("car", REPLIES[0][0]), ("cat", REPLIES[1][0])):
+        found, _ = agent.archival.search(query, limit=1)
+        assert found[0].text == text
 
 
 def test_passages_stored_before_an_embedder_are_backfilled(db_location):

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
+from memgpt_lite.memory.retrieval.questions import query_names
 from memgpt_lite.memory.retrieval.ranking import (
     QUESTION_PENALTY,
     SUBJECT_BOOST,
     aboutness,
-    fts_words,
     length_weights,
-    query_names,
     reweighed,
 )
 
@@ -72,12 +71,6 @@ def test_a_short_reply_does_not_outrank_the_telling_passage():
     ranked = [text for text, _ in reweighed("Melanie camping", scored, str)]
     assert ranked[0] == "Melanie: we went camping at the lake."
     assert ranked[-1] == "Melanie: camping!"  # 2 words of a median 7: weighed about 0.53
-
-
-def test_the_frame_of_a_question_is_not_searched():
-    assert fts_words("What kind of music does Anna like?") == ["music", "anna", "like"]
-    assert fts_words("types of yoga") == ["yoga"]
-    assert fts_words("a kind word") == ["kind", "word"]  # only before "of"
 
 
 def _agent(db: str, **kwargs) -> Agent:

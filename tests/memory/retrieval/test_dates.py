@@ -15,8 +15,8 @@ from memgpt_lite.memory.retrieval.dates import (
     annotate,
     dated_within,
     find_dates,
-    query_period,
 )
+from memgpt_lite.memory.retrieval.questions import query_period
 from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
 from memgpt_lite.testing import call, reply, say

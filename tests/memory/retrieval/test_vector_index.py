@@ -128,5 +128,6 @@ def test_server_hits_normalise_over_what_the_server_returned():
     hits = ServerHits.of(VectorMatches([3, 1], {3: 0.9, 1: 0.5, 7: 0.1}))
     assert hits.ranked == [3, 1]
     assert [hits.similarity(s) for s in (3, 1, 7, 99)] == pytest.approx([1.0, 0.5, 0.0, 0.0])
-    assert combine({7: 2.0, 1: 1.6}, {s: hits.similarity(s) for s in (1, 3, 7)}) == [1, 7, 3]
+    # 7: 2.0 / 2.0 + 0.4 * 0.0 = 1.0;  1: 1.5 / 2.0 + 0.4 * 0.5 = 0.95;  3: 0.4 * 1.0
+    assert combine({7: 2.0, 1: 1.5}, {s: hits.similarity(s) for s in (1, 3, 7)}) == [7, 1, 3]
     assert ServerHits.of(VectorMatches([4], {4: 0.3})).similarity(4) == 1.0

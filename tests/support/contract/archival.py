@@ -78,6 +78,14 @@ class PassageContract(ContractBase):
             store.passages_by_seq(state.id, seqs, tags=["y"], start=date(2026, 1, 3))
         ) == [seqs[0]]
 
+    def test_the_newest_passage_time_is_the_last_stored(self, store):
+        state, other = new_agent(store), new_agent(store, "kim")
+        assert store.newest_passage_time(state.id) is None
+        store.add_passage(passage(state, "a", created_at=day("2023-05-02 10:00")))
+        store.add_passage(passage(other, "b", created_at=day("2024-01-01 10:00")))
+        store.add_passage(passage(state, "c", created_at=day("2022-07-08 09:30")))
+        assert store.newest_passage_time(state.id) == day("2022-07-08 09:30")
+
     def test_a_passage_belongs_to_its_agent(self, store):
         sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
         kims = passage(kim, "kim's secret")
