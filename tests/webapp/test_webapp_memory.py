@@ -16,6 +16,13 @@ def block_value(served: Served, agent: str, label: str) -> str:
     return served.api.get(f"/api/agents/{agent}/blocks/{label}").json()["value"]
 
 
+def save(page: Page, block) -> None:
+    """Click the block's Save and wait for the server's answer to it (the
+    page's alerts change at the click, before the answer)."""
+    with page.expect_response(lambda r: r.request.method == "PUT" and "/blocks/" in r.url):
+        block.get_by_role("button", name="Save").click()
+
+
 def test_a_block_is_edited_in_place_and_read_back_over_the_api(
     page: Page, served: Served, recorded: Recorded
 ) -> None:
@@ -28,7 +35,7 @@ def test_a_block_is_edited_in_place_and_read_back_over_the_api(
     block = page.locator(".block", has=editor)
     expect(block.locator(".size")).to_have_text("9 / 40")
     editor.fill("Name: Ann\nLikes: tea")
-    block.get_by_role("button", name="Save").click()
+    save(page, block)
     expect(block.locator(".size")).to_have_text("20 / 40")
     expect(block.get_by_role("alert")).to_have_count(0)
     assert block_value(served, "editor", "human") == "Name: Ann\nLikes: tea"
@@ -62,7 +69,7 @@ def test_a_block_is_edited_in_place_and_read_back_over_the_api(
     block.get_by_role("button", name="Revert").click()  # take the block's new text
     expect(editor).to_have_value("Name: Ann B.")
     editor.fill("Name: Ann B.\nLikes: coffee")
-    block.get_by_role("button", name="Save").click()
+    save(page, block)
     expect(block.get_by_role("alert")).to_have_count(0)
     assert block_value(served, "editor", "human") == "Name: Ann B.\nLikes: coffee"
     expect(versions).to_have_count(4)  # the open history shows the save
