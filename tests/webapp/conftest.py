@@ -25,13 +25,16 @@ from memgpt_lite.testing import FakeOpenAIServer
 ARTIFACTS = REPO / "test-artifacts" / "webapp"
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API runs, its event
+# loop is the running loop of the worker's thread, and a test of another
+# package that an xdist worker runs next would fail at asyncio.run().
+@pytest.fixture(scope="module")
 def playwright_driver() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
     """Debian's chromium, headless, with a fresh profile (Playwright gives
     each launch a new temporary user-data folder)."""
