@@ -7,6 +7,7 @@ these; nothing here depends on what is stored.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
 from memgpt_lite.memory.retrieval.dates import Period, find_dates
@@ -15,9 +16,11 @@ from memgpt_lite.storage.core.words import STOP_WORDS, WORD
 _OPEN = re.compile(r"\b(before|until|till|by|after|since)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
-def query_period(
-    query: str, now: date | datetime, latest: date | datetime | None = None
-) -> Period | None:
+# The time of the newest item in memory, asked for only when a query needs it.
+Latest = Callable[[], date | datetime | None]
+
+
+def query_period(query: str, now: date | datetime, latest: Latest | None = None) -> Period | None:
     """The period a search query names: the span of every date in it, a date
     after "before"/"after" read as open-ended. None if it names none.
 
@@ -25,15 +28,17 @@ def query_period(
     then they are told from that one ("the week before August 3, 2023",
     "last Friday, on 23 January 2022", "between August 11 and August 15
     2023"), and the period is their span with it. A month or day named
-    without its year ("in May") is the latest one up to `latest` when given
-    (the time of the newest item in memory: the May memory can tell of)."""
+    without its year ("in May") is the latest one up to what `latest`
+    returns, when given (the time of the newest item in memory: the May
+    memory can tell of); it is called only for such a query."""
     found = find_dates(query, now)
     anchor = next((m for m in found if not m.relative), None)
     if anchor is not None and any(m.relative for m in found):
         told = find_dates(query, anchor.period.end)
         return Period(min(m.period.start for m in told), max(m.period.end for m in told))
-    if latest is not None and any(m.guessed for m in found):
-        at_latest = {(m.start, m.end): m for m in find_dates(query, latest)}
+    newest = latest() if latest is not None and any(m.guessed for m in found) else None
+    if newest is not None:
+        at_latest = {(m.start, m.end): m for m in find_dates(query, newest)}
         found = [at_latest.get((m.start, m.end), m) if m.guessed else m for m in found]
     periods = [_open_ended(query, m.start, m.period) for m in found]
     if not periods:

@@ -326,8 +326,7 @@ def search_passages(
     vector_search = _start_vector_search(agent, "passage", query, depth * (4 if filtered else 1))
 
     # A month named without its year is the latest one memory holds.
-    latest = store.newest_passage_time(agent_id)
-    period = query_period(query, datetime.now(UTC), latest)
+    period = query_period(query, datetime.now(UTC), lambda: store.newest_passage_time(agent_id))
     filters = _PassageFilters(tags, start, end, period=period)
     if not any_replaced:
         return _passage_page(agent, query, vector_search, limit, offset, depth, filters)

@@ -52,12 +52,13 @@ def days(first: str, last: str | None = None) -> Period:
     ],
 )
 def test_the_period_a_query_names(query, expected):
-    assert query_period(query, NOW, LATEST) == expected
+    assert query_period(query, NOW, lambda: LATEST) == expected
 
 
 def test_without_memorys_time_a_month_is_the_latest_before_today():
     assert query_period("camping in June", NOW) == days("2026-06-01", "2026-06-30")
-    assert query_period("camping in June", NOW, None) == query_period("camping in June", NOW)
+    no_passages = query_period("camping in June", NOW, lambda: None)
+    assert no_passages == query_period("camping in June", NOW)
 
 
 @pytest.mark.parametrize(
@@ -142,3 +143,17 @@ def test_a_month_without_its_year_is_the_one_memory_holds(db_location):
     )
     found = agent.archival.search("Which waterfall did Joanna hike to in May?", limit=1)[0]
     assert found[0].text == texts[0][0]
+
+
+def test_memorys_time_is_asked_for_only_by_a_month_without_its_year():
+    asked = []
+
+    def latest() -> date:
+        asked.append(True)
+        return LATEST
+
+    assert query_period("what happened last week", NOW, latest) == days("2026-11-16", "2026-11-22")
+    assert query_period("trips in 2019", NOW, latest) == days("2019-01-01", "2019-12-31")
+    assert asked == []
+    query_period("camping in June", NOW, latest)
+    assert asked == [True]
