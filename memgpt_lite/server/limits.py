@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memgpt_lite.errors import ConfigError, TooLargeError
 from memgpt_lite.models import Approval, StepInput
+from memgpt_lite.server.webapp.mount import FILES_PATH
 from memgpt_lite.settings.effective import ServeFileConfig
 from memgpt_lite.step_input import plain_input
 
@@ -142,7 +143,7 @@ class RateLimiter:
 
 
 def _unlimited(path: str) -> bool:
-    return path in ("/health", "/") or path.startswith("/app/")
+    return path in ("/health", "/") or path.startswith(f"{FILES_PATH}/")
 
 
 # What hands the limits `serve` resolved to the apps of its workers, as JSON.
