@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from support.backends import execute_sql, is_postgres, open_db
+from support.removing_tool import REMOVED, remove
 
 from memgpt_lite import AgentSettings, AlreadyExistsError, Block, tool
 from memgpt_lite.agent import Agent
@@ -537,20 +538,6 @@ def test_only_the_last_answer_with_no_results_keeps_waiting():
     fixed, _, notes = pair_tool_calls(partial, start=0)
     assert [m.content for m in fixed[1:]] == ["answer a", MISSING_RESULT]
     assert not any("waiting" in note for note in notes)
-
-
-REMOVED: list[str] = []
-
-
-@tool(requires_approval=True)
-def remove(path: str) -> str:
-    """Remove a file.
-
-    Args:
-        path: The file.
-    """
-    REMOVED.append(path)
-    return f"removed {path}"
 
 
 def test_a_waiting_answer_keeps_waiting_across_export_and_import(tmp_path):

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from support.backends import open_db, without_notices
+from support.removing_tool import REMOVED, remove
 
-from memgpt_lite import Agent, tool
+from memgpt_lite import Agent
 from memgpt_lite.agentfile.native import export_agent, import_agent
 from memgpt_lite.agentfile.schema import MISSING_RESULT
 from memgpt_lite.cli.main import cli
@@ -174,20 +175,6 @@ def test_a_file_without_conversations_imports_as_before(fake_llm, tmp_path, db_l
     assert [m.content for m in copy.context_messages()] == [
         m.content for m in sam.context_messages()
     ]
-
-
-REMOVED: list[str] = []
-
-
-@tool(requires_approval=True)
-def remove(path: str) -> str:
-    """Remove a file.
-
-    Args:
-        path: The file.
-    """
-    REMOVED.append(path)
-    return f"removed {path}"
 
 
 def broken_conversation() -> dict[str, Any]:
