@@ -251,14 +251,17 @@ async def step_event_batches(
     watch: StepWatch | None = None,
     *,
     conversation: str | None = None,
+    state: AgentState | None = None,
 ) -> AsyncIterator[list[StepEvent]]:
     """`step_events`, in the batches they cross to the event loop in
-    (steps.py): a route that writes a batch at once writes less often."""
+    (steps.py): a route that writes a batch at once writes less often.
+    `state`: as in `step_result`."""
     watch = watch or StepWatch()
     handed = False  # to the step runner, which tells `watch` itself
     try:
         ctx.limits.check_message(message)
-        state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
+        if state is None:
+            state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
         if once is not None and (first := await run_in_threadpool(once.claim, state)) is not None:
             replayed, handed = first.events(state.id), True
             watch.tell(replayed[-1])
@@ -311,16 +314,20 @@ async def step_result(
     watch: StepWatch | None = None,
     *,
     conversation: str | None = None,
+    state: AgentState | None = None,
 ) -> StepResult:
     """The result of one step of the user's agent (in `conversation`; None:
     its default one), run in a worker thread; the step's error raised
     (answered by its status). With `once` (the send's idempotency key), a
-    send made already is answered as it was. `watch`: as in `step_events`."""
+    send made already is answered as it was. `watch`: as in `step_events`.
+    `state`: the agent `ref` names, when the caller read it already (the
+    step reads it again, as it begins)."""
     watch = watch or StepWatch()
     handed = False  # to the step runner, which tells `watch` itself
     try:
         ctx.limits.check_message(message)
-        state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
+        if state is None:
+            state = await run_in_threadpool(ctx.agent_state, user, ref, conversation)
         steps_of = conversation or state.id  # one at a time per conversation
         load = _loader(ctx, user, state.id, once, conversation)
         if once is None:

@@ -233,18 +233,21 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
     from memgpt_lite.server.mcp_mount import mount_mcp
     from memgpt_lite.server.webapp.mount import mount_webapp
 
+    # Letta's routes first: its sends are the most frequent requests, and
+    # FastAPI tries the routes in order (see server/letta/__init__.py). No
+    # two of these routers serve the same path.
     routers = (
-        health,
-        api_agents,
-        api_approvals,
-        api_memory,
-        api_tools,
-        api_unanswered,
-        letta,
-        openai_compat,
+        *letta.routers,
+        health.router,
+        api_agents.router,
+        api_approvals.router,
+        api_memory.router,
+        api_tools.router,
+        api_unanswered.router,
+        openai_compat.router,
     )
-    for module in routers:
-        app.include_router(module.router)
+    for router in routers:
+        app.include_router(router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     mount_webapp(app)  # the web app at /, its files under /app
     return mount_mcp(app, auth=auth)  # /mcp: the agents over MCP

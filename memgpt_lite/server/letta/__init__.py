@@ -1,8 +1,6 @@
 """The routes of Letta's REST API that Letta's clients use (see README,
-"Letta's clients"): `router` serves them; `fallback_router`, included after
+"Letta's clients"): `routers` serve them; `fallback_router`, included after
 every other router, answers the rest of Letta's API with 501."""
-
-from fastapi import APIRouter
 
 from memgpt_lite.server.letta import (
     agent_context,
@@ -21,22 +19,28 @@ from memgpt_lite.server.letta import (
 )
 from memgpt_lite.server.letta.fallback import router as fallback_router
 
-router = APIRouter()
-for module in (
-    agents,
-    agent_context,
-    agent_files,
-    messages,
-    send,
-    conversations,
-    runs,
-    memory,
-    blocks,
-    groups,
-    tools,
-    mcp_servers,
-    models,
-):
-    router.include_router(module.router)
+# Included one by one into the app, not through one router of routers: FastAPI
+# tries every route of a router in turn, and a nested router's again when it
+# hands the request down, so each level and each route ahead of a send costs
+# every request. The sends and the message list come first; the paths of
+# different modules never overlap, so their order changes no answer.
+routers = tuple(
+    module.router
+    for module in (
+        send,
+        messages,
+        agents,
+        agent_context,
+        agent_files,
+        conversations,
+        runs,
+        memory,
+        blocks,
+        groups,
+        tools,
+        mcp_servers,
+        models,
+    )
+)
 
-__all__ = ["fallback_router", "router"]
+__all__ = ["fallback_router", "routers"]

@@ -36,7 +36,7 @@ from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, listed_
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.run_life import CANCEL_LOOKS_AT, cancel_conversation_runs
 from memgpt_lite.server.letta.runs import RetrieveStreamRequest, resumed
-from memgpt_lite.server.letta.send import letta_answer, letta_stream
+from memgpt_lite.server.letta.send import json_response, letta_answer, letta_stream
 from memgpt_lite.server.sendonce import send_once
 
 router = APIRouter(prefix="/v1/conversations", tags=["letta"])
@@ -227,7 +227,7 @@ async def send(
     route = f"letta.conversations.{conversation or DEFAULT_CONVERSATION}"
     once = send_once(ctx.workspace.store, idempotency_key, route, body, *body.otids())
     if not body.streaming:
-        return await letta_answer(ctx, user, agent_id, body, once, conversation)
+        return json_response(await letta_answer(ctx, user, agent_id, body, once, conversation))
     return await letta_stream(ctx, user, agent_id, body, once, conversation, PING_SECONDS)
 
 

@@ -2,7 +2,7 @@
 asynchronous) is a run, a row of the database, from before its step starts
 until after it ends.
 
-- `start_run` stores the run, `running`, and registers its `StopRequest`
+- `begin_run` stores the run, `running`, and registers its `StopRequest`
   with the process's live runs (server/live_runs.py), which renew it.
 - The step is run with the run's `watch`: its stop request, and `ended`,
   told once how the step ended (steps.py), which stores the run's end:
@@ -23,8 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-
-from fastapi.concurrency import run_in_threadpool
 
 from memgpt_lite.agent.agent import StopRequest
 from memgpt_lite.agent.workspace import Run
@@ -102,19 +100,17 @@ class LiveRun:
             self.ctx.runs.forget(self.run.id)
 
 
-async def start_run(
+def begin_run(
     ctx: ServerContext,
     user: str,
     agent_id: str,
     conversation: str | None = None,
-    *,
     background: bool = False,
 ) -> LiveRun:
     """A new run of the user's agent (in its `conversation`; None: its
-    default one), `running`, whose step this process runs."""
-    run = await run_in_threadpool(
-        ctx.workspace.start_run, user, agent_id, conversation, background=background
-    )
+    default one), `running`, whose step this process runs; from a worker
+    thread (it writes the run's row)."""
+    run = ctx.workspace.start_run(user, agent_id, conversation, background=background)
     return LiveRun(ctx, run)
 
 

@@ -32,9 +32,9 @@ from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.messages import keep, to_letta
 from memgpt_lite.server.letta.paging import Order, page
-from memgpt_lite.server.letta.run_life import LiveRun, cancel_runs, start_run
+from memgpt_lite.server.letta.run_life import LiveRun, cancel_runs
 from memgpt_lite.server.letta.run_stream import check_streamable, follow_response
-from memgpt_lite.server.letta.send import checked_input
+from memgpt_lite.server.letta.send import prepared_send
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,7 @@ async def create_async(
         raise ConfigError(
             "callback_url: memgpt-lite does not call back; poll the run (runs.retrieve)"
         )
-    state = await run_in_threadpool(ctx.agent_state, user, agent_id)
-    message = await run_in_threadpool(checked_input, ctx, user, state.id, body)
-    live = await start_run(ctx, user, state.id)
+    _, message, live = await run_in_threadpool(prepared_send, ctx, user, agent_id, body)
     ctx.runs.keep(asyncio.create_task(_run_async(ctx, user, live, message)))
     return run_view(live.run)
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from memgpt_lite.errors import ApprovalError, LLMError
 from memgpt_lite.events import (
@@ -36,12 +37,12 @@ from memgpt_lite.events import (
     ThoughtDelta,
     ToolCallStarted,
 )
-from memgpt_lite.models import Message, StepInput, StepResult, utcnow
+from memgpt_lite.models import AgentState, Message, StepInput, StepResult, utcnow
 from memgpt_lite.server.api_agents import step_event_batches, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, keep, otid, to_letta
-from memgpt_lite.server.letta.run_life import STOP_REASONS, LiveRun, start_run
+from memgpt_lite.server.letta.run_life import STOP_REASONS, LiveRun, begin_run
 from memgpt_lite.server.letta.run_stream import (
     RunChunks,
     follow_response,
@@ -110,6 +111,22 @@ def letta_response(result: StepResult, body: SendRequest, run_id: str) -> dict[s
         "stop_reason": stop_reason(STOP_REASONS[result.stop_reason]),
         "usage": usage,
     }
+
+
+def json_response(content: dict[str, Any]) -> Response:
+    """`content` as FastAPI would answer it (datetimes in ISO 8601), but
+    encoded in one pass: FastAPI first walks every value of a returned dict
+    (jsonable_encoder), which costs a send as much as its own storing."""
+    text = json.dumps(
+        content, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_iso_date
+    )
+    return Response(text, media_type="application/json")
+
+
+def _iso_date(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def data(item: dict[str, Any] | str) -> str:
@@ -231,18 +248,34 @@ class LettaStream:
         ]
 
 
-def checked_input(
+def prepared_send(
     ctx: ServerContext,
     user: str,
     agent_id: str,
     body: SendRequest,
     conversation: str | None = None,
-) -> StepInput:
-    """What the request asks the user's agent (in `conversation`; None: its
-    default one) to do. An older-style answer names the approval request it
-    answers (the waiting answer's id): one that names another is refused, as
-    Letta refuses it, rather than taken as the answer to whatever waits now."""
+    background: bool = False,
+) -> tuple[AgentState, StepInput, LiveRun]:
+    """What a send needs before its step, in one worker thread's call rather
+    than one each (each hand-over costs the event loop about as much as a
+    read): the user's agent, what the request asks of it (`checked_input`)
+    and its run, started (`begin_run`)."""
     state = ctx.agent_state(user, agent_id)
+    step_input = checked_input(ctx, state, body, conversation)
+    return state, step_input, begin_run(ctx, user, state.id, conversation, background)
+
+
+def checked_input(
+    ctx: ServerContext,
+    state: AgentState,
+    body: SendRequest,
+    conversation: str | None = None,
+) -> StepInput:
+    """What the request asks the user's agent `state` (in `conversation`;
+    None: its default one) to do. An older-style answer names the approval
+    request it answers (the waiting answer's id): one that names another is
+    refused, as Letta refuses it, rather than taken as the answer to
+    whatever waits now."""
     step_input = body.step_input()
     if isinstance(step_input, StepWithClientTools):
         # The step checks them too; here a streamed send is a 422, not an error event.
@@ -265,14 +298,16 @@ async def letta_frames(
     step_input: StepInput,
     once: SendOnce | None,
     ping_seconds: float | None = None,
+    state: AgentState | None = None,
 ) -> AsyncIterator[str]:
     """The send's stream: its step's events (in the run's conversation) as
     Letta's chunks, each naming the run (run_stream.py), with a ping every
-    `ping_seconds` (None: the server's) the step is silent."""
+    `ping_seconds` (None: the server's) the step is silent. `state`: the
+    run's agent, when read already."""
     agent_id, conversation = live.run.agent_id, live.run.conversation_id
     stream, chunks = LettaStream(ctx, agent_id, body, conversation), RunChunks(live.run.id)
     batches = step_event_batches(
-        ctx, user, agent_id, step_input, once, live.watch, conversation=conversation
+        ctx, user, agent_id, step_input, once, live.watch, conversation=conversation, state=state
     )
     every = (ping_seconds or ctx.runs.ping_seconds) if body.include_pings else None
     async for batch in pinged(batches, every):
@@ -298,15 +333,15 @@ async def letta_stream(
     """A streamed send (in the agent's `conversation`; None: its default
     one), as a run: followed as it goes, or, with `background`, run apart
     from the connection with its chunks kept."""
-    state = await run_in_threadpool(ctx.agent_state, user, agent_id)
-    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body, conversation)
-    live = await start_run(ctx, user, state.id, conversation, background=body.background)
+    state, step_input, live = await run_in_threadpool(
+        prepared_send, ctx, user, agent_id, body, conversation, body.background
+    )
     if not body.background:
-        frames = letta_frames(ctx, user, live, body, step_input, once, ping_seconds)
+        frames = letta_frames(ctx, user, live, body, step_input, once, ping_seconds, state)
         return await sse_response(frames)
     stream = LettaStream(ctx, state.id, body, conversation)
     batches = step_event_batches(
-        ctx, user, state.id, step_input, once, live.watch, conversation=conversation
+        ctx, user, state.id, step_input, once, live.watch, conversation=conversation, state=state
     )
     await run_in_background(ctx, live, batches, stream.on)
     return follow_response(
@@ -336,7 +371,7 @@ async def send(
     once = send_once(ctx.workspace.store, idempotency_key, "letta.send", body, *body.otids())
     if body.streaming:
         return await letta_stream(ctx, user, agent_id, body, once)
-    return await letta_answer(ctx, user, agent_id, body, once)
+    return json_response(await letta_answer(ctx, user, agent_id, body, once))
 
 
 async def letta_answer(
@@ -349,11 +384,11 @@ async def letta_answer(
 ) -> dict[str, Any]:
     """A send's LettaResponse, once its step (a run, in the agent's
     `conversation`) ran."""
-    state = await run_in_threadpool(ctx.agent_state, user, agent_id)
-    step_input = await run_in_threadpool(checked_input, ctx, user, state.id, body, conversation)
-    live = await start_run(ctx, user, state.id, conversation)
+    state, step_input, live = await run_in_threadpool(
+        prepared_send, ctx, user, agent_id, body, conversation
+    )
     result = await step_result(
-        ctx, user, state.id, step_input, once, live.watch, conversation=conversation
+        ctx, user, state.id, step_input, once, live.watch, conversation=conversation, state=state
     )
     return letta_response(result, body, live.run.id)
 
