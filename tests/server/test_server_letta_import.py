@@ -1,7 +1,7 @@
 """Letta's agents.import_file: a Letta `.af` uploaded by letta-client to a
 real server. Its custom tools keep their source and are not trusted (a call
 is a tool error) unless the import asks for it, which needs the right to
-run code on the server."""
+run code on the server. And agents.export_file, whose file imports back."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from letta_client import Letta, PermissionDeniedError, UnprocessableEntityError
+from letta_client import Letta, NotFoundError, PermissionDeniedError, UnprocessableEntityError
 from support.serving import live_server, new_key
 
 from memgpt_lite.agentfile.letta_export import export_letta
@@ -97,3 +97,48 @@ def test_what_the_import_cannot_honour_is_refused(db: str, server: str) -> None:
     with pytest.raises(UnprocessableEntityError):
         bob.agents.import_file(file=("x.af", b"not json", "application/json"))
     assert list(bob.agents.list()) == []
+
+
+def said(text: str) -> Any:
+    return reply(tool_calls=[call("send_message", message=text)])
+
+
+def file_texts(exported: str) -> list[str]:
+    """The texts of the messages of the one agent of a Letta `.af`, its
+    system message left out."""
+    [agent] = json.loads(exported)["agents"]
+    messages = [m for m in agent["messages"] if m["role"] != "system"]
+    return [part["text"] for m in messages for part in m["content"] or []]
+
+
+def test_an_exported_agent_imports_back_with_a_conversation_or_no_messages(
+    db: str, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    alice = client_of(db, server, "alice")
+    human = [{"label": "human", "value": "Alice, who likes Oslo."}]
+    agent = alice.agents.create(name="Trip planner", model="gpt-4o-mini", memory_blocks=human)
+    trip = alice.conversations.create(agent_id=agent.id).id
+    fake_llm.enqueue(said("Noted."), said("Oslo it is."))
+    alice.agents.messages.create(agent.id, messages=[{"role": "user", "content": "Hello there."}])
+    alice.conversations.messages.create(trip, messages=[{"role": "user", "content": "Plan Oslo."}])
+
+    exported = alice.agents.export_file(agent.id)
+    assert "Hello there." in "".join(file_texts(exported))
+    assert "Plan Oslo." not in "".join(file_texts(exported))
+    in_trip = alice.agents.export_file(agent.id, conversation_id=trip)
+    assert "Plan Oslo." in "".join(file_texts(in_trip))
+    assert "Hello there." not in "".join(file_texts(in_trip))
+    assert file_texts(alice.agents.export_file(agent.id, scrub_messages=True)) == []
+
+    bob = client_of(db, server, "bob")
+    with pytest.raises(NotFoundError):
+        bob.agents.export_file(agent.id)
+    with pytest.raises(NotFoundError, match="no conversation"):
+        alice.agents.export_file(agent.id, conversation_id="conv-unknown")
+    [copy_id] = bob.agents.import_file(
+        file=("trip.af", exported.encode(), "application/json")
+    ).agent_ids
+    copy = bob.agents.retrieve(copy_id)
+    assert [b.value for b in copy.memory.blocks if b.label == "human"] == [human[0]["value"]]
+    listed = bob.agents.messages.list(copy_id).items
+    assert "Hello there." in [getattr(m, "content", None) for m in listed]
