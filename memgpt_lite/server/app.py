@@ -233,13 +233,14 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
     from memgpt_lite.server.mcp_mount import mount_mcp
     from memgpt_lite.server.webapp.mount import mount_webapp
 
-    # Letta's routes first: its sends are the most frequent requests, and
-    # FastAPI tries the routes in order (see server/letta/__init__.py). No
-    # two of these routers serve the same path.
+    # The sends first, Letta's and ours: they are the most frequent requests,
+    # and FastAPI tries the routes in order (see server/letta/__init__.py).
+    # No two of these routers serve the same path.
     routers = (
+        *letta.send_routers,
+        api_agents.router,
         *letta.routers,
         health.router,
-        api_agents.router,
         api_approvals.router,
         api_memory.router,
         api_tools.router,

@@ -1,6 +1,7 @@
 """The routes of Letta's REST API that Letta's clients use (see README,
-"Letta's clients"): `routers` serve them; `fallback_router`, included after
-every other router, answers the rest of Letta's API with 501."""
+"Letta's clients"): `send_routers` and `routers` serve them;
+`fallback_router`, included after every other router, answers the rest of
+Letta's API with 501."""
 
 from memgpt_lite.server.letta import (
     agent_context,
@@ -22,13 +23,13 @@ from memgpt_lite.server.letta.fallback import router as fallback_router
 # Included one by one into the app, not through one router of routers: FastAPI
 # tries every route of a router in turn, and a nested router's again when it
 # hands the request down, so each level and each route ahead of a send costs
-# every request. The sends and the message list come first; the paths of
-# different modules never overlap, so their order changes no answer.
+# every request. `send_routers` (the sends and the message list) go first
+# (app.py); the paths of different modules never overlap, so their order
+# changes no answer.
+send_routers = (send.router, messages.router)
 routers = tuple(
     module.router
     for module in (
-        send,
-        messages,
         agents,
         agent_context,
         agent_files,
@@ -43,4 +44,4 @@ routers = tuple(
     )
 )
 
-__all__ = ["fallback_router", "routers"]
+__all__ = ["fallback_router", "routers", "send_routers"]
