@@ -22,7 +22,7 @@ from memgpt_lite.agent.runner import Runner
 from memgpt_lite.conversations import Conversation, conversation_ref
 from memgpt_lite.memory.archival.passages import ArchivalMemory
 from memgpt_lite.memory.recall.history import History
-from memgpt_lite.models import AgentState
+from memgpt_lite.models import AgentState, Message
 from memgpt_lite.storage.protocol import Storage
 
 
@@ -52,6 +52,11 @@ class Conversations(Generic[A]):
         return agent.store.create_conversation(
             Conversation(agent_id=agent.state.id, summary=summary)
         )
+
+    def fork(self, conversation_id: str | None, summary: str | None = None) -> Conversation:
+        """A new conversation that goes on from where `conversation_id` (None
+        or "default": the default one) is now (see `fork_conversation`)."""
+        return fork_conversation(self._agent.store, self._agent.state.id, conversation_id, summary)
 
     def list(self) -> list[Conversation]:
         """The agent's conversations, oldest first (the default one has no entry)."""
@@ -91,3 +96,29 @@ class Conversations(Generic[A]):
         # The store's words for one that is not there, or is another agent's.
         agent.store.get_agent(agent.state.id, conversation=conversation_id)
         return agent.store.get_conversation(conversation_id)
+
+
+def fork_conversation(
+    store: Storage, agent_id: str, conversation_id: str | None, summary: str | None = None
+) -> Conversation:
+    """A new conversation of the agent that goes on from where its
+    conversation `conversation_id` (None or "default": the default one) is
+    now: a copy of each message in that one's window (fresh ids, the same
+    words and times) and its recursive summary. What the two say next is
+    their own; the agent's memory stays one. NotFoundError for a
+    conversation the agent does not have."""
+    source = conversation_ref(conversation_id)
+    with store.transaction():
+        state = store.get_agent(agent_id, conversation=source)
+        window = store.messages_from(state.id, state.context_start, source)
+        fork = Conversation(agent_id=state.id, summary=summary, window_summary=state.summary)
+        copies = [
+            Message(
+                **m.model_dump(exclude={"id", "seq", "conversation_id"}), conversation_id=fork.id
+            )
+            for m in window
+        ]
+        if copies:
+            store.add_messages(copies)  # numbers them: the window starts at the first
+            fork.context_start = copies[0].seq or 0
+        return store.create_conversation(fork)

@@ -416,6 +416,13 @@ class Workspace:
     def create_conversation(self, agent_id: str, summary: str | None = None) -> Conversation:
         return self.store.create_conversation(Conversation(agent_id=agent_id, summary=summary))
 
+    def fork_conversation(self, agent_id: str, conversation_id: str | None) -> Conversation:
+        """A new conversation that goes on from where the agent's
+        `conversation_id` is now (agent/conversations.py)."""
+        from memgpt_lite.agent.conversations import fork_conversation
+
+        return fork_conversation(self.store, agent_id, conversation_id)
+
     def update_conversation(self, conversation_id: str, summary: str | None) -> Conversation:
         return self.store.update_conversation_summary(conversation_id, summary)
 

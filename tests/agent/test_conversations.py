@@ -105,3 +105,24 @@ def test_two_conversations_of_an_agent_step_at_once(fake_llm, db_location):
     assert contents(first) == ["Wait for the other one."]
     assert contents(second) == ["Are you there?"]
     assert contents(sam) == []
+
+
+def test_a_fork_copies_the_window_and_summary_then_goes_its_own_way(fake_llm, db_location):
+    sam = Agent.create("sam", "gpt-4o-mini", db=db_location)
+    fake_llm.enqueue(say("Oslo it is."), say("Then Bergen."), say("Still Oslo."))
+    sam.step("Let us plan Oslo.")
+    sam.store.update_agent(sam.state.id, lambda s: setattr(s, "summary", "They chose Oslo."))
+
+    fork = sam.conversations.fork("default", summary="after Oslo")
+    forked = sam.conversations.open(fork.id)
+    assert (fork.summary, forked.state.summary) == ("after Oslo", "They chose Oslo.")
+    assert contents(forked) == ["Let us plan Oslo."]
+    original_ids = {m.id for m in sam.context_messages()}
+    assert not original_ids & {m.id for m in forked.context_messages()}  # copies
+
+    forked.step("And after Oslo?")
+    sam.step("Back to Oslo.")
+    assert contents(forked) == ["Let us plan Oslo.", "And after Oslo?"]
+    assert contents(sam) == ["Let us plan Oslo.", "Back to Oslo."]
+    with pytest.raises(NotFoundError):
+        sam.conversations.fork("conv-ghost")

@@ -203,3 +203,28 @@ def test_a_quiet_stream_is_kept_alive_with_pings(
     assert "ping" in kinds and kinds[-2:] == ["stop_reason", "usage_statistics"]
     quiet = sent(client, trip, "again?", include_pings=False)
     assert "ping" not in [c.message_type for c in quiet]
+
+
+def test_a_fork_goes_on_from_where_its_conversation_is_and_then_its_own_way(
+    client: Letta, db: str, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = client.agents.create(model="openai/gpt-4o-mini")
+    trip = client.conversations.create(agent_id=agent.id).id
+    fake_llm.enqueue(*(said(text) for text in ("Oslo it is.", "Then Bergen.", "Still Oslo.")))
+    sent(client, trip, "Let us plan Oslo.")
+
+    fork = client.conversations.fork(trip)
+    assert (fork.agent_id, fork.id != trip) == (agent.id, True)
+    sent(client, fork.id, "And after Oslo?")
+    assert user_texts(fake_llm.chat_requests[-1])[-2:] == ["Let us plan Oslo.", "And after Oslo?"]
+    sent(client, trip, "Back to Oslo.")
+    assert "And after Oslo?" not in user_texts(fake_llm.chat_requests[-1])
+
+    # The default conversation, named with its agent; an empty one forks empty.
+    default = client.conversations.fork("default", agent_id=agent.id)
+    assert list(client.conversations.messages.list(default.id)) == []
+    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+    with pytest.raises(NotFoundError):
+        bob.conversations.fork(trip)
+    with pytest.raises(UnprocessableEntityError, match="message_id"):
+        client.conversations.fork(trip, message_id="message-1")

@@ -1,5 +1,6 @@
 """Letta's conversations: /v1/conversations (create, list, retrieve, update,
-delete), their messages (list; send, streamed or not), cancel and compact.
+delete, fork), their messages (list; send, streamed or not), cancel and
+compact.
 
 A conversation is one of an agent's message histories over its one memory
 (agent/conversations.py); its steps run one at a time, beside those of the
@@ -129,6 +130,26 @@ def create(agent_id: str, body: CreateConversation, ctx: Context, user: User) ->
         )
     state = ctx.agent_state(user, agent_id)
     return conversation_view(ctx.workspace.create_conversation(state.id, body.summary))
+
+
+@router.post("/{conversation_id}/fork")
+def fork(
+    conversation_id: str,
+    ctx: Context,
+    user: User,
+    agent_id: str | None = None,
+    message_id: str | None = None,
+    hidden: bool = False,
+) -> dict[str, Any]:
+    """Letta's fork_conversation: a new conversation of the same agent that
+    goes on from where this one is now (its window's messages copied, and
+    its summary); the two go their own ways from there."""
+    if message_id is not None:
+        raise ConfigError("message_id: a fork starts where the conversation is now")
+    if hidden:
+        raise ConfigError("hidden: memgpt-lite lists every conversation")
+    agent, conversation = resolved(ctx, user, conversation_id, agent_id)
+    return conversation_view(ctx.workspace.fork_conversation(agent, conversation))
 
 
 @router.get("/")
