@@ -4,6 +4,7 @@ each stepping beside the others."""
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -228,3 +229,15 @@ def test_a_fork_goes_on_from_where_its_conversation_is_and_then_its_own_way(
         bob.conversations.fork(trip)
     with pytest.raises(UnprocessableEntityError, match="message_id"):
         client.conversations.fork(trip, message_id="message-1")
+
+
+def test_recompile_gives_the_system_message_with_the_blocks_as_they_are_now(
+    client: Letta,
+) -> None:
+    blocks = [{"label": "human", "value": "Alice, in Oslo."}]
+    agent = client.agents.create(model="openai/gpt-4o-mini", memory_blocks=blocks)
+    trip = client.conversations.create(agent_id=agent.id).id
+    assert "Alice, in Oslo." in json.loads(client.conversations.recompile(trip))
+    client.agents.blocks.update("human", agent_id=agent.id, value="Alice, in Bergen.")
+    system = json.loads(client.conversations.recompile("default", agent_id=agent.id, dry_run=True))
+    assert "Alice, in Bergen." in system and "Alice, in Oslo." not in system

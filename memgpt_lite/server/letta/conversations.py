@@ -1,6 +1,6 @@
 """Letta's conversations: /v1/conversations (create, list, retrieve, update,
-delete, fork), their messages (list; send, streamed or not), cancel and
-compact.
+delete, fork), their messages (list; send, streamed or not), cancel,
+compact and recompile.
 
 A conversation is one of an agent's message histories over its one memory
 (agent/conversations.py); its steps run one at a time, beside those of the
@@ -299,6 +299,22 @@ async def compact(
     agent_id = None if body is None else body.agent_id
     where = await run_in_threadpool(resolved, ctx, user, conversation_id, agent_id)
     return await run_in_threadpool(_compacted, ctx, user, where)
+
+
+@router.post("/{conversation_id}/recompile")
+def recompile(
+    conversation_id: str,
+    ctx: Context,
+    user: User,
+    dry_run: bool = False,
+    body: CompactionRequest | None = None,
+) -> str:
+    """Letta's recompile_conversation: the system message as the
+    conversation's next request sends it. It is compiled for every request
+    from the blocks as they are, so there is nothing to store (`dry_run` or
+    not)."""
+    agent_id = None if body is None else body.agent_id
+    return ctx.agent(user, *resolved(ctx, user, conversation_id, agent_id)).system_message()
 
 
 def _compacted(ctx: ServerContext, user: str, where: Where) -> dict[str, Any]:
