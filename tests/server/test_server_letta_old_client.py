@@ -126,6 +126,17 @@ while (run := client.runs.retrieve(run.id)).status in ("created", "running"):
     time.sleep(0.05)
 results["run"] = [run.status, run.stop_reason]
 results["run_messages"] = [m.message_type for m in client.runs.messages.list(run.id)]
+
+# the run as a job
+job = client.jobs.retrieve(run.id)
+results["job"] = [job.job_type, job.status, run.id in [j.id for j in client.jobs.list()]]
+results["active_jobs"] = [j.id for j in client.jobs.list_active()]
+results["cancelled_job"] = client.jobs.cancel_job(run.id).status
+client.jobs.delete(run.id)
+try:
+    client.jobs.retrieve(run.id)
+except ApiError as exc:
+    results["deleted_job"] = exc.status_code
 """
 
 
@@ -151,6 +162,10 @@ def test_lettaroutes_with_letta_client_01(
     assert found["reset"] == [True, 0] and found["after_reset"] is None
     assert found["run"] == ["completed", "end_turn"]
     assert found["run_messages"] == ["user_message", "assistant_message", "tool_return_message"]
+    assert found["job"] == ["run", "completed", True]
+    # A run that ended is left as it was by a cancel.
+    assert (found["active_jobs"], found["cancelled_job"]) == ([], "completed")
+    assert found["deleted_job"] == 404
 
 
 OTHER_USER = """

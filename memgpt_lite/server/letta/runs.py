@@ -118,7 +118,7 @@ def cancel_agent_runs(
     return cancel_runs(ctx, user, state.id, None if body is None else body.run_ids)
 
 
-def _listed(
+def listed_runs(
     ctx: ServerContext,
     user: str,
     agent_ids: set[str],
@@ -127,6 +127,9 @@ def _listed(
     stop_reason: str | None,
     active: bool = False,
 ) -> list[Run]:
+    """The user's runs, newest first, of `agent_ids` (empty: every agent),
+    with these statuses, background or not and stop reason (None: any),
+    still open with `active`."""
     return [
         r
         for r in ctx.workspace.runs(user, MAX_LISTED_RUNS)
@@ -144,7 +147,8 @@ def list_active_runs(
 ) -> list[dict[str, Any]]:
     """Letta's list_active_runs: the user's open runs, newest first."""
     agents = {agent_id} if agent_id else set()
-    return [run_view(r) for r in _listed(ctx, user, agents, None, background, None, active=True)]
+    runs = listed_runs(ctx, user, agents, None, background, None, active=True)
+    return [run_view(r) for r in runs]
 
 
 @router.get("/v1/runs/{run_id}")
@@ -182,7 +186,7 @@ def list_runs(
     "asc" (or the older `ascending`), by agent, status, background, stop
     reason and `active` (still running); `after` and `before` are run ids."""
     wanted = set(agent_ids or ()) | ({agent_id} if agent_id else set())
-    runs = _listed(ctx, user, wanted, statuses, background, stop_reason, active)
+    runs = listed_runs(ctx, user, wanted, statuses, background, stop_reason, active)
     if order == "asc" or ascending:
         runs.reverse()
     return [
