@@ -46,6 +46,8 @@ from memgpt_lite.memory.retrieval.questions import query_period
 from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
+    Turn,
+    answers_lifted,
     date_boosted,
     feedback_words,
     fuse_feedback,
@@ -304,6 +306,10 @@ def _passage_text(passage: Passage) -> str:
     return passage.text
 
 
+def _passage_turn(passage: Passage) -> Turn:
+    return Turn(passage.seq or 0, passage.created_at.timestamp())
+
+
 def search_passages(
     agent: MemoryDeps,
     query: str,
@@ -370,6 +376,7 @@ def _passage_page(
     # with vectors: after it, the same factor outweighed the vectors
     # (LoCoMo with the local embedder: overall recall@5 68.3 -> 66.9).
     lexical = reweighed(query, lexical, _passage_text)
+    lexical = answers_lifted(lexical, _passage_turn, _passage_text)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total
