@@ -24,7 +24,8 @@ found by the hits' words, not only the question's (memory/retrieval/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
 or is much shorter than the others found; for a question asking when,
-whether it states a time). A period the query names ("in May 2023", "the
+whether it states a time), and the passage stored right after one that asks
+gains part of its score (`answers_lifted`). A period the query names ("in May 2023", "the
 week before August 3, 2023"; memory/retrieval/questions.py) ranks its items
 first.
 """
@@ -52,6 +53,7 @@ from memgpt_lite.memory.retrieval.ranking import (
     feedback_words,
     fuse_feedback,
     reweighed,
+    sessions_smoothed,
 )
 from memgpt_lite.memory.retrieval.vector_index import (
     Hits,
@@ -377,6 +379,7 @@ def _passage_page(
     # (LoCoMo with the local embedder: overall recall@5 68.3 -> 66.9).
     lexical = reweighed(query, lexical, _passage_text)
     lexical = answers_lifted(lexical, _passage_turn, _passage_text)
+    lexical = sessions_smoothed(lexical, _passage_turn)
     hits = _finished(vector_search, lexical)
     if hits is None:
         return [p for p, _ in lexical[offset : offset + limit]], total

@@ -11,8 +11,8 @@ import pytest
 
 from memgpt_lite import Agent, Passage
 from memgpt_lite.memory.retrieval.ranking import (
-    ANSWER_GAP_SECONDS,
     ANSWER_SHARE,
+    SESSION_GAP_SECONDS,
     Turn,
     answers_lifted,
     reweighed,
@@ -44,7 +44,7 @@ def test_only_the_next_turn_of_the_same_exchange_after_one_that_asks():
     scored = [(told, 1.0), ("Tom: the tournament hall was big.", 0.6), (ANSWER, 0.3)]
     assert answers_lifted(scored, turns.__getitem__, str) == scored
     # Asked, but the next seq was written much later: another exchange.
-    later = {**TURNS, ANSWER: Turn(2, ANSWER_GAP_SECONDS + 1)}
+    later = {**TURNS, ANSWER: Turn(2, SESSION_GAP_SECONDS + 1)}
     scored = [(ASKED, 1.0), ("Tom: the tournament hall was big.", 0.6), (ANSWER, 0.3)]
     assert answers_lifted(scored, later.__getitem__, str) == scored
     # The asking turn's own score is not raised by its answer.
