@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
@@ -65,17 +66,40 @@ OTHERS = [
 ]
 
 
-def test_search_finds_the_answer_to_a_question_it_matches(db_location):
-    agent = Agent.create("sam", "gpt-4o-mini", db=db_location)
+QUERY = "What game did they play at the tournament?"
+
+
+def _conversation(db: str, **kwargs) -> Agent:
+    agent = Agent.create("sam", "gpt-4o-mini", db=db, **kwargs)
     day = datetime(2024, 5, 3, tzinfo=UTC)
     passages = [
         Passage(agent_id=agent.state.id, text=t, created_at=day - timedelta(days=1 + i))
         for i, t in enumerate(OTHERS)
     ] + [Passage(agent_id=agent.state.id, text=t, context=c, created_at=day) for t, c in EXCHANGE]
     agent.archival.insert_many(passages)
-    query = "What game did they play at the tournament?"
-    by_words = agent.store.rank_passages(agent.state.id, query, 6).scored
-    weighed = [p.text for p, _ in reweighed(query, by_words, lambda p: p.text)]
+    return agent
+
+
+def test_search_finds_the_answer_to_a_question_it_matches(db_location):
+    agent = _conversation(db_location)
+    by_words = agent.store.rank_passages(agent.state.id, QUERY, 6).scored
+    weighed = [p.text for p, _ in reweighed(QUERY, by_words, lambda p: p.text)]
     assert weighed.index(EXCHANGE[1][0]) >= 3  # its own words match nothing
-    found, _ = agent.archival.search(query, limit=3)
+    found, _ = agent.archival.search(QUERY, limit=3)
+    assert EXCHANGE[1][0] in [p.text for p in found]
+
+
+class FlatEmbedder:
+    """Every text one direction: the vectors tie, and the fused ranking is
+    the words' (and where each passage sits in the conversation)."""
+
+    name, dimension = "test:flat", 4
+
+    def embed(self, texts):
+        return np.tile(np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+
+def test_hybrid_search_finds_the_answer_too(tmp_path):
+    agent = _conversation(str(tmp_path / "a.db"), embedder=FlatEmbedder())
+    found, _ = agent.archival.search(QUERY, limit=3)
     assert EXCHANGE[1][0] in [p.text for p in found]
