@@ -289,8 +289,8 @@ class Turn(NamedTuple):
 # passage's score. LoCoMo development split, lexical, overall recall@5/@10,
 # set on half A: without 73.2/79.8, 0.25 75.1/80.9, 0.35 75.6/81.0, 0.5
 # 75.9/81.4, 0.75 75.2/81.7, 1.0 74.4/81.4; on half B with 0.5, 67.9/75.9
-# -> 69.9/77.6. Every neighbour's score (asking or not) instead gave
-# 0.1-0.35: A -0.4 to -2.5 at 5, B +0.5 to +1.0.
+# -> 69.9/77.6. Every neighbour's score (asking or not) instead, 0.1-0.35:
+# A 0 to -2.5 at 5, B +0.1 to +1.9.
 ANSWER_SHARE = 0.5
 
 

@@ -24,10 +24,11 @@ found by the hits' words, not only the question's (memory/retrieval/ranking.py).
 Then each passage's word score is weighed by what the passage is about
 (`reweighed`: whether it begins with a name the query names, ends by asking,
 or is much shorter than the others found; for a question asking when,
-whether it states a time), and the passage stored right after one that asks
-gains part of its score (`answers_lifted`). A period the query names ("in May 2023", "the
+whether it states a time). A period the query names ("in May 2023", "the
 week before August 3, 2023"; memory/retrieval/questions.py) ranks its items
-first.
+first. Last, after fusion when there are vectors, where each passage sits
+in a conversation weighs on its score (`in_conversation`): the passage
+after one that asks answers it, and a session shares its best match.
 """
 
 from __future__ import annotations
