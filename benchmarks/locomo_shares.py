@@ -23,6 +23,8 @@ SHARES: dict[str, dict[str, Any]] = {
     "subject": {"ranking.SUBJECT_BOOST": 1.0},
     "question penalty": {"ranking.QUESTION_PENALTY": 1.0},
     "length": {"ranking.LENGTH_EXPONENT": 0.0},
+    "answer after asking": {"ranking.ANSWER_SHARE": 0.0},
+    "session": {"ranking.SESSION_SHARE": 0.0},
     "dates annotated": {"passages.annotate": lambda text, at: text},
     "vectors (hybrid only)": {"search.VECTOR_WEIGHT": 0.0},
     "context in vectors (hybrid)": {"search.CONTEXT_VECTOR_WEIGHT": 0.0},

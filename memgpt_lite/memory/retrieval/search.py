@@ -26,7 +26,9 @@ Then each passage's word score is weighed by what the passage is about
 or is much shorter than the others found; for a question asking when,
 whether it states a time). A period the query names ("in May 2023", "the
 week before August 3, 2023"; memory/retrieval/questions.py) ranks its items
-first.
+first. Last, after fusion when there are vectors, where each passage sits
+in a conversation weighs on its score (`in_conversation`): the passage
+after one that asks answers it, and a session shares its best match.
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ from memgpt_lite.memory.retrieval.questions import query_period
 from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
     FEEDBACK_DEPTH,
+    Turn,
+    answers_lifted,
     date_boosted,
     feedback_words,
     fuse_feedback,
     reweighed,
+    sessions_smoothed,
 )
 from memgpt_lite.memory.retrieval.vector_index import (
     Hits,
@@ -86,10 +91,11 @@ BACKFILL_PER_SEARCH = 512
 T = TypeVar("T", Passage, Message)
 
 
-def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int]:
-    """Rank items by BM25 / best BM25 + VECTOR_WEIGHT * similarity min-max
-    normalised over the items of both sides; an item missing from one side
-    scores 0 there (the least similar, for the vectors)."""
+def fused(lexical: dict[int, float], similarity: dict[int, float]) -> list[tuple[int, float]]:
+    """Items scored BM25 / best BM25 + VECTOR_WEIGHT * similarity min-max
+    normalised over the items of both sides (an item missing from one side
+    scores 0 there: the least similar, for the vectors), best first (ties:
+    the newer, higher id, first)."""
     best = max(lexical.values(), default=0.0) or 1.0
     items = set(lexical) | set(similarity)
     values = [similarity.get(item, 0.0) for item in items]
@@ -100,7 +106,13 @@ def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int
         near = (similarity.get(item, 0.0) - low) / span if span > 0 else 0.0
         return lexical.get(item, 0.0) / best + VECTOR_WEIGHT * near
 
-    return sorted(items, key=lambda item: (-score(item), -item))
+    scored = [(item, score(item)) for item in items]
+    return sorted(scored, key=lambda pair: (-pair[1], -pair[0]))
+
+
+def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int]:
+    """The items of `fused`, in its order."""
+    return [item for item, _ in fused(lexical, similarity)]
 
 
 def check_embedder(agent: MemoryDeps) -> None:
@@ -255,14 +267,23 @@ def _hybrid(
     limit: int,
     offset: int,
     total: int,
+    rerank: Callable[[list[tuple[T, float]]], list[tuple[T, float]]] | None = None,
 ) -> tuple[list[T], int]:
+    """One page of the items of `lexical` and of the vectors' `hits`, by
+    their `fused` scores, reweighed by `rerank` when given."""
     by_seq = {item.seq or 0: item for item, _ in lexical}
     by_seq.update(fetch([s for s in hits.ranked if s not in by_seq]))  # those passing filters
-    order = combine(
-        {item.seq or 0: score for item, score in lexical},
-        {seq: hits.similarity(seq) for seq in by_seq},
-    )
-    return [by_seq[s] for s in order[offset : offset + limit]], max(total, len(order))
+    scored = [
+        (by_seq[seq], score)
+        for seq, score in fused(
+            {item.seq or 0: score for item, score in lexical},
+            {seq: hits.similarity(seq) for seq in by_seq},
+        )
+    ]
+    if rerank is not None:
+        scored = rerank(scored)
+    page = [item for item, _ in scored[offset : offset + limit]]
+    return page, max(total, len(scored))
 
 
 # The feedback pass's options for `rank_passages`: it scores few rows, and
@@ -302,6 +323,10 @@ def with_feedback(
 
 def _passage_text(passage: Passage) -> str:
     return passage.text
+
+
+def _passage_turn(passage: Passage) -> Turn:
+    return Turn(passage.seq or 0, passage.created_at.timestamp())
 
 
 def search_passages(
@@ -372,12 +397,25 @@ def _passage_page(
     lexical = reweighed(query, lexical, _passage_text)
     hits = _finished(vector_search, lexical)
     if hits is None:
+        lexical = in_conversation(lexical)
         return [p for p, _ in lexical[offset : offset + limit]], total
 
     def fetch(seqs: list[int]) -> dict[int, Passage]:
         return store.passages_by_seq(agent_id, seqs, tags, start, end, superseded=superseded)
 
-    return _hybrid(lexical, hits, fetch, limit, offset, total)
+    return _hybrid(lexical, hits, fetch, limit, offset, total, rerank=in_conversation)
+
+
+def in_conversation(scored: list[tuple[Passage, float]]) -> list[tuple[Passage, float]]:
+    """`scored` reweighed by where each passage sits in a conversation: the
+    passage after one that asks answers it (`answers_lifted`), and the
+    passages of a session share its best match (`sessions_smoothed`). On
+    the fused scores in a hybrid search, so a passage the vectors found
+    gains too. LoCoMo development split, hybrid with the local MiniLM,
+    recall@5/@10 on half A: 78.0/82.3 applied to the word scores before
+    fusion, 77.7/83.6 after; half B 72.0/79.2 and 72.9/80.1."""
+    lifted = answers_lifted(scored, _passage_turn, _passage_text)
+    return sessions_smoothed(lifted, _passage_turn)
 
 
 def _passage_within(period: Period) -> Callable[[Passage], bool]:
