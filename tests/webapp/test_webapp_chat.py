@@ -121,6 +121,34 @@ def test_a_waiting_call_is_approved_then_another_denied_with_a_reason(
     expect(calls.last.locator(".result")).to_contain_text("her age is private")
 
 
+def test_each_of_several_waiting_calls_is_answered_on_its_own(
+    page: Page, served: Served, model: FakeOpenAIServer
+) -> None:
+    rule = {"type": "requires_approval", "tool_name": "archival_memory_insert"}
+    make_agent(served, "picky", settings={"tool_rules": [rule]})
+    insert = "archival_memory_insert"
+    model.enqueue(
+        reply(
+            tool_calls=[call(insert, content="Bea keeps bees."), call(insert, content="Bea is 30.")]
+        ),
+        say("Saved the first."),
+    )
+    open_agent(page, served, "picky")
+    page.get_by_label("Message").fill("Remember both")
+    page.get_by_role("button", name="Send").click()
+    waiting = page.locator(".msg.approval")
+    expect(waiting).to_contain_text("Waiting for your approval (2 calls)")
+    waiting.get_by_label("Reason").fill("her age is private")
+    waiting.get_by_role("button", name=f"Deny call 2 ({insert})").click()
+    expect(waiting).to_have_count(1)  # one call is still unanswered
+    waiting.get_by_role("button", name=f"Approve call 1 ({insert})").click()
+    expect(page.locator(".msg.reply").last).to_have_text("AgentSaved the first.")
+    stored = served.api.get("/api/agents/picky/passages").json()["passages"]
+    assert [p["text"] for p in stored] == ["Bea keeps bees."]
+    told = [m["content"] for m in model.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert "her age is private" in told[-1] and "her age is private" not in told[-2]
+
+
 def test_an_unanswered_message_is_retried_or_popped(
     page: Page, served: Served, model: FakeOpenAIServer
 ) -> None:

@@ -107,14 +107,34 @@ export class Chat {
     this.stepped();
   }
 
+  /** The calls that wait, with Approve and Deny for all of them; when
+   * several wait, each has its own too, and the answers go once every call
+   * has one. */
   approvalItem(calls) {
     const reason = h("input", { type: "text", name: "reason" });
-    const answer = (approve) => async (event) => {
-      event.target.closest("li").remove();
-      await this.step("approvals", { approve, reason: reason.value, stream: true });
+    let item;
+    const answer = async (body) => {
+      item.remove();
+      await this.step("approvals", { ...body, stream: true });
     };
-    const listed = calls.map((call) =>
-      h(
+    const all = (approve) => () => answer({ approve, reason: reason.value });
+    const chosen = new Map();
+    const choose = (call, approve, row) => () => {
+      chosen.set(call.id, approve);
+      row.dataset.answer = approve ? "approved" : "denied";
+      for (const button of row.querySelectorAll("button")) {
+        button.setAttribute("aria-pressed", String(button.dataset.approve === String(approve)));
+      }
+      if (chosen.size < calls.length) return;
+      const approvals = calls.map((each) => ({
+        approve: chosen.get(each.id),
+        reason: reason.value,
+        tool_call_id: each.id,
+      }));
+      answer({ approvals });
+    };
+    const listed = calls.map((call, index) => {
+      const row = h(
         "li",
         {},
         h(
@@ -123,21 +143,43 @@ export class Chat {
           h("summary", {}, h("code", { text: call.name })),
           h("pre", { text: call.arguments }),
         ),
-      ),
-    );
-    return h(
+      );
+      if (calls.length > 1) {
+        const own = (approve, verb) =>
+          h(
+            "button",
+            {
+              type: "button",
+              "aria-pressed": "false",
+              "aria-label": `${verb} call ${index + 1} (${call.name})`,
+              "data-approve": String(approve),
+              onclick: choose(call, approve, row),
+            },
+            verb,
+          );
+        row.append(h("div", { class: "actions" }, own(true, "Approve"), own(false, "Deny")));
+      }
+      return row;
+    });
+    const several = calls.length > 1;
+    item = h(
       "li",
       { class: "msg approval" },
-      h("p", { text: `Waiting for your approval (${calls.length} call${calls.length > 1 ? "s" : ""}):` }),
+      h("p", { text: `Waiting for your approval (${calls.length} call${several ? "s" : ""}):` }),
       h("ul", { class: "calls" }, listed),
       field("Reason", reason),
       h(
         "div",
         { class: "actions" },
-        h("button", { type: "button", onclick: answer(true) }, "Approve"),
-        h("button", { type: "button", class: "danger", onclick: answer(false) }, "Deny"),
+        h("button", { type: "button", onclick: all(true) }, several ? "Approve all" : "Approve"),
+        h(
+          "button",
+          { type: "button", class: "danger", onclick: all(false) },
+          several ? "Deny all" : "Deny",
+        ),
       ),
     );
+    return item;
   }
 
   /** Mark the messages that were never answered; the last can be sent again or dropped. */
