@@ -1,7 +1,8 @@
 """Chatting in the web app against the fake model: a reply streams in, in
 parts; thoughts and tool calls show and expand; a waiting call is approved
 or denied with a reason; an unanswered message is retried or dropped; the
-message box works from the keyboard alone."""
+message box works from the keyboard alone; older messages are shown a
+page at a time."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from support.webapp import Served, make_agent, open_agent
 
+from memgpt_lite.models import Message
+from memgpt_lite.storage.open import open_storage
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
 
 # Records every text the newest reply showed, as the page changed it.
@@ -195,3 +198,29 @@ def test_a_message_is_sent_from_the_keyboard_alone(
 
 def messages(served: Served, agent: str) -> list[dict]:
     return served.api.get(f"/api/agents/{agent}/messages").json()["messages"]
+
+
+def test_older_messages_are_shown_a_page_at_a_time(
+    page: Page, served: Served, model: FakeOpenAIServer
+) -> None:
+    agent = make_agent(served, "chatty")
+    with open_storage(str(served.db)) as store:  # 130 turns, stored as earlier sessions left them
+        store.add_messages(
+            [
+                Message(agent_id=agent["id"], role=role, content=f"{role} turn {n}")
+                for n in range(65)
+                for role in ("user", "assistant")
+            ]
+        )
+    open_agent(page, served, "chatty")
+    users = page.locator(".msg.user")
+    expect(users).to_have_count(50)  # the newest 100 messages
+    expect(users.first).to_have_text("Youuser turn 15")
+    model.enqueue(say("Noted."))  # a step since the load: the older ones are still found
+    page.get_by_label("Message").fill("One more")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".msg.reply").last).to_have_text("AgentNoted.")
+    page.get_by_role("button", name="Show older messages").click()
+    expect(users).to_have_count(66)
+    expect(users.first).to_have_text("Youuser turn 0")
+    expect(page.get_by_role("button", name="Show older messages")).to_have_count(0)

@@ -1,6 +1,6 @@
-// The chat with one agent: its recent messages, a message box whose replies
-// stream in, approvals of waiting tool calls, and retry or pop for a
-// message that was never answered.
+// The chat with one agent: its recent messages (older ones a page at a
+// time), a message box whose replies stream in, approvals of waiting tool
+// calls, and retry or pop for a message that was never answered.
 
 import { ApiError, del, events, get, path, send } from "./api.js";
 import { byId, field, fill, h } from "./dom.js";
@@ -55,9 +55,34 @@ export class Chat {
     ]);
     if (this.agent?.name !== name) return; // another agent was chosen meanwhile
     fill(this.log, historyItems(page.messages));
+    this.older = page.total - page.messages.length; // stored before the oldest shown
+    if (this.older > 0) this.log.prepend(this.olderItem());
     this.markUnanswered(unanswered.messages);
     if (waiting.length) this.append(this.approvalItem(waiting));
     this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  /** A button that shows the messages stored before the oldest shown, a page at a time. */
+  olderItem() {
+    const button = h("button", { type: "button" }, "Show older messages");
+    const item = h("li", { class: "msg older" }, button);
+    button.addEventListener("click", () => this.showOlder(item));
+    return item;
+  }
+
+  async showOlder(item) {
+    const name = this.agent.name;
+    const messages = this.route("messages");
+    // Counted from the newest, which steps since the load have moved on.
+    const { total } = await get(`${messages}?limit=1`);
+    const limit = Math.min(SHOWN_MESSAGES, this.older);
+    const page = await get(`${messages}?limit=${limit}&offset=${total - this.older}`);
+    if (this.agent?.name !== name) return; // another agent was chosen meanwhile
+    const height = this.log.scrollHeight;
+    item.after(...historyItems(page.messages));
+    this.older -= page.messages.length;
+    if (this.older <= 0 || !page.messages.length) item.remove();
+    this.log.scrollTop += this.log.scrollHeight - height; // the view stays where it was
   }
 
   async submit() {
