@@ -1,6 +1,7 @@
 """Letta's routes that read or clear what an agent works with: its context
 window (`agents.context.retrieve`, GET /v1/agents/{id}/context), its core
-memory (`agents.core_memory.retrieve`, GET /v1/agents/{id}/core-memory), and
+memory (`agents.core_memory.retrieve`, GET /v1/agents/{id}/core-memory), its
+system message (`agents.recompile`, POST /v1/agents/{id}/recompile), and
 `agents.messages.reset` (PATCH /v1/agents/{id}/reset-messages).
 
 The context window is the next request as the agent would send it
@@ -121,3 +122,18 @@ def reset_messages(
         )
     state = ctx.workspace.reset_messages(ctx.agent(user, agent_id))
     return agent_view(ctx.workspace, state)
+
+
+@router.post("/{agent_id}/recompile")
+@router.post("/{agent_id}/system-prompt/recompile")
+def recompile(
+    agent_id: str,
+    ctx: Context,
+    user: User,
+    dry_run: bool = False,
+    update_timestamp: bool = False,
+) -> str:
+    """Letta's recompile_agent: the system message as the agent's next
+    request sends it. It is compiled for every request from the blocks as
+    they are, so there is nothing to store (`dry_run` or not)."""
+    return ctx.agent(user, agent_id).system_message()
