@@ -175,3 +175,17 @@ def test_tags_are_the_users_agents_tags_each_once(client: Letta, server: str, db
     assert list(client.tags.list(order="desc", limit=2)) == ["garden", "bees"]
     assert list(client.tags.list(after="bees")) == ["garden"]
     assert list(bob.tags.list()) == ["secret"]
+
+
+def test_compact_folds_the_older_messages_into_the_summary(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    for text in ("We keep bees.", "They make honey."):
+        talk(client, agent.id, fake_llm, text)
+    fake_llm.enqueue(reply("Alice keeps bees for honey."))
+    compacted = client.agents.messages.compact(agent.id)
+    assert compacted.summary == "Alice keeps bees for honey."
+    assert compacted.num_messages_before > compacted.num_messages_after
+    listed = [getattr(m, "content", None) for m in client.agents.messages.list(agent.id).items]
+    assert "We keep bees." in listed  # folded into the summary, still in the history
