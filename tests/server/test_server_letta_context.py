@@ -5,6 +5,7 @@ test_server_letta_old_client.py) through httpx as Letta's server answers them.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -149,3 +150,42 @@ def test_reset_drops_a_waiting_approval(client: Letta, fake_llm: FakeOpenAIServe
     fake_llm.enqueue(say("Hello."))
     done = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
     assert done.stop_reason.stop_reason == "end_turn"
+
+
+def test_recompile_gives_the_system_message_with_the_blocks_as_they_are(
+    client: Letta, server: str, db: str
+) -> None:
+    agent = new_agent(client)
+    assert "Alice keeps bees." in json.loads(client.agents.recompile(agent.id))
+    client.agents.blocks.update("human", agent_id=agent.id, value="Alice keeps wasps.")
+    system = json.loads(client.agents.recompile(agent.id, dry_run=True))
+    assert "Alice keeps wasps." in system and "Alice keeps bees." not in system
+    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+    with pytest.raises(NotFoundError):
+        bob.agents.recompile(agent.id)
+
+
+def test_tags_are_the_users_agents_tags_each_once(client: Letta, server: str, db: str) -> None:
+    client.agents.create(model="openai/gpt-4o-mini", tags=["bees", "garden"])
+    client.agents.create(model="openai/gpt-4o-mini", tags=["garden", "Work"])
+    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+    bob.agents.create(model="openai/gpt-4o-mini", tags=["secret"])
+    assert list(client.tags.list()) == ["Work", "bees", "garden"]
+    assert list(client.tags.list(query_text="GAR")) == ["garden"]
+    assert list(client.tags.list(order="desc", limit=2)) == ["garden", "bees"]
+    assert list(client.tags.list(after="bees")) == ["garden"]
+    assert list(bob.tags.list()) == ["secret"]
+
+
+def test_compact_folds_the_older_messages_into_the_summary(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    for text in ("We keep bees.", "They make honey."):
+        talk(client, agent.id, fake_llm, text)
+    fake_llm.enqueue(reply("Alice keeps bees for honey."))
+    compacted = client.agents.messages.compact(agent.id)
+    assert compacted.summary == "Alice keeps bees for honey."
+    assert compacted.num_messages_before > compacted.num_messages_after
+    listed = [getattr(m, "content", None) for m in client.agents.messages.list(agent.id).items]
+    assert "We keep bees." in listed  # folded into the summary, still in the history

@@ -17,6 +17,7 @@ from memgpt_lite.server.letta import (
     models,
     runs,
     send,
+    tags,
     tools,
 )
 from memgpt_lite.server.letta.fallback import router as fallback_router
@@ -43,6 +44,7 @@ routers = tuple(
         tools,
         mcp_servers,
         models,
+        tags,
     )
 )
 

@@ -1,6 +1,8 @@
 """Letta's routes that read or clear what an agent works with: its context
 window (`agents.context.retrieve`, GET /v1/agents/{id}/context), its core
-memory (`agents.core_memory.retrieve`, GET /v1/agents/{id}/core-memory), and
+memory (`agents.core_memory.retrieve`, GET /v1/agents/{id}/core-memory), its
+system message (`agents.recompile`, POST /v1/agents/{id}/recompile),
+`agents.messages.compact` (POST /v1/agents/{id}/summarize) and
 `agents.messages.reset` (PATCH /v1/agents/{id}/reset-messages).
 
 The context window is the next request as the agent would send it
@@ -20,7 +22,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.memory.core.blocks import join_sections
 from memgpt_lite.memory.recall.window import compile_context, overview
 from memgpt_lite.models import AgentStats, Message
-from memgpt_lite.server.context import Context, User
+from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody
 from memgpt_lite.server.letta.views import AGENT_TYPE, agent_view, block_view
 
@@ -121,3 +123,42 @@ def reset_messages(
         )
     state = ctx.workspace.reset_messages(ctx.agent(user, agent_id))
     return agent_view(ctx.workspace, state)
+
+
+@router.post("/{agent_id}/recompile")
+@router.post("/{agent_id}/system-prompt/recompile")
+def recompile(
+    agent_id: str,
+    ctx: Context,
+    user: User,
+    dry_run: bool = False,
+    update_timestamp: bool = False,
+) -> str:
+    """Letta's recompile_agent: the system message as the agent's next
+    request sends it. It is compiled for every request from the blocks as
+    they are, so there is nothing to store (`dry_run` or not)."""
+    return ctx.agent(user, agent_id).system_message()
+
+
+@router.post("/{agent_id}/summarize")
+def summarize(agent_id: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's summarize_messages (`agents.messages.compact`): as
+    `conversations.messages.compact` for the agent's default conversation.
+    Letta's `compaction_settings` are not honoured (the agent's own are)."""
+    return compacted(ctx, user, agent_id)
+
+
+def compacted(
+    ctx: ServerContext, user: str, agent_id: str, conversation: str | None = None
+) -> dict[str, Any]:
+    """The older messages of the window of the agent's `conversation` (None:
+    its default one) folded into its summary now (they stay in its
+    history), as Letta's CompactionResponse."""
+    agent = ctx.agent(user, agent_id, conversation)
+    before = len(agent.context_messages())
+    report = agent.runner.summarize()
+    return {
+        "summary": agent.state.summary,
+        "num_messages_before": before,
+        "num_messages_after": before - report.evicted,
+    }

@@ -32,6 +32,7 @@ from memgpt_lite.agent.workspace import Run
 from memgpt_lite.conversations import DEFAULT_CONVERSATION, Conversation, no_conversation
 from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.letta.agent_context import compacted
 from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, listed_messages
 from memgpt_lite.server.letta.paging import Order, page
@@ -298,7 +299,7 @@ async def compact(
     into its summary now (they stay in its history)."""
     agent_id = None if body is None else body.agent_id
     where = await run_in_threadpool(resolved, ctx, user, conversation_id, agent_id)
-    return await run_in_threadpool(_compacted, ctx, user, where)
+    return await run_in_threadpool(compacted, ctx, user, *where)
 
 
 @router.post("/{conversation_id}/recompile")
@@ -315,14 +316,3 @@ def recompile(
     not)."""
     agent_id = None if body is None else body.agent_id
     return ctx.agent(user, *resolved(ctx, user, conversation_id, agent_id)).system_message()
-
-
-def _compacted(ctx: ServerContext, user: str, where: Where) -> dict[str, Any]:
-    agent = ctx.agent(user, *where)
-    before = len(agent.context_messages())
-    report = agent.runner.summarize()
-    return {
-        "summary": agent.state.summary,
-        "num_messages_before": before,
-        "num_messages_after": before - report.evicted,
-    }
