@@ -74,6 +74,14 @@ def _test_pg_addresses() -> set[tuple[str, int]]:
     return {(str(a[4][0]), int(a[4][1])) for a in found}
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than there are cores. Many tests spend
+    much of their time waiting on the processes they start (servers, the
+    command line, a browser), so a worker more keeps the cores busy: on 2
+    cores the whole suite took 299 s instead of about 335."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", DESCRIPTION)
 
