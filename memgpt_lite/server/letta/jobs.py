@@ -17,7 +17,7 @@ from memgpt_lite.agent.workspace import Run
 from memgpt_lite.server.context import Context, User
 from memgpt_lite.server.letta.paging import page
 from memgpt_lite.server.letta.run_life import cancel_runs
-from memgpt_lite.server.letta.runs import listed_runs, run_view
+from memgpt_lite.server.letta.runs import deleted_run, listed_runs, run_view
 
 router = APIRouter(prefix="/v1/jobs", tags=["letta"])
 
@@ -114,8 +114,4 @@ def cancel_job(job_id: str, ctx: Context, user: User) -> dict[str, Any]:
 def delete_job(job_id: str, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's delete_job: the run deleted (an open one is stopped first),
     as `runs.delete` does; the job as it was."""
-    run = ctx.workspace.run(job_id, user)
-    cancel_runs(ctx, user, run.agent_id, [run.id])
-    ended = ctx.workspace.run(job_id, user)
-    ctx.workspace.store.delete_run(run.id, user)
-    return job_view(ended)
+    return job_view(deleted_run(ctx, user, job_id))

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from memgpt_lite.agent.workspace import Run
 from memgpt_lite.errors import ConfigError, MemGPTError
-from memgpt_lite.models import StepInput
+from memgpt_lite.models import AgentState, StepInput
 from memgpt_lite.server.api_agents import step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
@@ -82,10 +82,13 @@ def run_view(run: Run) -> dict[str, Any]:
     }
 
 
-async def _run_async(ctx: ServerContext, user: str, live: LiveRun, message: StepInput) -> None:
-    """The step of an asynchronous send; its end is stored by its watch."""
+async def _run_async(
+    ctx: ServerContext, user: str, live: LiveRun, message: StepInput, state: AgentState
+) -> None:
+    """The step of an asynchronous send (of the agent `state`, as read before
+    the run began); its end is stored by its watch."""
     try:
-        await step_result(ctx, user, live.run.agent_id, message, None, live.watch)
+        await step_result(ctx, user, state.id, message, None, live.watch, state=state)
     except MemGPTError:
         pass  # stored as the run's end (run_life.py)
     except Exception:
@@ -102,8 +105,8 @@ async def create_async(
         raise ConfigError(
             "callback_url: memgpt-lite does not call back; poll the run (runs.retrieve)"
         )
-    _, message, live = await run_in_threadpool(prepared_send, ctx, user, agent_id, body)
-    ctx.runs.keep(asyncio.create_task(_run_async(ctx, user, live, message)))
+    state, message, live = await run_in_threadpool(prepared_send, ctx, user, agent_id, body)
+    ctx.runs.keep(asyncio.create_task(_run_async(ctx, user, live, message, state)))
     return run_view(live.run)
 
 
@@ -160,9 +163,17 @@ def retrieve_run(run_id: str, ctx: Context, user: User) -> dict[str, Any]:
 def delete_run(run_id: str, ctx: Context, user: User) -> None:
     """Letta's delete_run: the run and its kept stream; an open run's step
     is stopped first, at its next safe point. Its messages stay."""
+    deleted_run(ctx, user, run_id)
+
+
+def deleted_run(ctx: ServerContext, user: str, run_id: str) -> Run:
+    """Delete the user's run and its kept stream, an open one cancelled
+    first (its step stops at its next safe point); the run as it ended."""
     run = ctx.workspace.run(run_id, user)
     cancel_runs(ctx, user, run.agent_id, [run.id])
+    ended = ctx.workspace.run(run_id, user)
     ctx.workspace.store.delete_run(run.id, user)
+    return ended
 
 
 @router.get("/v1/runs/", include_in_schema=False)
