@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memgpt_lite.errors import ConfigError
+from memgpt_lite.errors import ConfigError, ConflictError
 from memgpt_lite.memory.recall.answered import unanswered
 from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.models import Message
@@ -143,6 +143,40 @@ def rewrite(agent: MemoryDeps, text: str) -> Message:
     return _edit_last(agent, text, "reply", _with_reply)
 
 
+def _with_text(message: Message, text: str) -> Message | None:
+    # What the user said, or a system note: their whole content.
+    if message.role not in ("user", "system"):
+        return None
+    return message.model_copy(update={"content": text})
+
+
+# The parts of a message that can be edited, and how each is changed.
+EDITS: dict[str, Callable[[Message, str], Message | None]] = {
+    "text": _with_text,
+    "inner thought": _with_thought,
+    "reply": _with_reply,
+}
+
+
+def edit_message(agent: MemoryDeps, message_id: str, part: str, text: str) -> Message:
+    """Replace `part` (a key of EDITS) of the message `message_id` in the
+    context window. Refused, changing nothing, when the message is not in
+    the window or has no such part."""
+    if not text.strip():
+        raise ConfigError(f"the new {part} is empty")
+    text = clean_text(text)
+    with agent.step_lock(), agent.store.transaction():
+        found = [m for m in _window(agent) if m.id == message_id]
+        if not found:
+            raise ConflictError(f"message {message_id!r} is not in the context window; {_FOLDED}")
+        edited = EDITS[part](found[0], text)
+        if edited is None:
+            raise ConfigError(f"message {message_id!r} has no {part} to replace")
+        agent.store.update_message(edited)
+        agent.token_counter.forget(edited.id)
+    return edited
+
+
 def unanswered_note(agent: MemoryDeps, resend: str, drop: str) -> str | None:
     """If the user's last message went unanswered (its step failed or was
     cancelled before the model responded), one line saying so and naming the
@@ -200,3 +234,9 @@ class History:
     def rewrite(self, text: str) -> Message:
         """Replace the last reply the user saw."""
         return rewrite(self.agent, text)
+
+    def edit(self, message_id: str, part: str, text: str) -> Message:
+        """Replace one part of a message in the context window: "text" (what
+        the user said, or a system note), "inner thought" or "reply" (of an
+        answer; its last reply, if it sent several)."""
+        return edit_message(self.agent, message_id, part, text)

@@ -92,6 +92,38 @@ class MessageIn(LettaBody):
     otid: str | None = None
 
 
+MessageKind = Literal["user_message", "system_message", "reasoning_message", "assistant_message"]
+
+
+class UpdateMessage(LettaBody):
+    """Letta's modify_message body, its four kinds in one (`message_type`
+    says which): a user's or system message's `content`, an answer's
+    `reasoning` (its inner thought) or its reply (an assistant_message's
+    `content`)."""
+
+    message_type: MessageKind
+    content: Content | None = None
+    reasoning: str | None = None
+
+    def edit(self, role: str) -> tuple[str, str]:
+        """The part of a stored message of `role` to replace (a key of
+        history.EDITS), and its new text; a 422 for a kind that is not
+        that message's, or a missing field."""
+        kind = self.message_type
+        if kind in ("user_message", "system_message") and role != kind.removesuffix("_message"):
+            raise ConfigError(f"message_type: the message is a {role} message, not a {kind}")
+        if kind in ("reasoning_message", "assistant_message") and role != "assistant":
+            raise ConfigError(f"message_type: the message is a {role} message, not a {kind}")
+        if kind == "reasoning_message":
+            if self.reasoning is None:
+                raise ConfigError("reasoning: Field required")
+            return "inner thought", self.reasoning
+        if self.content is None:
+            raise ConfigError("content: Field required")
+        text = _content_text(self.content, "content")
+        return ("reply" if kind == "assistant_message" else "text"), text
+
+
 class ApprovalReturnIn(LettaBody):
     """One answer of an approval's `approvals` list: Letta's ApprovalReturn
     (type "approval": approve or deny), or a client-side tool's result, its

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, UsageRecord
 from memgpt_lite.storage.core.accounts import ADD_USAGE, usage_values
-from memgpt_lite.storage.core.errors import unknown_agent
+from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
 from memgpt_lite.storage.core.rows import (
     CONVERSATION_AT,
     MESSAGE_COLUMNS,
@@ -28,6 +29,7 @@ from memgpt_lite.storage.core.sql import Cursor, Fetched, Filters, Search
 from memgpt_lite.storage.core.transactions import Transactions, guarded
 from memgpt_lite.storage.core.window_cache import WholeRead, WindowRead
 from memgpt_lite.storage.protocol import Ranking
+from memgpt_lite.text import clean_text
 
 Read = tuple[str, list[Any]]  # a statement and its parameters
 
@@ -220,6 +222,18 @@ class Messages(Transactions):
                 check_stored(messages, inserted, usage, added)
         # Of one agent, checked once sent: an unknown one had nothing written.
         check_stored(messages, inserted, usage, added)
+
+    @guarded
+    def get_message(self, message_id: str, owner: str) -> Message:
+        """The message of that id, if one of `owner`'s agents holds it."""
+        rows = self._all(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN agents a ON a.id = m.agent_id "
+            "WHERE m.id = ? AND a.owner = ?",
+            [message_id, clean_text(owner)],
+        )
+        if not rows:
+            raise NotFoundError(NO_MESSAGE.format(message_id))
+        return message_from_row(rows[0])
 
     @guarded
     def update_message(self, message: Message) -> None:

@@ -120,6 +120,12 @@ class MessageStorage(Protocol):
         days), oldest first: one page, and how many there are."""
         ...
 
+    def get_message(self, message_id: str, owner: str) -> Message:
+        """The stored message of that id, if an agent of `owner` holds it;
+        NotFoundError if not, word for word the same for another owner's
+        message as for an id that does not exist."""
+        ...
+
     def update_message(self, message: Message) -> None:
         """Rewrite a stored message's content and tool calls; search follows
         the new text, and its vector, now stale, is dropped (embedded again by

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memgpt_lite import Agent, ConfigError, LLMError, Message, NotFoundError
+from memgpt_lite.errors import ConflictError
 from memgpt_lite.memory.recall.history import unanswered_note
 from memgpt_lite.memory.retrieval.search import search_messages
 from memgpt_lite.testing import FakeOpenAIServer, call, error, reply, say
@@ -282,4 +283,36 @@ def test_an_unanswered_message_can_be_sent_again_or_dropped(fake_llm, db_locatio
         agent.step("still there?")
     assert agent.history.pop_exchanges(1) == 1
     assert agent.history.unanswered() == []
+    next_call_is_accepted(fake_llm, agent)
+
+
+def test_edit_by_id_replaces_one_part_of_a_message_in_the_window(fake_llm, db_location):
+    agent = make_agent_in(db_location)
+    chat(fake_llm, agent, "apples", "I like apples")
+    chat(fake_llm, agent, "bananas", "I like bananas")
+    first_user = next(m for m in agent.context_messages() if m.role == "user")
+    first_answer = next(m for m in agent.context_messages() if m.role == "assistant")
+    tool_result = next(m for m in agent.context_messages() if m.role == "tool")
+
+    edited = agent.history.edit(first_user.id, "text", "I said pears")
+    assert (edited.id, edited.content) == (first_user.id, "I said pears")
+    agent.history.edit(first_answer.id, "inner thought", "pears, then")
+    with pytest.raises(ConfigError, match="has no reply to replace"):
+        agent.history.edit(first_answer.id, "reply", "x")  # a memory edit, not a reply
+    with pytest.raises(ConfigError, match="has no text to replace"):
+        agent.history.edit(tool_result.id, "text", "x")
+    with pytest.raises(ConfigError, match="the new text is empty"):
+        agent.history.edit(first_user.id, "text", "  ")
+    by_id = {m.id: m for m in agent.context_messages()}
+    assert by_id[first_user.id].content == "I said pears"
+    assert by_id[first_answer.id].content == "pears, then"
+    assert by_id[tool_result.id] == tool_result
+    assert search_messages(agent.runner, "pears", 5)[1] == 2
+    assert search_messages(agent.runner, "apples", 5)[1] == 1  # "I like apples" is left
+
+    fake_llm.enqueue(reply("Talked about fruit."))  # the summarizer's answer
+    assert agent.runner.summarize().evicted > 0
+    with pytest.raises(ConflictError, match="not in the context window; older messages"):
+        agent.history.edit(first_user.id, "text", "too late")
+    assert agent.store.get_message(first_user.id, agent.state.owner).content == "I said pears"
     next_call_is_accepted(fake_llm, agent)

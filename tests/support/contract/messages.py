@@ -7,7 +7,7 @@ from datetime import date, datetime
 import pytest
 
 from memgpt_lite.errors import NotFoundError
-from memgpt_lite.models import Message, ToolCall
+from memgpt_lite.models import AgentState, Message, ToolCall
 from support.contract.base import ContractBase, contents, day, new_agent, said
 
 HOSTILE_QUERIES = [
@@ -60,6 +60,21 @@ class MessageContract(ContractBase):
         assert store.messages_from(state.id, 0) == messages
         assert store.messages_from(state.id, seqs[1]) == messages[1:]
         assert store.messages_from(state.id, seqs[2] + 1) == []
+
+    def test_a_message_is_read_by_its_id_for_its_agents_owner(self, store):
+        sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+        mine, theirs = said(sam, "s1"), a_response(kim.id, "think", "k1")
+        store.add_messages([mine])
+        store.add_messages([theirs])
+        assert store.get_message(theirs.id, kim.owner) == theirs
+        assert store.get_message(mine.id, sam.owner) == mine
+        with pytest.raises(NotFoundError, match="no message with id 'msg-none'"):
+            store.get_message("msg-none", sam.owner)
+        lee = AgentState(name="lee", llm=sam.llm, system="s", owner="lee")
+        store.create_agent(lee, [])
+        with pytest.raises(NotFoundError) as refused:
+            store.get_message(mine.id, lee.owner)
+        assert str(refused.value) == f"no message with id {mine.id!r}"
 
     def test_each_agent_sees_only_its_own_messages(self, store):
         sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
