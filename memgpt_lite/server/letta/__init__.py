@@ -13,13 +13,13 @@ from memgpt_lite.server.letta import (
     jobs,
     mcp_servers,
     memory,
-    message_by_id,
     messages,
     models,
     runs,
     send,
     tags,
     tools,
+    user_messages,
 )
 from memgpt_lite.server.letta.fallback import router as fallback_router
 
@@ -36,7 +36,7 @@ routers = tuple(
         agents,
         agent_context,
         agent_files,
-        message_by_id,
+        user_messages,
         conversations,
         runs,
         jobs,

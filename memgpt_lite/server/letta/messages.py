@@ -160,7 +160,7 @@ def keep(messages: Iterable[LettaMessage], types: list[str] | None) -> list[Lett
     return [m for m in messages if types is None or m["message_type"] in types]
 
 
-def _page_groups(groups: list[list[LettaMessage]], limit: int | None) -> list[list[LettaMessage]]:
+def whole_messages(groups: list[list[LettaMessage]], limit: int | None) -> list[list[LettaMessage]]:
     """Whole stored messages, as many as fit in `limit` Letta messages (at
     least one): a page never splits one, so the next page's cursor (its last
     id) does not skip the rest of it."""
@@ -264,7 +264,7 @@ def listed_messages(
         keep(to_letta(m, use_assistant_message=as_assistant, waiting=waiting), types)
         for m in stored
     ]
-    chosen = _page_groups([g for g in groups if g], page.limit)
+    chosen = whole_messages([g for g in groups if g], page.limit)
     if backwards:
         chosen.reverse()
     return [m for group in chosen for m in group]

@@ -236,6 +236,36 @@ class Messages(Transactions):
         return message_from_row(rows[0])
 
     @guarded
+    def owner_messages(
+        self,
+        owner: str,
+        limit: int,
+        *,
+        newest_first: bool = True,
+        beyond: Message | None = None,
+        conversation: str | None = None,
+    ) -> list[Message]:
+        """`owner`'s messages across their agents, in the order of their
+        times (then agent and seq, so that one agent's keep their order):
+        `limit` of them, newest first or oldest first, from the one after
+        `beyond` in that order; of one `conversation` if given."""
+        where, params = "a.owner = ?", [clean_text(owner)]
+        if conversation is not None:
+            where, params = where + " AND m.conversation_id = ?", [*params, conversation]
+        if beyond is not None:
+            where += (
+                f" AND (m.created_at, m.agent_id, m.seq) {'<' if newest_first else '>'} (?, ?, ?)"
+            )
+            params += [self.dialect.time(beyond.created_at), beyond.agent_id, beyond.seq]
+        way = "DESC" if newest_first else "ASC"
+        rows = self._all(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN agents a ON a.id = m.agent_id "
+            f"WHERE {where} ORDER BY m.created_at {way}, m.agent_id {way}, m.seq {way} LIMIT ?",
+            [*params, limit],
+        )
+        return [message_from_row(r) for r in rows]
+
+    @guarded
     def update_message(self, message: Message) -> None:
         """Rewrite a stored message's content and tool calls, and what search
         indexes. Its vector, now stale, is dropped, so the next search embeds

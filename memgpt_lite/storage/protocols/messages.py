@@ -126,6 +126,21 @@ class MessageStorage(Protocol):
         message as for an id that does not exist."""
         ...
 
+    def owner_messages(
+        self,
+        owner: str,
+        limit: int,
+        *,
+        newest_first: bool = True,
+        beyond: Message | None = None,
+        conversation: str | None = None,
+    ) -> list[Message]:
+        """`owner`'s messages across all their agents, ordered by when they
+        were made (then by agent, and seq within one agent): `limit` of them,
+        newest first (or oldest first), starting after the stored message
+        `beyond` in that order; only those of `conversation`, if given."""
+        ...
+
     def update_message(self, message: Message) -> None:
         """Rewrite a stored message's content and tool calls; search follows
         the new text, and its vector, now stale, is dropped (embedded again by

@@ -76,6 +76,29 @@ class MessageContract(ContractBase):
             store.get_message(mine.id, lee.owner)
         assert str(refused.value) == f"no message with id {mine.id!r}"
 
+    def test_an_owners_messages_page_across_agents_by_time(self, store):
+        sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+        lee = AgentState(name="lee", llm=sam.llm, system="s", owner="lee")
+        store.create_agent(lee, [])
+        same = day("2026-03-01 10:00")  # one time: seq orders them
+        store.add_messages([said(sam, "s1", created_at=same), said(sam, "s2", created_at=same)])
+        store.add_messages([said(kim, "k1", created_at=day("2026-03-01 09:00"))])
+        store.add_messages([said(lee, "theirs", created_at=day("2026-03-01 09:30"))])
+        store.add_messages([said(kim, "k2", created_at=day("2026-03-02 08:00"))])
+        oldest = store.owner_messages(sam.owner, 10, newest_first=False)
+        assert contents(oldest) == ["k1", "s1", "s2", "k2"]
+        newest = store.owner_messages(sam.owner, 2)
+        assert contents(newest) == ["k2", "s2"]
+        assert contents(store.owner_messages(sam.owner, 2, beyond=newest[-1])) == ["s1", "k1"]
+        assert contents(
+            store.owner_messages(sam.owner, 9, newest_first=False, beyond=oldest[1])
+        ) == [
+            "s2",
+            "k2",
+        ]
+        assert contents(store.owner_messages("lee", 9)) == ["theirs"]
+        assert store.owner_messages("nobody", 9) == []
+
     def test_each_agent_sees_only_its_own_messages(self, store):
         sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
         store.add_messages([said(sam, "s1"), said(kim, "k1"), said(sam, "s2")])

@@ -88,3 +88,38 @@ def test_retrieve_and_modify_a_message_by_its_id(
         == 404
     )
     assert client.messages.retrieve(user_id)[0].content == "I am Bob"
+
+
+def test_list_all_messages_pages_across_the_users_agents(
+    client: Letta, db: str, server: str, fake_llm: FakeOpenAIServer
+) -> None:
+    first = client.agents.create(model="openai/gpt-4o-mini")
+    second = client.agents.create(model="openai/gpt-4o-mini")
+    for agent, text in [(first, "one"), (second, "two"), (first, "three")]:
+        fake_llm.enqueue(reply(tool_calls=[call("send_message", message=f"re {text}")]))
+        client.agents.messages.create(agent.id, messages=[{"role": "user", "content": text}])
+    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+    theirs = bob.agents.create(model="openai/gpt-4o-mini")
+    fake_llm.enqueue(reply(tool_calls=[call("send_message", message="bob's")]))
+    bob.agents.messages.create(theirs.id, messages=[{"role": "user", "content": "bob here"}])
+
+    said = ["user_message"]
+    newest = client.messages.list(include_return_message_types=said)
+    assert [m.content for m in newest] == ["three", "two", "one"]
+    oldest = client.messages.list(order="asc", limit=2, include_return_message_types=said)
+    assert [m.content for m in oldest] == ["one", "two"]
+    rest = client.messages.list(order="asc", after=oldest[-1].id, include_return_message_types=said)
+    assert [m.content for m in rest] == ["three"]
+    back = client.messages.list(order="asc", before=rest[0].id, include_return_message_types=said)
+    assert [m.content for m in back] == ["one", "two"]
+
+    # A page of 3 never splits a stored answer (its tool call and return are 2).
+    page = client.messages.list(limit=3)
+    assert [m.message_type for m in page] == [
+        "tool_return_message",
+        "assistant_message",
+        "user_message",
+    ]
+    everything = client.messages.list(limit=100)
+    assert len(everything) == 9 and not any("bob" in str(m) for m in everything)
+    assert [m.content for m in bob.messages.list(include_return_message_types=said)] == ["bob here"]
