@@ -22,6 +22,7 @@ synchronous code runs a coroutine, which the drivers use.)
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 from memgpt_lite.agent import sleeptime
 from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.embeddings.embedder import Embedder
-from memgpt_lite.errors import ConfigError
+from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.llm import runner as sync
 from memgpt_lite.llm.model import Model
@@ -48,12 +49,12 @@ from memgpt_lite.memory.recall.history import pop_for_retry
 from memgpt_lite.memory.recall.window import budget_for, compile_context
 from memgpt_lite.memory.retrieval.search import check_embedder
 from memgpt_lite.memory.retrieval.vector_index import VectorIndex
-from memgpt_lite.models import AgentState, Message, StepInput, StepResult
+from memgpt_lite.models import AgentState, Message, StepInput, StepResult, new_id
 from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.step_input import plain_input
 from memgpt_lite.storage.protocol import Owner, Storage
-from memgpt_lite.tools.schema import Tool
+from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
 from memgpt_lite.tools.sets import agent_tools
 
 Endpoint = tuple[str | None, str | None]  # base URL and API key given for this session
@@ -213,6 +214,26 @@ class Runner:
         """The messages in the context window, oldest first."""
         state = self.state
         return self.store.messages_from(state.id, state.context_start, state.conversation_id)
+
+    def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run the agent's tool `name` now, outside any step, as its user's
+        own call (no tool rule or approval applies: trying a tool, say). It
+        holds the agent's step lock, so no step runs meanwhile, and reads the
+        agent's row afresh first; what the tool changes (a memory block,
+        archival memory) stays changed. NotFoundError for a tool the agent
+        does not have."""
+        tool = self.tools.get(name)
+        if tool is None:
+            raise NotFoundError(
+                f"agent {self.state.name!r} has no tool named {name!r}; "
+                f"its tools are: {', '.join(self.tools)}"
+            )
+        context = ToolContext(deps=self, step_id=new_id("step"))
+        with self.step_lock():
+            state = self.state
+            self.state = self.store.get_agent(state.id, conversation=state.conversation_id)
+            limit = self.state.settings.tool_result_max_chars
+            return sync.run(tool.arun(context, json.dumps(arguments), limit, in_thread=False))
 
     # The step lock (loop/steplock.py)
 

@@ -15,6 +15,7 @@ A tool attached to an agent is not removed: the error names the agents
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace as replace_field
 from pathlib import Path
@@ -25,14 +26,14 @@ from memgpt_lite.llm import runner
 from memgpt_lite.models import AgentState, ToolDefinition
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.tools.schema import HEARTBEAT_PARAM
+from memgpt_lite.tools.schema import HEARTBEAT_PARAM, ToolOutcome
 from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, BUILT_IN_NAMES
 from memgpt_lite.tools.source.requirements import (
     RequirementError,
     declared_requirements,
     parse_requirement,
 )
-from memgpt_lite.tools.source.tools import Described, describe
+from memgpt_lite.tools.source.tools import Described, describe, source_tool
 
 MAX_SOURCE_BYTES = 1_000_000
 
@@ -223,6 +224,25 @@ class ToolRegistry:
             requirements=requirements,
         )
         return runner.run(reading)
+
+    def run_once(
+        self,
+        definition: ToolDefinition,
+        arguments: Mapping[str, Any],
+        environment: Mapping[str, str] | None = None,
+    ) -> ToolOutcome:
+        """Call the tool of `definition` (from `from_source`, say: not
+        stored) on `arguments`, in a process of its own under the server's
+        limits, with `environment`'s variables added to what such a process
+        gets; its outcome, an error the model would read included."""
+        limits = self.settings.tools
+        if environment:
+            limits = replace_field(limits, environment=(*limits.environment, *environment.items()))
+        tool = source_tool(definition, limits)
+        given = json.dumps(dict(arguments))
+        # A source tool takes no context: what it runs in has no agent.
+        call = tool.arun(None, given, limits.result_max_chars, in_thread=False)  # type: ignore[arg-type]
+        return runner.run(call)
 
     def register(self, definition: ToolDefinition, *, replace: bool = False) -> ToolDefinition:
         """Store `definition`; with `replace`, over the owner's tool of its

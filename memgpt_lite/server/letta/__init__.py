@@ -18,6 +18,7 @@ from memgpt_lite.server.letta import (
     runs,
     send,
     tags,
+    tool_runs,
     tools,
     user_messages,
 )
@@ -44,6 +45,7 @@ routers = tuple(
         blocks,
         groups,
         tools,
+        tool_runs,
         mcp_servers,
         models,
         tags,

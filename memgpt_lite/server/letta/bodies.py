@@ -395,3 +395,26 @@ class ToolCreate(ToolIn):
 
 class ToolUpdate(ToolIn):
     source_code: str | None = None
+
+
+class ToolRunFromSource(ToolIn):
+    """Letta's ToolRunFromSource: a tool's source, run once on `args` with
+    `env_vars` (server/letta/tool_runs.py)."""
+
+    source_code: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    name: str | None = None
+
+
+class CodeInput(LettaBody):
+    """Letta's CodeInput: source to read a tool's JSON schema from."""
+
+    code: str
+    source_type: str | None = "python"
+
+
+class ToolArgs(LettaBody):
+    """The arguments of an agent's tool run by its user (agents.tools.run)."""
+
+    args: dict[str, Any] = Field(default_factory=dict)

@@ -55,7 +55,7 @@ router = APIRouter(prefix="/v1", tags=["letta"])
 ListParam = Annotated[list[str] | None, Query()]
 
 
-def _refuse_what_we_lack(body: ToolIn) -> None:
+def refuse_what_we_lack(body: ToolIn) -> None:
     if body.source_type not in (None, "python"):
         raise ConfigError(
             f"source_type: memgpt-lite runs Python tools only, got {body.source_type!r}"
@@ -69,7 +69,7 @@ def _refuse_what_we_lack(body: ToolIn) -> None:
         )
 
 
-def _requirements(body: ToolIn) -> list[str] | None:
+def requirements(body: ToolIn) -> list[str] | None:
     return None if body.pip_requirements is None else [r.text() for r in body.pip_requirements]
 
 
@@ -86,7 +86,7 @@ def _registered(ctx: ServerContext, user: str, tool_id: str) -> ToolDefinition:
 
 def _add(ctx: ServerContext, caller: Caller, body: ToolCreate, replace: bool) -> dict[str, Any]:
     require_code_rights(caller, "creating a tool from source")
-    _refuse_what_we_lack(body)
+    refuse_what_we_lack(body)
     registry = ctx.workspace.tools
     definition = registry.from_source(
         body.source_code,
@@ -95,7 +95,7 @@ def _add(ctx: ServerContext, caller: Caller, body: ToolCreate, replace: bool) ->
         what="the tool's source_code",
         description=body.description,
         tags=body.tags or (),
-        requirements=_requirements(body) or (),
+        requirements=requirements(body) or (),
         json_schema=body.json_schema,
     )
     try:
@@ -243,7 +243,7 @@ def modify_tool(
     _read_only(tool_id, "modified")
     if body.source_code is not None:
         require_code_rights(caller, "changing a tool's source")
-    _refuse_what_we_lack(body)
+    refuse_what_we_lack(body)
     stored = _registered(ctx, caller.user, tool_id)
     changed = ctx.workspace.tools.change(
         stored.id,
@@ -251,7 +251,7 @@ def modify_tool(
         source=body.source_code,
         description=body.description,
         tags=body.tags,
-        requirements=_requirements(body),
+        requirements=requirements(body),
         json_schema=body.json_schema,
     )
     return _view(ctx, changed)
