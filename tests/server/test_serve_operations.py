@@ -59,8 +59,12 @@ def test_serve_logs_each_request_and_allows_its_endpoints(
             process.wait(timeout=60)
         assert target.accepted == 0
     text = log.read_text()
-    assert access_lines(text) == [
-        ("GET", "/health", 200, "-"),  # start_serve's, until the server answered
+    lines = access_lines(text)
+    # start_serve's polls, until one answered in time (a busy machine may
+    # answer one after the poll gave up on it: each is logged).
+    polls = next(n for n, line in enumerate(lines) if line != ("GET", "/health", 200, "-"))
+    assert polls >= 1
+    assert lines[polls:] == [
         ("POST", "/api/agents", 201, "alice"),
         ("POST", "/api/agents", 403, "alice"),
         ("GET", "/api/agents/sam/messages", 200, "alice"),
