@@ -36,7 +36,7 @@ from memgpt_lite.errors import ConfigError, NotFoundError
 from memgpt_lite.events import StepEvent, StepFailed, StepFinished
 from memgpt_lite.llm import runner as sync
 from memgpt_lite.llm.model import Model
-from memgpt_lite.llm.openai_chat import OpenAIChatModel
+from memgpt_lite.llm.openai_chat import OpenAIChatModel, chat_request
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.loop import reflection
 from memgpt_lite.loop.compaction import CompactionReport, compact
@@ -53,7 +53,8 @@ from memgpt_lite.models import AgentState, Message, StepInput, StepResult, new_i
 from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.step_input import plain_input
-from memgpt_lite.storage.protocol import Owner, Storage
+from memgpt_lite.storage.protocol import MainContext, Owner, Storage
+from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
 from memgpt_lite.tools.sets import agent_tools
 
@@ -234,6 +235,32 @@ class Runner:
             self.state = self.store.get_agent(state.id, conversation=state.conversation_id)
             limit = self.state.settings.tool_result_max_chars
             return sync.run(tool.arun(context, json.dumps(arguments), limit, in_thread=False))
+
+    def preview_request(self, message: str) -> dict[str, Any]:
+        """The body of the request a step would send first for the user's
+        `message`, sending and storing nothing: the system message and
+        window as compiled now, the message after them, and the tools the
+        tool rules offer at a step's start. A window over its budget is
+        shown as it is (the step would compact it first)."""
+        state = self.state = self.store.get_agent(
+            self.state.id, conversation=self.state.conversation_id
+        )
+        messages, blocks, stats = self.store.main_context(
+            state.id, state.context_start, conversation=state.conversation_id
+        )
+        step_id = new_id("step")  # the step in progress, whose message is kept
+        user = Message(
+            agent_id=state.id,
+            role="user",
+            content=message,
+            step_id=step_id,
+            conversation_id=state.conversation_id,
+        )
+        read = MainContext([*messages, user], blocks, stats)
+        compiled = compile_context(self, step_id=step_id, read=read)
+        tools = RuleBook(state.settings.tool_rules).offered(compiled.tools)
+        llm = state.llm
+        return chat_request(llm, compiled.request_messages, tools, llm.tool_choice, llm.stream)
 
     # The step lock (loop/steplock.py)
 

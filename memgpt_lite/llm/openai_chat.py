@@ -108,13 +108,14 @@ def _is_tool_choice_error(exc: openai.APIStatusError) -> bool:
     return exc.status_code in (400, 422) and "tool_choice" in str(exc).lower()
 
 
-def _request(
+def chat_request(
     config: LLMConfig,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     tool_choice: ToolChoice,
     stream: bool,
 ) -> dict[str, Any]:
+    """The body of a chat completions request, as sent (a preview shows it)."""
     request: dict[str, Any] = {"model": config.model, "messages": messages}
     if tools:
         request["tools"] = tools
@@ -223,7 +224,7 @@ class OpenAIChatModel:
 
         stream, tool_choice = config.stream, config.tool_choice
         while True:
-            request = _request(config, messages, tools, tool_choice, stream)
+            request = chat_request(config, messages, tools, tool_choice, stream)
             try:
                 async with aclosing(self._attempts(call, request, tool_choice)) as chunks:
                     async for chunk in chunks:

@@ -189,3 +189,50 @@ def test_compact_folds_the_older_messages_into_the_summary(
     assert compacted.num_messages_before > compacted.num_messages_after
     listed = [getattr(m, "content", None) for m in client.agents.messages.list(agent.id).items]
     assert "We keep bees." in listed  # folded into the summary, still in the history
+
+
+def test_preview_raw_payload_is_the_next_request_sent_and_stores_nothing(
+    client: Letta, server: str, alice_key: str, db: str, fake_llm: FakeOpenAIServer
+) -> None:
+    agent = new_agent(client)
+    fake_llm.enqueue(say("Hello Alice."))
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    stored = len(list(client.agents.messages.list(agent.id)))
+    requests = len(fake_llm.chat_requests)
+
+    def preview(path: str, body: dict[str, Any], key: str = alice_key) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}"}
+        return httpx.post(f"{server}{path}", json=body, headers=headers, timeout=30)
+
+    asked = {"messages": [{"role": "user", "content": "what do I keep?"}]}
+    shown = preview(f"/v1/agents/{agent.id}/messages/preview-raw-payload", asked)
+    assert shown.status_code == 200, shown.text
+    payload = shown.json()
+    assert payload["model"] == "gpt-4o-mini" and payload["tool_choice"] == "required"
+    assert payload["messages"][0]["role"] == "system"
+    assert "Alice keeps bees." in payload["messages"][0]["content"]
+    assert payload["messages"][-1] == {"role": "user", "content": "what do I keep?"}
+    assert "send_message" in {t["function"]["name"] for t in payload["tools"]}
+    assert len(list(client.agents.messages.list(agent.id))) == stored
+    assert len(fake_llm.chat_requests) == requests  # the model was not asked
+
+    fake_llm.enqueue(say("Bees."))
+    client.agents.messages.create(agent.id, messages=asked["messages"])
+    sent = fake_llm.chat_requests[-1]
+    assert sent["messages"][1:] == payload["messages"][1:]
+    assert sent["tools"] == payload["tools"] and sent["model"] == payload["model"]
+
+    conversation = client.conversations.create(agent_id=agent.id)
+    path = f"/v1/conversations/{conversation.id}/messages/preview-raw-payload"
+    fresh = preview(path, asked).json()
+    assert [m["role"] for m in fresh["messages"]] == ["system", "user"]
+    approval = {"messages": [{"type": "approval", "approve": True}]}
+    assert (
+        preview(f"/v1/agents/{agent.id}/messages/preview-raw-payload", approval).status_code == 422
+    )
+    bob = new_key(db, "bob")
+    assert (
+        preview(f"/v1/agents/{agent.id}/messages/preview-raw-payload", asked, bob).status_code
+        == 404
+    )
+    assert preview(path, asked, bob).status_code == 404

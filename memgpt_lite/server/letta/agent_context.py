@@ -1,9 +1,10 @@
 """Letta's routes that read or clear what an agent works with: its context
 window (`agents.context.retrieve`, GET /v1/agents/{id}/context), its core
 memory (`agents.core_memory.retrieve`, GET /v1/agents/{id}/core-memory), its
-system message (`agents.recompile`, POST /v1/agents/{id}/recompile),
-`agents.messages.compact` (POST /v1/agents/{id}/summarize) and
-`agents.messages.reset` (PATCH /v1/agents/{id}/reset-messages).
+system message (`agents.recompile`, POST /v1/agents/{id}/recompile), the
+next request's body (preview-raw-payload), `agents.messages.compact` (POST
+/v1/agents/{id}/summarize) and `agents.messages.reset` (PATCH
+/v1/agents/{id}/reset-messages).
 
 The context window is the next request as the agent would send it
 (memory/recall/window.py compiles it), in Letta's ContextWindowOverview.
@@ -23,7 +24,7 @@ from memgpt_lite.memory.core.blocks import join_sections
 from memgpt_lite.memory.recall.window import compile_context, overview
 from memgpt_lite.models import AgentStats, Message
 from memgpt_lite.server.context import Context, ServerContext, User
-from memgpt_lite.server.letta.bodies import LettaBody
+from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
 from memgpt_lite.server.letta.views import AGENT_TYPE, agent_view, block_view
 
 router = APIRouter(prefix="/v1/agents", tags=["letta"])
@@ -138,6 +139,15 @@ def recompile(
     request sends it. It is compiled for every request from the blocks as
     they are, so there is nothing to store (`dry_run` or not)."""
     return ctx.agent(user, agent_id).system_message()
+
+
+@router.post("/{agent_id}/messages/preview-raw-payload")
+def preview_request(agent_id: str, body: SendRequest, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's preview_model_request: the body of the request the agent's
+    next step would send first for the request's user messages (the model,
+    the system message and window, the messages, the tools and options),
+    sending and storing nothing. Approvals are a 422: they run tools."""
+    return ctx.agent(user, agent_id).runner.preview_request(body.text())
 
 
 @router.post("/{agent_id}/summarize")

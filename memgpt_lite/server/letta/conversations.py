@@ -1,6 +1,6 @@
 """Letta's conversations: /v1/conversations (create, list, retrieve, update,
 delete, fork), their messages (list; send, streamed or not), cancel,
-compact and recompile.
+compact, recompile and preview a request.
 
 A conversation is one of an agent's message histories over its one memory
 (agent/conversations.py); its steps run one at a time, beside those of the
@@ -316,3 +316,13 @@ def recompile(
     not)."""
     agent_id = None if body is None else body.agent_id
     return ctx.agent(user, *resolved(ctx, user, conversation_id, agent_id)).system_message()
+
+
+@router.post("/{conversation_id}/messages/preview-raw-payload")
+def preview_request(
+    conversation_id: str, body: ConversationSend, ctx: Context, user: User
+) -> dict[str, Any]:
+    """Letta's preview_conversation_model_request: as the agent's
+    preview-raw-payload, for this conversation's next step."""
+    where = resolved(ctx, user, conversation_id, body.agent_id)
+    return ctx.agent(user, *where).runner.preview_request(body.text())
