@@ -89,6 +89,26 @@ def test_a_stdio_server_its_tools_refresh_and_delete(
     assert admin.mcp_servers.tools.retrieve(tools["add"].id, mcp_server_id=created.id).name == "add"
     assert "add" in [t.name for t in admin.tools.list(tool_types=["external_mcp"])]
 
+    # Letta Code's way, by the server's name: its tools live, then a tool's record.
+    by_name = httpx.get(f"{server}/v1/tools/mcp/servers", headers=headers).json()
+    assert by_name == {
+        "calc": {
+            "server_name": "calc",
+            "type": "stdio",
+            **{k: config[k] for k in ("command", "args")},
+        }
+    }
+    listed = httpx.get(f"{server}/v1/tools/mcp/servers/calc/tools", headers=headers).json()
+    assert {"add", "env", "pid", "text.upper"} <= {t["name"] for t in listed}
+    assert next(t for t in listed if t["name"] == "add")["inputSchema"]["type"] == "object"
+    record = httpx.post(f"{server}/v1/tools/mcp/servers/calc/text.upper", headers=headers)
+    assert record.json()["id"] == tools["calc__text_upper"].id
+    missing = httpx.post(f"{server}/v1/tools/mcp/servers/calc/nothing", headers=headers)
+    assert missing.status_code == 404 and "refresh the server" in missing.json()["detail"]
+    bob = {"Authorization": f"Bearer {new_key(db, 'bob')}"}
+    assert httpx.get(f"{server}/v1/tools/mcp/servers/calc/tools", headers=bob).status_code == 404
+    assert httpx.get(f"{server}/v1/tools/mcp/servers", headers=bob).json() == {}
+
     agent = admin.agents.create(model="gpt-4o-mini", tool_ids=[tools["env"].id])
     assert tool_result(admin, fake_llm, agent.id, "env", name="API_TOKEN") == SECRET
 
@@ -172,7 +192,7 @@ def test_bad_configurations_are_refused_in_one_line(db: str, server: str) -> Non
     assert str(failed.value.body["detail"]).startswith("MCP server 'web' ")  # type: ignore[index]
     assert plain.mcp_servers.list() == []  # nothing stored
     headers = {"Authorization": f"Bearer {new_key(db, 'alice')}"}
-    for method, path in (("PATCH", "/v1/mcp-servers/mcp-1"), ("GET", "/v1/tools/mcp/servers")):
+    for method, path in (("PATCH", "/v1/mcp-servers/mcp-1"), ("PUT", "/v1/tools/mcp/servers")):
         unbuilt = httpx.request(method, f"{server}{path}", headers=headers, json={})
         assert unbuilt.status_code == 501, (path, unbuilt.text)
 

@@ -11,6 +11,7 @@ from memgpt_lite.server.letta import (
     conversations,
     groups,
     jobs,
+    mcp_by_name,
     mcp_servers,
     memory,
     messages,
@@ -47,6 +48,7 @@ routers = tuple(
         tools,
         tool_runs,
         mcp_servers,
+        mcp_by_name,
         models,
         tags,
     )
