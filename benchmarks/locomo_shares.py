@@ -28,6 +28,7 @@ SHARES: dict[str, dict[str, Any]] = {
     "dates annotated": {"passages.annotate": lambda text, at: text},
     "vectors (hybrid only)": {"search.VECTOR_WEIGHT": 0.0},
     "context in vectors (hybrid)": {"search.CONTEXT_VECTOR_WEIGHT": 0.0},
+    "answer near (hybrid)": {"search.VECTOR_ANSWER_SHARE": 0.0},
 }
 
 
