@@ -438,9 +438,14 @@ def answers_near(by_seq: dict[int, Passage]) -> Callable[[Nearness], Nearness]:
     gaining VECTOR_ANSWER_SHARE of its question's (`answers_lifted`)."""
 
     def lift(near: Nearness) -> Nearness:
-        scored = [(by_seq[seq], value) for seq, value in near.items()]
-        lifted = answers_lifted(scored, _passage_turn, _passage_text, VECTOR_ANSWER_SHARE)
-        return {passage.seq or 0: value for passage, value in lifted}
+        # Only items next to another found can be or have an answer.
+        paired = [
+            (by_seq[seq], value)
+            for seq, value in near.items()
+            if seq - 1 in near or seq + 1 in near
+        ]
+        lifted = answers_lifted(paired, _passage_turn, _passage_text, VECTOR_ANSWER_SHARE)
+        return near | {passage.seq or 0: value for passage, value in lifted}
 
     return lift
 
