@@ -29,6 +29,7 @@ SHARES: dict[str, dict[str, Any]] = {
     "vectors (hybrid only)": {"search.VECTOR_WEIGHT": 0.0},
     "context in vectors (hybrid)": {"search.CONTEXT_VECTOR_WEIGHT": 0.0},
     "answer near (hybrid)": {"search.VECTOR_ANSWER_SHARE": 0.0},
+    "unranked words (hybrid)": {"search.unranked_words": lambda lexical: 0.0},
 }
 
 
