@@ -6,7 +6,8 @@ large memories). With
 an embedder, the query is also embedded and compared with the agent's stored
 vectors (the in-process index of vector_index.py), and
 the two are fused (`combine`): BM25 over the query's best BM25, plus
-VECTOR_WEIGHT times the cosine min-max normalised over the items found.
+VECTOR_WEIGHT times the cosine min-max normalised over the items found (a
+vector hit the words did not return counts their lowest score returned).
 (Reciprocal rank fusion was measured too: with a dense model weaker than
 BM25, as MiniLM is on conversational data, it ranked worse than BM25 alone.) Items stored before an
 embedder was set, or while the endpoint was down, are embedded on the next
