@@ -7,7 +7,8 @@ an embedder, the query is also embedded and compared with the agent's stored
 vectors (the in-process index of vector_index.py), and
 the two are fused (`combine`): BM25 over the query's best BM25, plus
 VECTOR_WEIGHT times the cosine min-max normalised over the items found (a
-vector hit the words did not return counts their lowest score returned).
+passage the vectors found that the words did not return counts the lowest
+word score returned).
 (Reciprocal rank fusion was measured too: with a dense model weaker than
 BM25, as MiniLM is on conversational data, it ranked worse than BM25 alone.) Items stored before an
 embedder was set, or while the endpoint was down, are embedded on the next
@@ -101,15 +102,14 @@ def fused(
     lexical: dict[int, float],
     similarity: dict[int, float],
     lift: Callable[[Nearness], Nearness] | None = None,
+    unranked: float = 0.0,
 ) -> list[tuple[int, float]]:
     """Items scored BM25 / best BM25 + VECTOR_WEIGHT * similarity min-max
     normalised over the items of both sides (an item missing from the
     vectors' side scores 0 there: the least similar; one missing from the
-    words' side the lowest word score found: `unranked_words`), that
-    nearness changed by `lift` when given; best first (ties: the newer,
-    higher id, first)."""
+    words' side scores `unranked` there), that nearness changed by `lift`
+    when given; best first (ties: the newer, higher id, first)."""
     best = max(lexical.values(), default=0.0) or 1.0
-    unranked = unranked_words(lexical)
     items = set(lexical) | set(similarity)
     values = [similarity.get(item, 0.0) for item in items]
     low, high = min(values, default=0.0), max(values, default=0.0)
@@ -133,8 +133,9 @@ def fused(
 # (VECTOR_ANSWER_SHARE): half A 78.4/83.5 -> 78.5/83.6, half B 73.4/80.2 ->
 # 73.8/80.4; counted at half the bound, A 78.6/83.3, B 73.5/80.5.
 def unranked_words(lexical: dict[int, float]) -> float:
-    """The word score counted for an item missing from `lexical`: the
-    lowest in it (0 when it is empty)."""
+    """The word score counted for a passage missing from the words' ranking
+    `lexical` (`fused`'s `unranked`): the lowest in it (0 when it is
+    empty)."""
     return min(lexical.values(), default=0.0)
 
 
@@ -297,18 +298,22 @@ def _hybrid(
     total: int,
     rerank: Callable[[list[tuple[T, float]]], list[tuple[T, float]]] | None = None,
     lift: Callable[[dict[int, T]], Callable[[Nearness], Nearness]] | None = None,
+    unranked: Callable[[dict[int, float]], float] | None = None,
 ) -> tuple[list[T], int]:
     """One page of the items of `lexical` and of the vectors' `hits`, by
     their `fused` scores (the vectors' nearness changed by what `lift` makes
-    of the items by seq, when given), reweighed by `rerank` when given."""
+    of the items by seq, and the word score of those `lexical` lacks what
+    `unranked` makes of it, when given), reweighed by `rerank` when given."""
     by_seq = {item.seq or 0: item for item, _ in lexical}
     by_seq.update(fetch([s for s in hits.ranked if s not in by_seq]))  # those passing filters
+    words = {item.seq or 0: score for item, score in lexical}
     scored = [
         (by_seq[seq], score)
         for seq, score in fused(
-            {item.seq or 0: score for item, score in lexical},
+            words,
             {seq: hits.similarity(seq) for seq in by_seq},
             lift(by_seq) if lift is not None else None,
+            unranked(words) if unranked is not None else 0.0,
         )
     ]
     if rerank is not None:
@@ -435,7 +440,15 @@ def _passage_page(
         return store.passages_by_seq(agent_id, seqs, tags, start, end, superseded=superseded)
 
     return _hybrid(
-        lexical, hits, fetch, limit, offset, total, rerank=in_conversation, lift=answers_near
+        lexical,
+        hits,
+        fetch,
+        limit,
+        offset,
+        total,
+        rerank=in_conversation,
+        lift=answers_near,
+        unranked=unranked_words,
     )
 
 
