@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
+from memgpt_lite.memory.retrieval.fusion import VECTOR_WEIGHT, fused
 from memgpt_lite.memory.retrieval.ranking import (
     ANSWER_SHARE,
     SESSION_GAP_SECONDS,
@@ -18,12 +19,7 @@ from memgpt_lite.memory.retrieval.ranking import (
     answers_lifted,
     reweighed,
 )
-from memgpt_lite.memory.retrieval.search import (
-    VECTOR_ANSWER_SHARE,
-    VECTOR_WEIGHT,
-    answers_near,
-    fused,
-)
+from memgpt_lite.memory.retrieval.search import VECTOR_ANSWER_SHARE, answers_near
 
 # (text, seq, seconds): the question's words are in the asking turn only.
 ASKED = "Nina: which game did you play at the tournament?"

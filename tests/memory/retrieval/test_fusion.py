@@ -1,5 +1,5 @@
 """Fusion of the words' ranking with the vectors' in a hybrid search of
-passages (memory/retrieval/search.py `fused`, `unranked_words`): a passage
+passages (memory/retrieval/fusion.py `fused`, `unranked_words`): a passage
 the vectors found that the words' ranking did not return counts the lowest
 word score returned, not 0."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
-from memgpt_lite.memory.retrieval.search import VECTOR_WEIGHT, fused, unranked_words
+from memgpt_lite.memory.retrieval.fusion import VECTOR_WEIGHT, fused, unranked_words
 
 
 def test_an_item_the_words_did_not_return_counts_the_score_given():
