@@ -5,7 +5,7 @@ depths) and functions, set by dotted name and put back afterwards.
         ...   # search ranks as if the weight were not there
 
 Names are `module.ATTRIBUTE`, the module by its last part for memgpt_lite's
-retrieval modules (`ranking`, `search`, `dates`, `words`, `fulltext`,
+retrieval modules (`ranking`, `search`, `fusion`, `dates`, `words`, `fulltext`,
 `passages`) or in full. A benchmark measures a weight's share this way, and
 tries a value before it is written into the module; the ranking code reads
 these names when it runs, so nothing else needs to know.
@@ -21,6 +21,7 @@ from typing import Any
 SHORT_NAMES = {
     "ranking": "memgpt_lite.memory.retrieval.ranking",
     "search": "memgpt_lite.memory.retrieval.search",
+    "fusion": "memgpt_lite.memory.retrieval.fusion",
     "dates": "memgpt_lite.memory.retrieval.dates",
     "words": "memgpt_lite.storage.core.words",
     "fulltext": "memgpt_lite.storage.sqlite.fulltext",

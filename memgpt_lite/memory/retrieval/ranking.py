@@ -298,14 +298,16 @@ def answers_lifted(
     scored: Sequence[tuple[Item, float]],
     turn_of: Callable[[Item], Turn],
     text_of: Callable[[Item], str],
+    share: float | None = None,
 ) -> list[tuple[Item, float]]:
     """`scored` with each item that comes right after one that asks (the
     next seq, in the same session, not beginning with the same word: "Anna:
-    ..." after "Anna: ...?" is Anna going on, not an answer) gaining
-    ANSWER_SHARE of the asking item's score; best first (stable). Only
-    items among `scored` are weighed: an answer that matched nothing, not
-    even by its context, is not brought in."""
-    if not ANSWER_SHARE:
+    ..." after "Anna: ...?" is Anna going on, not an answer) gaining `share`
+    (None: ANSWER_SHARE, read when called) of the asking item's score; best
+    first (stable). Only items among `scored` are weighed: an answer that
+    matched nothing, not even by its context, is not brought in."""
+    share = ANSWER_SHARE if share is None else share
+    if not share:
         return list(scored)
     asking: dict[int, tuple[float, str, float]] = {}
     for item, score in scored:
@@ -322,7 +324,7 @@ def answers_lifted(
             and abs(at - before[0]) <= SESSION_GAP_SECONDS
             and _traits(text_of(item)).first != before[1]
         ):
-            score += ANSWER_SHARE * before[2]
+            score += share * before[2]
         lifted.append((item, score))
     return sorted(lifted, key=lambda pair: -pair[1])
 

@@ -5,8 +5,10 @@ dropped, any input taken as plain words; see storage/core/words.py for
 large memories). With
 an embedder, the query is also embedded and compared with the agent's stored
 vectors (the in-process index of vector_index.py), and
-the two are fused (`combine`): BM25 over the query's best BM25, plus
-VECTOR_WEIGHT times the cosine min-max normalised over the items found.
+the two are fused (fusion.py `fused`): BM25 over the query's best BM25, plus
+VECTOR_WEIGHT times the cosine min-max normalised over the items found (a
+passage the vectors found that the words did not return counts the lowest
+word score returned).
 (Reciprocal rank fusion was measured too: with a dense model weaker than
 BM25, as MiniLM is on conversational data, it ranked worse than BM25 alone.) Items stored before an
 embedder was set, or while the endpoint was down, are embedded on the next
@@ -43,7 +45,9 @@ import numpy as np
 
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, normalise
 from memgpt_lite.errors import LLMError
+from memgpt_lite.memory.retrieval import fusion
 from memgpt_lite.memory.retrieval.dates import Period, dated_within
+from memgpt_lite.memory.retrieval.fusion import Nearness, fused
 from memgpt_lite.memory.retrieval.questions import query_period
 from memgpt_lite.memory.retrieval.ranking import (
     FEEDBACK_BUDGET,
@@ -75,44 +79,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Fusion: an item's word score over the best one's, plus VECTOR_WEIGHT times
-# its similarity to the query min-max normalised over the items found (by
-# words or by vectors): among them, the least similar counts 0 and the most
-# similar 1, so the vectors reorder what the words found about equally well
-# and bring what the words missed. LoCoMo's development split with the local
-# MiniLM (passage vectors leaning toward their context, below), recall@5/@10
-# on half A, where the weight was set: 0.2: 74.7/80.8, 0.3: 75.3/80.9,
-# 0.4: 75.3/81.4, 0.5: 74.8/82.1; on half B with 0.4: 70.0/77.1. Words alone
-# 73.2/79.8 and 67.9/75.9. The convex combination this replaced (half
-# each, similarity normalised over all the agent's vectors) gave 72.5 and
-# 68.4 at 5.
-VECTOR_WEIGHT = 0.4
 BACKFILL_PER_SEARCH = 512
 T = TypeVar("T", Passage, Message)
-
-
-def fused(lexical: dict[int, float], similarity: dict[int, float]) -> list[tuple[int, float]]:
-    """Items scored BM25 / best BM25 + VECTOR_WEIGHT * similarity min-max
-    normalised over the items of both sides (an item missing from one side
-    scores 0 there: the least similar, for the vectors), best first (ties:
-    the newer, higher id, first)."""
-    best = max(lexical.values(), default=0.0) or 1.0
-    items = set(lexical) | set(similarity)
-    values = [similarity.get(item, 0.0) for item in items]
-    low, high = min(values, default=0.0), max(values, default=0.0)
-    span = high - low
-
-    def score(item: int) -> float:
-        near = (similarity.get(item, 0.0) - low) / span if span > 0 else 0.0
-        return lexical.get(item, 0.0) / best + VECTOR_WEIGHT * near
-
-    scored = [(item, score(item)) for item in items]
-    return sorted(scored, key=lambda pair: (-pair[1], -pair[0]))
-
-
-def combine(lexical: dict[int, float], similarity: dict[int, float]) -> list[int]:
-    """The items of `fused`, in its order."""
-    return [item for item, _ in fused(lexical, similarity)]
 
 
 def check_embedder(agent: MemoryDeps) -> None:
@@ -268,16 +236,23 @@ def _hybrid(
     offset: int,
     total: int,
     rerank: Callable[[list[tuple[T, float]]], list[tuple[T, float]]] | None = None,
+    lift: Callable[[dict[int, T]], Callable[[Nearness], Nearness]] | None = None,
+    unranked: Callable[[dict[int, float]], float] | None = None,
 ) -> tuple[list[T], int]:
     """One page of the items of `lexical` and of the vectors' `hits`, by
-    their `fused` scores, reweighed by `rerank` when given."""
+    their `fused` scores (the vectors' nearness changed by what `lift` makes
+    of the items by seq, and the word score of those `lexical` lacks what
+    `unranked` makes of it, when given), reweighed by `rerank` when given."""
     by_seq = {item.seq or 0: item for item, _ in lexical}
     by_seq.update(fetch([s for s in hits.ranked if s not in by_seq]))  # those passing filters
+    words = {item.seq or 0: score for item, score in lexical}
     scored = [
         (by_seq[seq], score)
         for seq, score in fused(
-            {item.seq or 0: score for item, score in lexical},
+            words,
             {seq: hits.similarity(seq) for seq in by_seq},
+            lift(by_seq) if lift is not None else None,
+            unranked(words) if unranked is not None else 0.0,
         )
     ]
     if rerank is not None:
@@ -403,7 +378,48 @@ def _passage_page(
     def fetch(seqs: list[int]) -> dict[int, Passage]:
         return store.passages_by_seq(agent_id, seqs, tags, start, end, superseded=superseded)
 
-    return _hybrid(lexical, hits, fetch, limit, offset, total, rerank=in_conversation)
+    return _hybrid(
+        lexical,
+        hits,
+        fetch,
+        limit,
+        offset,
+        total,
+        rerank=in_conversation,
+        lift=answers_near,
+        unranked=fusion.unranked_words,  # read when called: benchmarks override it
+    )
+
+
+# The answer to a question is near the query through the question it
+# answers: the vectors' nearness of the passage after one that asks gains
+# VECTOR_ANSWER_SHARE of the asking one's, before fusion (and the fused
+# score ANSWER_SHARE of the asking one's after it, `in_conversation`). A
+# passage's words hold its context (the question) at half weight, its
+# vector at CONTEXT_VECTOR_WEIGHT; this gives the vector side of an answer
+# about as much of its question as the words side has. LoCoMo development
+# split, hybrid with the local MiniLM, recall@5/@10, set on half A: without
+# 77.7/83.6, 0.1 77.9/83.6, 0.15 77.9/83.6, 0.2 78.0/83.6, 0.25 78.4/83.5,
+# 0.3 78.2/83.6, 0.35 77.9/83.5, 0.5 78.0/83.0, 1.0 76.2/82.4; half B with
+# 0.25 72.9/80.1 -> 73.4/80.2 (0.2: 73.0, 0.3: 73.1 at 5).
+VECTOR_ANSWER_SHARE = 0.25
+
+
+def answers_near(by_seq: dict[int, Passage]) -> Callable[[Nearness], Nearness]:
+    """The vectors' nearness of the passages `by_seq` with each answer
+    gaining VECTOR_ANSWER_SHARE of its question's (`answers_lifted`)."""
+
+    def lift(near: Nearness) -> Nearness:
+        # Only items next to another found can be or have an answer.
+        paired = [
+            (by_seq[seq], value)
+            for seq, value in near.items()
+            if seq - 1 in near or seq + 1 in near
+        ]
+        lifted = answers_lifted(paired, _passage_turn, _passage_text, VECTOR_ANSWER_SHARE)
+        return near | {passage.seq or 0: value for passage, value in lifted}
+
+    return lift
 
 
 def in_conversation(scored: list[tuple[Passage, float]]) -> list[tuple[Passage, float]]:

@@ -20,7 +20,8 @@ from memgpt_lite.cli.main import cli
 from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, EndpointEmbedder, make_embedder
 from memgpt_lite.llm.tokens import TokenCounter
 from memgpt_lite.memory.archival.chunks import chunk_text
-from memgpt_lite.memory.retrieval.search import VECTOR_WEIGHT, combine, passage_vectors
+from memgpt_lite.memory.retrieval.fusion import VECTOR_WEIGHT, combine
+from memgpt_lite.memory.retrieval.search import passage_vectors
 from memgpt_lite.testing import call, drop, error, reply, say
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memgpt_lite import Agent, Passage
+from memgpt_lite.memory.retrieval.fusion import VECTOR_WEIGHT, fused
 from memgpt_lite.memory.retrieval.ranking import (
     ANSWER_SHARE,
     SESSION_GAP_SECONDS,
@@ -18,6 +19,7 @@ from memgpt_lite.memory.retrieval.ranking import (
     answers_lifted,
     reweighed,
 )
+from memgpt_lite.memory.retrieval.search import VECTOR_ANSWER_SHARE, answers_near
 
 # (text, seq, seconds): the question's words are in the asking turn only.
 ASKED = "Nina: which game did you play at the tournament?"
@@ -103,3 +105,60 @@ def test_hybrid_search_finds_the_answer_too(tmp_path):
     agent = _conversation(str(tmp_path / "a.db"), embedder=FlatEmbedder())
     found, _ = agent.archival.search(QUERY, limit=3)
     assert EXCHANGE[1][0] in [p.text for p in found]
+
+
+# The vectors' side: the answer is near the query through its question.
+NEAR_ASKED = "Nina: which one did you like most?"
+NEAR_ANSWER = "Tom: the blue one, by far."
+NEAR_OTHER = "Tom: the hall was big and full."
+VECTOR_OF = {  # by a word of the text; the query's words match no passage
+    "which": [1.0, 0.0, 0.0, 0.0],
+    "blue": [0.0, 0.0, 1.0, 0.0],
+    "hall": [0.6, 0.8, 0.0, 0.0],
+    "quux": [1.0, 0.0, 0.0, 0.0],
+}
+
+
+class KeyedEmbedder:
+    """A text's vector is that of the first key it holds."""
+
+    name, dimension = "test:keyed", 4
+
+    def embed(self, texts):
+        def vector(text: str) -> list[float]:
+            return next(v for key, v in VECTOR_OF.items() if key in text.lower())
+
+        return np.array([vector(t) for t in texts], dtype=np.float32)
+
+
+def test_the_answer_gains_a_share_of_its_questions_nearness():
+    passages = {
+        seq: Passage(agent_id="a", text=text, seq=seq, created_at=datetime(2024, 5, 3, tzinfo=UTC))
+        for seq, text in ((1, NEAR_ASKED), (2, NEAR_ANSWER), (7, NEAR_OTHER))
+    }
+    # Nearness min-max over the items: the question 1, the answer 0.
+    similarity = {1: 0.9, 2: 0.1, 7: 0.26}
+    assert [seq for seq, _ in fused({}, similarity)] == [1, 7, 2]
+    ranked = fused({}, similarity, answers_near(passages))
+    assert ranked == [
+        (1, pytest.approx(VECTOR_WEIGHT)),
+        (2, pytest.approx(VECTOR_WEIGHT * VECTOR_ANSWER_SHARE)),
+        (7, pytest.approx(VECTOR_WEIGHT * 0.2)),
+    ]
+
+
+def test_hybrid_search_finds_an_answer_by_its_questions_vector(db_location):
+    """Found by the vectors alone: without the answer's share of its
+    question's nearness before fusion, the other turn, nearer to the query
+    than the answer, comes second (the share of the fused score after it,
+    `in_conversation`, is not enough)."""
+    agent = Agent.create("sam", "gpt-4o-mini", db=db_location, embedder=KeyedEmbedder())
+    day = datetime(2024, 5, 3, tzinfo=UTC)
+    agent.archival.insert_many(
+        [
+            Passage(agent_id=agent.state.id, text=text, created_at=day)
+            for text in (NEAR_ASKED, NEAR_ANSWER, NEAR_OTHER)
+        ]
+    )
+    found, _ = agent.archival.search("quux", limit=2)
+    assert [p.text for p in found] == [NEAR_ASKED, NEAR_ANSWER]

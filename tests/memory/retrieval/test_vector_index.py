@@ -121,7 +121,7 @@ def test_server_hits_normalise_over_what_the_server_returned():
     """A store's own search (VectorSearch) returns the nearest items and the
     lexical hits' similarities: min-max runs over those, and an item with no
     vector scores 0, as with the in-process index."""
-    from memgpt_lite.memory.retrieval.search import combine
+    from memgpt_lite.memory.retrieval.fusion import combine
     from memgpt_lite.memory.retrieval.vector_index import ServerHits
     from memgpt_lite.storage.protocol import VectorMatches
 
