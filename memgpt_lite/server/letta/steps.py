@@ -80,11 +80,12 @@ def step_view(step: StepUsage, run: Run | None) -> dict[str, Any]:
 
 
 def runs_holding(
-    ctx: ServerContext, user: str, agent_id: str, step_of: dict[str, str]
+    ctx: ServerContext, user: str, agent_id: str, messages: Sequence[Message]
 ) -> dict[str, Run]:
-    """The run each step ended in, by step id, from its messages (`step_of`:
-    a message's id to its step's): the newest of the agent's runs (of the
-    newest `MAX_LISTED_RUNS`) that stored one of them."""
+    """The run each step of these messages (of the agent's) ended in, by
+    step id: the newest of the agent's runs (of its newest
+    `MAX_LISTED_RUNS`) that stored one of its messages."""
+    step_of = {m.id: m.step_id for m in messages if m.step_id}
     found: dict[str, Run] = {}
     for run in ctx.workspace.runs(user, MAX_LISTED_RUNS, agent_id):  # newest first
         for message_id in run.message_ids:
@@ -101,7 +102,7 @@ def step_runs(ctx: ServerContext, user: str, steps: Sequence[StepUsage]) -> dict
     found: dict[str, Run] = {}
     for agent_id, step_ids in by_agent.items():
         messages = ctx.workspace.step_messages(agent_id, step_ids)
-        found |= runs_holding(ctx, user, agent_id, {m.id: m.step_id or "" for m in messages})
+        found |= runs_holding(ctx, user, agent_id, messages)
     return found
 
 
@@ -123,15 +124,14 @@ def _aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _kept_only(
+def _asks_for_unkept(
     feedback: str | None,
     has_feedback: bool | None,
     tags: list[str] | None,
     trace_ids: list[str] | None,
 ) -> bool:
-    """Whether the filters on what no step keeps (feedback, tags, traces)
-    leave every step in (True) or none (False)."""
-    return feedback is None and not has_feedback and not tags and not trace_ids
+    """Whether a list asks for what no step keeps (feedback, tags, traces)."""
+    return feedback is not None or bool(has_feedback) or bool(tags) or bool(trace_ids)
 
 
 @router.get("/v1/steps/", include_in_schema=False)
@@ -157,7 +157,7 @@ def list_steps(
     "asc", of one agent and model, begun (their first model answer) from
     `start_date` to before `end_date`; `after` and `before` are step ids.
     No step has feedback, tags or traces: asking for them finds none."""
-    if not _kept_only(feedback, has_feedback, tags, trace_ids):
+    if _asks_for_unkept(feedback, has_feedback, tags, trace_ids):
         return []
     steps = [
         s
@@ -203,13 +203,13 @@ def retrieve_step_metrics(step_id: str, ctx: Context, user: User) -> dict[str, A
     tool is not measured."""
     step = owned_step(ctx, user, step_id)
     messages = ctx.workspace.step_messages(step.agent_id, [step.step_id])
-    run = runs_holding(ctx, user, step.agent_id, {m.id: step.step_id for m in messages})
+    run = runs_holding(ctx, user, step.agent_id, messages).get(step.step_id)
     times = [step.first_at, step.last_at, *(m.created_at for m in messages)]
     began = nanoseconds(min(times))
     return {
         "id": step.step_id,
         "agent_id": step.agent_id,
-        "run_id": run[step.step_id].id if step.step_id in run else None,
+        "run_id": None if run is None else run.id,
         "step_start_ns": began,
         "step_ns": nanoseconds(max(times)) - began,
         "llm_request_start_ns": None,
