@@ -41,12 +41,14 @@ from memgpt_lite.models import (
     Message,
     ModelUsage,
     ToolCall,
+    UsageRecord,
 )
 from memgpt_lite.settings.values import Settings
 from memgpt_lite.storage import copy
 from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.protocols.accounts import StepUsage
 from memgpt_lite.storage.protocols.groups import AgentGroup, ManagerType
 from memgpt_lite.storage.protocols.runs import Run
 
@@ -472,7 +474,30 @@ class Workspace:
         """The owner's newest `limit` runs (of one agent, if given), newest first."""
         return self.store.list_runs(owner, agent_id, limit=limit)
 
+    def messages_by_id(self, agent_id: str, ids: Sequence[str]) -> list[Message]:
+        """The agent's messages among `ids` (of any conversation), oldest first."""
+        return self.store.messages_by_id(agent_id, ids)
+
+    def step_messages(self, agent_id: str, step_ids: Sequence[str]) -> list[Message]:
+        """The agent's messages of these steps (of any conversation), oldest first."""
+        return self.store.step_messages(agent_id, step_ids)
+
     # Token usage and the server's API keys (keys.py)
+
+    def steps(
+        self,
+        owner: str,
+        limit: int,
+        agent_id: str | None = None,
+        step_ids: Sequence[str] | None = None,
+    ) -> list[StepUsage]:
+        """The newest `limit` steps with usage of the owner's agents (of one
+        agent, among `step_ids`, if given), newest first, each with its totals."""
+        return self.store.list_steps(owner, agent_id, step_ids, limit)
+
+    def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
+        """The usage records of one step of the agent, in the order stored."""
+        return self.store.step_usage(agent_id, step_id)
 
     def usage_by_model(self, agent_id: str) -> list[ModelUsage]:
         """The agent's stored token totals, one per model."""

@@ -47,6 +47,9 @@ def test_a_conversations_sends_are_its_runs_with_run_id_seq_id_and_otid(
     unstreamed = answer["usage"]["run_ids"][0]
     assert {m["run_id"] for m in answer["messages"]} == {unstreamed} != {run_id}
     assert client.runs.retrieve(unstreamed).conversation_id == trip
+    listed = list(client.runs.messages.list(unstreamed))  # what the run stored, in its conversation
+    assert listed[0].message_type == "user_message"
+    assert [m.id for m in listed[1:]] == [m["id"] for m in answer["messages"]]
     on_the_agent = client.agents.messages.create(agent.id, messages=HI)
     default_run = client.runs.retrieve(on_the_agent.usage.run_ids[0])
     assert default_run.conversation_id is None

@@ -256,6 +256,16 @@ def listed_messages(
         stored = ctx.workspace.all_messages(agent_id, conversation)
         if page.order == "desc":
             stored.reverse()
+    return letta_page(stored, page, types, waiting)
+
+
+def letta_page(
+    stored: list[Message], page: MessagePage, types: list[str] | None, waiting: Collection[str]
+) -> list[LettaMessage]:
+    """One page of `stored` (in the page's order) as Letta's messages of
+    `types`: whole stored messages, so that a message shown as several
+    Letta messages (sharing its id) is never split by a page's cursor."""
+    as_assistant = page.use_assistant_message
     stored = window(stored, lambda m: m.id, page.after, page.before)
     backwards = page.before is not None and page.after is None
     if backwards:

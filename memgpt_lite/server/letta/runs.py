@@ -26,11 +26,11 @@ from pydantic import Field
 
 from memgpt_lite.agent.workspace import Run
 from memgpt_lite.errors import ConfigError, MemGPTError
-from memgpt_lite.models import AgentState, StepInput
+from memgpt_lite.models import AgentState, Message, StepInput
 from memgpt_lite.server.api_agents import step_result
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import LettaBody, SendRequest
-from memgpt_lite.server.letta.messages import keep, to_letta
+from memgpt_lite.server.letta.messages import MessagePage, letta_page
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.run_life import LiveRun, cancel_runs
 from memgpt_lite.server.letta.run_stream import check_streamable, follow_response
@@ -220,23 +220,30 @@ def list_run_messages(
     """Letta's list_messages_for_run: what the run's step stored, as Letta's
     messages (the user's message first), in the order stored."""
     run = ctx.workspace.run(run_id, user)
-    state = ctx.agent_state(user, run.agent_id)
-    ids = set(run.message_ids)
-    stored = [m for m in ctx.workspace.all_messages(state.id) if m.id in ids]
-    waiting = {call.id for call in ctx.workspace.waiting_calls(state)}
-    shown = keep(
-        (
-            item
-            for m in stored
-            for item in to_letta(m, use_assistant_message=use_assistant_message, waiting=waiting)
-        ),
-        include_return_message_types,
-    )
+    stored = ctx.workspace.messages_by_id(run.agent_id, run.message_ids)
+    wanted = MessagePage(after, before, limit, order, use_assistant_message)
+    shown = letta_messages_of(ctx, user, run.agent_id, stored, wanted, include_return_message_types)
     for item in shown:
         item["run_id"] = run.id
-    if order == "desc":
-        shown.reverse()
-    return page(shown, lambda m: m["id"], after=after, before=before, limit=limit)
+    return shown
+
+
+def letta_messages_of(
+    ctx: ServerContext,
+    user: str,
+    agent_id: str,
+    stored: list[Message],
+    wanted: MessagePage,
+    types: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One page of stored messages of the user's agent (oldest first) as
+    Letta's messages of `types` (None: all), an answer whose calls wait for
+    approval as an approval request."""
+    state = ctx.agent_state(user, agent_id)
+    waiting = {call.id for call in ctx.workspace.waiting_calls(state)}
+    if wanted.order == "desc":
+        stored = stored[::-1]
+    return letta_page(stored, wanted, types, waiting)
 
 
 @router.post("/v1/runs/{run_id}/stream", response_model=None)

@@ -23,6 +23,7 @@ from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
 from memgpt_lite.storage.core.sql import Dialect
 from memgpt_lite.storage.core.transactions import Transactions, guarded
+from memgpt_lite.storage.protocols.accounts import StepUsage
 from memgpt_lite.text import clean_text
 
 _KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at, admin'
@@ -48,6 +49,18 @@ def usage_values(record: UsageRecord, dialect: Dialect) -> list[Any]:
         dialect.time(record.created_at),
         record.agent_id,
     ]
+
+
+# Each step's totals, of the owner's agents; the last column (its first
+# record's seq) orders them.
+_STEP_TOTALS = (
+    "SELECT u.agent_id, u.step_id, MAX(u.model), SUM(u.prompt_tokens), "
+    "SUM(u.completion_tokens), SUM(u.total_tokens), SUM(u.requests), "
+    "SUM(CASE WHEN u.estimated THEN u.requests ELSE 0 END), MIN(u.created_at), "
+    "MAX(u.created_at), MIN(u.seq) FROM token_usage u JOIN agents a ON a.id = u.agent_id "
+    "WHERE a.owner = ?{where} GROUP BY u.agent_id, u.step_id ORDER BY MIN(u.seq) DESC LIMIT ?"
+)
+_STEP_FIELDS = tuple(StepUsage.model_fields)
 
 
 def _key(row: Sequence[Any]) -> ApiKey:
@@ -95,6 +108,32 @@ class UsageAndKeys(Transactions):
         return usage_records(
             self._all(f"SELECT {columns} FROM token_usage WHERE {where} ORDER BY seq", params)
         )
+
+    @guarded
+    def list_steps(
+        self,
+        owner: str,
+        agent_id: str | None = None,
+        step_ids: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[StepUsage]:
+        where, params = "", [owner]
+        if agent_id is not None:
+            where, params = " AND u.agent_id = ?", [owner, agent_id]
+        if step_ids is not None and not step_ids:
+            return []
+        conditions: list[tuple[str, list[Any]]] = [(where, params)]
+        if step_ids:  # several statements for many ids (SQLite's limit on parameters)
+            conditions = [
+                (f"{where} AND {among}", [*params, *among_params])
+                for among, among_params in self.dialect.among("u.step_id", list(step_ids))
+            ]
+        rows: list[Any] = []
+        with self.snapshot():
+            for condition, values in conditions:  # a step's rows are all in one of them
+                rows += self._all(_STEP_TOTALS.format(where=condition), [*values, limit])
+        rows.sort(key=lambda row: row[-1], reverse=True)
+        return [StepUsage(**dict(zip(_STEP_FIELDS, row[:-1], strict=True))) for row in rows[:limit]]
 
     @guarded
     def add_api_key(self, key: ApiKey) -> None:

@@ -410,6 +410,28 @@ class Messages(Transactions):
         return found
 
     @guarded
+    def messages_by_id(self, agent_id: str, ids: Sequence[str]) -> list[Message]:
+        return self._messages_among(agent_id, "m.id", ids)
+
+    @guarded
+    def step_messages(self, agent_id: str, step_ids: Sequence[str]) -> list[Message]:
+        return self._messages_among(agent_id, "m.step_id", step_ids)
+
+    def _messages_among(self, agent_id: str, column: str, values: Sequence[str]) -> list[Message]:
+        """The agent's messages whose `column` is among `values`, oldest first."""
+        rows: list[Any] = []
+        if not values:
+            return []
+        with self.snapshot():
+            for among, params in self.dialect.among(column, list(values)):
+                rows += self._all(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.agent_id = ? AND {among}",
+                    [agent_id, *params],
+                )
+        rows.sort(key=lambda row: row[0])  # by seq
+        return [message_from_row(r) for r in rows]
+
+    @guarded
     def messages_between(
         self,
         agent_id: str,

@@ -4,10 +4,31 @@ secrets are never stored: see memgpt_lite/agent/keys.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord
+
+
+class StepUsage(BaseModel):
+    """What one step of an agent cost: the sum of its usage records (one
+    per model answer, `UsageRecord`), and when the first and the last were
+    stored."""
+
+    agent_id: str
+    step_id: str
+    model: str  # its records' model (of several, should it have changed, the last by name)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+    estimated_requests: int = 0  # of `requests`, how many were counted by us
+    first_at: datetime
+    last_at: datetime
 
 
 @runtime_checkable
@@ -34,6 +55,19 @@ class UsageAndKeyStorage(Protocol):
         """Every usage record of the agent, in the order stored ([] for an
         agent with none, or unknown): what copying an agent to another
         database carries over."""
+        ...
+
+    def list_steps(
+        self,
+        owner: str,
+        agent_id: str | None = None,
+        step_ids: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[StepUsage]:
+        """The steps with usage records of the owner's agents (of one agent,
+        and among `step_ids`, if given), newest first (by their first
+        record), at most `limit`. Another owner's agent's steps are never
+        among them."""
         ...
 
     def add_api_key(self, key: ApiKey) -> None:

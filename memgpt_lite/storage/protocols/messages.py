@@ -141,6 +141,16 @@ class MessageStorage(Protocol):
         `beyond` in that order; only those of `conversation`, if given."""
         ...
 
+    def messages_by_id(self, agent_id: str, ids: Sequence[str]) -> list[Message]:
+        """The agent's messages among `ids` (of any conversation), oldest
+        first; unknown ids, and those of another agent, are skipped."""
+        ...
+
+    def step_messages(self, agent_id: str, step_ids: Sequence[str]) -> list[Message]:
+        """The agent's messages of these steps (`Message.step_id`, of any
+        conversation), oldest first."""
+        ...
+
     def update_message(self, message: Message) -> None:
         """Rewrite a stored message's content and tool calls; search follows
         the new text, and its vector, now stale, is dropped (embedded again by

@@ -6,6 +6,7 @@ from datetime import date, datetime
 
 import pytest
 
+from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import AgentState, Message, ToolCall
 from support.contract.base import ContractBase, contents, day, new_agent, said
@@ -162,6 +163,26 @@ class MessageContract(ContractBase):
         without = store.messages_by_seq(sam.id, seqs, exclude_step_id="s1")
         assert sorted(without) == seqs[1:]
         assert store.messages_by_seq(sam.id, []) == {}
+
+    def test_messages_by_id_and_by_step_of_any_conversation(self, store):
+        sam, kim = new_agent(store, "sam"), new_agent(store, "kim")
+        trip = store.create_conversation(Conversation(agent_id=sam.id))
+        mine = [
+            said(sam, "a", step_id="s1"),
+            said(sam, "b", step_id="s2", conversation_id=trip.id),
+            said(sam, "c", step_id="s1"),
+        ]
+        theirs = said(kim, "k", step_id="s1")
+        store.add_messages([*mine, theirs])
+        # Unknown ids by the thousand: more than one statement's parameters hold.
+        unknown = [f"message-{i}" for i in range(2000)]
+        wanted = [mine[2].id, theirs.id, *unknown, mine[1].id]
+        assert store.messages_by_id(sam.id, wanted) == [mine[1], mine[2]]  # oldest first
+        assert store.messages_by_id(sam.id, []) == []
+        assert store.step_messages(sam.id, ["s1"]) == [mine[0], mine[2]]
+        assert store.step_messages(sam.id, [*unknown, "s2", "s1"]) == mine
+        assert store.step_messages(kim.id, ["s1"]) == [theirs]
+        assert store.step_messages(sam.id, []) == []
 
     def test_messages_between_pages_by_utc_day(self, store):
         state = new_agent(store)

@@ -6,7 +6,9 @@ import pytest
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import AgentState, ModelUsage, UsageRecord
-from support.contract.base import ContractBase, OpenStore, new_agent, said
+from memgpt_lite.storage.protocols.accounts import StepUsage
+from support.contract.base import ContractBase, OpenStore, day, new_agent, said
+from support.contract.keys import owned
 
 
 def spent(agent: AgentState, step: str, model: str, prompt: int, completion: int, **fields):
@@ -76,6 +78,61 @@ class UsageContract(ContractBase):
             store.add_usage(record)
         assert store.agent_usage(sam.id) == records
         assert store.agent_usage("agent-unknown") == []
+
+    def test_steps_sum_their_records_newest_first_of_the_owners_agents(self, store):
+        sam, ada = owned(store, "sam", "alice"), owned(store, "ada", "alice")
+        bobs = owned(store, "sam", "bob")
+        first = spent(sam, "step-1", "m", 10, 1, created_at=day("2026-01-01 10:00"))
+        again = spent(
+            sam,
+            "step-1",
+            "m",
+            20,
+            2,
+            estimated=True,
+            requests=2,
+            created_at=day("2026-01-01 10:01"),
+        )
+        for record in (
+            first,
+            spent(bobs, "step-b", "m", 5, 5),
+            spent(ada, "step-2", "other", 30, 3),
+            again,
+            spent(sam, "compaction-1", "m", 40, 4),
+        ):
+            store.add_usage(record)
+        steps = store.list_steps("alice")
+        assert [(s.agent_id, s.step_id) for s in steps] == [
+            (sam.id, "compaction-1"),
+            (ada.id, "step-2"),
+            (sam.id, "step-1"),  # ordered by its first record
+        ]
+        assert steps[2] == StepUsage(
+            agent_id=sam.id,
+            step_id="step-1",
+            model="m",
+            prompt_tokens=30,
+            completion_tokens=3,
+            total_tokens=33,
+            requests=3,
+            estimated_requests=2,
+            first_at=first.created_at,
+            last_at=again.created_at,
+        )
+        assert [s.step_id for s in store.list_steps("alice", agent_id=sam.id)] == [
+            "compaction-1",
+            "step-1",
+        ]
+        assert [s.step_id for s in store.list_steps("alice", limit=1)] == ["compaction-1"]
+        assert store.list_steps("alice", agent_id=bobs.id) == []  # another owner's agent
+        assert store.list_steps("bob", step_ids=["step-1", "step-2"]) == []
+        # Unknown ids by the thousand: more than one statement's parameters hold.
+        many = [f"step-{i}" for i in range(3, 2003)]
+        assert [s.step_id for s in store.list_steps("alice", step_ids=[*many, "step-1"])] == [
+            "step-1"
+        ]
+        assert store.list_steps("alice", step_ids=[]) == []
+        assert [s.step_id for s in store.list_steps("bob")] == ["step-b"]
 
     def test_usage_of_an_unknown_agent_is_refused(self, store):
         ghost = AgentState(name="ghost", llm={"model": "m"}, system="s")
