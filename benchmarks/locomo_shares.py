@@ -27,7 +27,6 @@ SHARES: dict[str, dict[str, Any]] = {
     "session": {"ranking.SESSION_SHARE": 0.0},
     "dates annotated": {"passages.annotate": lambda text, at: text},
     "vectors (hybrid only)": {"fusion.VECTOR_WEIGHT": 0.0},
-    "context in vectors (hybrid)": {"search.CONTEXT_VECTOR_WEIGHT": 0.0},
     "answer near (hybrid)": {"search.VECTOR_ANSWER_SHARE": 0.0},
     "unranked words (hybrid)": {"fusion.unranked_words": lambda lexical: 0.0},
 }

@@ -12,8 +12,7 @@ from collections.abc import Callable
 # words or by vectors): among them, the least similar counts 0 and the most
 # similar 1, so the vectors reorder what the words found about equally well
 # and bring what the words missed. LoCoMo's development split with the local
-# MiniLM (passage vectors leaning toward their context, search.py
-# CONTEXT_VECTOR_WEIGHT), recall@5/@10
+# MiniLM (passage vectors then leaning toward their context), recall@5/@10
 # on half A, where the weight was set: 0.2: 74.7/80.8, 0.3: 75.3/80.9,
 # 0.4: 75.3/81.4, 0.5: 74.8/82.1; on half B with 0.4: 70.0/77.1. Words alone
 # 73.2/79.8 and 67.9/75.9. The convex combination this replaced (half

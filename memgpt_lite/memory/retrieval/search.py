@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from memgpt_lite.embeddings.embedder import EmbeddingMismatchError, normalise
+from memgpt_lite.embeddings.embedder import EmbeddingMismatchError
 from memgpt_lite.errors import LLMError
 from memgpt_lite.memory.retrieval import fusion
 from memgpt_lite.memory.retrieval.dates import Period, dated_within
@@ -139,29 +139,14 @@ def store_vectors(
         record_vectors(agent, owner, seqs, vectors)
 
 
-# A passage's vector leans toward its context's (the turn before it, the end
-# of the chunk before): "Yes, it was great!" means what it answers. LoCoMo's
-# development split with the local MiniLM: the vectors alone find 37.6% of
-# the evidence in the top 5, 43.4% leaning so (the context counting 0.6:
-# 43.1%); hybrid recall@5/@10 on halves A / B 74.7/80.4, 69.1/76.7 ->
-# 75.3/80.9, 69.4/77.3. It costs embedding the contexts too.
-CONTEXT_VECTOR_WEIGHT = 0.3
-
-
 def passage_vectors(agent: MemoryDeps, passages: Sequence[Passage]) -> np.ndarray | None:
-    """The vectors of `passages` (None without an embedder): each text's,
-    plus CONTEXT_VECTOR_WEIGHT times its context's when it has one, at unit
-    length. Texts and contexts are embedded in one call."""
-    with_context = [i for i, p in enumerate(passages) if p.context.strip()]
-    if not CONTEXT_VECTOR_WEIGHT:
-        with_context = []
-    texts = [p.text for p in passages] + [passages[i].context for i in with_context]
-    vectors = embed_texts(agent, texts)
-    if vectors is None or not with_context:
-        return vectors
-    mixed = vectors[: len(passages)].copy()
-    mixed[with_context] += CONTEXT_VECTOR_WEIGHT * vectors[len(passages) :]
-    return normalise(mixed)
+    """The vectors of `passages`' texts (None without an embedder). A
+    passage's context (the turn before it) is found by words, at half
+    weight, but not embedded: leaning the vector toward it (the text's plus
+    0.3 times the context's) was retired, its share under half a point of
+    LoCoMo recall@5 on either half (+0.1, +0.3) and below zero at @10
+    (-0.6, -0.1), for twice the embedding (docs/benchmarks.md)."""
+    return embed_texts(agent, [p.text for p in passages])
 
 
 def backfill(agent: MemoryDeps, owner: Owner, limit: int = BACKFILL_PER_SEARCH) -> int:
@@ -395,9 +380,8 @@ def _passage_page(
 # answers: the vectors' nearness of the passage after one that asks gains
 # VECTOR_ANSWER_SHARE of the asking one's, before fusion (and the fused
 # score ANSWER_SHARE of the asking one's after it, `in_conversation`). A
-# passage's words hold its context (the question) at half weight, its
-# vector at CONTEXT_VECTOR_WEIGHT; this gives the vector side of an answer
-# about as much of its question as the words side has. LoCoMo development
+# passage's words hold its context (the question) at half weight; this
+# gives the vector side of an answer some of its question too. LoCoMo development
 # split, hybrid with the local MiniLM, recall@5/@10, set on half A: without
 # 77.7/83.6, 0.1 77.9/83.6, 0.15 77.9/83.6, 0.2 78.0/83.6, 0.25 78.4/83.5,
 # 0.3 78.2/83.6, 0.35 77.9/83.5, 0.5 78.0/83.0, 1.0 76.2/82.4; half B with

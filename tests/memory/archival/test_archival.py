@@ -220,21 +220,16 @@ REPLIES = [
 ]
 
 
-def test_a_passages_vector_leans_toward_its_context(db_location):
+def test_a_passages_vector_is_its_texts_alone(db_location):
+    # Leaning it toward its context was retired (docs/benchmarks.md): the
+    # context is found by words only.
     agent = make_agent_in(db_location, embedder=SynonymEmbedder())
     passages = [Passage(agent_id=agent.state.id, text=t, context=c) for t, c in REPLIES]
-    passages.append(Passage(agent_id=agent.state.id, text="We stayed in: a storm."))
     vectors = passage_vectors(agent.runner, passages)
-    text_only = SynonymEmbedder().embed([p.text for p in passages])
-    # The replies' own vectors are alike; with their contexts, a car and a cat.
-    assert np.allclose(text_only[0], text_only[1])
-    assert vectors[0][0] > 0 and vectors[0][1] == 0 and vectors[1][1] > 0
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
-    assert np.allclose(vectors[2], text_only[2])  # no context: its text's
+    assert np.allclose(vectors, SynonymEmbedder().embed([t for t, _ in REPLIES]))
     agent.archival.insert_many(passages)
-    for query, text in (("car", REPLIES[0][0]), ("cat", REPLIES[1][0])):
-        found, _ = agent.archival.search(query, limit=1)
-        assert found[0].text == text
+    found, _ = agent.archival.search("kitten", limit=1)
+    assert found[0].text == REPLIES[1][0]  # by its context's words
 
 
 def test_passages_stored_before_an_embedder_are_backfilled(db_location):
