@@ -45,7 +45,7 @@ def test_identities_serve_many_people_through_one_key(db: str, server: str) -> N
     with pytest.raises(UnprocessableEntityError, match="name"):
         alice.post("/v1/identities/", cast_to=object, body={"identifier_key": "x"})
 
-    anns_agent = agent_for(alice, "anns-helper", [ann["id"]])
+    anns_agent = agent_for(alice, "Ann's helper", [ann["id"]])  # as docs/serving/letta.md
     beas_agent = agent_for(alice, "beas-helper", [bea["id"]])
     assert anns_agent.identity_ids == [ann["id"]]
     assert [(i.id, i.identifier_key) for i in anns_agent.identities] == [(ann["id"], "ann")]
