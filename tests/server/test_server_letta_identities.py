@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from letta_client import ConflictError, Letta, NotFoundError, UnprocessableEntityError
-from support.serving import new_key
+from support.serving import live_server, new_key
+
+from memgpt_lite.testing.server import FakeOpenAIServer
 
 MISSING = "identity-00000000000000000000000000000000"
 
@@ -59,50 +61,52 @@ def test_identities_serve_many_people_through_one_key(db: str, server: str) -> N
         agent_for(bob, "thief", [ann["id"]])
     assert [a.name for a in bob.agents.list()] == []  # nothing was made
 
-    assert [i["id"] for i in identities(alice)] == [bea["id"], ann["id"]]  # newest first
-    assert [i["id"] for i in identities(alice, order="asc", limit=1)] == [ann["id"]]
-    assert [i["id"] for i in identities(alice, order="asc", after=ann["id"])] == [bea["id"]]
-    assert [i["id"] for i in identities(alice, name="BE")] == [bea["id"]]
-    assert [i["id"] for i in identities(alice, identity_type="org")] == [bea["id"]]
-    assert [i["id"] for i in identities(alice, identifier_key="ann")] == [ann["id"]]
-    assert [i["id"] for i in identities(bob)] == [bobs_ann["id"]]
+    check_lists_and_reads(alice, bob, [ann, bea, bobs_ann], anns_agent.id)
+    check_changes(alice, bob, ann, [anns_agent.id, beas_agent.id])
+
+
+def check_lists_and_reads(
+    alice: Letta, bob: Letta, made: list[dict[str, Any]], anns_agent_id: str
+) -> None:
+    ann, bea, bobs_ann = (identity["id"] for identity in made)
+    assert [i["id"] for i in identities(alice)] == [bea, ann]  # newest first
+    assert [i["id"] for i in identities(alice, order="asc", limit=1)] == [ann]
+    assert [i["id"] for i in identities(alice, order="asc", after=ann)] == [bea]
+    assert [i["id"] for i in identities(alice, name="BE")] == [bea]
+    assert [i["id"] for i in identities(alice, identity_type="org")] == [bea]
+    assert [i["id"] for i in identities(alice, identifier_key="ann")] == [ann]
+    assert [i["id"] for i in identities(bob)] == [bobs_ann]
     assert alice.get("/v1/identities/count", cast_to=object) == 2
-    read = alice.get(f"/v1/identities/{ann['id']}", cast_to=object)
-    assert (read["agent_ids"], read["block_ids"]) == ([anns_agent.id], [])
-    for client, identity_id, words in ((bob, ann["id"], ann["id"]), (alice, MISSING, MISSING)):
+    read = alice.get(f"/v1/identities/{ann}", cast_to=object)
+    assert (read["agent_ids"], read["block_ids"]) == ([anns_agent_id], [])
+    for client, identity_id in ((bob, ann), (alice, MISSING)):  # worded alike
         with pytest.raises(NotFoundError) as missing:
             client.get(f"/v1/identities/{identity_id}", cast_to=object)
-        assert missing.value.body == {"detail": f"no identity with id '{words}'"}
+        assert missing.value.body == {"detail": f"no identity with id '{identity_id}'"}
 
+
+def check_changes(alice: Letta, bob: Letta, ann: dict[str, Any], agent_ids: list[str]) -> None:
+    """Modify merges properties and adds agents; the properties route
+    replaces them; an upsert replaces what it gives and keeps the rest."""
+    seats = {"key": "seats", "value": 3, "type": "number"}
     modified = alice.patch(
         f"/v1/identities/{ann['id']}",
         cast_to=object,
-        body={"name": "Ann B.", "properties": [{"key": "seats", "value": 3, "type": "number"}]},
+        body={"name": "Ann B.", "properties": [seats], "agent_ids": agent_ids[1:]},
     )
-    assert modified["name"] == "Ann B." and [p["key"] for p in modified["properties"]] == [
-        "plan",
-        "seats",
-    ]
-    replaced = alice.put(
-        f"/v1/identities/{ann['id']}/properties", cast_to=object, body=[plan | {"value": "free"}]
-    )
-    assert replaced["properties"] == [plan | {"value": "free"}]
-    upserted = alice.put(
-        "/v1/identities/",
-        cast_to=object,
-        body={"identifier_key": "ann", "name": "Ann C.", "identity_type": "user"},
-    )
-    assert (upserted["id"], upserted["name"], upserted["agent_ids"]) == (
-        ann["id"],
-        "Ann C.",
-        [anns_agent.id],
-    )
-    cara = alice.put(
-        "/v1/identities/",
-        cast_to=object,
-        body={"identifier_key": "cara", "name": "Cara", "identity_type": "user"},
-    )
-    assert cara["id"] not in (ann["id"], bea["id"])
+    assert [p["key"] for p in modified["properties"]] == ["plan", "seats"]
+    assert (modified["name"], modified["agent_ids"]) == ("Ann B.", agent_ids)
+    free = {"key": "plan", "value": "free", "type": "string"}
+    replaced = alice.put(f"/v1/identities/{ann['id']}/properties", cast_to=object, body=[free])
+    assert replaced["properties"] == [free]
+    upsert = {"identifier_key": "ann", "name": "Ann C.", "identity_type": "user"}
+    upserted = alice.put("/v1/identities/", cast_to=object, body=upsert)
+    assert (upserted["id"], upserted["name"]) == (ann["id"], "Ann C.")
+    assert (upserted["properties"], upserted["agent_ids"]) == ([free], agent_ids)
+    again = alice.put("/v1/identities/", cast_to=object, body=upsert | {"agent_ids": []})
+    assert (again["id"], again["agent_ids"]) == (ann["id"], [])
+    cara = alice.put("/v1/identities/", cast_to=object, body=upsert | {"identifier_key": "cara"})
+    assert cara["id"] != ann["id"] and cara["name"] == "Ann C."
     with pytest.raises(NotFoundError):
         bob.patch(f"/v1/identities/{ann['id']}", cast_to=object, body={"name": "x"})
     with pytest.raises(NotFoundError):
@@ -110,9 +114,16 @@ def test_identities_serve_many_people_through_one_key(db: str, server: str) -> N
     assert alice.get(f"/v1/identities/{ann['id']}", cast_to=object)["name"] == "Ann C."
 
 
-def test_links_to_agents_and_blocks_are_made_undone_and_never_dangle(db: str, server: str) -> None:
-    alice = Letta(base_url=server, api_key=new_key(db, "alice"), max_retries=0)
-    bob = Letta(base_url=server, api_key=new_key(db, "bob"), max_retries=0)
+def test_links_to_agents_and_blocks_are_made_undone_and_never_dangle(
+    db_location: str, fake_llm: FakeOpenAIServer
+) -> None:
+    with live_server(db_location) as server:  # on each backend
+        alice = Letta(base_url=server, api_key=new_key(db_location, "alice"), max_retries=0)
+        bob = Letta(base_url=server, api_key=new_key(db_location, "bob"), max_retries=0)
+        check_links(alice, bob)
+
+
+def check_links(alice: Letta, bob: Letta) -> None:
     ann, bea = person(alice, "ann"), person(alice, "bea")
     sam = agent_for(alice, "sam", [])
     bobs_agent = agent_for(bob, "bobs", [])
