@@ -92,7 +92,7 @@ def check_changes(alice: Letta, bob: Letta, ann: dict[str, Any], agent_ids: list
     modified = alice.patch(
         f"/v1/identities/{ann['id']}",
         cast_to=object,
-        body={"name": "Ann B.", "properties": [seats], "agent_ids": agent_ids[1:]},
+        body={"name": "Ann B.", "properties": [seats], "agent_ids": agent_ids},  # one anew
     )
     assert [p["key"] for p in modified["properties"]] == ["plan", "seats"]
     assert (modified["name"], modified["agent_ids"]) == ("Ann B.", agent_ids)

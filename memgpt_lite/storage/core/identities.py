@@ -69,7 +69,7 @@ class Identities(Transactions):
             for kind, item_ids in (("agent", identity.agent_ids), ("block", identity.block_ids)):
                 table, _ = _LINKS[kind]
                 self._execute(f"DELETE FROM {table} WHERE identity_id = ?", [identity.id])
-                for item_id in dict.fromkeys(item_ids):
+                for item_id in item_ids:  # each once (`Identity`)
                     self._add_link(identity.id, identity.owner, kind, item_id)
 
     @guarded

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memgpt_lite.models import UserName, new_id, utcnow
 from memgpt_lite.text import CleanStr
@@ -33,7 +33,10 @@ class IdentityProperty(BaseModel):
 class Identity(BaseModel):
     """An identity of user `owner`'s: `identifier_key` is the app's own key
     for it, unique among the owner's identities. `agent_ids` and `block_ids`
-    are the owner's agents and blocks linked to it, in the order linked."""
+    are the owner's agents and blocks linked to it, in the order linked,
+    each once."""
+
+    model_config = ConfigDict(validate_assignment=True)
 
     id: str = Field(default_factory=lambda: new_id("identity"))
     owner: UserName
@@ -46,6 +49,11 @@ class Identity(BaseModel):
     block_ids: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("agent_ids", "block_ids")
+    @classmethod
+    def _once_each(cls, ids: list[str]) -> list[str]:
+        return list(dict.fromkeys(ids))
 
 
 @runtime_checkable
