@@ -8,7 +8,8 @@ agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage, tool calls
 waiting for approval and unanswered messages, page and search their
 history, give them sleep-time agents, and make and check the server's API
-keys; the tool registry is `workspace.tools`
+keys; the identities of users' apps are `workspace.identities`
+(identities.py), the tool registry `workspace.tools`
 (tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
 step itself runs on the agent (`agent.stream(...)`, its runner:
 agent/runner.py); its events are plain data (events.py).
@@ -29,6 +30,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.agent import keys
+from memgpt_lite.agent.identities import Identities
 from memgpt_lite.conversations import Conversation, no_conversation
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import (
@@ -85,6 +87,11 @@ class Workspace:
         from memgpt_lite.agent.tool_registry import ToolRegistry  # see the imports
 
         return ToolRegistry(self.store, self.settings)
+
+    @cached_property
+    def identities(self) -> Identities:
+        """The identities of users' apps (identities.py)."""
+        return Identities(self.store)
 
     @cached_property
     def mcp(self) -> MCPServers:

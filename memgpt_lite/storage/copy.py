@@ -7,9 +7,10 @@ shared by several agents is created once and linked to each), every message (sam
 order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times, and so does every user's tool registry (tools
-and MCP servers, with their ids and trust) and every group of agents (a
-main agent and its sleep-time agents). Step locks are not copied: they
-belong to running processes.
+and MCP servers, with their ids and trust), every group of agents (a
+main agent and its sleep-time agents) and every identity (with its links to
+the agents and blocks copied). Step locks are not copied: they belong to
+running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`),
@@ -118,7 +119,26 @@ def copy_agents(
                 if on_copied is not None:
                     on_copied(expected)
             _copy_groups(src, dst, message_seqs)
+            _copy_identities(src, dst)
     return copied
+
+
+def _copy_identities(src: Storage, dst: Storage) -> None:
+    """Store every identity of `src` in `dst` (its agents are copied by
+    now), linked to the blocks `dst` holds: a standalone block that no
+    agent holds is not copied."""
+    for identity in src.list_identities():
+        copied = identity.model_copy(deep=True)
+        copied.block_ids = [b for b in identity.block_ids if _holds_block(dst, b)]
+        dst.save_identity(copied)
+
+
+def _holds_block(store: Storage, block_id: str) -> bool:
+    try:
+        store.get_block(block_id)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _refuse_taken(src: Storage, dst: Storage, agents: Sequence[AgentState]) -> None:

@@ -12,8 +12,9 @@ agent's conversations), `MessageStorage` (recall),
 `ArchivalStorage` (passages and vectors), `UsageAndKeyStorage`,
 `StepLockStorage`, `ToolStorage` (the tool registry and MCP servers),
 `RunStorage` (the runs of Letta's asynchronous sends),
-`SentRequestStorage` (the sends the server answered under a key) and
-`GroupStorage` (sleep-time agents and the main agent they serve). A
+`SentRequestStorage` (the sends the server answered under a key),
+`GroupStorage` (sleep-time agents and the main agent they serve) and
+`IdentityStorage` (Letta's identities, and their agents and blocks). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -49,6 +50,7 @@ from memgpt_lite.storage.protocols.archival import ArchivalStorage
 from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.conversations import ConversationStorage
 from memgpt_lite.storage.protocols.groups import GroupStorage
+from memgpt_lite.storage.protocols.identities import IdentityStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
@@ -77,6 +79,7 @@ __all__ = [
     "BlockStorage",
     "ConversationStorage",
     "GroupStorage",
+    "IdentityStorage",
     "MainContext",
     "MessageStorage",
     "Owner",
@@ -112,11 +115,12 @@ class Storage(
     RunStorage,
     SentRequestStorage,
     GroupStorage,
+    IdentityStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,
-    the users' API keys and their tools, Letta's runs, groups of agents:
-    every part of the seam, in one protocol."""
+    the users' API keys and their tools, Letta's runs, groups of agents,
+    identities: every part of the seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

@@ -27,6 +27,7 @@ from memgpt_lite.storage.copy import AgentCopy, copy_database
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.storage.protocols.groups import AgentGroup
+from memgpt_lite.storage.protocols.identities import Identity
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 
 EMBEDDER = "endpoint:text-embedding-3-small"
@@ -333,3 +334,24 @@ def test_groups_come_along_with_what_they_read_renumbered(locations):
         read = store.first_messages(main.id, 0, 10)
     assert (copied.id, copied.agent_ids, copied.frequency) == (group.id, [helper.id], 2)
     assert copied.processed_seq == read[1].seq != said[1].seq and read[1].id == said[1].id
+
+
+def test_identities_come_along_with_their_agents_and_blocks(locations):
+    src, dst = locations
+    with open_storage(src) as store:
+        sam = AgentState(name="sam", llm=LLMConfig(model="gpt-4o-mini"), system="s", owner="alice")
+        store.create_agent(sam, [Block(label="persona", value="p")])
+        ann = Identity(
+            owner="alice",
+            identifier_key="ann",
+            name="Ann",
+            identity_type="user",
+            properties=[{"key": "plan", "value": "pro", "type": "string"}],
+            agent_ids=[sam.id],
+            block_ids=sam.block_ids,
+        )
+        store.save_identity(ann)
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        [copied] = store.list_identities()
+    assert copied.model_dump(exclude={"updated_at"}) == ann.model_dump(exclude={"updated_at"})

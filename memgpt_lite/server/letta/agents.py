@@ -49,6 +49,7 @@ from memgpt_lite.server.letta.configs import (
     embedding_change,
     llm_change,
 )
+from memgpt_lite.server.letta.identities import linked_ids
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import VOICE_AGENT_TYPE, agent_view
@@ -249,6 +250,8 @@ def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
                 (None, display_name) if display_name else (name, None)
             )
         state = create_agent(ctx, user, ours_body).state
+        if body.identity_ids:
+            ctx.workspace.identities.set_for_agent(state.id, body.identity_ids)
         if body.enable_sleeptime:
             voice = body.agent_type == VOICE_AGENT_TYPE
             ctx.workspace.add_sleeptime_agent(state, "voice_sleeptime" if voice else "sleeptime")
@@ -312,6 +315,8 @@ def list_agents(
     query_text: str | None = None,
     tags: Annotated[list[str] | None, Query()] = None,
     match_all_tags: bool = False,
+    identity_id: str | None = None,
+    identifier_keys: Annotated[list[str] | None, Query()] = None,
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int | None, Query(ge=0)] = 50,
@@ -320,12 +325,16 @@ def list_agents(
     order_by: OrderBy = "created_at",
     include: Include = None,
 ) -> list[dict[str, Any]]:
-    """Letta's list_agents: by name, a part of it, and tags (any of them,
-    or all with `match_all_tags`)."""
+    """Letta's list_agents: by name, a part of it, tags (any of them, or
+    all with `match_all_tags`), and identities (`identity_id`,
+    `identifier_keys`: the agents of any of them)."""
+    of_identities = linked_ids(ctx, user, "agent_ids", identity_id, identifier_keys)
     pairs = [
         p
         for p in ctx.workspace.list_agents(owner=user)
-        if _matches(p[0], name, query_text) and _tagged(p[0], tags, match_all_tags)
+        if _matches(p[0], name, query_text)
+        and _tagged(p[0], tags, match_all_tags)
+        and (of_identities is None or p[0].id in of_identities)
     ]
     pairs.sort(key=_sort_key(order_by), reverse=effective_order(order, ascending, "desc") == "desc")
     found = page(pairs, lambda p: p[0].id, after=after, before=before, limit=limit)
@@ -379,6 +388,8 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
             ours_body.display_name = shown or ""
         ctx.workspace.update_agent(state.id, change.apply)
         updated = update_agent(ctx, user, state.id, ours_body)
+        if body.identity_ids is not None:
+            ctx.workspace.identities.set_for_agent(state.id, body.identity_ids)
         if body.enable_sleeptime is False:
             ctx.workspace.remove_sleeptime_agents(state.id)
         elif body.enable_sleeptime and not any(
@@ -392,7 +403,8 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
 def update(agent_id: str, body: UpdateAgent, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's modify_agent: the name, system prompt, model, tags, embedding,
     context window, and `llm_config` and `embedding_config` (configs.py);
-    `enable_sleeptime` adds a sleep-time agent, or deletes it."""
+    `enable_sleeptime` adds a sleep-time agent, or deletes it;
+    `identity_ids` replace the agent's identities."""
     return agent_view(ctx.workspace, _update(ctx, user, agent_id, body))
 
 

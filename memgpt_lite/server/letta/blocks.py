@@ -23,6 +23,7 @@ from memgpt_lite.memory.core.block_history import server_author
 from memgpt_lite.models import DEFAULT_BLOCK_LIMIT, Block
 from memgpt_lite.server.context import Context, ServerContext, User
 from memgpt_lite.server.letta.bodies import BlockUpdate, CreateBlock
+from memgpt_lite.server.letta.identities import linked_ids
 from memgpt_lite.server.letta.memory import modify_agent_block
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.views import agent_view, block_view
@@ -93,14 +94,19 @@ def list_blocks(
     label_search: str | None = None,
     description_search: str | None = None,
     value_search: str | None = None,
+    identity_id: str | None = None,
+    identifier_keys: Annotated[list[str] | None, Query()] = None,
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int | None, Query(ge=0)] = 50,
     order: Order = "asc",
 ) -> list[dict[str, Any]]:
     """Letta's list_blocks: the caller's blocks, oldest first unless `order`
-    is "desc", with Letta's label, name and search filters."""
+    is "desc", with Letta's label, name, search and identity filters."""
     blocks = _chosen(ctx, user, label, name, (label_search, description_search, value_search))
+    of_identities = linked_ids(ctx, user, "block_ids", identity_id, identifier_keys)
+    if of_identities is not None:
+        blocks = [b for b in blocks if b.id in of_identities]
     if order == "desc":
         blocks.reverse()
     chosen = page(blocks, lambda b: b.id, after=after, before=before, limit=limit)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
+from memgpt_lite.agent.identities import IdentityProperty, IdentityType
 from memgpt_lite.errors import ConfigError, validation_message
 from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.server.letta.configs import EmbeddingConfigPatch, LlmConfigPatch
@@ -60,6 +61,7 @@ class CreateAgent(LettaBody):
     # "voice_convo_agent" gets a voice group. Other types: our agent as it is.
     agent_type: str | None = None
     enable_sleeptime: bool | None = None
+    identity_ids: list[str] | None = None  # the user's identities (identities.py)
 
 
 class UpdateAgent(LettaBody):
@@ -74,6 +76,7 @@ class UpdateAgent(LettaBody):
     embedding_config: EmbeddingConfigPatch | None = None
     # True: a sleep-time agent if it has none; false: its sleep-time agent deleted.
     enable_sleeptime: bool | None = None
+    identity_ids: list[str] | None = None  # replace the agent's identities
 
 
 class TextPart(LettaBody):
@@ -353,6 +356,20 @@ class BlockUpdate(LettaBody):
     description: str | None = None
     label: str | None = None
     read_only: bool | None = None
+
+
+class IdentityIn(LettaBody):
+    """Letta's IdentityCreate, IdentityUpsert and IdentityUpdate: a create
+    or upsert without `identifier_key`, `name` or `identity_type` is a 422
+    when the identity is made (agent/identities.py)."""
+
+    identifier_key: str | None = None
+    name: str | None = None
+    identity_type: IdentityType | None = None
+    project_id: str | None = None
+    agent_ids: list[str] | None = None
+    block_ids: list[str] | None = None
+    properties: list[IdentityProperty] | None = None
 
 
 class CreatePassage(LettaBody):

@@ -1,6 +1,6 @@
 """Our objects in Letta's shapes: an agent as Letta's AgentState, a block as
-its BlockResponse, a passage as its Passage, a group of agents as its Group
-(a tool as its Tool: tool_views.py).
+its BlockResponse, a passage as its Passage, a group of agents as its Group,
+an identity as its Identity (a tool as its Tool: tool_views.py).
 
 Each gets the fields letta-client's types mark required, with honest values:
 what we do not have (sources, metadata, tags of blocks) is empty, never
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from memgpt_lite.agent.identities import Identity
 from memgpt_lite.agent.workspace import AgentGroup, Workspace
 from memgpt_lite.models import AgentState, Block, Passage
 from memgpt_lite.server.letta.configs import embedding_config_view, llm_config_view
@@ -69,6 +70,22 @@ def group_view(workspace: Workspace, group: AgentGroup) -> dict[str, Any]:
     }
 
 
+def identity_view(identity: Identity) -> dict[str, Any]:
+    """An identity as Letta's Identity, with its agents and blocks always
+    (Letta lists them for older clients, and for newer ones when asked)."""
+    return {
+        "id": identity.id,
+        "identifier_key": identity.identifier_key,
+        "name": identity.name,
+        "identity_type": identity.identity_type,
+        "project_id": identity.project_id,
+        "agent_ids": identity.agent_ids,
+        "block_ids": identity.block_ids,
+        "organization_id": None,
+        "properties": [p.model_dump(mode="json") for p in identity.properties],
+    }
+
+
 def block_view(block: Block) -> dict[str, Any]:
     return {
         "id": block.id,
@@ -123,6 +140,7 @@ def agent_view(
     managed = next((g for g in groups if g.manager_agent_id == state.id), None)
     shown_group = None if managed is None else group_view(workspace, managed)
     kind = agent_type(state, groups)
+    identities = workspace.identities.of_agent(state.id)
     return {
         "id": state.id,
         "name": state.shown_name,
@@ -142,7 +160,8 @@ def agent_view(
         "tool_rules": [rule.model_dump(mode="json") for rule in state.settings.tool_rules],
         "sources": [],
         "tags": state.settings.tags,
-        "identities": [],
+        "identities": [identity_view(i) for i in identities],
+        "identity_ids": [i.id for i in identities],
         "metadata": {},
         "description": None,
         "created_at": state.created_at,

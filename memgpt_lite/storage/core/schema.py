@@ -349,6 +349,40 @@ AGENT_GROUPS = """
         );
         CREATE INDEX agent_group_members_agent ON agent_group_members(agent_id);"""
 
+# Identities (Letta's; storage/protocols/identities.py): the people or
+# organisations a user's app serves, each under the app's own key, unique
+# within the owner. An identity's agents and blocks, in the order linked;
+# a link goes with its identity, agent or block (ON DELETE CASCADE), so no
+# identity names an agent or block that is gone.
+IDENTITIES = """
+        CREATE TABLE identities (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            identifier_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            identity_type TEXT NOT NULL,
+            project_id TEXT,
+            properties TEXT NOT NULL DEFAULT '[]',
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL,
+            UNIQUE (owner, identifier_key)
+        );
+        CREATE INDEX identities_owner ON identities(owner, created_at);
+        CREATE TABLE identity_agents (
+            identity_id TEXT NOT NULL REFERENCES identities(id) ON DELETE CASCADE,
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (identity_id, agent_id)
+        );
+        CREATE INDEX identity_agents_agent ON identity_agents(agent_id);
+        CREATE TABLE identity_blocks (
+            identity_id TEXT NOT NULL REFERENCES identities(id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (identity_id, block_id)
+        );
+        CREATE INDEX identity_blocks_block ON identity_blocks(block_id);"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

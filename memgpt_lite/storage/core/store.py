@@ -12,6 +12,7 @@ from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
 from memgpt_lite.storage.core.conversations import CONVERSATION_READ, as_in_conversation
 from memgpt_lite.storage.core.groups import MANAGED_GROUP_READ, Groups
+from memgpt_lite.storage.core.identities import Identities
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages, newest_read
 from memgpt_lite.storage.core.rows import message_from_row
@@ -23,11 +24,20 @@ from memgpt_lite.storage.protocols.types import MainContext, StepLockHolder, Ste
 
 
 class CoreStore(
-    Agents, Messages, Archival, StepLocks, UsageAndKeys, Tools, Runs, SentRequests, Groups
+    Agents,
+    Messages,
+    Archival,
+    StepLocks,
+    UsageAndKeys,
+    Tools,
+    Runs,
+    SentRequests,
+    Groups,
+    Identities,
 ):
     """Agents and blocks, messages, passages and vectors, step locks, usage
     and keys, the tool registry, Letta's runs, the sends answered under a
-    key, groups of agents, and transactions."""
+    key, groups of agents, identities, and transactions."""
 
     @guarded
     def agent_and_newest_message(self, agent_id: str, conversation: str | None = None) -> StepStart:

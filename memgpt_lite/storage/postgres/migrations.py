@@ -38,6 +38,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    IDENTITIES,
     LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
@@ -348,6 +349,12 @@ def m019_display_names_repeat(conn: psycopg.Connection, chosen: PostgresOptions)
     """SQLite's m025: an owner's agents may share a display name (Letta's
     names are free text); the name stays unique within the owner."""
     conn.execute("ALTER TABLE agents DROP CONSTRAINT agents_owner_display_name_key")
+
+
+@migration
+def m020_identities(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m026: Letta's identities and their links (IDENTITIES)."""
+    conn.execute(ddl(IDENTITIES, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

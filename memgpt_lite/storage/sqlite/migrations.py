@@ -23,6 +23,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    IDENTITIES,
     LETTA_RUN_STREAMS,
     LETTA_RUNS,
     MESSAGE_COLUMNS,
@@ -418,3 +419,10 @@ def m025_display_names_repeat(db: Database) -> None:
         db.execute(step)
     for (made,) in kept:
         db.execute(made)
+
+
+@migrations()
+def m026_identities(db: Database) -> None:
+    """Letta's identities and their links to agents and blocks
+    (core/schema.py's IDENTITIES)."""
+    run_script(db, ddl(IDENTITIES, TYPES))

@@ -129,6 +129,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m023_letta_run_streams",
         "m024_agent_groups",
         "m025_display_names_repeat",
+        "m026_identities",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -538,6 +539,10 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("ALTER TABLE messages DROP COLUMN conversation_id")
         conn.execute("DROP TABLE conversations")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm022_conversations'")
+        conn.execute("DROP TABLE identity_blocks")
+        conn.execute("DROP TABLE identity_agents")
+        conn.execute("DROP TABLE identities")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm026_identities'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -546,7 +551,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 25"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 26"
     )
 
 

@@ -17,6 +17,7 @@ from support.contract.base import OpenStore, sealing
 from support.contract.block_history import BlockHistoryContract
 from support.contract.conversations import ConversationContract
 from support.contract.groups import GroupContract
+from support.contract.identities import IdentityContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
 from support.contract.runs import RunContract
@@ -51,6 +52,7 @@ class StorageContract(
     SentRequestContract,
     ConversationContract,
     GroupContract,
+    IdentityContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
