@@ -99,7 +99,7 @@ def modify_message(
     the message is in the context window (else a 409, changing nothing).
     Answers the message as edited, of the kind the body names."""
     state = ctx.agent_state(user, agent_id)
-    message, _ = owned_message(ctx, user, message_id)
+    message = ctx.workspace.store.get_message(message_id, user)  # the owner's, checked there
     if message.agent_id != state.id:
         raise NotFoundError(f"no message with id {message_id!r} in agent {agent_id!r}")
     part, text = body.edit(message.role)
