@@ -251,6 +251,31 @@ def test_ctrl_c_while_a_command_loads_prints_no_traceback(fake_llm, tmp_path, li
     assert process.returncode in (130, -signal.SIGINT)
 
 
+CTRL_C_IN_A_CALLBACK = """
+import sys, time, weakref
+from memgpt_lite.__main__ import _pass_on_interrupts
+sys.unraisablehook = _pass_on_interrupts
+class Thing: pass
+def interrupted(_): raise KeyboardInterrupt
+thing = Thing(); ref = weakref.ref(thing, interrupted)
+try:
+    del thing  # the callback raises where CPython can only print it
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline: pass
+except KeyboardInterrupt:
+    print("raised again")
+"""
+
+
+def test_ctrl_c_in_a_callback_cpython_cannot_raise_from_is_raised_again():
+    # The import system's weakref callbacks are such places: a Ctrl-C there
+    # printed "Exception ignored in: <function _get_module_lock...>".
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_A_CALLBACK], capture_output=True, text=True, timeout=60
+    )
+    assert (done.stdout, done.stderr) == ("raised again\n", "")
+
+
 def test_ctrl_c_at_a_prompt_is_not_aborted(tmp_path):
     db = tmp_path / "a.db"
     run("create", "sam", "--model", "gpt-4o-mini", db=db)
