@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
+from functools import cache
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -42,6 +43,7 @@ from memgpt_lite.server.endpoints import AllowedEndpoints, EndpointNotAllowed
 from memgpt_lite.server.letta.agents import LettaToolsMissing
 from memgpt_lite.server.limits import RateLimiter, ServerLimits, limits_from_environment
 from memgpt_lite.server.live_runs import keep_runs
+from memgpt_lite.server.mcp_mount import mount_mcp
 from memgpt_lite.server.model_list import ModelList
 from memgpt_lite.server.retrying import NoRetryHeader
 from memgpt_lite.server.sendonce import RETRY_LATER_HEADERS, SendInProgress
@@ -178,11 +180,11 @@ def create_app(
     limits = limits or ServerLimits()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, ServerContext]]:
         workspace = Workspace.open(db, resolve_settings())  # settings: once, for every request
         steps = StepRunner(step_threads)
         endpoints = allowed_endpoints(allow_endpoints)
-        app.state.context = ServerContext(
+        context = ServerContext(
             workspace=workspace,
             steps=steps,
             auth=auth,
@@ -191,35 +193,51 @@ def create_app(
             limits=limits,
             models=ModelList.for_server(endpoints),
         )
+        app.state.context = context  # for /mcp, which holds this app
         closing = asyncio.Event()
-        keeper = asyncio.create_task(keep_runs(workspace, app.state.context.runs, closing))
+        keeper = asyncio.create_task(keep_runs(workspace, context.runs, closing))
         try:
             async with mcp_running:
-                yield
+                yield {"context": context}  # each request's state, read by the API's routes
         finally:
             closing.set()
             await keeper
-            await app.state.context.runs.drain()  # their steps end and are stored
+            await context.runs.drain()  # their steps end and are stored
             steps.close()
             workspace.close()
 
-    app = FastAPI(
-        title="memgpt-lite",
-        summary="Agents that remember, over HTTP.",
-        lifespan=lifespan,
-        docs_url=None,  # served from a package instead, offline: docs_pages.py
-        redoc_url=None,
-    )
+    # The API itself (shared_api) has no state of its own; this app holds
+    # what is this server's: its database, limits and /mcp.
+    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
     _install_middleware(app, limits)
-    mount_docs(app)
-    _install_error_handlers(app)
-    mcp_running = _install_routes(app, auth)
+    mcp_running = mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
+    # Every other request, as it is (a Mount would rewrite its scope, and its
+    # pattern misses a path with an encoded newline).
+    app.router.default = shared_api()
     return app
 
 
-def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any]:
-    """Every router, Letta's 501 for the rest of /v1 last, and /mcp; what
-    runs /mcp's sessions while the app does."""
+@cache
+def shared_api() -> FastAPI:
+    """Every route but /mcp, built once per process and mounted by each app:
+    FastAPI analyses a route (its parameters, body and answer) the first time
+    a request is matched against it, per app, about 0.4 s of CPU for a new
+    app's first requests. The routes read their server's context from the
+    request's state (context.py), which the mounting app's lifespan sets."""
+    api = FastAPI(
+        title="memgpt-lite",
+        summary="Agents that remember, over HTTP.",
+        docs_url=None,  # served from a package instead, offline: docs_pages.py
+        redoc_url=None,
+    )
+    mount_docs(api)
+    _install_error_handlers(api)
+    _install_routes(api)
+    return api
+
+
+def _install_routes(app: FastAPI) -> None:
+    """Every router, then Letta's 501 for the rest of /v1, then the web app."""
     from memgpt_lite.server import (
         api_agents,
         api_approvals,
@@ -230,7 +248,6 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
         letta,
         openai_compat,
     )
-    from memgpt_lite.server.mcp_mount import mount_mcp
     from memgpt_lite.server.webapp.mount import mount_webapp
 
     # The sends first, Letta's and ours: they are the most frequent requests,
@@ -251,7 +268,6 @@ def _install_routes(app: FastAPI, auth: bool) -> AbstractAsyncContextManager[Any
         app.include_router(router)
     app.include_router(letta.fallback_router)  # last: the rest of /v1 is a 501
     mount_webapp(app)  # the web app at /, its files under /app
-    return mount_mcp(app, auth=auth)  # /mcp: the agents over MCP
 
 
 def _install_middleware(app: FastAPI, limits: ServerLimits) -> None:

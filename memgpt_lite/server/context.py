@@ -228,11 +228,11 @@ def endpoint_key(state: AgentState) -> str | None:
 
 
 async def context(request: Request) -> ServerContext:
-    return request.app.state.context
+    return request.state.context  # set by the app's lifespan (app.py)
 
 
 async def current_caller(request: Request) -> Caller:
-    ctx: ServerContext = request.app.state.context
+    ctx: ServerContext = request.state.context
     authorization = request.headers.get("authorization")
     if not ctx.auth:
         caller = ctx.caller_for(authorization)
