@@ -12,12 +12,14 @@ from datetime import date
 import numpy as np
 import psycopg
 import pytest
+from sqlite_utils import Database
 from support.old_databases import DIMENSION, OLD_POSTGRES, OLD_SQLITE, at, vectors
 from support.postgres_server import with_database
 from support.storage_schema import (
     POSTGRES_SNAPSHOT,
     SQLITE_SNAPSHOT,
     postgres_schema,
+    sqlite_rows,
     sqlite_schema,
 )
 
@@ -25,6 +27,7 @@ from memgpt_lite.models import ApiKey, Message, Passage, UsageRecord
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.postgres.connect import close_pool
 from memgpt_lite.storage.protocol import Storage
+from memgpt_lite.storage.sqlite.migrations import migrations
 
 _names = iter(range(10**6))
 
@@ -32,6 +35,18 @@ _names = iter(range(10**6))
 def test_a_new_sqlite_database_has_the_schema_of_the_snapshot(tmp_path):
     open_storage(tmp_path / "new.db").close()
     assert sqlite_schema(tmp_path / "new.db") == json.loads(SQLITE_SNAPSHOT.read_text())
+
+
+def test_a_new_sqlite_database_is_what_the_migrations_make_one_by_one(tmp_path):
+    # A new file gets every migration at once (sqlite/new_database.py); an
+    # older one, each migration it lacks in turn.
+    open_storage(tmp_path / "new.db").close()
+    stepwise = Database(tmp_path / "stepwise.db")
+    stepwise.execute("PRAGMA foreign_keys = OFF")
+    migrations.apply(stepwise)
+    stepwise.close()
+    assert sqlite_schema(tmp_path / "new.db") == sqlite_schema(tmp_path / "stepwise.db")
+    assert sqlite_rows(tmp_path / "new.db") == sqlite_rows(tmp_path / "stepwise.db")
 
 
 def test_a_new_postgres_database_has_the_schema_of_the_snapshot(pg_url):

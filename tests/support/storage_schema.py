@@ -47,6 +47,24 @@ def sqlite_schema(path: Path) -> Schema:
     }
 
 
+def sqlite_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every table of the SQLite database at `path` (the times
+    migrations were applied left out)."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = conn.execute(
+            "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' "
+            "AND name NOT IN ('sqlite_schema', 'sqlite_temp_schema')"
+        ).fetchall()
+        rows = {}
+        for (table,) in tables:
+            columns = "name" if table == "_sqlite_migrations" else "*"
+            rows[table] = sorted(conn.execute(f'SELECT {columns} FROM "{table}"').fetchall())
+    finally:
+        conn.close()
+    return rows
+
+
 _POSTGRES_QUERIES = {
     "columns": """
         SELECT table_name, column_name, ordinal_position,

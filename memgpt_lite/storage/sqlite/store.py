@@ -28,6 +28,7 @@ from memgpt_lite.storage.sqlite.archival import ArchivalStore
 from memgpt_lite.storage.sqlite.connect import check_schema, connect, file_errors
 from memgpt_lite.storage.sqlite.messages import MessageStore
 from memgpt_lite.storage.sqlite.migrations import migrations
+from memgpt_lite.storage.sqlite.new_database import create_schema, is_empty
 from memgpt_lite.storage.sqlite.primitives import SQLitePrimitives
 from memgpt_lite.storage.sqlite.side_reader import SideReader
 from memgpt_lite.storage.sqlite.vectors import BlobVectors
@@ -86,7 +87,9 @@ class Store(MessageStore, ArchivalStore, BlobVectors, SQLitePrimitives, CoreStor
                 self.db.execute("PRAGMA foreign_keys = OFF")
                 try:
                     with self.transaction():
-                        migrations.apply(self.db)
+                        # A new file: every migration at once (new_database.py).
+                        migrate = create_schema if is_empty(self.db) else migrations.apply
+                        migrate(self.db)
                 finally:
                     self.db.execute("PRAGMA foreign_keys = ON")
 
