@@ -8,6 +8,8 @@ import _thread
 import sys
 from typing import Any
 
+from memgpt_lite.errors import is_interrupt
+
 
 def _pass_on_interrupts(unraisable: Any) -> None:
     """A Ctrl-C that lands in a callback CPython cannot raise from (a weakref
@@ -25,7 +27,9 @@ def main() -> None:
     sys.unraisablehook = _pass_on_interrupts
     try:
         from memgpt_lite.cli.main import main as run_cli
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not is_interrupt(exc):
+            raise
         print("Interrupted.", file=sys.stderr)
         sys.exit(130)
     run_cli()

@@ -97,3 +97,12 @@ def validation_message(error: Mapping[str, Any]) -> str:
 def validation_messages(exc: ValidationError) -> str:
     """Every problem of a pydantic `ValidationError`, in one line."""
     return "; ".join(validation_message(e) for e in exc.errors(include_url=False))
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C, also as Python 3.11 reports one that lands inside a class's
+    `__set_name__` (a library defining its classes as a command imports it):
+    wrapped in a RuntimeError."""
+    return isinstance(exc, KeyboardInterrupt) or (
+        isinstance(exc, RuntimeError) and isinstance(exc.__cause__, KeyboardInterrupt)
+    )

@@ -43,6 +43,7 @@ from memgpt_lite.cli.tools import tools
 from memgpt_lite.cli.transfer import export_command, import_command
 from memgpt_lite.cli.ui import ui
 from memgpt_lite.cli.window import window
+from memgpt_lite.errors import is_interrupt
 
 if TYPE_CHECKING:
     from memgpt_lite.agent.agent import Agent
@@ -377,6 +378,11 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, EOFError) or isinstance(exc.__context__, EOFError):
             click.echo("Stopped: the input ended before an answer.", err=True)
             sys.exit(ExitStatus.FAILED)
+        click.echo("Interrupted.", err=True)
+        sys.exit(ExitStatus.INTERRUPTED)
+    except RuntimeError as exc:
+        if not is_interrupt(exc):
+            raise
         click.echo("Interrupted.", err=True)
         sys.exit(ExitStatus.INTERRUPTED)
     sys.exit(status if isinstance(status, int) else 0)

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from support.backends import open_db
 
 from memgpt_lite.cli.main import cli
+from memgpt_lite.errors import is_interrupt
 from memgpt_lite.storage.sqlite.store import Store
 from memgpt_lite.testing import call, error, reply, say
 
@@ -274,6 +275,24 @@ def test_ctrl_c_in_a_callback_cpython_cannot_raise_from_is_raised_again():
         [sys.executable, "-c", CTRL_C_IN_A_CALLBACK], capture_output=True, text=True, timeout=60
     )
     assert (done.stdout, done.stderr) == ("raised again\n", "")
+
+
+def test_ctrl_c_while_a_class_is_defined_is_an_interrupt():
+    # What a command's import of tiktoken raised when Ctrl-C landed in a
+    # cached_property's __set_name__: Python 3.11 wraps it in a RuntimeError.
+    class Interrupting:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    try:
+
+        class Owner:
+            field = Interrupting()
+
+    except BaseException as exc:  # noqa: BLE001 - the test's subject
+        raised = exc
+    assert is_interrupt(raised)
+    assert not is_interrupt(RuntimeError("a bug"))
 
 
 def test_ctrl_c_at_a_prompt_is_not_aborted(tmp_path):
