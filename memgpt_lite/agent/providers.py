@@ -22,6 +22,7 @@ applied by the caller's `check` before anything is stored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,6 +76,8 @@ LOCAL_SERVERS = frozenset(["ollama", "lmstudio", "lmstudio_openai", "llama_cpp",
 CREATE_FIELDS = frozenset(["name", "provider_type", "api_key", "base_url", "region", "api_version"])
 MODIFY_FIELDS = frozenset(["api_key", "base_url", "region", "api_version"])
 
+# What a provider's name may be (storage/protocols/providers.py's ProviderName).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # The server's rule for a URL it would connect to: raises if not allowed.
 EndpointCheck = Callable[[str, str], object]
 
@@ -84,6 +87,8 @@ def endpoint_for(provider_type: str, base_url: str | None) -> str:
     `base_url` ("" or None: none given) is asked at; a ConfigError (422)
     for a type we cannot serve, or one that needs a URL and has none."""
     kind = provider_type.strip()
+    if not kind:
+        raise ConfigError("provider_type: give the provider's type, e.g. 'openai'")
     if kind not in OPENAI_COMPATIBLE:
         served = ", ".join(sorted(OPENAI_COMPATIBLE))
         raise ConfigError(
@@ -148,6 +153,11 @@ class Providers:
         kind = str(given.get("provider_type") or "")
         url = endpoint_for(kind, given.get("base_url"))
         name = str(given.get("name") or "").strip()
+        if not NAME.fullmatch(name):
+            raise ConfigError(
+                f"name: {name!r} cannot name a provider: give letters, digits, '_', '.' or '-' "
+                "(it begins the handles of its models, NAME/MODEL), e.g. 'lc-openai'"
+            )
         if name.lower() in {r.lower() for r in reserved}:
             raise AlreadyExistsError(
                 f"provider name {name!r} is one of the server's own providers': choose another"

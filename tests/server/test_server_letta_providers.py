@@ -62,7 +62,7 @@ def said(client: Letta, agent_id: str, text: str) -> list[str]:
 
 
 def test_a_users_provider_serves_their_agents_with_their_key(
-    db: str, server: str, theirs: FakeOpenAIServer
+    db: str, server: str, theirs: FakeOpenAIServer, fake_llm: FakeOpenAIServer
 ) -> None:
     alice, bob = letta(db, server, "alice"), letta(db, server, "bob")
     check = {"provider_type": "openai", "base_url": theirs.base_url}
@@ -83,6 +83,8 @@ def test_a_users_provider_serves_their_agents_with_their_key(
         connect(alice, name="lc-openai", api_key=KEY, **check)
     with pytest.raises(ConflictError, match="one of the server's own providers'"):
         connect(alice, name="openai", api_key=KEY, **check)
+    with pytest.raises(UnprocessableEntityError, match="'my/openai' cannot name a provider"):
+        connect(alice, name="my/openai", api_key=KEY, **check)
     with pytest.raises(UnprocessableEntityError, match="OpenAI's chat completions API only"):
         connect(alice, name="lc-anthropic", provider_type="anthropic", api_key=KEY)
 
@@ -123,6 +125,16 @@ def test_a_users_provider_serves_their_agents_with_their_key(
     assert alice.patch(f"/v1/providers/{made['id']}/refresh", cast_to=object)["id"] == made["id"]
     theirs.enqueue(say("on the new key"))
     assert said(alice, agent.id, "again") == ["on the new key"]
+
+    # A handle of the server's own leaves the provider; the provider's takes it back.
+    own = alice.agents.update(agent.id, model="openai/fake-model").llm_config
+    assert (own.handle, own.model_endpoint, own.provider_name) == ("fake-model", None, None)
+    back = alice.agents.update(agent.id, model="lc-openai/fake-model").llm_config
+    assert (back.handle, back.model_endpoint) == ("lc-openai/fake-model", theirs.base_url)
+    # A new URL for the provider is its agents' too.
+    body = {"api_key": "sk-rotated", "base_url": fake_llm.base_url}
+    assert alice.patch(f"/v1/providers/{made['id']}", cast_to=object, body=body)["base_url"]
+    assert alice.agents.retrieve(agent.id).llm_config.model_endpoint == fake_llm.base_url
 
     gone = alice.delete(f"/v1/providers/{made['id']}", cast_to=object)
     assert gone == {"message": f"Provider id={made['id']} successfully deleted"}
