@@ -172,7 +172,7 @@ class Providers:
         self, provider_id: str, owner: str, fields: dict[str, Any], check: EndpointCheck
     ) -> Provider:
         """Change the owner's provider: the fields given (`api_key` ""
-        removes its key). A new URL is passed by `check` first, and given to
+        removes its key, null keeps it). A new URL is passed by `check` first, and given to
         the owner's agents of the provider too, so their views show it."""
         given = {k: v for k, v in fields.items() if k in MODIFY_FIELDS}
         with self.store.transaction():
@@ -183,7 +183,8 @@ class Providers:
                 url = endpoint_for(provider.provider_type, given["base_url"])
                 check(url, "base_url")
             changed = _valid({**stored, **given, "base_url": url, "api_key": None})
-            changed.api_key = _key(given["api_key"]) if "api_key" in given else provider.api_key
+            new_key = given.get("api_key")  # null keeps the key, as in Letta
+            changed.api_key = provider.api_key if new_key is None else _key(new_key)
             self.store.save_provider(changed)
             if url != provider.base_url:
                 self._move_agents(owner, provider.name, url)
