@@ -278,6 +278,11 @@ class LLMConfig(BaseModel):
     # Ask for a streamed answer. Set to False, and stored, when the endpoint
     # turns out not to stream (like the tool_choice fallback).
     stream: bool = True
+    # The name of the owner's provider (Letta's bring-your-own-key providers,
+    # agent/providers.py) whose endpoint and key the agent's requests use,
+    # looked up each time a model client is made, so a new key or URL given
+    # to the provider reaches the agent; None: none.
+    provider: CleanStr | None = None
 
     @model_serializer(mode="wrap")
     def _key_only_for_the_store(

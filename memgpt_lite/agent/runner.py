@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memgpt_lite.agent import sleeptime
+from memgpt_lite.agent.providers import provider_endpoint
 from memgpt_lite.agent.setup import embedder_for
 from memgpt_lite.embeddings.embedder import Embedder
 from memgpt_lite.errors import ConfigError, NotFoundError
@@ -143,10 +144,18 @@ class Runner:
         """The model the agent calls: the one given, or its endpoint's."""
         if self._llm is None:
             config = self.state.llm
-            endpoint = resolve_endpoint(config, *self._endpoint)
+            endpoint = resolve_endpoint(config, *self._model_endpoint())
             timeout = resolve_timeout(config, self._timeout)
             self._llm = OpenAIChatModel(config, endpoint.base_url, endpoint.api_key, timeout)
         return self._llm
+
+    def _model_endpoint(self) -> tuple[str | None, str | None]:
+        """The base URL and key the agent's requests go with: its provider's
+        as they are now (agent/providers.py), else those it was given."""
+        provider = self.state.llm.provider
+        if provider is None:
+            return self._endpoint
+        return provider_endpoint(self.store, self.state.owner, provider)
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -180,7 +189,7 @@ class Runner:
     def embedder(self) -> Embedder | None:
         """The agent's embedder, built from `settings.embedder` on first use."""
         if self._embedder is None and self.state.settings.embedder:
-            base_url, api_key = self._endpoint
+            base_url, api_key = self._model_endpoint()
             self._embedder = embedder_for(
                 self.state.settings.embedder,
                 self.agent.process_settings,

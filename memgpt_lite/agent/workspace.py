@@ -9,7 +9,8 @@ and delete them, read their blocks, stats, token usage, tool calls
 waiting for approval and unanswered messages, page and search their
 history, give them sleep-time agents, and make and check the server's API
 keys; the identities of users' apps are `workspace.identities`
-(identities.py), the tool registry `workspace.tools`
+(identities.py), users' providers `workspace.providers` (providers.py), the
+tool registry `workspace.tools`
 (tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
 step itself runs on the agent (`agent.stream(...)`, its runner:
 agent/runner.py); its events are plain data (events.py).
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.agent import keys
 from memgpt_lite.agent.identities import Identities
+from memgpt_lite.agent.providers import Providers
 from memgpt_lite.conversations import Conversation, no_conversation
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import (
@@ -92,6 +94,11 @@ class Workspace:
     def identities(self) -> Identities:
         """The identities of users' apps (identities.py)."""
         return Identities(self.store)
+
+    @cached_property
+    def providers(self) -> Providers:
+        """Users' providers, with the API keys they brought (providers.py)."""
+        return Providers(self.store)
 
     @cached_property
     def mcp(self) -> MCPServers:

@@ -177,7 +177,7 @@ class ServerContext:
         llm = state.llm
         built_for = (
             (llm.model, llm.base_url, llm.api_key, llm.timeout_seconds),
-            (key, state.settings.embedder),
+            (key, state.settings.embedder, self._provider_endpoint(state)),
             self._registered_tools(state),
         )
         with self._kept_lock:
@@ -193,6 +193,19 @@ class ServerContext:
             while len(self._kept) > KEPT_AGENTS:
                 self._kept.popitem(last=False)
         return agent
+
+    def _provider_endpoint(self, state: AgentState) -> tuple[str, str] | None:
+        """The URL and key of the agent's provider as they are now (None:
+        it has none), the URL one the server may still reach (a 403 if the
+        operator no longer allows it): a step's model client is rebuilt
+        when either changed (agent/providers.py)."""
+        if state.llm.provider is None:
+            return None
+        from memgpt_lite.agent.providers import provider_endpoint
+
+        url, key = provider_endpoint(self.workspace.store, state.owner, state.llm.provider)
+        self.check_endpoint(url, f"the base_url of provider {state.llm.provider!r}")
+        return url, key
 
     def _registered_tools(self, state: AgentState) -> tuple[str, ...]:
         """The agent's tool names and its owner's registered tools of those

@@ -18,6 +18,10 @@ endpoint. Its context window is the one the endpoint reports on the
 model's entry, else our table of well-known models, else a cautious default
 (memory/recall/window.py).
 
+A user's providers (agent/providers.py) list their models too, under
+their names (`lc-openai/gpt-4o-mini`), each endpoint asked with the
+provider's key, its answer kept by URL and key.
+
 Letta's hosted names (`letta/letta-free`, `letta/auto`) name the server's
 default model on its own endpoint: an agent created with one shows that
 model in its `llm_config`. A server without a default model refuses them
@@ -26,6 +30,7 @@ with a 422 that says how to set one.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -58,9 +63,14 @@ class ListedModel:
     """One model of one endpoint, as the server lists it."""
 
     name: str
-    provider: str  # "openai" for the server's own endpoint, else HOST:PORT
+    # "openai" for the server's own endpoint, HOST:PORT for an allowed one,
+    # a user's provider's name for its models.
+    provider: str
     endpoint: str  # the endpoint's base URL
     context_window: int
+    provider_type: str = "openai"
+    # "base": the operator's endpoint; "byok": a user's provider (their key).
+    category: str = "base"
 
     @property
     def handle(self) -> str:
@@ -127,17 +137,38 @@ class ModelList:
                 listed.append(ListedModel(entry.id, provider, url, window))
         return listed
 
-    def _entries(self, url: str, own: bool) -> list[ModelEntry]:
-        """The endpoint's models, asked at most once per `KEEP_SECONDS`; the
-        server's own lists its default model first, and that one alone when
-        it does not answer."""
-        now = time.monotonic()
+    def provider_models(
+        self, name: str, provider_type: str, url: str, key: str
+    ) -> list[ListedModel]:
+        """The models of a user's provider `name`: its endpoint asked with
+        its key, the answer kept as an endpoint's (by URL and key: one
+        user's answer is never another key's)."""
+        entries = self._entries(url, own=False, key=key)
+        return [
+            ListedModel(
+                e.id, name, url, e.context_window or window_for_model(e.id), provider_type, "byok"
+            )
+            for e in entries
+        ]
+
+    def forget(self, url: str, key: str) -> None:
+        """Drop what the endpoint answered with `key`: the next list asks it again."""
         with self._lock:
-            kept = self._kept.get(url)
+            self._kept.pop(_kept_as(url, key), None)
+
+    def _entries(self, url: str, own: bool, key: str | None = None) -> list[ModelEntry]:
+        """The endpoint's models, asked at most once per `KEEP_SECONDS` (with
+        `key`, a user's provider's: else the server's rule); the server's own
+        lists its default model first, and that one alone when it does not
+        answer."""
+        now = time.monotonic()
+        kept_as = _kept_as(url, key)
+        with self._lock:
+            kept = self._kept.get(kept_as)
         if kept is None or now - kept[0] >= KEEP_SECONDS:
-            kept = (now, self._ask(url, own))
+            kept = (now, self._ask(url, own, key))
             with self._lock:
-                self._kept[url] = kept
+                self._kept[kept_as] = kept
         entries = list(kept[1] or ())
         if own and self.default_model is not None:
             default = next((e for e in entries if e.id == self.default_model), None)
@@ -146,12 +177,14 @@ class ModelList:
             ]
         return entries
 
-    def _ask(self, url: str, own: bool) -> list[ModelEntry] | None:
+    def _ask(self, url: str, own: bool, given: str | None = None) -> list[ModelEntry] | None:
         """The endpoint's answer, or None when it gives none. The server's key
-        goes to its own endpoint only (context.py's `endpoint_key`)."""
+        goes to its own endpoint only (context.py's `endpoint_key`); a
+        user's provider's key (`given`) to its own."""
         if own and self._own_key is None:  # OpenAI's own URL and no key: it would refuse
             return None
         key = self._own_key if own and self._own_key is not None else PLACEHOLDER_KEY
+        key = key if given is None else given
         try:
             return self._lister(url, key, ASK_TIMEOUT_SECONDS)
         except LLMError:
@@ -181,3 +214,11 @@ class ModelList:
             return None
         url = self.providers().get(provider)
         return None if url is None else (name, url)
+
+
+def _kept_as(url: str, key: str | None) -> str:
+    """Where an endpoint's answer to `key` is kept: the URL, with a digest of
+    a user's key (never the key itself) for a provider's."""
+    if key is None:
+        return url
+    return f"{url} {hashlib.sha256(key.encode()).hexdigest()}"

@@ -8,9 +8,10 @@ order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times, and so does every user's tool registry (tools
 and MCP servers, with their ids and trust), every group of agents (a
-main agent and its sleep-time agents) and every identity (with its links to
-the agents and blocks copied). Step locks are not copied: they belong to
-running processes.
+main agent and its sleep-time agents), every identity (with its links to
+the agents and blocks copied) and every user's providers (their API keys
+copied sealed, as agents' own keys are: the same secret opens them). Step
+locks are not copied: they belong to running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`),
@@ -120,6 +121,8 @@ def copy_agents(
                     on_copied(expected)
             _copy_groups(src, dst, message_seqs)
             _copy_identities(src, dst)
+            for provider in src.list_providers():
+                dst.save_provider(provider.model_copy())
     return copied
 
 

@@ -13,8 +13,9 @@ agent's conversations), `MessageStorage` (recall),
 `StepLockStorage`, `ToolStorage` (the tool registry and MCP servers),
 `RunStorage` (the runs of Letta's asynchronous sends),
 `SentRequestStorage` (the sends the server answered under a key),
-`GroupStorage` (sleep-time agents and the main agent they serve) and
-`IdentityStorage` (Letta's identities, and their agents and blocks). A
+`GroupStorage` (sleep-time agents and the main agent they serve),
+`IdentityStorage` (Letta's identities, and their agents and blocks) and
+`ProviderStorage` (users' providers, with the API keys they brought). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -54,6 +55,7 @@ from memgpt_lite.storage.protocols.identities import IdentityStorage
 from memgpt_lite.storage.protocols.lifecycle import StoreLifecycle
 from memgpt_lite.storage.protocols.locks import StepLockStorage
 from memgpt_lite.storage.protocols.messages import MessageStorage
+from memgpt_lite.storage.protocols.providers import ProviderStorage
 from memgpt_lite.storage.protocols.runs import RunStorage
 from memgpt_lite.storage.protocols.sends import SentRequest, SentRequestStorage
 from memgpt_lite.storage.protocols.tools import ToolStorage
@@ -83,6 +85,7 @@ __all__ = [
     "MainContext",
     "MessageStorage",
     "Owner",
+    "ProviderStorage",
     "Ranking",
     "SentRequest",
     "SentRequestStorage",
@@ -116,11 +119,12 @@ class Storage(
     SentRequestStorage,
     GroupStorage,
     IdentityStorage,
+    ProviderStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,
     the users' API keys and their tools, Letta's runs, groups of agents,
-    identities: every part of the seam, in one protocol."""
+    identities, providers: every part of the seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 import pytest
 from click.testing import CliRunner
+from pydantic import SecretStr
+from support.contract import sealing
 
 from memgpt_lite import Agent, Block
 from memgpt_lite.cli.main import cli
@@ -28,6 +30,7 @@ from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Owner, Storage
 from memgpt_lite.storage.protocols.groups import AgentGroup
 from memgpt_lite.storage.protocols.identities import Identity
+from memgpt_lite.storage.protocols.providers import Provider
 from memgpt_lite.testing import FakeOpenAIServer, reply, say
 
 EMBEDDER = "endpoint:text-embedding-3-small"
@@ -355,3 +358,22 @@ def test_identities_come_along_with_their_agents_and_blocks(locations):
     with open_storage(dst) as store:
         [copied] = store.list_identities()
     assert copied.model_dump(exclude={"updated_at"}) == ann.model_dump(exclude={"updated_at"})
+
+
+def test_providers_come_along_sealed_and_the_same_secret_opens_them(locations, tmp_path):
+    src, dst = locations
+    secret = sealing(tmp_path)
+    mine = Provider(
+        owner="alice",
+        name="lc-openai",
+        provider_type="openai",
+        base_url="http://127.0.0.1:9/v1",
+        api_key=SecretStr("sk-alice"),
+    )
+    with open_storage(src, settings=secret) as store:
+        store.save_provider(mine)
+    copy_database(src, dst)  # with no secret: the sealed key is copied as it is
+    with open_storage(dst, settings=secret) as store:
+        [copied] = store.list_providers()
+    assert copied.model_dump(exclude={"updated_at"}) == mine.model_dump(exclude={"updated_at"})
+    assert copied.api_key is not None and copied.api_key.get_secret_value() == "sk-alice"

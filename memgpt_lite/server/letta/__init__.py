@@ -17,6 +17,7 @@ from memgpt_lite.server.letta import (
     memory,
     messages,
     models,
+    providers,
     runs,
     send,
     steps,
@@ -54,6 +55,7 @@ routers = tuple(
         mcp_servers,
         mcp_by_name,
         models,
+        providers,
         tags,
     )
 )

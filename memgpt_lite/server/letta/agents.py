@@ -9,13 +9,16 @@ Letta's views, with an identifier derived from it (agent/naming.py).
 A model handle `provider/model` whose provider Letta knows loses its prefix:
 the server's endpoint (OPENAI_BASE_URL) serves every model. A handle
 `GET /v1/models/` lists for an allowed endpoint (`HOST:PORT/model`) puts the
-agent on that endpoint, and Letta's hosted names (`letta/letta-free`,
-`letta/auto`) name the server's default model (server/model_list.py).
+agent on that endpoint, one of the user's providers' (`lc-openai/model`) on
+that provider, with its key (agent/providers.py), and Letta's hosted names
+(`letta/letta-free`, `letta/auto`) name the server's default model
+(server/model_list.py).
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -101,19 +104,37 @@ def model_name(handle: str) -> str:
     return handle.strip()
 
 
-def chosen_model(ctx: ServerContext, handle: str) -> tuple[str, Any]:
-    """The model a Letta model handle names, and its endpoint: for a hosted
-    name the server's default model on its own endpoint (None), for a
-    listed allowed endpoint's handle that endpoint's model and URL; for any
-    other handle `model_name` and `UNCHANGED` (the agent's endpoint stays)."""
+@dataclass(frozen=True)
+class ModelChoice:
+    """What a Letta model handle names: the model, its endpoint (None: the
+    server's own; `UNCHANGED`: the agent's stays) and the user's provider
+    whose endpoint and key it uses (None: none; `UNCHANGED`: as it was)."""
+
+    model: str
+    endpoint: Any
+    provider: Any = None
+
+
+def chosen_model(ctx: ServerContext, user: str, handle: str) -> ModelChoice:
+    """The model a Letta model handle names, and where: for a hosted name
+    the server's default model on its own endpoint, for a listed allowed
+    endpoint's handle that endpoint's model and URL, for one of the user's
+    providers (`NAME/MODEL`) that provider's (its URL one the server still
+    allows); for any other handle `model_name`, the agent's endpoint and
+    provider kept."""
     models = ctx.model_list()
     default = models.hosted_default(handle)
     if default is not None:
-        return default, None
+        return ModelChoice(default, None)
     listed = models.endpoint_of(handle)
     if listed is not None:
-        return listed
-    return model_name(handle), UNCHANGED
+        return ModelChoice(*listed)
+    prefix, slash, name = handle.strip().partition("/")
+    provider = ctx.workspace.providers.named(user, prefix) if slash and name else None
+    if provider is not None:
+        url = ctx.check_endpoint(provider.base_url, f"the base_url of provider {prefix!r}")
+        return ModelChoice(name, url, provider.name)
+    return ModelChoice(model_name(handle), UNCHANGED, UNCHANGED)
 
 
 def embedder_name(handle: str | None) -> str | None:
@@ -238,10 +259,13 @@ def create(body: CreateAgent, ctx: Context, user: User) -> dict[str, Any]:
     the server allows (endpoints.py): the server's own, or one allowed.
     `enable_sleeptime` gives the agent a sleep-time agent (agent/sleeptime.py)
     in a group of Letta's kind for its `agent_type`."""
-    model, handle_endpoint = chosen_model(ctx, create_handle(body))
-    ours_body = our_create_body(body, tool_names(ctx, user, body), model)
+    chosen = chosen_model(ctx, user, create_handle(body))
+    ours_body = our_create_body(body, tool_names(ctx, user, body), chosen.model)
     given = letta_endpoint(ctx, body.llm_config)  # llm_config.model_endpoint wins
-    ours_body.base_url = given or (None if handle_endpoint is UNCHANGED else handle_endpoint)
+    handle_endpoint = None if chosen.endpoint is UNCHANGED else chosen.endpoint
+    ours_body.base_url = given or handle_endpoint
+    if isinstance(chosen.provider, str) and ours_body.base_url == chosen.endpoint:
+        ours_body.llm_options = {"provider": chosen.provider}  # its endpoint and key
     # With its sleep-time agent, or not at all; the name derived is still free when stored.
     with ctx.workspace.transaction():
         if body.name:  # free text: an identifier as it is, else a display name (it may repeat)
@@ -375,9 +399,9 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
     change = config_change(ctx, body, state)
     model = None
     if change.model is not None:
-        model, handle_endpoint = chosen_model(ctx, change.model)
-        if change.base_url is UNCHANGED:  # llm_config.model_endpoint wins
-            change.base_url = handle_endpoint
+        model = _model_change(ctx, user, state, change)
+    elif change.base_url is not UNCHANGED:  # another endpoint is not the provider's
+        change.provider = None
     settings: dict[str, Any] = {} if body.tags is None else {"tags": body.tags}
     if change.context_window is not None:
         settings["context_window"] = change.context_window
@@ -397,6 +421,23 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
         ):
             ctx.workspace.add_sleeptime_agent(updated)
         return updated
+
+
+def _model_change(ctx: ServerContext, user: str, state: AgentState, change: ConfigChange) -> str:
+    """The model `change.model` names, with its endpoint and provider set on
+    `change` (`llm_config.model_endpoint` wins). An agent of a provider
+    given a handle of another provider's prefix (`openai/...`) leaves it for
+    the server's own endpoint; a bare model name keeps its provider."""
+    chosen = chosen_model(ctx, user, change.model or "")
+    endpoint, provider = chosen.endpoint, chosen.provider
+    if endpoint is UNCHANGED and state.llm.provider is not None and "/" in (change.model or ""):
+        endpoint, provider = None, None
+    if change.base_url is UNCHANGED:
+        change.base_url = endpoint
+    elif isinstance(provider, str) and change.base_url != endpoint:
+        provider = None  # another endpoint than the provider's
+    change.provider = provider
+    return chosen.model
 
 
 @router.patch("/{agent_id}")

@@ -63,8 +63,10 @@ NO_EMBEDDER = "none"
 
 
 def llm_config_view(state: AgentState) -> dict[str, Any]:
+    """The agent's model as Letta's LLMConfig; an agent of one of its user's
+    providers shows the provider's handle, name and category ("byok")."""
     llm = state.llm
-    return {
+    view = {
         "model": llm.model,
         "handle": llm.model,
         "model_endpoint_type": "openai",
@@ -73,6 +75,13 @@ def llm_config_view(state: AgentState) -> dict[str, Any]:
         "temperature": llm.temperature,
         "put_inner_thoughts_in_kwargs": False,
     }
+    if llm.provider is not None:
+        view |= {
+            "handle": f"{llm.provider}/{llm.model}",
+            "provider_name": llm.provider,
+            "provider_category": "byok",
+        }
+    return view
 
 
 def embedding_config_view(state: AgentState) -> dict[str, Any]:
@@ -145,11 +154,14 @@ class ConfigChange:
     temperature: Any = UNCHANGED
     context_window: int | None = None
     embedder: Any = UNCHANGED  # a spec, or None for no embedder
+    provider: Any = UNCHANGED  # the user's provider's name, or None for none
 
     def apply(self, state: AgentState) -> None:
         """Set the fields of `state` this change names (inside its update)."""
         if self.base_url is not UNCHANGED:
             state.llm.base_url = self.base_url
+        if self.provider is not UNCHANGED:
+            state.llm.provider = self.provider
         if self.temperature is not UNCHANGED:
             state.llm.temperature = self.temperature
         if self.embedder is not UNCHANGED:

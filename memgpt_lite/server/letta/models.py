@@ -1,7 +1,8 @@
 """Letta's model routes: `GET /v1/models/` (its list_models) and
-`GET /v1/models/embedding`, the models of the server's endpoints in
-Letta's `Model` and `EmbeddingModel` shapes (server/model_list.py says
-where they come from and what their handles are).
+`GET /v1/models/embedding`, the models of the server's endpoints and of the
+user's providers (providers.py) in Letta's `Model` and `EmbeddingModel`
+shapes (server/model_list.py says where they come from and what their
+handles are).
 
 Only the path with the slash is Letta's: `GET /v1/models`, without it, is
 OpenAI's list (server/openai_compat.py), which OpenAI's clients ask.
@@ -14,15 +15,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
-from memgpt_lite.server.context import Context, User
+from memgpt_lite.agent.providers import usable_endpoint
+from memgpt_lite.errors import ConfigError
+from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.endpoints import EndpointNotAllowed
 from memgpt_lite.server.model_list import OWN_PROVIDER, ListedModel
 
 router = APIRouter(prefix="/v1/models", tags=["letta"])
 
-# Every endpoint speaks OpenAI's chat completions (the one protocol we call),
-# and each is the operator's, not a key a user brought ("byok").
+# Every endpoint speaks OpenAI's chat completions (the one protocol we call).
 PROVIDER_TYPE = "openai"
-PROVIDER_CATEGORY = "base"
 
 
 def model_view(model: ListedModel) -> dict[str, Any]:
@@ -31,9 +33,9 @@ def model_view(model: ListedModel) -> dict[str, Any]:
         "handle": model.handle,
         "name": model.name,
         "display_name": model.name,
-        "provider_type": PROVIDER_TYPE,
+        "provider_type": model.provider_type,
         "provider_name": model.provider,
-        "provider_category": PROVIDER_CATEGORY,
+        "provider_category": model.category,
         "model_type": "llm",
         "model": model.name,
         "model_endpoint_type": PROVIDER_TYPE,
@@ -54,7 +56,7 @@ def embedding_view(model: ListedModel) -> dict[str, Any]:
         "handle": model.handle,
         "name": model.name,
         "display_name": model.name,
-        "provider_type": PROVIDER_TYPE,
+        "provider_type": model.provider_type,
         "provider_name": model.provider,
         "model_type": "embedding",
         "embedding_endpoint_type": PROVIDER_TYPE,
@@ -73,17 +75,35 @@ async def list_models(
     provider_category: Annotated[list[str] | None, Query()] = None,
 ) -> list[dict[str, Any]]:
     """Letta's list_models: the chat models of the server's endpoints, the
-    server's default model first, filtered as Letta filters them."""
-    listed = await run_in_threadpool(ctx.model_list().models)  # may ask the endpoints
+    server's default model first, then those of the user's providers,
+    filtered as Letta filters them."""
+    listed = await run_in_threadpool(listed_models, ctx, user)  # may ask the endpoints
     wanted = [
         model
         for model in listed
         if not model.is_embedding
         and provider_name in (None, model.provider)
-        and provider_type in (None, PROVIDER_TYPE)
-        and (not provider_category or PROVIDER_CATEGORY in provider_category)
+        and provider_type in (None, model.provider_type)
+        and (not provider_category or model.category in provider_category)
     ]
     return [model_view(model) for model in wanted]
+
+
+def listed_models(ctx: ServerContext, user: str) -> list[ListedModel]:
+    """The models of the server's endpoints, then of the user's providers
+    whose endpoints the server still allows and whose keys it can open
+    (providers.py): a provider asked at a URL the operator no longer allows
+    is not asked at all."""
+    models = ctx.model_list()
+    listed = models.models()
+    for provider in ctx.workspace.providers.list(user):
+        try:
+            url, key = usable_endpoint(provider)
+            ctx.check_endpoint(url, "base_url")
+        except (ConfigError, EndpointNotAllowed):
+            continue
+        listed += models.provider_models(provider.name, provider.provider_type, url, key)
+    return listed
 
 
 @router.get("/embedding")

@@ -383,6 +383,24 @@ IDENTITIES = """
         );
         CREATE INDEX identity_blocks_block ON identity_blocks(block_id);"""
 
+# Providers (Letta's bring-your-own-key providers; storage/protocols/providers.py):
+# a user's model endpoints with the API keys they brought (sealed:
+# core/sealed_keys.py), each under a name unique within the owner.
+PROVIDERS = """
+        CREATE TABLE providers (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            provider_type TEXT NOT NULL,
+            base_url TEXT NOT NULL,
+            api_key TEXT,
+            region TEXT,
+            api_version TEXT,
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL,
+            UNIQUE (owner, name)
+        );"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

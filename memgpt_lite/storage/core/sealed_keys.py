@@ -1,5 +1,6 @@
-"""Agents' own API keys sealed at rest: a row's `llm` never holds the plain
-key (`llm.api_key`), only `sealed:` and a token of Fernet (AES-128-CBC with
+"""Agents' own API keys sealed at rest, and those of users' providers: a
+row's `llm` never holds the plain key (`llm.api_key`), nor a provider's row
+its `api_key`, only `sealed:` and a token of Fernet (AES-128-CBC with
 an HMAC-SHA256, from the `cryptography` package) under the server secret.
 
 The secret (settings/values.py `SecretSource`, resolved at the edge) is
@@ -68,6 +69,20 @@ class KeySealer:
                 if plain is not None:
                     llm.api_key = SecretStr(plain)
         return llm
+
+    def stored_key(self, key: SecretStr | None) -> str | None:
+        """A key as its row holds it: sealed (a token still sealed stays as it is)."""
+        if key is None:
+            return None
+        plain = key.get_secret_value()
+        return plain if plain.startswith(SEALED_PREFIX) else self._seal(plain)
+
+    def read_key(self, stored: str | None) -> SecretStr | None:
+        """A row's key, opened if this process can open it, else still sealed."""
+        if stored is None:
+            return None
+        opened = self._open(stored) if stored.startswith(SEALED_PREFIX) else None
+        return SecretStr(stored if opened is None else opened)
 
     def _seal(self, key: str) -> str:
         with self._lock:

@@ -15,6 +15,7 @@ from memgpt_lite.storage.core.groups import MANAGED_GROUP_READ, Groups
 from memgpt_lite.storage.core.identities import Identities
 from memgpt_lite.storage.core.locks import StepLocks
 from memgpt_lite.storage.core.messages import Messages, newest_read
+from memgpt_lite.storage.core.providers import Providers
 from memgpt_lite.storage.core.rows import message_from_row
 from memgpt_lite.storage.core.runs import Runs
 from memgpt_lite.storage.core.sends import SentRequests
@@ -34,10 +35,11 @@ class CoreStore(
     SentRequests,
     Groups,
     Identities,
+    Providers,
 ):
     """Agents and blocks, messages, passages and vectors, step locks, usage
     and keys, the tool registry, Letta's runs, the sends answered under a
-    key, groups of agents, identities, and transactions."""
+    key, groups of agents, identities, users' providers, and transactions."""
 
     @guarded
     def agent_and_newest_message(self, agent_id: str, conversation: str | None = None) -> StepStart:

@@ -46,6 +46,7 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_COLUMNS,
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
+    PROVIDERS,
     REFLECTED_SEQ,
     SENT_REQUESTS,
     SENT_REQUESTS_INDEX,
@@ -355,6 +356,12 @@ def m019_display_names_repeat(conn: psycopg.Connection, chosen: PostgresOptions)
 def m020_identities(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m026: Letta's identities and their links (IDENTITIES)."""
     conn.execute(ddl(IDENTITIES, TYPES))
+
+
+@migration
+def m021_providers(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m027: users' providers, their keys sealed (PROVIDERS)."""
+    conn.execute(ddl(PROVIDERS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -31,6 +31,7 @@ from memgpt_lite.storage.core.schema import (
     PASSAGE_COLUMNS,
     PASSAGE_INDEX,
     PASSAGE_SUPERSESSION,
+    PROVIDERS,
     REFLECTED_SEQ,
     SENT_REQUESTS,
     SENT_REQUESTS_INDEX,
@@ -426,3 +427,10 @@ def m026_identities(db: Database) -> None:
     """Letta's identities and their links to agents and blocks
     (core/schema.py's IDENTITIES)."""
     run_script(db, ddl(IDENTITIES, TYPES))
+
+
+@migrations()
+def m027_providers(db: Database) -> None:
+    """Users' providers (Letta's bring-your-own-key providers), their keys
+    sealed (core/schema.py's PROVIDERS)."""
+    run_script(db, ddl(PROVIDERS, TYPES))

@@ -20,6 +20,7 @@ from support.contract.groups import GroupContract
 from support.contract.identities import IdentityContract
 from support.contract.keys import KeyContract, OwnerContract
 from support.contract.messages import MessageContract
+from support.contract.providers import ProviderContract
 from support.contract.runs import RunContract
 from support.contract.sends import SentRequestContract
 from support.contract.standalone_blocks import StandaloneBlockContract
@@ -53,6 +54,7 @@ class StorageContract(
     ConversationContract,
     GroupContract,
     IdentityContract,
+    ProviderContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
