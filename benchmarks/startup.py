@@ -21,6 +21,12 @@ Each figure is the median over `--runs` fresh processes:
   over stdio until it lists its tools) and a source tool's process
   (tools/source/child.py: one describing a tool, one calling it).
 
+`--only new-things` times, inside one process, what each new database and
+each new server app costs in CPU (milliseconds, median): opening a new
+SQLite file (its schema made), and a new app's first requests to a few
+routers, the first app of the process and the ones after it (the API's
+routes are analysed once per process, server/app.py).
+
 The cases take turns run by run, so a machine busy with other work slows
 them all alike. `--only` runs one of the three parts.
 
@@ -57,6 +63,29 @@ TokenCounter(sys.argv[1], folder).count_text("How many tokens is this?")
 print((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000)
 """
 MODELS = {"o200k_base": "gpt-4o-mini", "cl100k_base": "gpt-4"}
+
+# New databases and new server apps, timed in one process.
+_NEW_THINGS = """
+import statistics, sys, tempfile, time
+from pathlib import Path
+from fastapi.testclient import TestClient
+from memgpt_lite.server.app import create_app
+from memgpt_lite.storage.open import open_storage
+runs, folder = int(sys.argv[1]), Path(tempfile.mkdtemp())
+def cpu_ms(run):
+    started = time.process_time()
+    run()
+    return (time.process_time() - started) * 1000
+opened = [cpu_ms(lambda: open_storage(folder / f"new-{n}.db").close()) for n in range(runs + 1)]
+paths = ["/v1/agents/", "/v1/blocks/", "/v1/tools/", "/api/agents", "/health", "/v1/nothing"]
+def first_requests(n):
+    with TestClient(create_app(str(folder / f"app-{n}.db"), auth=False)) as client:
+        return cpu_ms(lambda: [client.get(path) for path in paths])
+apps = [first_requests(n) for n in range(runs + 1)]
+print(f"  {'open a new SQLite database':<42}{statistics.median(opened[1:]):7.1f}")
+print(f"  {'first requests, the first app':<42}{apps[0]:7.1f}")
+print(f"  {'first requests, each later app':<42}{statistics.median(apps[1:]):7.1f}")
+"""
 
 
 def _command() -> list[str]:
@@ -289,10 +318,20 @@ def commands(runs: int, root: Path) -> None:
         print(f"  {label:<26}cpu {cpu:5.2f}   wall {wall:5.2f}")
 
 
+def new_things(runs: int) -> None:
+    print(f"what a new database and a new server app cost, CPU, median of {runs} (ms)")
+    done = subprocess.run(
+        [sys.executable, "-c", _NEW_THINGS, str(runs)], capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-2000:])
+    print(done.stdout, end="")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9, help="processes per figure")
-    parser.add_argument("--only", choices=["start-up", "first-count", "commands"])
+    parser.add_argument("--only", choices=["start-up", "first-count", "commands", "new-things"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         # From an empty folder, `python -c` imports the installed memgpt_lite (or
@@ -305,6 +344,8 @@ def main() -> None:
             first_count(args.runs, Path(folder))
         if args.only in (None, "commands"):
             commands(args.runs, Path(folder))
+        if args.only in (None, "new-things"):
+            new_things(args.runs)
 
 
 if __name__ == "__main__":
