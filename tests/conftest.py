@@ -16,7 +16,7 @@ from support.backends import is_postgres
 from support.browser import install_in_background
 from support.paths import REPO
 from support.postgres_server import TEST_PG_ENV, TestServer
-from support.turns import DESCRIPTION, turn
+from support.turns import DESCRIPTION, alone_first, turn
 
 from memgpt_lite.testing import FakeOpenAIServer
 
@@ -95,10 +95,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         install_in_background(config.args, config.rootpath)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that run alone first, so that one worker runs them all, one
+    after the other (see support/turns.py)."""
+    alone_first(items)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Each test in its turn: alone if marked so (see support/turns.py)."""
-    with turn(item):
+    with turn(item, nextitem):
         yield
 
 
