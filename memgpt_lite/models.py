@@ -24,7 +24,9 @@ from pydantic import (
 from memgpt_lite.names import AGENT_NAME_PATTERN, check_display_name, check_identifier
 from memgpt_lite.step_input import Approval as Approval  # what a step is given: importable here
 from memgpt_lite.step_input import StepInput as StepInput
+from memgpt_lite.step_input import ToolName
 from memgpt_lite.text import CleanStr, JSONProblem, clean_arguments, clean_text, parse_arguments
+from memgpt_lite.tool_rules import ToolRule
 
 # MemGPT's default size of a core memory block, in characters.
 DEFAULT_BLOCK_LIMIT = 5000
@@ -294,69 +296,6 @@ class LLMConfig(BaseModel):
         else:
             dumped.pop("api_key", None)  # not even null: no view or file names it
         return dumped
-
-
-# Tool rules: which tools the model may call when within a step. Letta's
-# kinds, names and fields; tools/rules.py makes and applies them.
-
-ToolName = Annotated[CleanStr, Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
-
-
-class _Rule(BaseModel):
-    """A tool rule (tools/rules.py applies them): the tool it is about."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tool_name: ToolName
-
-
-class TerminalToolRule(_Rule):
-    """The step ends once this tool ran."""
-
-    type: Literal["exit_loop"] = "exit_loop"
-
-
-class InitToolRule(_Rule):
-    """A step's first tool call must be this tool (or another init tool)."""
-
-    type: Literal["run_first"] = "run_first"
-
-
-class ChildToolRule(_Rule):
-    """After this tool, only its children may be called."""
-
-    type: Literal["constrain_child_tools"] = "constrain_child_tools"
-    children: list[ToolName]
-
-
-class MaxCountPerStepToolRule(_Rule):
-    """This tool runs at most `max_count_limit` times in one step."""
-
-    type: Literal["max_count_per_step"] = "max_count_per_step"
-    max_count_limit: int = Field(ge=1)
-
-
-class ContinueToolRule(_Rule):
-    """The step goes on after this tool, as if it asked for a heartbeat."""
-
-    type: Literal["continue_loop"] = "continue_loop"
-
-
-class RequiresApprovalToolRule(_Rule):
-    """A call of this tool waits for the user's approval before it runs."""
-
-    type: Literal["requires_approval"] = "requires_approval"
-
-
-ToolRule = Annotated[
-    TerminalToolRule
-    | InitToolRule
-    | ChildToolRule
-    | MaxCountPerStepToolRule
-    | ContinueToolRule
-    | RequiresApprovalToolRule,
-    Field(discriminator="type"),
-]
 
 
 # The tool registry (tools/registry.py makes each definition a `Tool`).

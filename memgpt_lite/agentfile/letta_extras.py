@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memgpt_lite.agentfile.schema import FileTool
-from memgpt_lite.models import ToolRule
+from memgpt_lite.tool_rules import ToolRule
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
 from memgpt_lite.tools.rules import LETTA_RULE_KINDS, rules_from_letta
 from memgpt_lite.tools.schema import HEARTBEAT_PARAM

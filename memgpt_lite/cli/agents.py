@@ -27,8 +27,9 @@ from memgpt_lite.settings.resolve import ENV_VARS, configured_base_url, effectiv
 
 if TYPE_CHECKING:
     from memgpt_lite.agent.workspace import Workspace
-    from memgpt_lite.models import AgentState, AgentStats, Block, RequiresApprovalToolRule
+    from memgpt_lite.models import AgentState, AgentStats, Block
     from memgpt_lite.settings.effective import EffectiveConfig
+    from memgpt_lite.tool_rules import RequiresApprovalToolRule
 
 # Shown for a setting that has no value anywhere; base_url's is the default
 # endpoint, added where it is shown (its module loads openai).

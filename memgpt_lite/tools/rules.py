@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from memgpt_lite.models import (
+from memgpt_lite.tool_rules import (
     ChildToolRule,
     ContinueToolRule,
     InitToolRule,

@@ -61,7 +61,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "names"),  # names: the rules of agent names
     # events: what a step reports; frozen: read-only values; conversations:
     # their model; step_input: what a step is given
-    ("models", "events", "frozen", "conversations", "step_input"),
+    # tool_rules: which tools a step may call when
+    ("models", "events", "frozen", "conversations", "step_input", "tool_rules"),
     ("settings",),
     ("llm", "embeddings", "storage"),
     ("testing",),  # test doubles of the model endpoint, for the layers above

@@ -15,7 +15,9 @@ from support.serving import live_server, new_key
 from memgpt_lite import Agent, AgentSettings, tool
 from memgpt_lite.agentfile.native import export_agent, import_agent, write_agent_file
 from memgpt_lite.cli.main import cli
-from memgpt_lite.models import (
+from memgpt_lite.testing import call, reply, say
+from memgpt_lite.testing.model import ScriptedModel
+from memgpt_lite.tool_rules import (
     ChildToolRule,
     ContinueToolRule,
     InitToolRule,
@@ -23,8 +25,6 @@ from memgpt_lite.models import (
     TerminalToolRule,
     ToolRule,
 )
-from memgpt_lite.testing import call, reply, say
-from memgpt_lite.testing.model import ScriptedModel
 from memgpt_lite.tools.rules import (
     at_most,
     continues,

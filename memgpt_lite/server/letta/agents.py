@@ -34,7 +34,6 @@ from memgpt_lite.models import (
     AgentSettings,
     AgentState,
     AgentStats,
-    RequiresApprovalToolRule,
 )
 from memgpt_lite.server import bodies as ours
 from memgpt_lite.server.api_agents import create_agent, update_agent
@@ -56,6 +55,7 @@ from memgpt_lite.server.letta.identities import linked_ids
 from memgpt_lite.server.letta.paging import Order, effective_order, page
 from memgpt_lite.server.letta.tool_views import builtin_name
 from memgpt_lite.server.letta.views import VOICE_AGENT_TYPE, agent_view
+from memgpt_lite.tool_rules import RequiresApprovalToolRule
 from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
 from memgpt_lite.tools.rules import needs_approval, rules_from_letta
 from memgpt_lite.tools.sets import ATTACHABLE_TOOLS, TOOL_SETS
