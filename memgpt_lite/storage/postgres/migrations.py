@@ -33,6 +33,7 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     AGENT_GROUPS,
+    ARCHIVES,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -355,6 +356,13 @@ def m019_display_names_repeat(conn: psycopg.Connection, chosen: PostgresOptions)
 def m020_identities(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m026: Letta's identities and their links (IDENTITIES)."""
     conn.execute(ddl(IDENTITIES, TYPES))
+
+
+@migration
+def m022_archives(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m028: Letta's archives and the archive attached to an agent
+    besides its own (ARCHIVES). m021 is the providers'."""
+    conn.execute(ddl(ARCHIVES, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -18,6 +18,7 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     AGENT_GROUPS,
+    ARCHIVES,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -426,3 +427,10 @@ def m026_identities(db: Database) -> None:
     """Letta's identities and their links to agents and blocks
     (core/schema.py's IDENTITIES)."""
     run_script(db, ddl(IDENTITIES, TYPES))
+
+
+@migrations()
+def m028_archives(db: Database) -> None:
+    """Letta's archives: a named archive's name, and the archive attached to
+    an agent besides its own (core/schema.py's ARCHIVES)."""
+    run_script(db, ddl(ARCHIVES, TYPES))
