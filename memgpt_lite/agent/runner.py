@@ -108,6 +108,7 @@ class Runner:
         self._given_llm = llm  # shared with the background reflection's runner
         self._embedder = embedder
         self._vector_indexes: dict[str, VectorIndex] = {}
+        self._archive: Runner | None = None  # of the archive attached (attached_archive)
         self._held_locks: dict[int, StepLock] = {}  # by thread
         self._counter: TokenCounter | None = None
         self._tool_tokens: dict[bool, int] = {}  # by wording: compact or not
@@ -210,6 +211,32 @@ class Runner:
             index = VectorIndex(self.store, self.state.id, owner, dimension)
             self._vector_indexes[owner] = index
         return index
+
+    def attached_archive(self) -> Runner | None:
+        """A runner of the row holding the passages of the archive attached
+        to the agent (its embedder and vector indexes, kept while the same
+        archive is attached), None without one. Opened as the multi-agent
+        tools open an agent (its own key by the same rule); by a runner
+        that opens none (a background reflection's), with this one's
+        endpoint and key for an archive of the same endpoint only."""
+        store_id = self.state.attached_archive
+        if store_id is None:
+            return None
+        if self._archive is None or self._archive.state.id != store_id:
+            state = self.store.archive_store(store_id)
+            if self._open_peer is not None:
+                self._archive = self._open_peer(state)
+            else:
+                same = state.llm.base_url == self.state.llm.base_url
+                parts = _Parts(
+                    state=state,
+                    store=self.store,
+                    tools={},
+                    process_settings=self.agent.process_settings,
+                )
+                endpoint = self._endpoint if same else (None, None)
+                self._archive = Runner(parts, endpoint=endpoint, timeout=self._timeout)
+        return self._archive
 
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from memgpt_lite import Agent, Block
+from memgpt_lite.agent.archives import Archives
 from memgpt_lite.cli.main import cli
 from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
@@ -355,3 +356,30 @@ def test_identities_come_along_with_their_agents_and_blocks(locations):
     with open_storage(dst) as store:
         [copied] = store.list_identities()
     assert copied.model_dump(exclude={"updated_at"}) == ann.model_dump(exclude={"updated_at"})
+
+
+def test_archives_come_along_with_their_passages_vectors_and_agents(locations, fake_llm):
+    src, dst = locations
+    with open_storage(src) as store:
+        sam = Agent.create("sam", "gpt-4o-mini", store=store, owner="alice")
+        kb = Archives(store).create("alice", "kb", "facts", EMBEDDER)
+        Agent(kb.store, store).archival.insert("The vault code is 7421.", tags=["vault"])
+        Archives(store).attach(sam.state, kb.id)
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        [copied] = store.list_archives()
+        state = store.get_agent(sam.state.id)
+        found, _ = Agent(state, store).archival.search("vault code")
+        space = store.archive_store(kb.id).embedding_dimension
+        vectors = store.load_vectors(kb.id, "passage", 0, space)
+    assert (copied.id, copied.owner, copied.name, copied.description) == (
+        kb.id,
+        "alice",
+        "kb",
+        "facts",
+    )
+    assert state.attached_archive == kb.id
+    assert [(p.text, p.tags, p.agent_id) for p in found] == [
+        ("The vault code is 7421.", ["vault"], kb.id)
+    ]
+    assert list(vectors.seqs) == [found[0].seq]

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memgpt_lite.errors import ConflictError, NotFoundError
+from memgpt_lite.errors import ConflictError
 from memgpt_lite.models import AgentState, Block, utcnow
 from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.transactions import Transactions, guarded
-from memgpt_lite.storage.protocols.archives import Archive
+from memgpt_lite.storage.protocols.archives import Archive, no_archive
 
 _COLUMNS = ("id", "owner", "name", "description", "created_at", "updated_at")
 _SAVE = (
@@ -27,10 +27,6 @@ _SAVE = (
     "updated_at = excluded.updated_at"
 )
 _READ = f"SELECT {', '.join(_COLUMNS)} FROM archives"
-
-
-def no_archive(archive_id: str) -> NotFoundError:
-    return NotFoundError(f"no archive with id {archive_id!r}")
 
 
 class Archives(Transactions):

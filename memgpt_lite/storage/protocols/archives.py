@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import UserName, new_id, utcnow
 from memgpt_lite.text import CleanStr
 
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 # How a row of `agents` that holds a named archive's passages is told from
 # an agent's: its id (the archive's) starts so; an agent's starts "agent-".
 ARCHIVE_PREFIX = "archive-"
+
+
+def no_archive(archive_id: str) -> NotFoundError:
+    """An unknown archive, or another owner's: worded alike."""
+    return NotFoundError(f"no archive with id {archive_id!r}")
 
 
 class Archive(BaseModel):
