@@ -165,5 +165,7 @@ def test_an_agents_step_searches_and_saves_to_its_archive(
         "The vault code is 7421.",
         "Ann asked for the code.",
     ]
+    context = client.get(f"/v1/agents/{sam.id}/context", cast_to=object)
+    assert context["num_archival_memory"] == 2
     client.agents.archives.detach(kb.id, agent_id=sam.id)
     assert list(client.agents.passages.list(sam.id)) == []  # saved in the archive, not its own
