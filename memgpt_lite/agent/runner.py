@@ -214,29 +214,35 @@ class Runner:
 
     def attached_archive(self) -> Runner | None:
         """A runner of the row holding the passages of the archive attached
-        to the agent (its embedder and vector indexes, kept while the same
-        archive is attached), None without one. Opened as the multi-agent
-        tools open an agent (its own key by the same rule); by a runner
-        that opens none (a background reflection's), with this one's
-        endpoint and key for an archive of the same endpoint only."""
+        to the agent, None without one. Its row is read anew each time (its
+        embedding space may have been recorded elsewhere); the runner, with
+        its embedder and vector indexes, is kept while the same archive with
+        the same embedder is attached."""
         store_id = self.state.attached_archive
         if store_id is None:
             return None
-        if self._archive is None or self._archive.state.id != store_id:
-            state = self.store.archive_store(store_id)
-            if self._open_peer is not None:
-                self._archive = self._open_peer(state)
-            else:
-                same = state.llm.base_url == self.state.llm.base_url
-                parts = _Parts(
-                    state=state,
-                    store=self.store,
-                    tools={},
-                    process_settings=self.agent.process_settings,
-                )
-                endpoint = self._endpoint if same else (None, None)
-                self._archive = Runner(parts, endpoint=endpoint, timeout=self._timeout)
-        return self._archive
+        state = self.store.archive_store(store_id)
+        kept = self._archive
+        if kept is not None and _same_store(kept.state, state):
+            kept.state = state
+        else:
+            kept = self._archive = self._open_archive(state)
+        return kept
+
+    def _open_archive(self, state: AgentState) -> Runner:
+        """A runner for an archive's row, opened as the multi-agent tools
+        open an agent (its own key by the same rule); by a runner that opens
+        none (a background reflection's), with this one's endpoint and key
+        for an archive of the same endpoint only."""
+        if self._open_peer is not None:
+            return self._open_peer(state)
+        same = state.llm.base_url == self.state.llm.base_url
+        parts = _Parts(
+            state=state, store=self.store, tools={}, process_settings=self.agent.process_settings
+        )
+        return Runner(
+            parts, endpoint=self._endpoint if same else (None, None), timeout=self._timeout
+        )
 
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""
@@ -440,6 +446,16 @@ class Runner:
     async def areflect(self) -> ReflectionReport:
         """`reflect`, awaited."""
         return await reflection.reflect(self)
+
+
+def _same_store(kept: AgentState, now: AgentState) -> bool:
+    """Whether a runner built for the row `kept` serves it as it is `now`:
+    the same row, embedder and endpoint."""
+    return (kept.id, kept.settings.embedder, kept.llm.base_url) == (
+        now.id,
+        now.settings.embedder,
+        now.llm.base_url,
+    )
 
 
 async def _last(events: AsyncIterator[StepEvent]) -> StepEvent | None:
