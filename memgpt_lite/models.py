@@ -458,6 +458,9 @@ class AgentState(BaseModel):
     reflected_seq: int = 0
     # Not in its row: the conversation of this copy, whose window fields it has.
     conversation_id: str | None = None
+    # Not in its row: the archive attached to the agent besides its own (the
+    # id of the row holding its passages; storage/protocols/archives.py).
+    attached_archive: str | None = None
     embedding_model: str | None = None  # the space the stored vectors are in
     embedding_dimension: int | None = None
     settings: AgentSettings = Field(default_factory=AgentSettings)
@@ -505,6 +508,9 @@ class ApiKey(BaseModel):
 class AgentStats(BaseModel):
     message_count: int = 0
     passage_count: int = 0
+    # The passages of the archive attached to the agent (its archival memory
+    # holds them too; storage/protocols/archives.py).
+    attached_passage_count: int = 0
     last_active: datetime | None = None
     memory_updated_at: datetime | None = None
 

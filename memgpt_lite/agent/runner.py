@@ -109,6 +109,7 @@ class Runner:
         self._given_llm = llm  # shared with the background reflection's runner
         self._embedder = embedder
         self._vector_indexes: dict[str, VectorIndex] = {}
+        self._archive: Runner | None = None  # of the archive attached (attached_archive)
         self._held_locks: dict[int, StepLock] = {}  # by thread
         self._counter: TokenCounter | None = None
         self._tool_tokens: dict[bool, int] = {}  # by wording: compact or not
@@ -219,6 +220,38 @@ class Runner:
             index = VectorIndex(self.store, self.state.id, owner, dimension)
             self._vector_indexes[owner] = index
         return index
+
+    def attached_archive(self) -> Runner | None:
+        """A runner of the row holding the passages of the archive attached
+        to the agent, None without one. Its row is read anew each time (its
+        embedding space may have been recorded elsewhere); the runner, with
+        its embedder and vector indexes, is kept while the same archive with
+        the same embedder is attached."""
+        store_id = self.state.attached_archive
+        if store_id is None:
+            return None
+        state = self.store.archive_store(store_id)
+        kept = self._archive
+        if kept is not None and _same_store(kept.state, state):
+            kept.state = state
+        else:
+            kept = self._archive = self._open_archive(state)
+        return kept
+
+    def _open_archive(self, state: AgentState) -> Runner:
+        """A runner for an archive's row, opened as the multi-agent tools
+        open an agent (its own key by the same rule); by a runner that opens
+        none (a background reflection's), with this one's endpoint and key
+        for an archive of the same endpoint only."""
+        if self._open_peer is not None:
+            return self._open_peer(state)
+        same = state.llm.base_url == self.state.llm.base_url
+        parts = _Parts(
+            state=state, store=self.store, tools={}, process_settings=self.agent.process_settings
+        )
+        return Runner(
+            parts, endpoint=self._endpoint if same else (None, None), timeout=self._timeout
+        )
 
     def context_messages(self) -> list[Message]:
         """The messages in the context window, oldest first."""
@@ -422,6 +455,16 @@ class Runner:
     async def areflect(self) -> ReflectionReport:
         """`reflect`, awaited."""
         return await reflection.reflect(self)
+
+
+def _same_store(kept: AgentState, now: AgentState) -> bool:
+    """Whether a runner built for the row `kept` serves it as it is `now`:
+    the same row, embedder and endpoint."""
+    return (kept.id, kept.settings.embedder, kept.llm.base_url) == (
+        now.id,
+        now.settings.embedder,
+        now.llm.base_url,
+    )
 
 
 async def _last(events: AsyncIterator[StepEvent]) -> StepEvent | None:

@@ -9,9 +9,10 @@ and delete them, read their blocks, stats, token usage, tool calls
 waiting for approval and unanswered messages, page and search their
 history, give them sleep-time agents, and make and check the server's API
 keys; the identities of users' apps are `workspace.identities`
-(identities.py), users' providers `workspace.providers` (providers.py), the
-tool registry `workspace.tools`
-(tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
+(identities.py), users' providers `workspace.providers` (providers.py),
+Letta's archives `workspace.archives` (archives.py), the tool registry
+`workspace.tools` (tool_registry.py), the MCP servers `workspace.mcp`
+(mcp_servers.py). A
 step itself runs on the agent (`agent.stream(...)`, its runner:
 agent/runner.py); its events are plain data (events.py).
 
@@ -31,6 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memgpt_lite.agent import keys
+from memgpt_lite.agent.archives import Archives
 from memgpt_lite.agent.identities import Identities
 from memgpt_lite.agent.providers import Providers
 from memgpt_lite.conversations import Conversation, no_conversation
@@ -99,6 +101,11 @@ class Workspace:
     def providers(self) -> Providers:
         """Users' providers, with the API keys they brought (providers.py)."""
         return Providers(self.store)
+
+    @cached_property
+    def archives(self) -> Archives:
+        """Letta's archives: named ones, and the agents' own (archives.py)."""
+        return Archives(self.store)
 
     @cached_property
     def mcp(self) -> MCPServers:

@@ -5,7 +5,8 @@ protocol; memory takes a `MemoryDeps` instead of the agent, so nothing here
 imports the agent layer, the loop or the tools. It is what a tier needs: the
 agent's row, its store, its token counter, its embedder and vector indexes,
 the messages of its context window and the tool schemas that share the
-window with them, and the step lock that history edits hold. The loop and
+window with them, the step lock that history edits hold, and the same of
+the archive attached to it besides its own (storage/protocols/archives.py). The loop and
 the tools take the wider `AgentDeps` (tools/deps.py), which adds the model
 (and a step of another agent, for the multi-agent tools).
 `state` is the agent's row as last read; code that changes it stores the
@@ -62,4 +63,10 @@ class MemoryDeps(Protocol):
 
     def step_lock(self) -> AbstractContextManager[Any]:
         """Hold the agent's step lock (re-entrant), waiting for another step."""
+        ...
+
+    def attached_archive(self) -> MemoryDeps | None:
+        """What a tier reaches of the archive attached to the agent besides
+        its own (the row `state.attached_archive` names: its store, its
+        embedder and vector indexes), kept while attached; None without one."""
         ...

@@ -9,9 +9,10 @@ usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times, and so does every user's tool registry (tools
 and MCP servers, with their ids and trust), every group of agents (a
 main agent and its sleep-time agents), every identity (with its links to
-the agents and blocks copied) and every user's providers (their API keys
-copied sealed, as agents' own keys are: the same secret opens them). Step
-locks are not copied: they belong to running processes.
+the agents and blocks copied), every user's providers (their API keys
+copied sealed, as agents' own keys are: the same secret opens them) and
+every named archive (its passages and vectors, and the agents it is
+attached to). Step locks are not copied: they belong to running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`),
@@ -123,7 +124,37 @@ def copy_agents(
             _copy_identities(src, dst)
             for provider in src.list_providers():
                 dst.save_provider(provider.model_copy())
+            _copy_archives(src, dst, agents, batch)
     return copied
+
+
+def _copy_archives(src: Storage, dst: Storage, agents: Sequence[AgentState], batch: int) -> None:
+    """Store every named archive of `src` in `dst`, its row copied and
+    checked as an agent's (its passages, vectors and embedding space), then
+    attach to each agent copied the archive attached to it in `src`.
+    AlreadyExistsError for an archive `dst` has."""
+    archives = src.list_archives()
+    taken = [a.id for a in archives if _holds_archive(dst, a.id)]
+    if taken:
+        raise AlreadyExistsError(
+            f"the destination already has these archives: {', '.join(taken)}; nothing was copied"
+        )
+    for archive in archives:
+        store = src.archive_store(archive.id)
+        expected, _ = _copy_agent(src, dst, store, batch)
+        _verify(dst, store, expected)
+        dst.save_archive(archive.model_copy())
+    for state in agents:
+        if state.attached_archive is not None:
+            dst.attach_archive(state.id, state.attached_archive)
+
+
+def _holds_archive(store: Storage, archive_id: str) -> bool:
+    try:
+        store.archive_store(archive_id)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _copy_identities(src: Storage, dst: Storage) -> None:

@@ -15,7 +15,8 @@ agent's conversations), `MessageStorage` (recall),
 `SentRequestStorage` (the sends the server answered under a key),
 `GroupStorage` (sleep-time agents and the main agent they serve),
 `IdentityStorage` (Letta's identities, and their agents and blocks) and
-`ProviderStorage` (users' providers, with the API keys they brought). A
+`ProviderStorage` (users' providers, with the API keys they brought),
+`ArchiveStorage` (Letta's archives, and the one attached to an agent). A
 caller that needs one concern may ask for its protocol.
 
 Shared rules, for every method:
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from memgpt_lite.storage.protocols.accounts import UsageAndKeyStorage
 from memgpt_lite.storage.protocols.agents import AgentStorage
 from memgpt_lite.storage.protocols.archival import ArchivalStorage
+from memgpt_lite.storage.protocols.archives import ArchiveStorage
 from memgpt_lite.storage.protocols.blocks import BlockStorage
 from memgpt_lite.storage.protocols.conversations import ConversationStorage
 from memgpt_lite.storage.protocols.groups import GroupStorage
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentStorage",
     "ArchivalStorage",
+    "ArchiveStorage",
     "BlockStorage",
     "ConversationStorage",
     "GroupStorage",
@@ -120,11 +123,12 @@ class Storage(
     GroupStorage,
     IdentityStorage,
     ProviderStorage,
+    ArchiveStorage,
     Protocol,
 ):
     """Agents, blocks, messages, passages, vectors, token usage, step locks,
     the users' API keys and their tools, Letta's runs, groups of agents,
-    identities, providers: every part of the seam, in one protocol."""
+    identities, providers, archives: every part of the seam, in one protocol."""
 
 
 def _declare_members(composed: type) -> None:

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 from support.contract import sealing
 
 from memgpt_lite import Agent, Block
+from memgpt_lite.agent.archives import Archives
 from memgpt_lite.cli.main import cli
 from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import AlreadyExistsError, NotFoundError
@@ -377,3 +378,30 @@ def test_providers_come_along_sealed_and_the_same_secret_opens_them(locations, t
         [copied] = store.list_providers()
     assert copied.model_dump(exclude={"updated_at"}) == mine.model_dump(exclude={"updated_at"})
     assert copied.api_key is not None and copied.api_key.get_secret_value() == "sk-alice"
+
+
+def test_archives_come_along_with_their_passages_vectors_and_agents(locations, fake_llm):
+    src, dst = locations
+    with open_storage(src) as store:
+        sam = Agent.create("sam", "gpt-4o-mini", store=store, owner="alice")
+        kb = Archives(store).create("alice", "kb", "facts", EMBEDDER)
+        Agent(kb.store, store).archival.insert("The vault code is 7421.", tags=["vault"])
+        Archives(store).attach(sam.state, kb.id)
+    copy_database(src, dst)
+    with open_storage(dst) as store:
+        [copied] = store.list_archives()
+        state = store.get_agent(sam.state.id)
+        found, _ = Agent(state, store).archival.search("vault code")
+        space = store.archive_store(kb.id).embedding_dimension
+        vectors = store.load_vectors(kb.id, "passage", 0, space)
+    assert (copied.id, copied.owner, copied.name, copied.description) == (
+        kb.id,
+        "alice",
+        "kb",
+        "facts",
+    )
+    assert state.attached_archive == kb.id
+    assert [(p.text, p.tags, p.agent_id) for p in found] == [
+        ("The vault code is 7421.", ["vault"], kb.id)
+    ]
+    assert list(vectors.seqs) == [found[0].seq]

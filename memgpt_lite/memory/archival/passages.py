@@ -11,6 +11,15 @@ Facts change: an insert may name the passages it `replaces` (the old
 address). They are kept, marked superseded by the new passage (the first, if
 the text is cut into several) in the same transaction as the insert; search
 ranks them after the current ones, and `history` shows the chain of a fact.
+
+An agent may have an archive attached besides its own (a named archive, or
+another agent's own: storage/protocols/archives.py), as a Letta agent has
+its archive: what it inserts goes there, for every agent the archive is
+attached to, and its searches, lists and reads take in the archive's
+passages with its own. The two are searched apart (each its own words and
+vectors, by its own embedder) and their results taken in turn, the best of
+each first: their scores, from two indexes, do not compare. An agent with
+no archive attached searches its own alone, as before.
 """
 
 from __future__ import annotations
@@ -19,13 +28,14 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memgpt_lite.embeddings.embedder import Embedder
-from memgpt_lite.errors import ConfigError, LLMError
+from memgpt_lite.errors import ConfigError, LLMError, NotFoundError
 from memgpt_lite.memory.archival.chunks import CHUNK_TOKENS, chunk_text
 from memgpt_lite.memory.retrieval.dates import annotate
 from memgpt_lite.memory.retrieval.search import (
@@ -78,15 +88,33 @@ class InsertReport:
     replaced: list[str] = field(default_factory=list)  # ids of the passages now superseded
 
 
-class ArchivalMemory:
-    """An agent's archival memory."""
+def _in_turn(first: Sequence[Passage], second: Sequence[Passage]) -> list[Passage]:
+    """Two best-first lists as one, taking from each in turn, the current
+    passages before the replaced ones (each list ranks them so)."""
+    taken = [p for pair in zip_longest(first, second) for p in pair if p is not None]
+    return sorted(taken, key=lambda p: p.superseded_by is not None)
 
-    def __init__(self, agent: MemoryDeps) -> None:
+
+class ArchivalMemory:
+    """An agent's archival memory: its own passages, and those of the
+    archive attached to it, if any (see the module's doc). `attached=False`:
+    its own alone (an archive's, as the archive routes reach it)."""
+
+    def __init__(self, agent: MemoryDeps, *, attached: bool = True) -> None:
         self.agent = agent
+        self._with_attached = attached
 
     @property
     def _agent_id(self) -> str:
         return self.agent.state.id
+
+    def attached(self) -> ArchivalMemory | None:
+        """The archival memory of the archive attached to the agent, None
+        without one (read with the agent's row: no query when there is none)."""
+        if not self._with_attached or self.agent.state.attached_archive is None:
+            return None
+        archive = self.agent.attached_archive()
+        return None if archive is None else ArchivalMemory(archive, attached=False)
 
     def insert(
         self,
@@ -103,7 +131,11 @@ class ArchivalMemory:
         passage (by the passage already holding the text, if it is a
         duplicate: so a stored fact can replace others without a new copy).
         NotFoundError for an unknown id, ConfigError for one that cannot be
-        replaced by it; nothing is stored then."""
+        replaced by it; nothing is stored then. With an archive attached,
+        stored in the archive (`replaces` naming its passages)."""
+        archive = self.attached()
+        if archive is not None:
+            return archive.insert(text, tags, created_at, chunk_tokens, replaces)
         passages = [_dated(p) for p in self._chunked(text, tags, created_at, chunk_tokens)]
         replaces = clean_texts(list(dict.fromkeys(r.strip() for r in replaces if r.strip())))
         return self._store(passages, self._embed_new(passages) or {}, replaces or ())
@@ -137,7 +169,12 @@ class ArchivalMemory:
         """Store prepared passages (no chunking), for bulk loads: all or none.
         Relative dates in their text are resolved at each passage's own time
         (an imported conversation's dates, or now) and written beside them
-        ("yesterday [2023-05-07]", see memory/retrieval/dates.py)."""
+        ("yesterday [2023-05-07]", see memory/retrieval/dates.py). With an
+        archive attached, stored in the archive, as the archive's."""
+        archive = self.attached()
+        if archive is not None:
+            moved = [p.model_copy(update={"agent_id": archive._agent_id}) for p in passages]
+            return archive.insert_many(moved)
         passages = [_dated(p) for p in passages]
         return self._store(passages, self._embed_new(passages) or {})
 
@@ -207,10 +244,19 @@ class ArchivalMemory:
     ) -> tuple[list[Passage], int]:
         """Passages for a plain-text query, best first, and how many matched:
         the current ones first, then (unless `include_superseded` is False)
-        those a newer passage replaced, marked by their `superseded_by`."""
-        return search_passages(
-            self.agent, query, limit, offset, tags, start, end, include_superseded
-        )
+        those a newer passage replaced, marked by their `superseded_by`.
+        With an archive attached, its passages and the agent's own in turn."""
+        archive = self.attached()
+        if archive is None:
+            return search_passages(
+                self.agent, query, limit, offset, tags, start, end, include_superseded
+            )
+        both = [
+            search_passages(deps, query, offset + limit, 0, tags, start, end, include_superseded)
+            for deps in (self.agent, archive.agent)
+        ]
+        found = _in_turn(both[0][0], both[1][0])
+        return found[offset : offset + limit], both[0][1] + both[1][1]
 
     def related(self, report: InsertReport, limit: int = 3) -> list[Passage]:
         """Current passages close to what `report` stored, that it neither
@@ -234,6 +280,12 @@ class ArchivalMemory:
         those they replaced, in turn), itself, then those that replaced it,
         oldest first. NotFoundError if the agent has no such passage."""
         store, agent_id = self.agent.store, self._agent_id
+        archive = self.attached()
+        if archive is not None:
+            try:
+                store.get_passage(agent_id, clean_text(passage_id))
+            except NotFoundError:
+                return archive.history(passage_id)  # a fact of the archive's
         passage = self.get(passage_id)
         earlier: list[Passage] = []
         seen = {passage.id}
@@ -259,23 +311,49 @@ class ArchivalMemory:
         tags: Sequence[str] | None = None,
         include_superseded: bool = True,
     ) -> tuple[list[Passage], int]:
-        """Passages newest first; without `include_superseded`, current ones only."""
-        return self.agent.store.list_passages(
-            self._agent_id,
-            limit,
-            offset,
-            clean_texts(tags),
-            superseded=None if include_superseded else False,
-        )
+        """Passages newest first (stored last first: an attached archive's
+        among the agent's own); without `include_superseded`, current ones only."""
+        archive = self.attached()
+        superseded = None if include_superseded else False
+        if archive is None:
+            store = self.agent.store
+            return store.list_passages(
+                self._agent_id, limit, offset, clean_texts(tags), superseded=superseded
+            )
+        both = [
+            deps.store.list_passages(
+                deps.state.id, offset + limit, 0, clean_texts(tags), superseded=superseded
+            )
+            for deps in (self.agent, archive.agent)
+        ]
+        found = sorted([*both[0][0], *both[1][0]], key=lambda p: p.seq or 0, reverse=True)
+        return found[offset : offset + limit], both[0][1] + both[1][1]
 
     def get(self, passage_id: str) -> Passage:
-        return self.agent.store.get_passage(self._agent_id, clean_text(passage_id))
+        """One passage, the agent's own or its attached archive's."""
+        try:
+            return self.agent.store.get_passage(self._agent_id, clean_text(passage_id))
+        except NotFoundError:
+            archive = self.attached()
+            if archive is None:
+                raise
+            return archive.get(passage_id)
 
     def delete(self, passage_id: str) -> None:
-        self.agent.store.delete_passage(self._agent_id, clean_text(passage_id))
+        """Delete one passage, the agent's own or its attached archive's (for
+        every agent the archive is attached to)."""
+        try:
+            self.agent.store.delete_passage(self._agent_id, clean_text(passage_id))
+        except NotFoundError:
+            archive = self.attached()
+            if archive is None:
+                raise
+            archive.delete(passage_id)
 
     def count(self) -> int:
-        return self.agent.store.agent_stats(self._agent_id).passage_count
+        archive = self.attached()
+        own = self.agent.store.agent_stats(self._agent_id).passage_count
+        return own + (archive.count() if archive is not None else 0)
 
     def load_path(
         self,
@@ -286,7 +364,11 @@ class ArchivalMemory:
         """Load a text file, or every text file under a folder, all or nothing:
         every file is read, chunked and embedded before one transaction stores
         them all. Returns (files, passages stored, duplicates skipped);
-        `progress(file, size)` is called as each file is read."""
+        `progress(file, size)` is called as each file is read. With an
+        archive attached, into the archive."""
+        archive = self.attached()
+        if archive is not None:
+            return archive.load_path(path, tags, progress)
         path = Path(path).expanduser()
         if not path.exists():
             raise ConfigError(f"{path} does not exist")

@@ -128,11 +128,13 @@ def render_block(block: Block, compact: bool = False) -> str:
 
 
 def render_metadata(stats: AgentStats, now: datetime, compact: bool = False) -> str:
+    # An archive attached to the agent is its archival memory too.
+    passages = stats.passage_count + stats.attached_passage_count
     if compact:
         return (
             f"<memory_metadata>{now.strftime('%A %Y-%m-%d')}; edited "
             f"{_when(stats.memory_updated_at)}; recall {stats.message_count} messages, "
-            f"archival {stats.passage_count} passages</memory_metadata>"
+            f"archival {passages} passages</memory_metadata>"
         )
     return "\n".join(
         [
@@ -140,8 +142,7 @@ def render_metadata(stats: AgentStats, now: datetime, compact: bool = False) -> 
             f"Current date: {now.strftime('%Y-%m-%d (%A)')}",
             f"Memory last modified: {_when(stats.memory_updated_at)}",
             f"{stats.message_count} messages in recall memory (search with conversation_search)",
-            f"{stats.passage_count} passages in archival memory "
-            "(search with archival_memory_search)",
+            f"{passages} passages in archival memory (search with archival_memory_search)",
             "</memory_metadata>",
         ]
     )

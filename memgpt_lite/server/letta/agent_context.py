@@ -67,7 +67,7 @@ def context_view(agent: Agent, stats: AgentStats) -> dict[str, Any]:
         "context_window_size_max": summary.context_window,
         "context_window_size_current": summary.total_tokens,
         "num_messages": summary.messages_in_context,
-        "num_archival_memory": stats.passage_count,
+        "num_archival_memory": stats.passage_count + stats.attached_passage_count,
         "num_recall_memory": stats.message_count,
         "num_tokens_external_memory_summary": tokens.get("memory metadata", 0),
         "external_memory_summary": texts.get("memory metadata", ""),

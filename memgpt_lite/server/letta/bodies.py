@@ -378,6 +378,34 @@ class CreatePassage(LettaBody):
     created_at: datetime | None = None
 
 
+class ArchiveIn(LettaBody):
+    """Letta's ArchiveCreateRequest (`name` required) and
+    ArchiveUpdateRequest: `embedding` (a handle, as an agent's) or the
+    older `embedding_config` chooses its embedder, at create only."""
+
+    name: str | None = None
+    description: str | None = None
+    embedding: str | None = None
+    embedding_config: EmbeddingConfigPatch | None = None
+
+
+class PassageBatch(LettaBody):
+    passages: list[CreatePassage]
+
+
+class PassageSearch(LettaBody):
+    """Letta's PassageSearchRequest."""
+
+    query: str | None = None
+    agent_id: str | None = None
+    archive_id: str | None = None
+    tags: list[str] | None = None
+    tag_match_mode: Literal["any", "all"] = "any"
+    limit: int = Field(default=50, ge=1, le=100)
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+
+
 class PipRequirementIn(LettaBody):
     """Letta's PipRequirement: a project and, optionally, its version
     ("2.31" pins it; a specifier such as ">=2.31" is kept as given)."""

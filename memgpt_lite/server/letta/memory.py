@@ -179,13 +179,17 @@ def list_passages(
     return [passage_view(p) for p in chosen]
 
 
-def _day(moment: datetime | None) -> Any:
+def passage_day(moment: datetime | None) -> Any:
+    """The UTC day of a time filter, for search's day filters (None: open)."""
     if moment is None:
         return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).date()
 
 
-def _within(passage: Passage, start: datetime | None, end: datetime | None) -> bool:
+def passage_within(passage: Passage, start: datetime | None, end: datetime | None) -> bool:
+    """Whether the passage was stored from `start` to `end` (a time without
+    a zone is UTC), the exact filter after search's by days."""
+
     def aware(moment: datetime) -> datetime:
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -216,10 +220,10 @@ async def search_passages(
         FILTERED_SEARCH_POOL if filtered else wanted,
         0,
         tags,
-        _day(start_datetime),
-        _day(end_datetime),
+        passage_day(start_datetime),
+        passage_day(end_datetime),
     )
-    found = [p for p in found if _within(p, start_datetime, end_datetime)]
+    found = [p for p in found if passage_within(p, start_datetime, end_datetime)]
     if tags and tag_match_mode == "all":
         found = [p for p in found if set(tags) <= set(p.tags)]
     results = [

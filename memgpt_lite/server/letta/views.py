@@ -1,6 +1,7 @@
 """Our objects in Letta's shapes: an agent as Letta's AgentState, a block as
 its BlockResponse, a passage as its Passage, a group of agents as its Group,
-an identity as its Identity (a tool as its Tool: tool_views.py).
+an identity as its Identity, an archive as its Archive (a tool as its Tool:
+tool_views.py).
 
 Each gets the fields letta-client's types mark required, with honest values:
 what we do not have (sources, metadata, tags of blocks) is empty, never
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from memgpt_lite.agent.archives import ArchiveInfo, archive_id_of
 from memgpt_lite.agent.identities import Identity
 from memgpt_lite.agent.workspace import AgentGroup, Workspace
 from memgpt_lite.models import AgentState, Block, Passage
@@ -104,6 +106,7 @@ def block_view(block: Block) -> dict[str, Any]:
 def passage_view(passage: Passage) -> dict[str, Any]:
     return {
         "id": passage.id,
+        "archive_id": archive_id_of(passage.agent_id),
         "text": passage.text,
         "tags": passage.tags,
         "created_at": passage.created_at,
@@ -112,6 +115,25 @@ def passage_view(passage: Passage) -> dict[str, Any]:
         "is_deleted": False,
         "embedding": None,
         "embedding_config": None,
+    }
+
+
+def archive_view(archive: ArchiveInfo) -> dict[str, Any]:
+    """An archive as Letta's Archive: its organization is the user it
+    belongs to (each user's archives are theirs alone), its embedder the
+    row's that holds its passages."""
+    return {
+        "id": archive.id,
+        "name": archive.name,
+        "description": archive.description,
+        "organization_id": archive.owner,
+        "vector_db_provider": "native",
+        "embedding_config": embedding_config_view(archive.store),
+        "metadata": {},
+        "created_at": archive.created_at,
+        "updated_at": archive.updated_at,
+        "created_by_id": None,
+        "last_updated_by_id": None,
     }
 
 

@@ -38,6 +38,7 @@ from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.sealed_keys import KeySealer
 from memgpt_lite.storage.core.sql import stored_datetime
 from memgpt_lite.storage.core.transactions import guarded
+from memgpt_lite.storage.protocols.archives import ARCHIVE_PREFIX
 from memgpt_lite.text import clean_text
 
 _COLUMNS = (
@@ -59,8 +60,19 @@ _COLUMNS = (
     "display_name",
 )
 _WRITTEN = [c for c in _COLUMNS if c not in ("id", "owner", "created_at")]  # kept as created
-_STATS = "message_count, passage_count, last_active, memory_updated_at"
+# The passages of the archive attached to the agent, last (`stats_from_row`).
+ATTACHED_PASSAGES = (
+    "COALESCE((SELECT s.passage_count FROM agent_archives l JOIN agents s "
+    "ON s.id = l.archive_id WHERE l.agent_id = agents.id), 0)"
+)
+_STATS = f"message_count, passage_count, last_active, memory_updated_at, {ATTACHED_PASSAGES}"
 AGENT_STATS = f"SELECT {_STATS} FROM agents WHERE id = ?"  # `stats_from_row` reads it
+# The archive attached to the agent (the row holding its passages), read
+# with the agent's row after its block ids (`_agent_from_row`).
+ATTACHED_ARCHIVE = "(SELECT archive_id FROM agent_archives WHERE agent_id = agents.id)"
+# The rows of `agents` that are agents: not those holding a named archive's
+# passages (storage/protocols/archives.py).
+AGENTS_ONLY = f"id NOT LIKE '{ARCHIVE_PREFIX}%'"
 _INSERT = f"INSERT INTO agents ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _UPDATE = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _WRITTEN)} WHERE id = ?"
 # A copy of the agent in a conversation has these of the conversation's row.
@@ -70,10 +82,11 @@ _UPDATE_SHARED = f"UPDATE agents SET {', '.join(f'{c} = ?' for c in _SHARED)} WH
 
 
 def stats_from_row(row: Sequence[Any]) -> AgentStats:
-    messages, passages, last_active, memory_updated_at = row
+    messages, passages, last_active, memory_updated_at, attached = row
     return AgentStats(
         message_count=messages,
         passage_count=passages,
+        attached_passage_count=attached,
         last_active=stored_datetime(last_active),
         memory_updated_at=stored_datetime(memory_updated_at),
     )
@@ -115,6 +128,7 @@ class Agents(Conversations, Blocks):
             llm=self.key_sealer.read_llm(values["llm"]),
             system=values["system"],
             block_ids=self.dialect.block_id_list(row[len(_COLUMNS)]),
+            attached_archive=row[len(_COLUMNS) + 1],
             tool_names=json.loads(values["tool_names"]),
             context_start=values["context_start"],
             summary=values["summary"],
@@ -130,7 +144,7 @@ class Agents(Conversations, Blocks):
 
     def _with_blocks(self) -> str:
         """The columns `_agent_from_row` reads, on `agents`."""
-        return f"{', '.join(_COLUMNS)}, {self.dialect.block_ids}"
+        return f"{', '.join(_COLUMNS)}, {self.dialect.block_ids}, {ATTACHED_ARCHIVE}"
 
     @guarded
     def create_agent(
@@ -221,11 +235,11 @@ class Agents(Conversations, Blocks):
         if owner is not None:
             return (
                 f"SELECT {columns} FROM agents WHERE owner = ? AND (id = ? OR name = ?) "
-                "ORDER BY id = ? DESC LIMIT 1",
+                f"AND {AGENTS_ONLY} ORDER BY id = ? DESC LIMIT 1",
                 [clean_text(owner), ref, ref, ref],
             )
         return (
-            f"SELECT {columns} FROM agents WHERE id = ? OR name = ? "
+            f"SELECT {columns} FROM agents WHERE (id = ? OR name = ?) AND {AGENTS_ONLY} "
             "ORDER BY id = ? DESC, owner = ? DESC, owner",
             [ref, ref, ref, DEFAULT_USER],
         )
@@ -254,11 +268,13 @@ class Agents(Conversations, Blocks):
 
     @guarded
     def list_agents(self, owner: str | None = None) -> list[tuple[AgentState, AgentStats]]:
-        where, params = ("", []) if owner is None else ("WHERE owner = ? ", [clean_text(owner)])
+        where, params = ("", []) if owner is None else ("owner = ? AND ", [clean_text(owner)])
         rows = self._all(
-            f"SELECT {self._with_blocks()}, {_STATS} FROM agents {where}ORDER BY name", params
+            f"SELECT {self._with_blocks()}, {_STATS} FROM agents "
+            f"WHERE {where}{AGENTS_ONLY} ORDER BY name",
+            params,
         )
-        width = len(_COLUMNS) + 1
+        width = len(_COLUMNS) + 2
         return [(self._agent_from_row(r[:width]), stats_from_row(r[width:])) for r in rows]
 
     @guarded

@@ -401,6 +401,32 @@ PROVIDERS = """
             UNIQUE (owner, name)
         );"""
 
+# Letta's archives (storage/protocols/archives.py). A named archive's passages
+# are kept as an agent's are (the archival tier keeps a store's counters,
+# embedding space and its passages' foreign key in a row of `agents`): under
+# a row of `agents` of its own, of the archive's id, which is no agent (no
+# agent list or lookup shows it: its id starts "archive-"). `archives` holds
+# its name and owner, and goes with that row. `agent_archives` attaches to an
+# agent the one archive it has besides its own: `archive_id` is the row that
+# holds the archive's passages (a named archive's, or another agent's, whose
+# own archive it then shares); a link goes with either row.
+ARCHIVES = """
+        CREATE TABLE archives (
+            id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            description TEXT,
+            created_at $time NOT NULL,
+            updated_at $time NOT NULL
+        );
+        CREATE INDEX archives_owner ON archives(owner, created_at);
+        CREATE TABLE agent_archives (
+            agent_id TEXT PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            archive_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            created_at $time NOT NULL
+        );
+        CREATE INDEX agent_archives_archive ON agent_archives(archive_id, created_at);"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

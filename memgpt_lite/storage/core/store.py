@@ -10,6 +10,7 @@ from memgpt_lite.models import Message
 from memgpt_lite.storage.core.accounts import UsageAndKeys
 from memgpt_lite.storage.core.agents import Agents
 from memgpt_lite.storage.core.archival import Archival
+from memgpt_lite.storage.core.archives import Archives
 from memgpt_lite.storage.core.conversations import CONVERSATION_READ, as_in_conversation
 from memgpt_lite.storage.core.groups import MANAGED_GROUP_READ, Groups
 from memgpt_lite.storage.core.identities import Identities
@@ -36,10 +37,12 @@ class CoreStore(
     Groups,
     Identities,
     Providers,
+    Archives,
 ):
     """Agents and blocks, messages, passages and vectors, step locks, usage
     and keys, the tool registry, Letta's runs, the sends answered under a
-    key, groups of agents, identities, users' providers, and transactions."""
+    key, groups of agents, identities, users' providers, archives, and
+    transactions."""
 
     @guarded
     def agent_and_newest_message(self, agent_id: str, conversation: str | None = None) -> StepStart:

@@ -22,7 +22,7 @@ from psycopg import sql
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message
-from memgpt_lite.storage.core.agents import stats_from_row
+from memgpt_lite.storage.core.agents import ATTACHED_PASSAGES, stats_from_row
 from memgpt_lite.storage.core.blocks import AGENT_BLOCKS, block_from_row
 from memgpt_lite.storage.core.errors import NO_MESSAGE, unknown_agent
 from memgpt_lite.storage.core.messages import (
@@ -76,8 +76,8 @@ _INSERT = (
 # The agent's edit stamp, then its stats (`stats_from_row`), which start with
 # its message count: what `WindowRead` takes.
 _STAMPED_STATS = (
-    "SELECT message_edits, message_count, passage_count, last_active, memory_updated_at "
-    "FROM agents WHERE id = ?"
+    "SELECT message_edits, message_count, passage_count, last_active, memory_updated_at, "
+    f"{ATTACHED_PASSAGES} FROM agents WHERE id = ?"
 )
 # Moves an agent's counters, locking its row until the write ends (an
 # unknown agent: no row, nothing written).

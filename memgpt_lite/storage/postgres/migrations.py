@@ -33,6 +33,7 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     AGENT_GROUPS,
+    ARCHIVES,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -362,6 +363,13 @@ def m020_identities(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
 def m021_providers(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m027: users' providers, their keys sealed (PROVIDERS)."""
     conn.execute(ddl(PROVIDERS, TYPES))
+
+
+@migration
+def m022_archives(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m028: Letta's archives and the archive attached to an agent
+    besides its own (ARCHIVES). m021 is the providers'."""
+    conn.execute(ddl(ARCHIVES, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

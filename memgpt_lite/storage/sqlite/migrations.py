@@ -18,6 +18,7 @@ from memgpt_lite.storage.core.schema import (
     ADMIN_KEYS,
     AGENT_COLUMNS,
     AGENT_GROUPS,
+    ARCHIVES,
     BLOCK_HISTORY,
     BLOCK_OWNER,
     BLOCK_OWNER_INDEX,
@@ -434,3 +435,10 @@ def m027_providers(db: Database) -> None:
     """Users' providers (Letta's bring-your-own-key providers), their keys
     sealed (core/schema.py's PROVIDERS)."""
     run_script(db, ddl(PROVIDERS, TYPES))
+
+
+@migrations()
+def m028_archives(db: Database) -> None:
+    """Letta's archives: a named archive's name, and the archive attached to
+    an agent besides its own (core/schema.py's ARCHIVES)."""
+    run_script(db, ddl(ARCHIVES, TYPES))

@@ -131,6 +131,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m025_display_names_repeat",
         "m026_identities",
         "m027_providers",
+        "m028_archives",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -544,6 +545,9 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP TABLE identity_agents")
         conn.execute("DROP TABLE identities")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm026_identities'")
+        conn.execute("DROP TABLE agent_archives")
+        conn.execute("DROP TABLE archives")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm028_archives'")
         conn.execute("DROP TABLE providers")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm027_providers'")
     conn.close()
@@ -554,7 +558,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 27"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 28"
     )
 
 

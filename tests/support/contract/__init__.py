@@ -13,6 +13,7 @@ is another connection to the same database, as another process would have.
 
 from support.contract.agents import AgentContract, BlockContract
 from support.contract.archival import PassageContract, VectorContract
+from support.contract.archives import ArchiveContract
 from support.contract.base import OpenStore, sealing
 from support.contract.block_history import BlockHistoryContract
 from support.contract.conversations import ConversationContract
@@ -55,6 +56,7 @@ class StorageContract(
     GroupContract,
     IdentityContract,
     ProviderContract,
+    ArchiveContract,
 ):
     """Every test of the contract; see the module's docstring."""
 
