@@ -53,7 +53,7 @@ from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.protocols.accounts import StepUsage
-from memgpt_lite.storage.protocols.groups import AgentGroup, ManagerType
+from memgpt_lite.storage.protocols.groups import SLEEPTIME_TYPES, AgentGroup, ManagerType
 from memgpt_lite.storage.protocols.runs import Run
 
 # What runs agents (the agent and its runner: the model client, the token
@@ -67,7 +67,14 @@ if TYPE_CHECKING:
     from memgpt_lite.agent.tool_registry import ToolRegistry
     from memgpt_lite.embeddings.embedder import Embedder
 
-__all__ = ["AgentCopy", "AgentGroup", "ManagerType", "Workspace", "copy_database"]
+__all__ = [
+    "SLEEPTIME_TYPES",
+    "AgentCopy",
+    "AgentGroup",
+    "ManagerType",
+    "Workspace",
+    "copy_database",
+]
 
 # A history search with a time limit filters the best this many matches (plus
 # the pages before the one asked for): search ranks, it does not filter by time.
@@ -232,13 +239,15 @@ class Workspace:
     def delete_agent(self, agent_id: str) -> None:
         """Delete an agent with its messages and passages (blocks it shares
         stay); a main agent's sleep-time agents go with it, and a sleep-time
-        agent's group with it (its main agent stays: agent/sleeptime.py)."""
+        agent's group with it (its main agent stays: agent/sleeptime.py). A
+        group that talks loses the agent, or goes with its main agent."""
         from memgpt_lite.agent import sleeptime  # see the imports
 
         with self.store.transaction():
             sleeptime.remove_sleeptime_agents(self.store, agent_id)
             for group in self.store.agent_groups(agent_id):  # of which it is a member
-                self.store.delete_group(group.id)
+                if group.manager_type in SLEEPTIME_TYPES:
+                    self.store.delete_group(group.id)
             self.store.delete_agent(agent_id)
 
     # Groups: a main agent and its sleep-time agents (sleeptime.py)

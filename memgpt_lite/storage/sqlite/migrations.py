@@ -23,6 +23,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    GROUP_MEMBERS,
     IDENTITIES,
     LETTA_RUN_STREAMS,
     LETTA_RUNS,
@@ -434,3 +435,31 @@ def m027_providers(db: Database) -> None:
     """Users' providers (Letta's bring-your-own-key providers), their keys
     sealed (core/schema.py's PROVIDERS)."""
     run_script(db, ddl(PROVIDERS, TYPES))
+
+
+@migrations()
+def m029_group_members(db: Database) -> None:
+    """Groups that talk (core/schema.py's GROUP_MEMBERS): the table of groups
+    made again, as in m025, with a main agent that may be NULL; then the new
+    columns. m028 is the archives'."""
+    statement = db.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_groups'").fetchone()[
+        0
+    ]
+    required = "manager_agent_id TEXT NOT NULL UNIQUE"
+    if statement.count(required) != 1:
+        raise RuntimeError(f"m029: unexpected agent_groups table: {statement}")
+    kept = db.execute(
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agent_groups' "
+        "AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name"
+    ).fetchall()
+    for step in (
+        "CREATE TEMP TABLE agent_groups_before AS SELECT * FROM agent_groups",
+        "DROP TABLE agent_groups",
+        statement.replace(required, "manager_agent_id TEXT UNIQUE"),
+        "INSERT INTO agent_groups SELECT * FROM temp.agent_groups_before",
+        "DROP TABLE temp.agent_groups_before",
+    ):
+        db.execute(step)
+    for (made,) in kept:
+        db.execute(made)
+    run_script(db, ddl(GROUP_MEMBERS, TYPES))
