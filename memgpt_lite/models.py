@@ -197,7 +197,9 @@ class Message(BaseModel):
     content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: CleanStr | None = None
-    name: CleanStr | None = None  # the tool's name, on tool results
+    # The tool's name, on tool results; on a user message of a group chat,
+    # who said it (step_input.Said.sender: None for the user's own message).
+    name: CleanStr | None = None
     step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None

@@ -8,7 +8,8 @@ agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage, tool calls
 waiting for approval and unanswered messages, page and search their
 history, give them sleep-time agents, and make and check the server's API
-keys; the identities of users' apps are `workspace.identities`
+keys; groups of agents that talk together are `workspace.talking_groups`
+(groups.py); the identities of users' apps are `workspace.identities`
 (identities.py), users' providers `workspace.providers` (providers.py), the
 tool registry `workspace.tools`
 (tool_registry.py), the MCP servers `workspace.mcp` (mcp_servers.py). A
@@ -63,6 +64,7 @@ from memgpt_lite.storage.protocols.runs import Run
 # of CPU less (benchmarks/startup.py).
 if TYPE_CHECKING:
     from memgpt_lite.agent.agent import Agent, PeerKey
+    from memgpt_lite.agent.groups import TalkingGroups
     from memgpt_lite.agent.mcp_servers import MCPServers
     from memgpt_lite.agent.tool_registry import ToolRegistry
     from memgpt_lite.embeddings.embedder import Embedder
@@ -101,6 +103,13 @@ class Workspace:
     def identities(self) -> Identities:
         """The identities of users' apps (identities.py)."""
         return Identities(self.store)
+
+    @cached_property
+    def talking_groups(self) -> TalkingGroups:
+        """Groups whose agents talk together: round robin, supervisor (groups.py)."""
+        from memgpt_lite.agent.groups import TalkingGroups  # see the imports
+
+        return TalkingGroups(self.store)
 
     @cached_property
     def providers(self) -> Providers:
