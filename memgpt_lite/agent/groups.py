@@ -1,13 +1,16 @@
 """Groups whose agents talk together (Letta's multi-agent groups), as
 `workspace.talking_groups`: made, changed, their messages read and reset.
 
-- A round-robin group: a send to it is a round of turns (`RoundRobin`,
+- A round-robin group: a send to it is a round of turns (group_rounds.py,
   which the server steps): each of its agents in turn, `max_turns` turns in
   all (None: one each), steps on what was said since its own last turn:
   the user's message and the others' replies, each a user message of its
   step naming who said it (`step_input.GroupTurn`). What an agent did not
   hear by the end of the round is stored in its history then, so its next
   turn goes on from there.
+- A dynamic group: a round too, but before each turn its main agent picks
+  who speaks next, by name; a reply with the group's `termination_token`
+  ends the round.
 - A supervisor group: a send to it is a step of its main agent, which
   messages the others with `send_message_to_all_agents_in_group`
   (tools/multi_agent.py; attached to it here), each answering in a step of
@@ -23,19 +26,22 @@ Sleep-time groups are agent/sleeptime.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from memgpt_lite.conversations import Conversation
 from memgpt_lite.errors import ApprovalError, ConfigError
 from memgpt_lite.loop.approvals import stored_waiting_answer
 from memgpt_lite.models import MAX_STORED_INT, AgentState, Message
-from memgpt_lite.step_input import RELAYED_USER, GroupTurn, Said
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.protocols.groups import AgentGroup
 from memgpt_lite.tools.multi_agent import GROUP_TOOL
 
-TALKING_TYPES = ("round_robin", "supervisor")
+TALKING_TYPES = ("round_robin", "supervisor", "dynamic")
+# Those with a main agent, and those whose agents take turns.
+MANAGED_TYPES = ("supervisor", "dynamic")
+TURN_TYPES = ("round_robin", "dynamic")
+# Letta's word that ends a dynamic group's round, unless the group says another.
+DEFAULT_TERMINATION_TOKEN = "DONE!"
 
 
 class TalkingGroups:
@@ -53,20 +59,25 @@ class TalkingGroups:
         *,
         max_turns: int | None = None,
         manager_agent_id: str | None = None,
+        termination_token: str | None = None,
     ) -> AgentGroup:
         """A new group of the owner's agents (ids or names; another user's
         agent is not found, word for word as an unknown one)."""
         if manager_type not in TALKING_TYPES:
             raise ConfigError(f"manager_type: {manager_type!r} is not a kind of group that talks")
+        dynamic = manager_type == "dynamic"
         with self.store.transaction():
             group = AgentGroup(
                 owner=owner,
                 manager_type=manager_type,  # type: ignore[arg-type]
                 description=description,
-                max_turns=_turns(max_turns) if manager_type == "round_robin" else None,
+                max_turns=_turns(max_turns) if manager_type in TURN_TYPES else None,
+                termination_token=(termination_token or DEFAULT_TERMINATION_TOKEN)
+                if dynamic
+                else None,
             )
-            group.agent_ids = self._members(owner, agent_ids)
-            if manager_type == "supervisor":
+            group.agent_ids = self._members(group, agent_ids)
+            if manager_type in MANAGED_TYPES:
                 self._set_manager(group, manager_agent_id)
             self.store.save_group(group)
         return group
@@ -79,6 +90,7 @@ class TalkingGroups:
         description: str | None = None,
         max_turns: int | None = None,
         manager_agent_id: str | None = None,
+        termination_token: str | None = None,
     ) -> AgentGroup:
         """The group with what is given changed (None: kept), stored. A new
         list of agents keeps the conversation of each that stays."""
@@ -86,12 +98,15 @@ class TalkingGroups:
         with self.store.transaction():
             if description is not None:
                 changed.description = description
-            if max_turns is not None:
+            if max_turns is not None and group.manager_type in TURN_TYPES:
                 changed.max_turns = _turns(max_turns)
+            if termination_token and group.manager_type == "dynamic":
+                changed.termination_token = termination_token
             if agent_ids is not None:
-                changed.agent_ids = self._members(group.owner, agent_ids)
+                changed.agent_ids = self._members(changed, agent_ids)
                 kept = changed.conversations
                 changed.conversations = {a: kept[a] for a in changed.agent_ids if a in kept}
+            manager_agent_id = manager_agent_id if group.manager_type in MANAGED_TYPES else None
             if manager_agent_id is not None and manager_agent_id != group.manager_agent_id:
                 changed.conversation_id = None  # the old main agent's
                 self._set_manager(changed, manager_agent_id)
@@ -100,24 +115,36 @@ class TalkingGroups:
             self.store.save_group(changed)
         return changed
 
-    def _members(self, owner: str, refs: Sequence[str]) -> list[str]:
-        """The ids of the owner's agents `refs` names, in order."""
-        ids = [self.store.get_agent(ref, owner=owner).id for ref in refs]
+    def _members(self, group: AgentGroup, refs: Sequence[str]) -> list[str]:
+        """The ids of the group owner's agents `refs` names, in order; a
+        dynamic group's must have names of their own (its main agent picks
+        one by name)."""
+        agents = [self.store.get_agent(ref, owner=group.owner) for ref in refs]
+        ids = [agent.id for agent in agents]
         twice = sorted({agent_id for agent_id in ids if ids.count(agent_id) > 1})
         if twice:
             raise ConfigError(f"agent_ids: agent {twice[0]!r} is listed more than once")
+        names = [agent.shown_name.lower() for agent in agents]
+        alike = sorted({name for name in names if names.count(name) > 1})
+        if alike and group.manager_type == "dynamic":
+            raise ConfigError(
+                f"agent_ids: two agents are named {alike[0]!r}; the main agent of a dynamic "
+                "group picks who speaks next by name"
+            )
         return ids
 
     def _set_manager(self, group: AgentGroup, ref: str | None) -> None:
-        """Make the owner's agent `ref` the group's main agent, with the tool
-        that messages the group's agents."""
+        """Make the owner's agent `ref` the group's main agent, a supervisor's
+        with the tool that messages the group's agents."""
         if not ref:
-            raise ConfigError("manager_config.manager_agent_id: a supervisor group needs one")
+            raise ConfigError(
+                f"manager_config.manager_agent_id: a {group.manager_type} group needs one"
+            )
         manager = self.store.get_agent(ref, owner=group.owner)
         if manager.id in group.agent_ids:
             raise ConfigError("agent_ids: the group's main agent cannot be one of its agents")
         group.manager_agent_id = manager.id
-        if GROUP_TOOL.name not in manager.tool_names:
+        if group.manager_type == "supervisor" and GROUP_TOOL.name not in manager.tool_names:
 
             def attach(state: AgentState) -> None:
                 state.tool_names = [*state.tool_names, GROUP_TOOL.name]
@@ -131,11 +158,11 @@ class TalkingGroups:
             group = self.store.get_group(group_id, owner)
             made = False
             summary = f"group {group.id}" + (f": {group.description}" if group.description else "")
-            if group.manager_type == "supervisor" and group.manager_agent_id is not None:
-                if group.conversation_id is None:
-                    group.conversation_id = self._new(group.manager_agent_id, summary)
-                    made = True
-            else:
+            manager = group.manager_agent_id
+            if group.manager_type in MANAGED_TYPES and manager and group.conversation_id is None:
+                group.conversation_id = self._new(manager, summary)
+                made = True
+            if group.manager_type in TURN_TYPES:
                 for agent_id in group.agent_ids:
                     if agent_id not in group.conversations:
                         group.conversations[agent_id] = self._new(agent_id, summary)
@@ -196,76 +223,3 @@ def _turns(max_turns: int | None) -> int | None:
             f"manager_config.max_turns: a number of turns, 1 or more, not {max_turns}"
         )
     return max_turns
-
-
-@dataclass
-class Turn:
-    """One turn of a round: who steps, in which conversation, on what."""
-
-    speaker: AgentState
-    conversation: str
-    said: GroupTurn
-
-
-@dataclass
-class RoundRobin:
-    """One send to a round-robin group (see the module's doc): its turns,
-    and what each agent has heard. The caller steps each turn, then tells
-    `replied` what the speaker said, before the next."""
-
-    group: AgentGroup
-    agents: list[AgentState]  # in the group's order
-    text: str  # the user's
-    said: list[tuple[str | None, str]] = field(default_factory=list)  # (sender, text)
-    heard: dict[str, int] = field(default_factory=dict)  # how much of `said` each has
-    told_user: bool = False  # whether an agent heard the user's message yet
-
-    def __post_init__(self) -> None:
-        self.said = [(None, self.text)]
-        self.heard = {agent.id: 0 for agent in self.agents}
-
-    def turns(self) -> Iterator[Turn]:
-        if not self.agents:
-            raise ConfigError("the group has no agents to talk")
-        total = self.group.max_turns or len(self.agents)
-        for number in range(total):
-            speaker = self.agents[number % len(self.agents)]
-            conversation = self.group.conversations[speaker.id]
-            yield Turn(speaker, conversation, GroupTurn(said=self._unheard(speaker.id)))
-
-    def replied(self, speaker: AgentState, replies: Sequence[str]) -> None:
-        self.said += [(speaker.id, text) for text in replies if text.strip()]
-        self.heard[speaker.id] = len(self.said)
-
-    def _unheard(self, agent_id: str) -> list[Said]:
-        """What the agent has not heard yet, as it hears it; now heard."""
-        names = {agent.id: agent.shown_name for agent in self.agents}
-        out = []
-        for sender, text in self.said[self.heard[agent_id] :]:
-            if sender is None:
-                out.append(Said(content=text, sender=RELAYED_USER if self.told_user else None))
-                self.told_user = True
-            else:
-                out.append(Said(content=f"{names[sender]}: {text}", sender=sender))
-        self.heard[agent_id] = len(self.said)
-        return out
-
-    def left_unheard(self) -> list[Message]:
-        """What each agent did not hear by the end of the round, as the
-        messages of its conversation it hears them in."""
-        messages = []
-        for agent in self.agents:
-            if self.heard[agent.id] == len(self.said):
-                continue
-            conversation = self.group.conversations[agent.id]
-            for item in self._unheard(agent.id):
-                messages.append(
-                    Message(
-                        agent_id=agent.id,
-                        role="user",
-                        content=item.content,
-                        name=item.sender,
-                        conversation_id=conversation,
-                    )
-                )
-        return messages

@@ -1,9 +1,9 @@
 """Letta's multi-agent groups over the server, driven by letta-client 1.x
 (which calls the group routes through its own `client.post/get/patch`,
 having no `groups` resource): a round-robin group's agents take turns on
-what the others said, a supervisor group's main agent messages its agents
-through its tool; the group's messages are listed once each and reset; a
-group is one user's."""
+what the others said, a dynamic group's main agent picks who speaks, a
+supervisor group's main agent messages its agents through its tool; the
+group's messages are listed once each and reset; a group is one user's."""
 
 from __future__ import annotations
 
@@ -51,10 +51,13 @@ def test_a_round_robin_group_takes_turns_on_what_the_others_said(
     bobs = bob.agents.create(name="bobs", model="gpt-4o-mini")
     with pytest.raises(NotFoundError):  # another user's agent, as one that does not exist
         post(client, "/v1/groups", {"agent_ids": [ann.id, bobs.id], "description": "x"})
-    with pytest.raises(APIStatusError) as dynamic:
-        config = {"manager_type": "dynamic", "manager_agent_id": ann.id}
-        post(client, "/v1/groups", {"agent_ids": [ben.id], "manager_config": config})
-    assert dynamic.value.status_code == 501 and "dynamic groups" in str(dynamic.value)
+    with pytest.raises(APIStatusError) as swarm:
+        post(
+            client,
+            "/v1/groups",
+            {"agent_ids": [ben.id], "manager_config": {"manager_type": "swarm"}},
+        )
+    assert swarm.value.status_code == 501 and "swarm groups" in str(swarm.value)
 
     group = post(
         client, "/v1/groups", {"agent_ids": [ann.id, ben.id, cat.id], "description": "pals"}
@@ -195,3 +198,37 @@ def test_a_supervisor_group_messages_its_agents_through_its_tool(
     client.agents.delete(boss.id)  # the group goes with its main agent
     with pytest.raises(NotFoundError):
         client.get(f"/v1/groups/{group['id']}", cast_to=object)
+
+
+def test_a_dynamic_groups_main_agent_picks_who_speaks_until_one_is_done(
+    client: Letta, fake_llm: FakeOpenAIServer
+) -> None:
+    host, ann, ben = (
+        client.agents.create(name=n, model="gpt-4o-mini") for n in ("host", "ann", "ben")
+    )
+    config = {"manager_type": "dynamic", "manager_agent_id": host.id, "max_turns": 5}
+    group = post(
+        client,
+        "/v1/groups",
+        {"agent_ids": [ann.id, ben.id], "description": "", "manager_config": config},
+    )
+    assert (group["manager_agent_id"], group["termination_token"]) == (host.id, "DONE!")
+    fake_llm.enqueue(say("ben, please."), say("Hi all."), say("Now ann."), say("Bye. DONE!"))
+    response = ask(client, group["id"], "Hello?")
+    assert said(response) == [
+        (host.id, "host", "ben, please."),
+        (ben.id, "ben", "Hi all."),
+        (host.id, "host", "Now ann."),
+        (ann.id, "ann", "Bye. DONE!"),
+    ]
+    asked = fake_llm.chat_requests
+    second_pick = user_texts(asked[2])[-1]
+    assert "one of ann." in second_pick and second_pick.endswith("ben: Hi all.")
+    assert user_texts(asked[3]) == ["Hello?", "ben: Hi all."]
+
+    fake_llm.enqueue(say("Nobody."))
+    with pytest.raises(APIStatusError) as unnamed:
+        ask(client, group["id"], "Again?")
+    assert unnamed.value.status_code == 502 and "named none of its agents" in str(unnamed.value)
+    # The host heard the end of the first round before it picked in the second.
+    assert user_texts(fake_llm.chat_requests[4])[-2] == "ann: Bye. DONE!"

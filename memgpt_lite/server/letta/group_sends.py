@@ -2,10 +2,11 @@
 or with `streaming` server-sent events) and /messages/stream, GET
 /v1/groups/{id}/messages, PATCH /v1/groups/{id}/reset-messages.
 
-A send to a round-robin group is a round (agent/groups.py's `RoundRobin`):
-each turn a step of one of its agents, in its conversation of the group, on
-what it has not heard yet; each step a run of its own (run_life.py), as an
-agent's send is. A send to a supervisor group is a send to its main agent,
+A send to a round-robin or dynamic group is a round (agent/group_rounds.py):
+each turn a step of one of its agents (or of a dynamic group's main agent,
+picking who speaks next), in its conversation of the group, on what it has
+not heard yet; each step a run of its own (run_life.py), as an agent's
+send is. A send to a supervisor group is a send to its main agent,
 in its conversation of the group (approvals and background streams alike);
 its tool messages the other agents. A send to a sleep-time group is a send
 to its main agent, as in Letta. Every message of a group's send says which
@@ -22,7 +23,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
-from memgpt_lite.agent.groups import RoundRobin, Turn
+from memgpt_lite.agent.group_rounds import Round, Turn
+from memgpt_lite.agent.groups import TURN_TYPES
 from memgpt_lite.agent.workspace import SLEEPTIME_TYPES, AgentGroup
 from memgpt_lite.errors import ConfigError, LLMError, MemGPTError
 from memgpt_lite.events import StepFailed, StepFinished
@@ -91,27 +93,28 @@ class RoundTotals:
         }
 
 
-def _round_start(ctx: ServerContext, user: str, group: AgentGroup, text: str) -> RoundRobin:
+def _round_start(ctx: ServerContext, user: str, group: AgentGroup, text: str) -> Round:
     """The round a send to the group starts: its agents as they are, each
     with its conversation of the group; none of them may wait for approval."""
     groups = ctx.workspace.talking_groups
     group = groups.with_conversations(group.id, user)
     groups.check_not_waiting(group)
     agents = [ctx.agent_state(user, agent_id) for agent_id in group.agent_ids]
-    return RoundRobin(group, agents, text)
+    manager = group.manager_agent_id
+    return Round(group, agents, text, ctx.agent_state(user, manager) if manager else None)
 
 
 def _round_text(ctx: ServerContext, body: SendRequest) -> str:
     """The user's message a round starts with; what a round cannot take, a 422."""
     if body.client_tools:
-        raise ConfigError("client_tools: a round-robin group's agents run the server's tools only")
+        raise ConfigError("client_tools: the agents of a round run the server's tools only")
     if body.background:
-        raise ConfigError("background: a round-robin group's send streams on its connection")
+        raise ConfigError("background: a round streams on its connection")
     step_input = body.step_input()
     if not isinstance(step_input, str):
         raise ConfigError(
-            "messages: an agent of a round-robin group that waits for approval is answered "
-            "in its conversation of the group (conversations.messages.create)"
+            "messages: an agent of the group that waits for approval is answered in its "
+            "conversation of the group (conversations.messages.create)"
         )
     ctx.limits.check_message(step_input)
     return step_input
@@ -132,7 +135,7 @@ async def round_answer(
             result = await step_result(
                 ctx, user, speaker.id, turn.said, None, live.watch, conversation=conversation
             )
-            chat.replied(speaker, result.replies)
+            chat.replied(turn, result.replies)
             answered = letta_response(result, body, live.run.id)["messages"]
             messages += [marked(m, marks(speaker)) for m in answered]
             totals.add(result, live.run.id)
@@ -148,7 +151,7 @@ async def round_answer(
 
 
 async def round_frames(
-    ctx: ServerContext, user: str, body: SendRequest, chat: RoundRobin
+    ctx: ServerContext, user: str, body: SendRequest, chat: Round
 ) -> AsyncIterator[str]:
     """A round as one stream: each step's chunks as it goes (each naming its
     run), then the round's stop reason and usage, then `[DONE]`. A step that
@@ -178,7 +181,7 @@ async def _turn_frames(
     user: str,
     body: SendRequest,
     turn: Turn,
-    chat: RoundRobin,
+    chat: Round,
     totals: RoundTotals,
 ) -> AsyncIterator[str]:
     """One turn's step as Letta's chunks of its run, less its stop reason
@@ -203,7 +206,7 @@ async def _turn_frames(
                     frames.append(data(chunks.stamp(item)))
             if isinstance(event, StepFinished):
                 totals.add(event.result, live.run.id)
-                chat.replied(speaker, event.result.replies)
+                chat.replied(turn, event.result.replies)
                 totals.round_over = event.result.stop_reason in ENDS_ROUND
             elif isinstance(event, StepFailed):
                 failed = "llm_api_error" if isinstance(event.error, LLMError) else "error"
@@ -227,7 +230,7 @@ async def group_send(
 ) -> Any:
     """A send to the user's group, as its kind sends (see the module's doc)."""
     group = await run_in_threadpool(ctx.workspace.group, group_id, user)
-    if group.manager_type == "round_robin":
+    if group.manager_type in TURN_TYPES:
         if not stream:
             return json_response(await round_answer(ctx, user, group, body))
         text = _round_text(ctx, body)

@@ -1,11 +1,11 @@
 """Letta's group routes: the groups whose agents talk together (round
-robin and supervisor: agent/groups.py), made here (`POST /v1/groups`), and
+robin, supervisor and dynamic: agent/groups.py), made here (`POST /v1/groups`), and
 the groups we make of a main agent and its sleep-time agent
 (agent/sleeptime.py), made by `agents.create` with `enable_sleeptime` (a
 "sleeptime" group, or "voice_sleeptime" for a `voice_convo_agent`). List,
 count, retrieve, modify and delete them; `GET /v1/agents/{agent_id}/groups`
-lists an agent's. A dynamic group (its main agent picks who speaks next)
-is not built (501). Their messages are group_sends.py's.
+lists an agent's. Their messages are group_sends.py's. A swarm group is not
+built (501).
 
 Deleting a group leaves its agents, as Letta does: a sleep-time agent is
 then an agent of its own, which runs when messaged only. Deleting the main
@@ -44,6 +44,7 @@ class ManagerConfigUpdate(LettaBody):
     manager_type: str | None = None
     manager_agent_id: str | None = None
     max_turns: Positive = None
+    termination_token: str | None = None
     sleeptime_agent_frequency: Positive = None
     max_message_buffer_length: Positive = None
     min_message_buffer_length: Positive = None
@@ -55,6 +56,7 @@ class ManagerConfig(LettaBody):
     manager_type: str = "round_robin"
     manager_agent_id: str | None = None
     max_turns: Positive = None
+    termination_token: str | None = None
 
 
 class GroupCreate(LettaBody):
@@ -65,10 +67,7 @@ class GroupCreate(LettaBody):
 
 
 # Letta's kinds of group that memgpt-lite does not build, and why.
-NOT_BUILT = {
-    "dynamic": "dynamic groups (a main agent that picks who speaks next)",
-    "swarm": "swarm groups",
-}
+NOT_BUILT = {"swarm": "swarm groups"}
 
 
 class GroupUpdate(LettaBody):
@@ -161,14 +160,14 @@ def list_groups(
 @router.post("/v1/groups/", include_in_schema=False)
 @router.post("/v1/groups")
 def create_group(body: GroupCreate, ctx: Context, user: User) -> Any:
-    """Letta's create_group: a round-robin group (`max_turns`), or a
+    """Letta's create_group: a round-robin group (`max_turns`), a dynamic
+    group (`manager_agent_id`, `max_turns`, `termination_token`) or a
     supervisor group (`manager_agent_id`, which gets the tool that messages
     the group's agents), of the user's agents."""
     kind = body.manager_config.manager_type
     if kind in NOT_BUILT:
-        detail = (
-            f"memgpt-lite does not build {NOT_BUILT[kind]}: round_robin and supervisor are built"
-        )
+        built = "round_robin, supervisor and dynamic groups are built"
+        detail = f"memgpt-lite does not build {NOT_BUILT[kind]}: {built}"
         return JSONResponse({"detail": detail}, status_code=501)
     if kind in SLEEPTIME_TYPES:
         raise ConfigError(
@@ -185,6 +184,7 @@ def create_group(body: GroupCreate, ctx: Context, user: User) -> Any:
         body.description,
         max_turns=config.max_turns,
         manager_agent_id=config.manager_agent_id,
+        termination_token=config.termination_token,
     )
     return group_view(ctx.workspace, group)
 
@@ -228,8 +228,9 @@ def _talking_changed(ctx: ServerContext, group: AgentGroup, body: GroupUpdate) -
         group,
         agent_ids=body.agent_ids,
         description=body.description,
-        max_turns=config.max_turns if group.manager_type == "round_robin" else None,
-        manager_agent_id=config.manager_agent_id if group.manager_type == "supervisor" else None,
+        max_turns=config.max_turns,
+        manager_agent_id=config.manager_agent_id,
+        termination_token=config.termination_token,
     )
 
 

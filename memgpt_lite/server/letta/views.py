@@ -60,7 +60,7 @@ def group_view(workspace: Workspace, group: AgentGroup) -> dict[str, Any]:
         "deployment_id": None,
         "shared_block_ids": [],
         "manager_agent_id": group.manager_agent_id,
-        "termination_token": None,
+        "termination_token": group.termination_token,
         "max_turns": group.max_turns,
         "sleeptime_agent_frequency": group.frequency if sleeptime else None,
         "turns_counter": None,

@@ -26,6 +26,7 @@ _COLUMNS = (
     "last_run_at",
     "last_error",
     "max_turns",
+    "termination_token",
     "conversation_id",
     "created_at",
     "updated_at",

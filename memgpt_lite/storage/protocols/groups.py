@@ -16,7 +16,7 @@ from memgpt_lite.text import CleanStr
 
 # Letta's two kinds of sleep-time group (a main agent's, and a voice
 # agent's), and the two kinds of group that talk (agent/groups.py).
-ManagerType = Literal["sleeptime", "voice_sleeptime", "round_robin", "supervisor"]
+ManagerType = Literal["sleeptime", "voice_sleeptime", "round_robin", "supervisor", "dynamic"]
 SLEEPTIME_TYPES = frozenset({"sleeptime", "voice_sleeptime"})
 
 # Letta's default: the sleep-time agents run after every fifth turn.
@@ -33,9 +33,11 @@ class AgentGroup(BaseModel):
 
     Or a group that talks: a round-robin group's agents (`agent_ids`, no
     main agent) step in turn, `max_turns` steps a send (None: one each); a
-    supervisor group's main agent messages the others. Each talks in a
-    conversation of its own for the group (`conversations`, by agent id;
-    the main agent's is `conversation_id`), made when first needed.
+    dynamic group's main agent picks which speaks next, until one says
+    `termination_token` or `max_turns` went by; a supervisor group's main
+    agent messages the others. Each talks in a conversation of its own for
+    the group (`conversations`, by agent id; the main agent's is
+    `conversation_id`), made when first needed.
 
     All its agents belong to its owner."""
 
@@ -56,6 +58,7 @@ class AgentGroup(BaseModel):
     last_run_at: datetime | None = None
     last_error: CleanStr | None = None
     max_turns: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
+    termination_token: CleanStr | None = None
     conversation_id: str | None = None
     conversations: dict[str, str] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
