@@ -442,16 +442,16 @@ def m029_group_members(db: Database) -> None:
     """Groups that talk (core/schema.py's GROUP_MEMBERS): the table of groups
     made again, as in m025, with a main agent that may be NULL; then the new
     columns. m028 is the archives'."""
-    statement = db.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_groups'").fetchone()[
-        0
-    ]
+    table = "SELECT sql FROM sqlite_master WHERE name = 'agent_groups'"
+    statement = db.execute(table).fetchone()[0]
     required = "manager_agent_id TEXT NOT NULL UNIQUE"
     if statement.count(required) != 1:
         raise RuntimeError(f"m029: unexpected agent_groups table: {statement}")
-    kept = db.execute(
+    its_own = (
         "SELECT sql FROM sqlite_master WHERE tbl_name = 'agent_groups' "
         "AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name"
-    ).fetchall()
+    )
+    kept = db.execute(its_own).fetchall()
     for step in (
         "CREATE TEMP TABLE agent_groups_before AS SELECT * FROM agent_groups",
         "DROP TABLE agent_groups",
