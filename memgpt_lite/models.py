@@ -197,9 +197,7 @@ class Message(BaseModel):
     content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: CleanStr | None = None
-    # The tool's name, on tool results; on a user message of a group chat,
-    # who said it (step_input.Said.sender: None for the user's own message).
-    name: CleanStr | None = None
+    name: CleanStr | None = None  # a tool result's tool; in a group chat, who said it (Said)
     step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None
