@@ -124,6 +124,12 @@ def test_a_round_robin_group_takes_turns_on_what_the_others_said(
         (cat.id, "Snow!"),
         (ben.id, "Sun!"),
     ]
+    skiing = next(m for m in listed if m["message_type"] == "assistant_message")
+    edit = {"message_type": "assistant_message", "content": "Skiing!"}
+    edited = client.patch(
+        f"/v1/groups/{group['id']}/messages/{skiing['id']}", cast_to=object, body=edit
+    )
+    assert (edited["id"], edited["content"]) == (skiing["id"], "Skiing!")
     # Ann, who had no turn, heard the second send's messages all the same.
     [ann_conversation] = client.conversations.list(agent_id=ann.id)
     heard = client.conversations.messages.list(ann_conversation.id, order="asc")

@@ -1,6 +1,7 @@
 """Letta's group messages: POST /v1/groups/{id}/messages (a LettaResponse,
 or with `streaming` server-sent events) and /messages/stream, GET
-/v1/groups/{id}/messages, PATCH /v1/groups/{id}/reset-messages.
+/v1/groups/{id}/messages, PATCH /v1/groups/{id}/messages/{message_id} and
+PATCH /v1/groups/{id}/reset-messages.
 
 A send to a round-robin or dynamic group is a round (agent/group_rounds.py):
 each turn a step of one of its agents (or of a dynamic group's main agent,
@@ -26,12 +27,12 @@ from fastapi.concurrency import run_in_threadpool
 from memgpt_lite.agent.group_rounds import Round, Turn
 from memgpt_lite.agent.groups import TURN_TYPES
 from memgpt_lite.agent.workspace import SLEEPTIME_TYPES, AgentGroup
-from memgpt_lite.errors import ConfigError, LLMError, MemGPTError
+from memgpt_lite.errors import ConfigError, LLMError, MemGPTError, NotFoundError
 from memgpt_lite.events import StepFailed, StepFinished
 from memgpt_lite.models import AgentState, StepResult
 from memgpt_lite.server.api_agents import step_event_batches, step_result
 from memgpt_lite.server.context import Context, ServerContext, User
-from memgpt_lite.server.letta.bodies import SendRequest
+from memgpt_lite.server.letta.bodies import SendRequest, UpdateMessage
 from memgpt_lite.server.letta.messages import LettaMessage, MessagePage, letta_page
 from memgpt_lite.server.letta.paging import Order
 from memgpt_lite.server.letta.run_life import STOP_REASONS, begin_run
@@ -46,6 +47,7 @@ from memgpt_lite.server.letta.send import (
     marked,
     stop_reason,
 )
+from memgpt_lite.server.letta.user_messages import modify_message
 from memgpt_lite.server.sse import sse_response
 
 router = APIRouter(prefix="/v1/groups", tags=["letta"])
@@ -296,6 +298,20 @@ def list_group_messages(
         m if m["message_type"] == "user_message" else marked(m, marks(states[agent_of[m["id"]]]))
         for m in listed
     ]
+
+
+@router.patch("/{group_id}/messages/{message_id}")
+def modify_group_message(
+    group_id: str, message_id: str, body: UpdateMessage, ctx: Context, user: User
+) -> LettaMessage:
+    """Letta's modify_group_message: as modify_message, for a message of
+    one of the group's conversations."""
+    group = ctx.workspace.group(group_id, user)
+    message = ctx.workspace.store.get_message(message_id, user)  # the owner's, checked there
+    where = (message.agent_id, message.conversation_id)
+    if where not in ctx.workspace.talking_groups.conversations(group):
+        raise NotFoundError(f"no message with id {message_id!r} in group {group_id!r}")
+    return modify_message(message.agent_id, message_id, body, ctx, user)
 
 
 @router.patch("/{group_id}/reset-messages")
