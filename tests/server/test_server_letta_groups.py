@@ -29,6 +29,19 @@ def ask(client: Letta, group_id: str, text: str) -> dict[str, Any]:
     return post(client, f"/v1/groups/{group_id}/messages", body)
 
 
+def stream(client: Letta, group_id: str, text: str) -> list[dict[str, Any]]:
+    """The chunks of a streamed send to the group."""
+    with httpx.stream(
+        "POST",
+        f"{str(client.base_url).rstrip('/')}/v1/groups/{group_id}/messages/stream",
+        headers={"Authorization": f"Bearer {client.api_key}"},
+        json={"messages": [{"role": "user", "content": text}]},
+    ) as streamed:
+        return [
+            json.loads(line[6:]) for line in streamed.iter_lines() if line.startswith("data: {")
+        ]
+
+
 def said(response: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(sender_id, name, text) of each reply of a response."""
     return [
@@ -89,15 +102,7 @@ def test_a_round_robin_group_takes_turns_on_what_the_others_said(
     )
     assert (changed["agent_ids"], changed["max_turns"]) == ([cat.id, ben.id, ann.id], 2)
     fake_llm.enqueue(say("Snow!"), say("Sun!"))
-    with httpx.stream(
-        "POST",
-        f"{server}/v1/groups/{group['id']}/messages/stream",
-        headers={"Authorization": f"Bearer {client.api_key}"},
-        json={"messages": [{"role": "user", "content": "Weather?"}]},
-    ) as streamed:
-        chunks = [
-            json.loads(line[6:]) for line in streamed.iter_lines() if line.startswith("data: {")
-        ]
+    chunks = stream(client, group["id"], "Weather?")
     replies = [
         (c["sender_id"], c["content"]) for c in chunks if c["message_type"] == "assistant_message"
     ]
@@ -238,3 +243,13 @@ def test_a_dynamic_groups_main_agent_picks_who_speaks_until_one_is_done(
     assert unnamed.value.status_code == 502 and "named none of its agents" in str(unnamed.value)
     # The host heard the end of the first round before it picked in the second.
     assert user_texts(fake_llm.chat_requests[4])[-2] == "ann: Bye. DONE!"
+    fake_llm.enqueue(say("Still nobody."))
+    chunks = stream(client, group["id"], "Once more?")
+    assert [c["message_type"] for c in chunks] == [
+        "assistant_message",
+        "tool_return_message",
+        "error_message",
+        "stop_reason",
+        "usage_statistics",
+    ]
+    assert chunks[-2]["stop_reason"] == "llm_api_error"

@@ -158,20 +158,22 @@ async def round_frames(
     """A round as one stream: each step's chunks as it goes (each naming its
     run), then the round's stop reason and usage, then `[DONE]`. A step that
     cannot begin after the first is an error_message, and ends the round."""
-    totals, began = RoundTotals(), False
+    totals, began, turns = RoundTotals(), False, chat.turns()
     try:
-        for turn in chat.turns():
+        while not totals.round_over:
             try:
+                # The next turn (a dynamic group's main agent may name nobody: an error).
+                turn = next(turns)
                 async for frame in _turn_frames(ctx, user, body, turn, chat, totals):
                     began = True
                     yield frame
+            except StopIteration:
+                break
             except MemGPTError as exc:
                 if not began:
                     raise  # nothing sent yet: answered as an error, by its status
                 yield data(_error(exc))
-                totals.stop_reason = "error"
-                break
-            if totals.round_over:
+                totals.stop_reason = "llm_api_error" if isinstance(exc, LLMError) else "error"
                 break
     finally:
         await run_in_threadpool(ctx.workspace.talking_groups.tell, chat.left_unheard())
