@@ -199,7 +199,7 @@ class Message(BaseModel):
     content: CleanStr | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: CleanStr | None = None
-    name: CleanStr | None = None  # the tool's name, on tool results
+    name: CleanStr | None = None  # a tool result's tool; in a group chat, who said it (Said)
     step_id: CleanStr | None = None
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = None

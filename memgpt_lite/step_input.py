@@ -1,4 +1,5 @@
-"""What a step is given: the user's message, or the answers to the tool
+"""What a step is given: the user's message (or, in a group chat, what the
+others said since the agent's last turn), or the answers to the tool
 calls that wait (the user's approvals and denials, client-side tools'
 results: loop/approvals.py), alone or with the client-side tools that the
 step's sender runs (loop/client_tools.py). `Approval` and `StepInput` are
@@ -90,12 +91,43 @@ class StepWithClientTools(BaseModel):
     client_tools: list[ClientTool] = Field(default_factory=list)
 
 
-# What a step answers: the user's message, or the answers to the tool calls
-# waiting for approval or for a client's result (loop/approvals.py), either
-# alone or with the client-side tools of the step.
-StepInput = str | Approval | Sequence[Answer] | StepWithClientTools
+class Said(BaseModel):
+    """One message of a group chat as an agent of the group hears it
+    (agent/groups.py): `content`, as the model reads it, and who said it,
+    stored as the user message's `name`: None for the user's message the
+    agent is the first to hear, else `RELAYED_USER` (the user's message,
+    heard after another agent) or the id of the agent that said it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: CleanStr
+    sender: str | None = None
 
 
-def plain_input(message: StepInput) -> str | Approval | Sequence[Answer]:
+# The sender of a copy of the user's message, heard after another agent did.
+RELAYED_USER = "user"
+
+
+class GroupTurn(BaseModel):
+    """An agent's turn in a group chat (Letta's round-robin groups): what
+    was said since its last turn, oldest first, each stored as a user
+    message of the step; the step answers them together."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    said: list[Said] = Field(min_length=1)
+
+    def text(self) -> str:
+        return "\n\n".join(item.content for item in self.said)
+
+
+# What a step answers: the user's message (or a group chat's messages), or
+# the answers to the tool calls waiting for approval or for a client's
+# result (loop/approvals.py), either alone or with the client-side tools of
+# the step.
+StepInput = str | GroupTurn | Approval | Sequence[Answer] | StepWithClientTools
+
+
+def plain_input(message: StepInput) -> str | GroupTurn | Approval | Sequence[Answer]:
     """`message` without the client-side tools it may come with."""
     return message.message if isinstance(message, StepWithClientTools) else message

@@ -53,7 +53,7 @@ from memgpt_lite.memory.retrieval.vector_index import VectorIndex
 from memgpt_lite.models import AgentState, Message, StepInput, StepResult, new_id
 from memgpt_lite.settings.resolve import resolve_endpoint, resolve_timeout
 from memgpt_lite.settings.values import Settings
-from memgpt_lite.step_input import plain_input
+from memgpt_lite.step_input import GroupTurn, plain_input
 from memgpt_lite.storage.protocol import MainContext, Owner, Storage
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
@@ -356,7 +356,9 @@ class Runner:
         them. A sync tool runs in a worker thread when `in_thread`. An empty
         message or a missing API key fails here, before anything is stored.
         `stop`: see loop/stopping.py."""
-        if isinstance(text := plain_input(message), str) and not text.strip():
+        given = plain_input(message)
+        text = given.text() if isinstance(given, GroupTurn) else given
+        if isinstance(text, str) and not text.strip():
             raise ConfigError("the message is empty")
         _ = self.llm  # a missing API key fails here, before waiting or storing anything
         held = self._held_locks.get(threading.get_ident())

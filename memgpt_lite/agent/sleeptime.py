@@ -37,7 +37,12 @@ from memgpt_lite.memory.core.blocks import load_prompt
 from memgpt_lite.models import AgentSettings, AgentState, Message, StepInput, StepResult, utcnow
 from memgpt_lite.names import numbered
 from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.storage.protocols.groups import DEFAULT_FREQUENCY, AgentGroup, ManagerType
+from memgpt_lite.storage.protocols.groups import (
+    DEFAULT_FREQUENCY,
+    SLEEPTIME_TYPES,
+    AgentGroup,
+    ManagerType,
+)
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +121,15 @@ def add_sleeptime_agent(
         raise ConfigError(f"frequency: a number of turns, 1 or more, not {frequency}")
     with store.transaction():
         groups = store.agent_groups(main.id)
-        if any(group.manager_agent_id == main.id for group in groups):
+        managed = next((g for g in groups if g.manager_agent_id == main.id), None)
+        if managed is not None and managed.manager_type in SLEEPTIME_TYPES:
             raise AlreadyExistsError(f"agent {main.name!r} has a sleep-time agent already")
-        if groups:
+        if managed is not None:
+            raise AlreadyExistsError(
+                f"agent {main.name!r} is the main agent of {managed.manager_type} group "
+                f"{managed.id!r}: an agent is the main agent of one group at most"
+            )
+        if any(g.manager_type in SLEEPTIME_TYPES for g in groups):
             raise ConfigError(f"agent {main.name!r} is a sleep-time agent: it cannot have one")
         helper = AgentState(
             name=_helper_name(store, main),
@@ -152,8 +163,15 @@ def _helper_name(store: Storage, main: AgentState) -> str:
 
 
 def managed_group(store: Storage, agent_id: str) -> AgentGroup | None:
-    """The group whose main agent `agent_id` is, if it has one."""
-    return next((g for g in store.agent_groups(agent_id) if g.manager_agent_id == agent_id), None)
+    """The sleep-time group whose main agent `agent_id` is, if it has one."""
+    return next(
+        (
+            g
+            for g in store.agent_groups(agent_id)
+            if g.manager_agent_id == agent_id and g.manager_type in SLEEPTIME_TYPES
+        ),
+        None,
+    )
 
 
 def remove_sleeptime_agents(store: Storage, agent_id: str) -> None:

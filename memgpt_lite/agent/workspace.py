@@ -8,7 +8,8 @@ agents here (`create_agent`, `load_agent`, `agent_for`), and list, rename
 and delete them, read their blocks, stats, token usage, tool calls
 waiting for approval and unanswered messages, page and search their
 history, give them sleep-time agents, and make and check the server's API
-keys; the identities of users' apps are `workspace.identities`
+keys; groups of agents that talk together are `workspace.talking_groups`
+(groups.py); the identities of users' apps are `workspace.identities`
 (identities.py), users' providers `workspace.providers` (providers.py),
 Letta's archives `workspace.archives` (archives.py), the tool registry
 `workspace.tools` (tool_registry.py), the MCP servers `workspace.mcp`
@@ -55,7 +56,7 @@ from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
 from memgpt_lite.storage.protocols.accounts import StepUsage
-from memgpt_lite.storage.protocols.groups import AgentGroup, ManagerType
+from memgpt_lite.storage.protocols.groups import SLEEPTIME_TYPES, AgentGroup, ManagerType
 from memgpt_lite.storage.protocols.runs import Run
 
 # What runs agents (the agent and its runner: the model client, the token
@@ -65,11 +66,19 @@ from memgpt_lite.storage.protocols.runs import Run
 # of CPU less (benchmarks/startup.py).
 if TYPE_CHECKING:
     from memgpt_lite.agent.agent import Agent, PeerKey
+    from memgpt_lite.agent.groups import TalkingGroups
     from memgpt_lite.agent.mcp_servers import MCPServers
     from memgpt_lite.agent.tool_registry import ToolRegistry
     from memgpt_lite.embeddings.embedder import Embedder
 
-__all__ = ["AgentCopy", "AgentGroup", "ManagerType", "Workspace", "copy_database"]
+__all__ = [
+    "SLEEPTIME_TYPES",
+    "AgentCopy",
+    "AgentGroup",
+    "ManagerType",
+    "Workspace",
+    "copy_database",
+]
 
 # A history search with a time limit filters the best this many matches (plus
 # the pages before the one asked for): search ranks, it does not filter by time.
@@ -96,6 +105,13 @@ class Workspace:
     def identities(self) -> Identities:
         """The identities of users' apps (identities.py)."""
         return Identities(self.store)
+
+    @cached_property
+    def talking_groups(self) -> TalkingGroups:
+        """Groups whose agents talk together: round robin, supervisor (groups.py)."""
+        from memgpt_lite.agent.groups import TalkingGroups  # see the imports
+
+        return TalkingGroups(self.store)
 
     @cached_property
     def providers(self) -> Providers:
@@ -239,13 +255,15 @@ class Workspace:
     def delete_agent(self, agent_id: str) -> None:
         """Delete an agent with its messages and passages (blocks it shares
         stay); a main agent's sleep-time agents go with it, and a sleep-time
-        agent's group with it (its main agent stays: agent/sleeptime.py)."""
+        agent's group with it (its main agent stays: agent/sleeptime.py). A
+        group that talks loses the agent, or goes with its main agent."""
         from memgpt_lite.agent import sleeptime  # see the imports
 
         with self.store.transaction():
             sleeptime.remove_sleeptime_agents(self.store, agent_id)
             for group in self.store.agent_groups(agent_id):  # of which it is a member
-                self.store.delete_group(group.id)
+                if group.manager_type in SLEEPTIME_TYPES:
+                    self.store.delete_group(group.id)
             self.store.delete_agent(agent_id)
 
     # Groups: a main agent and its sleep-time agents (sleeptime.py)

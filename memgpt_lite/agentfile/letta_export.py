@@ -61,6 +61,7 @@ LETTA_TOOL_TYPES = {
     "core_memory_replace": "letta_memory_core",
     "send_message_to_agent_and_wait_for_reply": "letta_multi_agent_core",
     "send_message_to_agents_matching_tags": "letta_multi_agent_core",
+    "send_message_to_all_agents_in_group": "letta_multi_agent_core",
 }
 SUMMARY_ALERT = (
     "Note: prior messages ({evicted} of {total} total messages) have been hidden from view "

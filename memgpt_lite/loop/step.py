@@ -52,7 +52,7 @@ from memgpt_lite.models import (
     UsageRecord,
     new_id,
 )
-from memgpt_lite.step_input import Answer, StepWithClientTools, ToolReturn
+from memgpt_lite.step_input import Answer, GroupTurn, Said, StepWithClientTools, ToolReturn
 from memgpt_lite.tools.deps import AgentDeps
 from memgpt_lite.tools.rules import RuleBook
 from memgpt_lite.tools.schema import Tool, ToolContext, ToolOutcome
@@ -84,8 +84,9 @@ async def run_step(
     stop: StopRequest | None = None,
 ) -> AsyncIterator[StepEvent]:
     """Run one step and yield its events, ending with `StepFinished` or, for
-    any MemGPTError, `StepFailed`. `message` is the user's message, or the
-    user's answer (`Approval`s) to the tool calls waiting for approval.
+    any MemGPTError, `StepFailed`. `message` is the user's message (or a
+    group chat's messages, `GroupTurn`), or the user's answer (`Approval`s)
+    to the tool calls waiting for approval.
     Given with client-side tools (`StepWithClientTools`), the model is
     offered those too, and a call of one waits for the client's result
     (loop/client_tools.py). Waits for the agent's step lock unless the
@@ -133,24 +134,30 @@ async def _steps(run: StepRun, message: StepInput) -> AsyncIterator[StepEvent]:
         run.result.stop_reason = "cancelled"
         return
     waiting = approvals.waiting_in(newest)
-    if isinstance(message, str):
+    if isinstance(message, str | GroupTurn):
         if waiting is not None:
             calls = approvals.calls_waiting(run.tools, run.rules, waiting)
             raise approvals.still_waiting(agent.state.name, calls)
-        user = Message(
-            agent_id=agent.state.id,
-            role="user",
-            content=message,
-            step_id=run.step_id,
-            conversation_id=agent.state.conversation_id,
-        )
+        said = message.said if isinstance(message, GroupTurn) else [Said(content=message)]
+        users = [
+            Message(
+                agent_id=agent.state.id,
+                role="user",
+                content=item.content,
+                name=item.sender,
+                step_id=run.step_id,
+                conversation_id=agent.state.conversation_id,
+            )
+            for item in said
+        ]
         # Committed before the call, so a failure loses nothing; the first
         # request's window comes back with it (one round trip where it can).
         run.first_read = agent.store.main_context(
-            agent.state.id, agent.state.context_start, [user], agent.state.conversation_id
+            agent.state.id, agent.state.context_start, users, agent.state.conversation_id
         )
-        run.result.messages.append(user)
-        yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=message)
+        run.result.messages.extend(users)
+        text = message.text() if isinstance(message, GroupTurn) else message
+        yield StepStarted(step_id=run.step_id, agent_id=agent.state.id, user_message=text)
     else:
         async for event in _resume(run, waiting, message):
             yield event

@@ -36,7 +36,7 @@ from memgpt_lite.errors import ConfigError, TooLargeError
 from memgpt_lite.models import Approval, StepInput
 from memgpt_lite.server.webapp.mount import FILES_PATH
 from memgpt_lite.settings.effective import ServeFileConfig
-from memgpt_lite.step_input import plain_input
+from memgpt_lite.step_input import GroupTurn, plain_input
 
 # Request bodies larger than this are refused (agent files are the largest).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -88,6 +88,8 @@ class ServerLimits(BaseModel):
         message = plain_input(message)
         if isinstance(message, str):
             texts = [message]
+        elif isinstance(message, GroupTurn):
+            texts = [said.content for said in message.said]
         else:
             answers = [message] if isinstance(message, Approval) else message
             texts = [a.reason if isinstance(a, Approval) else a.content for a in answers]

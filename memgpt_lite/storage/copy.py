@@ -8,7 +8,8 @@ order), every passage (same ids, tags, dates), every vector and every token
 usage record, and its owner; every API key (revoked ones too) comes along,
 with its id, user and times, and so does every user's tool registry (tools
 and MCP servers, with their ids and trust), every group of agents (a
-main agent and its sleep-time agents), every identity (with its links to
+main agent and its sleep-time agents; a group that talks, with the
+conversation each of its agents talks in), every identity (with its links to
 the agents and blocks copied), every user's providers (their API keys
 copied sealed, as agents' own keys are: the same secret opens them) and
 every named archive (its passages and vectors, and the agents it is
@@ -277,12 +278,14 @@ def _version_count(store: Storage, state: AgentState) -> int:
 
 
 def _copy_groups(src: Storage, dst: Storage, message_seqs: dict[str, dict[int, int]]) -> None:
-    """Store every group of `src` in `dst` (its agents are copied by now),
-    what its sleep-time agents read in the destination's message seqs."""
+    """Store every group of `src` in `dst` (its agents and their
+    conversations are copied by now), what a sleep-time group's agents read
+    in the destination's message seqs."""
     for group in src.list_groups():
-        seqs = message_seqs[group.manager_agent_id]
         copied = group.model_copy(deep=True)
-        copied.processed_seq = _new_reflected(seqs, group.processed_seq)
+        if group.manager_agent_id is not None:
+            seqs = message_seqs[group.manager_agent_id]
+            copied.processed_seq = _new_reflected(seqs, group.processed_seq)
         dst.save_group(copied)
 
 

@@ -5,7 +5,9 @@ parameters (the descriptions are our own).
   other agent of the same owner, by name or id;
 - `send_message_to_agents_matching_tags(message, match_all, match_some)`:
   each other agent of the owner that has every tag of `match_all` and at
-  least one of `match_some` (its `AgentSettings.tags`), all at once.
+  least one of `match_some` (its `AgentSettings.tags`), all at once;
+- `send_message_to_all_agents_in_group(message)`: each agent of the
+  supervisor group (agent/groups.py) whose main agent calls it, all at once.
 
 An agent has them when they are attached by name (its `tool_names`; see
 `ATTACHABLE_TOOLS` in tools/sets.py). The agent messaged runs a real step,
@@ -35,6 +37,7 @@ each other in a cycle wait until a step lock's lease runs out.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 
 from memgpt_lite.errors import MemGPTError, ModelRetry, NotFoundError
 from memgpt_lite.models import AgentState, StepResult
+from memgpt_lite.storage.protocols.groups import AgentGroup
 from memgpt_lite.tools.schema import Tool, ToolContext, tool
 
 # How many agents one tags message steps at once; the others wait their turn.
@@ -230,6 +234,14 @@ async def send_message_to_agents_matching_tags(
     targets = _matching(ctx, wanted_all, wanted_some)
     if not targets:
         return "No other agent has those tags: nobody was messaged."
+    replies = await _fan_out(ctx, targets, message)
+    names = ", ".join(target.name for target in targets)
+    return f"Sent to {len(targets)} agent(s) ({names}).\n" + "\n".join(replies)
+
+
+async def _fan_out(ctx: ToolContext, targets: list[AgentState], message: str) -> list[str]:
+    """Ask each of `targets` at once (FANOUT_AT_ONCE at a time); what each
+    replied, or why it did not, in their order."""
     at_once = asyncio.Semaphore(FANOUT_AT_ONCE)
 
     async def one(target: AgentState) -> str:
@@ -242,11 +254,43 @@ async def send_message_to_agents_matching_tags(
     # A task group: were one to fail with a bug, the others are cancelled, not left running.
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(one(target)) for target in targets]
-    names = ", ".join(target.name for target in targets)
-    return f"Sent to {len(targets)} agent(s) ({names}).\n" + "\n".join(t.result() for t in tasks)
+    return [task.result() for task in tasks]
+
+
+def _supervised(ctx: ToolContext) -> AgentGroup:
+    """The supervisor group whose main agent this agent is; a ModelRetry if none."""
+    for group in ctx.store.agent_groups(ctx.state.id):
+        if group.manager_type == "supervisor" and group.manager_agent_id == ctx.state.id:
+            return group
+    raise ModelRetry("you supervise no group of agents: there is nobody to message this way.")
+
+
+@tool
+async def send_message_to_all_agents_in_group(ctx: ToolContext, message: str) -> str:
+    """Send one message to every agent of the group you supervise and wait
+    for all their replies: this tool's result is a JSON list of them, one
+    for each agent, in the group's order.
+
+    Args:
+        message: What to tell or ask the agents, with everything they need to know.
+    """
+    if not message.strip():
+        raise ModelRetry("message is empty: write what the agents should read.")
+    group = _supervised(ctx)
+    workers = []
+    for agent_id in group.agent_ids:
+        try:
+            workers.append(ctx.store.get_agent(agent_id, owner=ctx.state.owner))
+        except NotFoundError:
+            continue  # deleted meanwhile: it left the group
+    if not workers:
+        return json.dumps([])
+    return json.dumps(await _fan_out(ctx, workers, message), ensure_ascii=False)
 
 
 MULTI_AGENT_TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (send_message_to_agent_and_wait_for_reply, send_message_to_agents_matching_tags)
 }
+# The tool of a supervisor group's main agent (agent/groups.py attaches it).
+GROUP_TOOL = send_message_to_all_agents_in_group

@@ -13,7 +13,7 @@ from memgpt_lite.errors import ConfigError
 from memgpt_lite.tools.anthropic_memory import ANTHROPIC_MEMORY_TOOLS
 from memgpt_lite.tools.builtin import BUILTIN_TOOLS
 from memgpt_lite.tools.letta_memory import LETTA_MEMORY_TOOLS
-from memgpt_lite.tools.multi_agent import MULTI_AGENT_TOOLS
+from memgpt_lite.tools.multi_agent import GROUP_TOOL, MULTI_AGENT_TOOLS
 from memgpt_lite.tools.schema import Tool
 
 _CLASSIC_MEMORY = ("core_memory_append", "core_memory_replace")
@@ -26,7 +26,7 @@ TOOL_SETS: dict[str, dict[str, Tool]] = {
 }
 
 # Built-in tools in no set: an agent has them once attached by name.
-ATTACHABLE_TOOLS: dict[str, Tool] = dict(MULTI_AGENT_TOOLS)
+ATTACHABLE_TOOLS: dict[str, Tool] = {**MULTI_AGENT_TOOLS, GROUP_TOOL.name: GROUP_TOOL}
 # The names no registered tool may take: those of every set's tools and of
 # the attachable ones.
 BUILT_IN_NAMES = frozenset(

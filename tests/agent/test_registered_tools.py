@@ -78,7 +78,8 @@ def test_a_name_not_registered_is_refused_before_anything_is_stored(workspace):
     assert str(refused.value) == (
         "no registered tool named 'ghost'; add it with `memgpt-lite tools add FILE.py`, or "
         "give the function itself (the built-in tools attached by name are: "
-        "send_message_to_agent_and_wait_for_reply, send_message_to_agents_matching_tags)"
+        "send_message_to_agent_and_wait_for_reply, send_message_to_agents_matching_tags, "
+        "send_message_to_all_agents_in_group)"
     )
     assert workspace.list_agents() == []
 

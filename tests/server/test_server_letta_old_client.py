@@ -39,6 +39,20 @@ try:
     client.agents.retrieve("agent-00000000-0000-4000-8000-000000000000")
 except ApiError as exc:
     results["missing"] = exc.status_code
+
+# a round-robin group (1.x has no groups resource)
+from letta_client import RoundRobinManager
+ann = client.agents.create(name="ann", model="openai/gpt-4o-mini")
+group = client.groups.create(
+    agent_ids=[agent.id, ann.id], description="pals", manager_config=RoundRobinManager()
+)
+talk = client.groups.messages.create(group.id, messages=[MessageCreate(role="user", content="hi")])
+results["group"] = [group.manager_type, talk.usage.step_count]
+replies = [m for m in talk.messages if m.message_type == "assistant_message"]
+results["talk"] = [[m.name, m.content] for m in replies]
+results["group_messages"] = len(client.groups.messages.list(group.id, limit=50))
+client.groups.messages.reset(group.id)
+results["group_reset"] = len(client.groups.messages.list(group.id))
 """
 
 
@@ -48,7 +62,11 @@ def test_basic_flows_with_letta_client_01(
     server: str,
     fake_llm: FakeOpenAIServer,
 ) -> None:
-    fake_llm.enqueue(reply("Greet her.", tool_calls=[call("send_message", message="Hi Alice")]))
+    fake_llm.enqueue(
+        reply("Greet her.", tool_calls=[call("send_message", message="Hi Alice")]),
+        say("Hi from Sam."),
+        say("Hi from Ann."),
+    )
     found = old_letta(BASIC, base_url=server, key=new_key(db, "alice"))
     assert found["created"] == ["sam", "gpt-4o-mini", "none"]
     assert found["listed"] is True and found["retrieved"] == "sam"
@@ -58,6 +76,10 @@ def test_basic_flows_with_letta_client_01(
     assert found["block"] == "Alice keeps wasps."
     assert found["passages"] == ["Alice likes honey."]
     assert found["renamed"] == "bee-keeper"
+    assert found["group"] == ["round_robin", 2]
+    assert found["talk"] == [["bee-keeper", "Hi from Sam."], ["ann", "Hi from Ann."]]
+    # The user's message once, and each agent's reply and its result.
+    assert (found["group_messages"], found["group_reset"]) == (5, 0)
     assert found["missing"] == 404
 
 

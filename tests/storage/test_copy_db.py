@@ -328,15 +328,31 @@ def test_groups_come_along_with_what_they_read_renumbered(locations):
         )
         group.processed_seq = said[1].seq or 0
         store.save_group(group)
+        # A group that talks: no main agent, each agent's conversation of it.
+        talk = store.create_conversation(Conversation(agent_id=helper.id, summary="group")).id
+        talking = AgentGroup(
+            owner="local",
+            manager_type="round_robin",
+            agent_ids=[helper.id, main.id],
+            max_turns=3,
+            conversations={helper.id: talk},
+        )
+        store.save_group(talking)
     with open_storage(dst) as store:  # so that the copied messages get other seqs
         other = AgentState(name="other", llm=LLMConfig(model="gpt-4o-mini"), system="s")
         store.create_agent(other, [])
         store.add_messages([Message(agent_id=other.id, role="user", content="hi") for _ in "12345"])
     copy_database(src, dst)
     with open_storage(dst) as store:
-        [copied] = store.list_groups()
+        copied, copied_talk = store.list_groups()
         read = store.first_messages(main.id, 0, 10)
     assert (copied.id, copied.agent_ids, copied.frequency) == (group.id, [helper.id], 2)
+    assert (copied_talk.manager_agent_id, copied_talk.agent_ids, copied_talk.max_turns) == (
+        None,
+        [helper.id, main.id],
+        3,
+    )
+    assert copied_talk.conversations == {helper.id: talk}
     assert copied.processed_seq == read[1].seq != said[1].seq and read[1].id == said[1].id
 
 

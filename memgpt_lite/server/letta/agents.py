@@ -26,7 +26,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import ValidationError
 
 from memgpt_lite.agent.naming import names_from_letta
-from memgpt_lite.agent.workspace import AgentGroup
+from memgpt_lite.agent.workspace import SLEEPTIME_TYPES, AgentGroup
 from memgpt_lite.agentfile.letta import LETTA_BASE_TOOLS
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import (
@@ -417,7 +417,8 @@ def _update(ctx: ServerContext, user: str, agent_id: str, body: UpdateAgent) -> 
         if body.enable_sleeptime is False:
             ctx.workspace.remove_sleeptime_agents(state.id)
         elif body.enable_sleeptime and not any(
-            g.manager_agent_id == state.id for g in ctx.workspace.agent_groups(state.id)
+            g.manager_agent_id == state.id and g.manager_type in SLEEPTIME_TYPES
+            for g in ctx.workspace.agent_groups(state.id)
         ):
             ctx.workspace.add_sleeptime_agent(updated)
         return updated

@@ -113,6 +113,14 @@ def letta_response(result: StepResult, body: SendRequest, run_id: str) -> dict[s
     }
 
 
+def marked(message: LettaMessage, marks: dict[str, Any]) -> LettaMessage:
+    """`message` with `marks` set on it (a group's send: which agent said
+    it), but for a tool return's `name`, which is its tool's."""
+    if message["message_type"] == "tool_return_message":
+        marks = {k: v for k, v in marks.items() if k != "name"}
+    return {**message, **marks} if marks else message
+
+
 def json_response(content: dict[str, Any]) -> Response:
     """`content` as FastAPI would answer it (datetimes in ISO 8601), but
     encoded in one pass: FastAPI first walks every value of a returned dict
@@ -143,9 +151,12 @@ class LettaStream:
         agent_id: str,
         body: SendRequest,
         conversation: str | None = None,
+        marks: dict[str, Any] | None = None,
     ) -> None:
         self.ctx, self.agent_id, self.body = ctx, agent_id, body
         self.conversation = conversation  # the agent's, None: its default one
+        # Set on every message (a group's send: which agent said it, group_sends.py).
+        self.marks = marks or {}
         self.sent: set[str] = set()  # stored message ids already sent
         self.requests = 0
         self.chunk_id = ""
@@ -184,7 +195,7 @@ class LettaStream:
     def _piece(self, event: ThoughtDelta | MessageDelta) -> list[dict[str, Any]]:
         if not self.body.stream_tokens or not event.text:
             return []
-        common = {"id": self.chunk_id, "date": utcnow(), "step_id": event.step_id}
+        common = {"id": self.chunk_id, "date": utcnow(), "step_id": event.step_id, **self.marks}
         # The pieces of one kind share an otid, as the pieces of one message.
         common["otid"] = otid(self.chunk_id, int(isinstance(event, MessageDelta)))
         if isinstance(event, ThoughtDelta):
@@ -229,7 +240,7 @@ class LettaStream:
         out = letta_messages(fresh, result or StepResult(), self.body)
         # Text streamed in pieces (this answer's: the step's earlier answers
         # were sent at the next request) is not sent again whole.
-        return [m for m in out if m["message_type"] not in self.streamed]
+        return [marked(m, self.marks) for m in out if m["message_type"] not in self.streamed]
 
     def _failed(self, event: StepFailed) -> list[dict[str, Any]]:
         reason = "llm_api_error" if isinstance(event.error, LLMError) else "error"
@@ -299,13 +310,15 @@ async def letta_frames(
     once: SendOnce | None,
     ping_seconds: float | None = None,
     state: AgentState | None = None,
+    marks: dict[str, Any] | None = None,
 ) -> AsyncIterator[str]:
     """The send's stream: its step's events (in the run's conversation) as
     Letta's chunks, each naming the run (run_stream.py), with a ping every
     `ping_seconds` (None: the server's) the step is silent. `state`: the
-    run's agent, when read already."""
+    run's agent, when read already; `marks`: as `LettaStream`'s."""
     agent_id, conversation = live.run.agent_id, live.run.conversation_id
-    stream, chunks = LettaStream(ctx, agent_id, body, conversation), RunChunks(live.run.id)
+    stream = LettaStream(ctx, agent_id, body, conversation, marks)
+    chunks = RunChunks(live.run.id)
     batches = step_event_batches(
         ctx, user, agent_id, step_input, once, live.watch, conversation=conversation, state=state
     )
@@ -329,17 +342,18 @@ async def letta_stream(
     once: SendOnce | None,
     conversation: str | None = None,
     ping_seconds: float | None = None,
+    marks: dict[str, Any] | None = None,
 ) -> StreamingResponse:
     """A streamed send (in the agent's `conversation`; None: its default
     one), as a run: followed as it goes, or, with `background`, run apart
-    from the connection with its chunks kept."""
+    from the connection with its chunks kept. `marks`: as `LettaStream`'s."""
     state, step_input, live = await run_in_threadpool(
         prepared_send, ctx, user, agent_id, body, conversation, body.background
     )
     if not body.background:
-        frames = letta_frames(ctx, user, live, body, step_input, once, ping_seconds, state)
+        frames = letta_frames(ctx, user, live, body, step_input, once, ping_seconds, state, marks)
         return await sse_response(frames)
-    stream = LettaStream(ctx, state.id, body, conversation)
+    stream = LettaStream(ctx, state.id, body, conversation, marks)
     batches = step_event_batches(
         ctx, user, state.id, step_input, once, live.watch, conversation=conversation, state=state
     )

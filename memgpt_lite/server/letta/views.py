@@ -35,7 +35,7 @@ SLEEPTIME_AGENT_TYPES = {"sleeptime": "sleeptime_agent", "voice_sleeptime": "voi
 def agent_type(state: AgentState, groups: Sequence[AgentGroup]) -> str:
     """The agent's type as Letta names it, from its place in its groups."""
     for group in groups:
-        if state.id in group.agent_ids:
+        if state.id in group.agent_ids and group.manager_type in SLEEPTIME_AGENT_TYPES:
             return SLEEPTIME_AGENT_TYPES[group.manager_type]
         if group.manager_agent_id == state.id and group.manager_type == "voice_sleeptime":
             return VOICE_AGENT_TYPE
@@ -45,8 +45,11 @@ def agent_type(state: AgentState, groups: Sequence[AgentGroup]) -> str:
 def group_view(workspace: Workspace, group: AgentGroup) -> dict[str, Any]:
     """A group as Letta's Group, and when its sleep-time agents last ran and
     why that failed (ours: `last_run_at`, `last_error`)."""
-    read = workspace.store.first_messages(group.manager_agent_id, group.processed_seq, 1)
-    last_read = read[0].id if read and read[0].seq == group.processed_seq else None
+    sleeptime = group.manager_type in SLEEPTIME_AGENT_TYPES
+    last_read = None
+    if sleeptime and group.manager_agent_id is not None:
+        read = workspace.store.first_messages(group.manager_agent_id, group.processed_seq, 1)
+        last_read = read[0].id if read and read[0].seq == group.processed_seq else None
     voice = group.manager_type == "voice_sleeptime"
     return {
         "id": group.id,
@@ -59,9 +62,9 @@ def group_view(workspace: Workspace, group: AgentGroup) -> dict[str, Any]:
         "deployment_id": None,
         "shared_block_ids": [],
         "manager_agent_id": group.manager_agent_id,
-        "termination_token": None,
-        "max_turns": None,
-        "sleeptime_agent_frequency": group.frequency,
+        "termination_token": group.termination_token,
+        "max_turns": group.max_turns,
+        "sleeptime_agent_frequency": group.frequency if sleeptime else None,
         "turns_counter": None,
         "last_processed_message_id": last_read,
         "max_message_buffer_length": group.max_message_buffer_length if voice else None,
@@ -192,7 +195,7 @@ def agent_view(
         "pending_approval": (
             pending_approval(workspace, state) if PENDING_APPROVAL in include else None
         ),
-        "enable_sleeptime": managed is not None,
+        "enable_sleeptime": managed is not None and managed.manager_type in SLEEPTIME_AGENT_TYPES,
         "multi_agent_group": shown_group,
         "managed_group": shown_group,
     }

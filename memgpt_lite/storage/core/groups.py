@@ -1,5 +1,6 @@
 """Groups of agents (see `GroupStorage`), for every backend: a row of
-`agent_groups`, its members in `agent_group_members`, in order."""
+`agent_groups`, its members in `agent_group_members`, in order, each with
+the conversation it talks in there."""
 
 from __future__ import annotations
 
@@ -24,12 +25,18 @@ _COLUMNS = (
     "processed_seq",
     "last_run_at",
     "last_error",
+    "max_turns",
+    "termination_token",
+    "conversation_id",
     "created_at",
     "updated_at",
 )
 _TIMES = ("last_run_at", "created_at", "updated_at")
-# Whether an agent is a group's main agent: read as its step starts.
-MANAGED_GROUP_READ = "SELECT 1 FROM agent_groups WHERE manager_agent_id = ?"
+# Whether an agent is a sleep-time group's main agent: read as its step starts.
+MANAGED_GROUP_READ = (
+    "SELECT 1 FROM agent_groups WHERE manager_agent_id = ? "
+    "AND manager_type IN ('sleeptime', 'voice_sleeptime')"
+)
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM agent_groups"
 _SAVE = (
     f"INSERT INTO agent_groups ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
@@ -43,7 +50,7 @@ class Groups(Transactions):
 
     @guarded
     def save_group(self, group: AgentGroup) -> None:
-        agents = [group.manager_agent_id, *group.agent_ids]
+        agents = [*([group.manager_agent_id] if group.manager_agent_id else []), *group.agent_ids]
         with self.transaction():
             for agent_id in dict.fromkeys(agents):
                 if not self._one("SELECT 1 FROM agents WHERE id = ?", [agent_id]):
@@ -59,9 +66,9 @@ class Groups(Transactions):
             self._execute("DELETE FROM agent_group_members WHERE group_id = ?", [group.id])
             for position, agent_id in enumerate(group.agent_ids):
                 self._execute(
-                    "INSERT INTO agent_group_members (group_id, agent_id, position) "
-                    "VALUES (?, ?, ?)",
-                    [group.id, agent_id, position],
+                    "INSERT INTO agent_group_members (group_id, agent_id, position, "
+                    "conversation_id) VALUES (?, ?, ?, ?)",
+                    [group.id, agent_id, position, group.conversations.get(agent_id)],
                 )
 
     @guarded
@@ -96,7 +103,8 @@ class Groups(Transactions):
         """The groups `where` selects (on `g`), oldest first, with their
         members: one read, so a group and its members agree."""
         rows = self._all(
-            f"SELECT {', '.join('g.' + c for c in _COLUMNS)}, m.agent_id FROM agent_groups g "
+            f"SELECT {', '.join('g.' + c for c in _COLUMNS)}, m.agent_id, m.conversation_id "
+            "FROM agent_groups g "
             "LEFT JOIN agent_group_members m ON m.group_id = g.id "
             f"WHERE {where} ORDER BY g.created_at, g.id, m.position",
             params,
@@ -105,7 +113,10 @@ class Groups(Transactions):
         for row in rows:
             group = groups.get(row[0])
             if group is None:
-                group = groups[row[0]] = AgentGroup(**dict(zip(_COLUMNS, row[:-1], strict=True)))
-            if row[-1] is not None:
-                group.agent_ids.append(row[-1])
+                group = groups[row[0]] = AgentGroup(**dict(zip(_COLUMNS, row[:-2], strict=True)))
+            member, conversation = row[-2:]
+            if member is not None:
+                group.agent_ids.append(member)
+                if conversation is not None:
+                    group.conversations[member] = conversation
         return list(groups.values())

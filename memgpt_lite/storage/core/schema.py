@@ -427,6 +427,21 @@ ARCHIVES = """
         );
         CREATE INDEX agent_archives_archive ON agent_archives(archive_id, created_at);"""
 
+# Groups that talk (Letta's round-robin, supervisor and dynamic groups;
+# agent/groups.py): a round-robin group has no main agent (the column takes
+# NULL: SQLite makes the table again for that, PostgreSQL drops the
+# constraint), how many turns a send takes, what ends a dynamic group's
+# round, and the conversation each of a group's agents talks in there, the
+# main agent's on the group's row; a conversation deleted leaves NULL (the
+# group's next send makes another).
+GROUP_MEMBERS = """
+        ALTER TABLE agent_groups ADD COLUMN max_turns $bigint;
+        ALTER TABLE agent_groups ADD COLUMN termination_token TEXT;
+        ALTER TABLE agent_groups ADD COLUMN conversation_id TEXT
+            REFERENCES conversations(id) ON DELETE SET NULL;
+        ALTER TABLE agent_group_members ADD COLUMN conversation_id TEXT
+            REFERENCES conversations(id) ON DELETE SET NULL;"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

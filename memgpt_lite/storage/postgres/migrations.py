@@ -39,6 +39,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    GROUP_MEMBERS,
     IDENTITIES,
     LETTA_RUN_STREAMS,
     LETTA_RUNS,
@@ -370,6 +371,14 @@ def m022_archives(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
     """SQLite's m028: Letta's archives and the archive attached to an agent
     besides its own (ARCHIVES). m021 is the providers'."""
     conn.execute(ddl(ARCHIVES, TYPES))
+
+
+@migration
+def m023_group_members(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m029: groups that talk, a group's main agent NULL for a
+    round-robin one (GROUP_MEMBERS). m022 is the archives'."""
+    conn.execute("ALTER TABLE agent_groups ALTER COLUMN manager_agent_id DROP NOT NULL")
+    conn.execute(ddl(GROUP_MEMBERS, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

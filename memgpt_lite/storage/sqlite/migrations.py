@@ -24,6 +24,7 @@ from memgpt_lite.storage.core.schema import (
     BLOCK_OWNER_INDEX,
     BLOCKS,
     CONVERSATIONS,
+    GROUP_MEMBERS,
     IDENTITIES,
     LETTA_RUN_STREAMS,
     LETTA_RUNS,
@@ -442,3 +443,31 @@ def m028_archives(db: Database) -> None:
     """Letta's archives: a named archive's name, and the archive attached to
     an agent besides its own (core/schema.py's ARCHIVES)."""
     run_script(db, ddl(ARCHIVES, TYPES))
+
+
+@migrations()
+def m029_group_members(db: Database) -> None:
+    """Groups that talk (core/schema.py's GROUP_MEMBERS): the table of groups
+    made again, as in m025, with a main agent that may be NULL; then the new
+    columns. m028 is the archives'."""
+    table = "SELECT sql FROM sqlite_master WHERE name = 'agent_groups'"
+    statement = db.execute(table).fetchone()[0]
+    required = "manager_agent_id TEXT NOT NULL UNIQUE"
+    if statement.count(required) != 1:
+        raise RuntimeError(f"m029: unexpected agent_groups table: {statement}")
+    its_own = (
+        "SELECT sql FROM sqlite_master WHERE tbl_name = 'agent_groups' "
+        "AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name"
+    )
+    kept = db.execute(its_own).fetchall()
+    for step in (
+        "CREATE TEMP TABLE agent_groups_before AS SELECT * FROM agent_groups",
+        "DROP TABLE agent_groups",
+        statement.replace(required, "manager_agent_id TEXT UNIQUE"),
+        "INSERT INTO agent_groups SELECT * FROM temp.agent_groups_before",
+        "DROP TABLE temp.agent_groups_before",
+    ):
+        db.execute(step)
+    for (made,) in kept:
+        db.execute(made)
+    run_script(db, ddl(GROUP_MEMBERS, TYPES))
