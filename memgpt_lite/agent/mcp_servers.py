@@ -44,7 +44,7 @@ from memgpt_lite.tools.mcp.config import MCP_EXTRA, mcp_tool_name
 
 if TYPE_CHECKING:
     from memgpt_lite.tools.mcp.connections import MCPConnections
-    from memgpt_lite.tools.mcp.results import MCPToolInfo
+    from memgpt_lite.tools.mcp.results import MCPCallResult, MCPToolInfo
 
 # What a secret's value is shown as.
 REDACTED = "***"
@@ -176,6 +176,61 @@ class MCPServers:
         listed = connections.list_tools(server, self.settings.tools.timeout_seconds)
         with self.store.transaction():
             return self._sync(server, listed)
+
+    def update_server(self, name: str, changed: MCPServer, *, owner: str) -> MCPSync:
+        """Give the owner's server `name` the configuration of `changed`
+        (its transport, command, args, env, URL, headers; its id, name and
+        owner stay): the server is reached as changed and its tools listed
+        again, registered as `refresh_server` does. MCPServerError, storing
+        nothing, if it cannot be reached as changed."""
+        stored = self.get_server(name, owner=owner)
+        server = changed.model_copy(
+            update={
+                "id": stored.id,
+                "owner": stored.owner,
+                "name": stored.name,
+                "created_at": stored.created_at,
+            }
+        )
+        connections = self.connections()
+        connections.stop(stored)  # a call under way on the old configuration fails
+        try:
+            listed = connections.list_tools(server, self.settings.tools.timeout_seconds)
+            with self.store.transaction():
+                self.store.update_mcp_server(server)
+                return self._sync(server, listed)
+        except BaseException:
+            connections.stop(server)  # the old configuration starts again when used
+            raise
+
+    def test_server(self, server: MCPServer) -> list[MCPToolInfo]:
+        """The tools `server` lists, reached for this alone: nothing is
+        stored, and it is stopped after (a stored server of its owner and
+        name starts again when used). MCPServerError if it cannot be reached."""
+        connections = self.connections()
+        try:
+            return connections.list_tools(server, self.settings.tools.timeout_seconds)
+        finally:
+            connections.stop(server)
+
+    def call_tool(
+        self, name: str, tool: str, arguments: dict[str, Any], *, owner: str
+    ) -> tuple[ToolDefinition, MCPCallResult]:
+        """Call the owner's server `name`'s registered tool `tool` (its id,
+        its name, or the server's name for it) outside any agent: the tool's
+        record and the call's result or error. NotFoundError for a tool the
+        server has not registered (refreshing it registers new ones)."""
+        server = self.get_server(name, owner=owner)
+        for known, _ in self.server_tools(server.id, owner=owner):
+            if tool in (known.id, known.name, remote_name(known)):
+                result = self.connections().call_tool(
+                    server, remote_name(known), arguments, self.settings.tools.timeout_seconds
+                )
+                return known, result
+        raise NotFoundError(
+            f"MCP server {server.name!r} has no tool {tool!r}; refresh the server "
+            "if it added one since"
+        )
 
     def get_server(self, name: str, *, owner: str) -> MCPServer:
         """The owner's server of this name or id, as stored (secrets too)."""

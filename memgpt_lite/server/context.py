@@ -167,7 +167,8 @@ class ServerContext:
         handshake per step) and its token counter (which counts only what
         is new in the window); rebuilt when the model, endpoint or embedder
         changed, or its registered tools did (attached, detached, modified,
-        trusted: the `Agent` holds the tools it was built with).
+        trusted, their MCP server changed: the `Agent` holds the tools it
+        was built with).
         Only one step of an agent's conversation runs at a time (steps.py),
         and each conversation has an `Agent` of its own (`conversation`:
         None, the default one), so no two threads use one `Agent` at once."""
@@ -211,11 +212,17 @@ class ServerContext:
         """The agent's tool names and its owner's registered tools of those
         names as stored: what its `Agent`'s tools were built from."""
         named = set(state.tool_names)
-        stored = [
-            tool.model_dump_json()
-            for tool in self.workspace.store.list_tools(state.owner)
-            if tool.name in named
-        ]
+        tools = [t for t in self.workspace.store.list_tools(state.owner) if t.name in named]
+        stored = [tool.model_dump_json() for tool in tools]
+        # An MCP tool holds its server's configuration: a changed one
+        # (mcp_servers.update) rebuilds the agent.
+        servers = {tool.mcp_server for tool in tools if tool.kind == "mcp"}
+        if servers:
+            stored += [
+                server.model_dump_json()
+                for server in self.workspace.store.list_mcp_servers(state.owner)
+                if server.name in servers
+            ]
         return (*state.tool_names, *stored)
 
 

@@ -1,9 +1,10 @@
-"""Letta's MCP server routes (mcp_servers.create, list, retrieve, delete,
-tools.list, refresh), driven by letta-client against a real server, with
-the test MCP server (tests/support/mcp_server.py) over stdio and streamable
-HTTP and the fake OpenAI server as the model. A stdio server runs a command
-on the server's machine: admin keys only. A secret (an env or header value)
-is never answered back."""
+"""Letta's MCP server routes (mcp_servers.create, list, retrieve, update,
+delete, tools.list, tools.run, refresh, and the older ones by name), driven
+by letta-client against a real server, with the test MCP server
+(tests/support/mcp_server.py) over stdio and streamable HTTP and the fake
+OpenAI server as the model. A stdio server runs a command on the server's
+machine: admin keys only. A secret (an env or header value) is never
+answered back."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from letta_client import (
     PermissionDeniedError,
     UnprocessableEntityError,
 )
+from support.listener import local_listener
 from support.mcp_server import start_http_server, stdio_command
 from support.serving import live_server, new_key
 
@@ -112,6 +114,14 @@ def test_a_stdio_server_its_tools_refresh_and_delete(
     agent = admin.agents.create(model="gpt-4o-mini", tool_ids=[tools["env"].id])
     assert tool_result(admin, fake_llm, agent.id, "env", name="API_TOKEN") == SECRET
 
+    changed = {**config, "env": {"API_TOKEN": "other", "MCP_TEST_CHANGES": str(changes)}}
+    updated: Any = admin.mcp_servers.update(created.id, config=changed)
+    assert (updated.id, updated.env) == (
+        created.id,
+        {"API_TOKEN": "***", "MCP_TEST_CHANGES": "***"},
+    )
+    assert tool_result(admin, fake_llm, agent.id, "env", name="API_TOKEN") == "other"
+
     changes.write_text(json.dumps({"hide": ["pid", "env"]}))
     refreshed: Any = admin.mcp_servers.refresh(created.id)
     assert refreshed["deleted"] == ["pid"] and refreshed["kept_attached"] == {"env": [agent.name]}
@@ -192,9 +202,8 @@ def test_bad_configurations_are_refused_in_one_line(db: str, server: str) -> Non
     assert str(failed.value.body["detail"]).startswith("MCP server 'web' ")  # type: ignore[index]
     assert plain.mcp_servers.list() == []  # nothing stored
     headers = {"Authorization": f"Bearer {new_key(db, 'alice')}"}
-    for method, path in (("PATCH", "/v1/mcp-servers/mcp-1"), ("PUT", "/v1/tools/mcp/servers")):
-        unbuilt = httpx.request(method, f"{server}{path}", headers=headers, json={})
-        assert unbuilt.status_code == 501, (path, unbuilt.text)
+    unbuilt = httpx.post(f"{server}/v1/tools/mcp/servers/connect", headers=headers, json={})
+    assert unbuilt.status_code == 501, unbuilt.text
 
 
 def test_another_user_s_server_is_not_found(db: str, server: str) -> None:
@@ -211,3 +220,79 @@ def test_another_user_s_server_is_not_found(db: str, server: str) -> None:
             attempt()
     assert bob.mcp_servers.list() == []
     alice.mcp_servers.delete(created.id)
+
+
+def test_an_http_server_changed_run_and_removed_by_id_and_by_name(db: str, server: str) -> None:
+    """Letta's older routes by name (add, test, execute, update, resync,
+    delete) and mcp_servers.update / tools.run, on one HTTP server: each
+    change reaches the server; another user's attempts, a stdio change by a
+    plain key and an SSE test are refused before anything is reached."""
+    alice, plain = {"Authorization": f"Bearer {new_key(db, 'alice')}"}, client_of(db, server)
+    bob = {"Authorization": f"Bearer {new_key(db, 'bob')}"}
+    older = f"{server}/v1/tools/mcp/servers"
+    with start_http_server() as url, local_listener() as listener:
+        config = {"server_name": "remote", "type": "streamable_http", "server_url": url}
+        tested = httpx.post(f"{older}/test", headers=alice, json={**config, "auth_token": SECRET})
+        assert "header" in [t["name"] for t in tested.json()["tools"]] and SECRET not in tested.text
+        assert plain.mcp_servers.list() == []  # testing stores nothing
+        added = httpx.put(older, headers=alice, json={**config, "auth_token": SECRET})
+        assert added.json() == [{k: v for k, v in config.items()}] and SECRET not in added.text
+
+        def said(header: str, route: str = "by name") -> str:
+            if route == "by name":
+                run = httpx.post(
+                    f"{older}/remote/tools/header/execute",
+                    headers=alice,
+                    json={"args": {"name": header}},
+                ).json()
+                return str(run["func_return"])
+            [tool] = [t for t in plain.mcp_servers.tools.list(created.id) if t.name == "header"]
+            ran = plain.mcp_servers.tools.run(
+                tool.id, mcp_server_id=created.id, args={"name": header}
+            )
+            assert ran.status == "success"
+            return str(ran.func_return)
+
+        [created] = plain.mcp_servers.list()  # type: ignore[misc]
+        assert said("authorization") == f"Bearer {SECRET}"
+        updated: Any = plain.mcp_servers.update(
+            created.id,  # type: ignore[union-attr]
+            config={
+                "mcp_server_type": "streamable_http",
+                "server_url": url,
+                "auth_token": "second",
+                "custom_headers": {"X-Team": "red"},
+            },
+        )
+        assert updated.custom_headers == {"Authorization": "***", "X-Team": "***"}
+        assert (said("authorization", "by id"), said("x-team", "by id")) == ("Bearer second", "red")
+        patched = httpx.patch(f"{older}/remote", headers=alice, json={"token": "third"})
+        assert patched.json() == config and "third" not in patched.text
+        assert (said("authorization"), said("x-team")) == ("Bearer third", "red")
+
+        unreachable = {"mcp_server_type": "streamable_http", "server_url": "http://127.0.0.1:9/mcp"}
+        with pytest.raises(APIStatusError) as failed:
+            plain.mcp_servers.update(created.id, config=unreachable)  # type: ignore[union-attr, arg-type]
+        assert failed.value.status_code == 502
+        with pytest.raises(PermissionDeniedError, match="changing a stdio MCP server"):
+            plain.mcp_servers.update(created.id, config=stdio_config())  # type: ignore[union-attr, arg-type]
+        assert said("authorization") == "Bearer third"  # neither changed anything
+
+        to_listener = {"mcp_server_type": "streamable_http", "server_url": listener.url}
+        for method, path, body in (
+            ("PATCH", f"/v1/mcp-servers/{created.id}", {"config": to_listener}),  # type: ignore[union-attr]
+            ("PATCH", "/v1/tools/mcp/servers/remote", {"server_url": listener.url}),
+            ("POST", "/v1/tools/mcp/servers/remote/tools/header/execute", {"args": {}}),
+            ("POST", "/v1/tools/mcp/servers/remote/resync", None),
+            ("DELETE", "/v1/tools/mcp/servers/remote", None),
+        ):
+            refused = httpx.request(method, f"{server}{path}", headers=bob, json=body)
+            assert refused.status_code == 404, (path, refused.text)
+        sse = {"server_name": "x", "type": "sse", "server_url": listener.url}
+        assert httpx.post(f"{older}/test", headers=alice, json=sse).status_code == 422
+        assert listener.accepted == 0
+
+        resynced = httpx.post(f"{older}/remote/resync", headers=alice).json()
+        assert "header" in resynced["unchanged"]
+        assert httpx.delete(f"{older}/remote", headers=alice).json() == []
+        assert plain.tools.list(tool_types=["external_mcp"]).items == []

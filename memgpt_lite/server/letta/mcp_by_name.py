@@ -9,19 +9,36 @@ A server's tools are registered for its user when it is added or refreshed
 server gives it (a registered tool may be named `SERVER__TOOL`, see
 agent/mcp_servers.py), and asking for a tool's record answers the one
 registered; a tool the server added since is found once the server is
-refreshed (`mcp_servers.refresh`). Adding, changing and removing servers go
-through /v1/mcp-servers/.
+refreshed (`mcp_servers.refresh`, or `resync` here).
+
+Adding, changing, removing, testing a server and running its tool by name
+do what /v1/mcp-servers/ does (mcp_servers.py), under the same rules: a
+stdio server for callers who may run code on the server only, secrets
+never answered, another user's server not found. Their bodies are Letta's
+older StdioServerConfig and StreamableHTTPServerConfig (`type`, not
+`mcp_server_type`), and its Update...MCPServer (a stdio server's in
+`stdio_config`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import MCPServer, ToolDefinition
-from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.context import Context, CurrentCaller, ServerContext, User
+from memgpt_lite.server.letta.bodies import LettaBody, ToolArgs
+from memgpt_lite.server.letta.mcp_servers import (
+    ServerConfig,
+    changed_server,
+    new_server,
+    require_rights_for,
+    sync_view,
+    tool_execution_result,
+)
 from memgpt_lite.server.letta.tool_views import registered_view
 
 router = APIRouter(prefix="/v1/tools/mcp/servers", tags=["letta"])
@@ -40,6 +57,48 @@ def _config(server: MCPServer) -> dict[str, Any]:
     return {"server_name": server.name, "type": "streamable_http", "server_url": server.url}
 
 
+class OlderConfig(LettaBody):
+    """Letta's StdioServerConfig, StreamableHTTPServerConfig and
+    SSEServerConfig, told apart by `type` (else by their fields)."""
+
+    server_name: str
+    type: Literal["stdio", "streamable_http", "sse"] | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = None
+    server_url: str | None = None
+    auth_header: str | None = None
+    auth_token: str | None = None
+    custom_headers: dict[str, str] | None = None
+
+    def config(self) -> ServerConfig:
+        given = self.model_dump(exclude_unset=True, exclude={"server_name", "type"})
+        return ServerConfig.model_validate({**given, "mcp_server_type": self.type})
+
+
+class OlderUpdate(LettaBody):
+    """Letta's older UpdateStdioMCPServer (`stdio_config`),
+    UpdateStreamableHTTPMCPServer and UpdateSSEMCPServer (`token`)."""
+
+    server_name: str | None = None
+    stdio_config: OlderConfig | None = None
+    server_url: str | None = None
+    auth_header: str | None = None
+    auth_token: str | None = None
+    token: str | None = None
+    custom_headers: dict[str, str] | None = None
+
+    def config(self) -> ServerConfig:
+        if self.stdio_config is not None:
+            return self.stdio_config.model_copy(update={"type": "stdio"}).config()
+        given = self.model_dump(
+            exclude_none=True, include={"server_url", "auth_header", "auth_token", "custom_headers"}
+        )
+        if self.token and not self.auth_token:
+            given["auth_token"] = self.token
+        return ServerConfig.model_validate(given)
+
+
 def _mcp_name(tool: ToolDefinition) -> str:
     """The tool's name on its MCP server (its schema keeps it)."""
     return str(tool.json_schema.get("name") or tool.name)
@@ -55,6 +114,74 @@ def list_servers_by_name(ctx: Context, user: User) -> dict[str, dict[str, Any]]:
     """Letta's list_mcp_servers: the user's servers by name."""
     listed = ctx.workspace.mcp.list_servers(owner=user)
     return {status.server.name: _config(status.server) for status in listed}
+
+
+def _configs(ctx: ServerContext, user: str) -> list[dict[str, Any]]:
+    return [_config(status.server) for status in ctx.workspace.mcp.list_servers(owner=user)]
+
+
+@router.put("/", include_in_schema=False)
+@router.put("")
+def add_server_by_name(body: OlderConfig, ctx: Context, caller: CurrentCaller) -> list[Any]:
+    """Letta's add_mcp_server: the server reached, stored and its tools
+    registered, as mcp_servers.create does; the user's servers after."""
+    server = new_server(caller.user, body.server_name, body.config())
+    require_rights_for(caller, server, "adding")
+    ctx.workspace.mcp.add_server(server)
+    return _configs(ctx, caller.user)
+
+
+@router.post("/test")
+def test_server_by_config(body: OlderConfig, ctx: Context, caller: CurrentCaller) -> dict[str, Any]:
+    """Letta's test_mcp_server: the server reached as configured and its
+    tools listed (a 502 saying why if it cannot be), nothing stored."""
+    server = new_server(caller.user, body.server_name, body.config())
+    require_rights_for(caller, server, "testing")
+    listed = ctx.workspace.mcp.test_server(server)
+    tools = [
+        {"name": info.name, "description": info.description, "inputSchema": info.input_schema}
+        for info in listed
+    ]
+    return {"status": "success", "tools": tools}
+
+
+@router.patch("/{server_name}")
+def update_server_by_name(
+    server_name: str, body: OlderUpdate, ctx: Context, caller: CurrentCaller
+) -> dict[str, Any]:
+    """Letta's update_mcp_server: as mcp_servers.update (a server keeps its
+    name); the server's configuration after, its secrets left out."""
+    stored = ctx.workspace.mcp.get_server(server_name, owner=caller.user)
+    server = changed_server(stored, body.config())
+    require_rights_for(caller, server, "changing")
+    ctx.workspace.mcp.update_server(stored.id, server, owner=caller.user)
+    return _config(ctx.workspace.mcp.get_server(stored.id, owner=caller.user))
+
+
+@router.delete("/{server_name}")
+def delete_server_by_name(server_name: str, ctx: Context, user: User) -> list[Any]:
+    """Letta's delete_mcp_server: as mcp_servers.delete (a 409 while a
+    tool of it is attached); the user's servers after."""
+    server = ctx.workspace.mcp.get_server(server_name, owner=user)
+    ctx.workspace.mcp.remove_server(server.id, owner=user)
+    return _configs(ctx, user)
+
+
+@router.post("/{server_name}/resync")
+def resync_server_by_name(server_name: str, ctx: Context, user: User) -> dict[str, Any]:
+    """Letta's resync_mcp_server_tools: as mcp_servers.refresh."""
+    return sync_view(ctx.workspace.mcp.refresh_server(server_name, owner=user))
+
+
+@router.post("/{server_name}/tools/{tool_name}/execute")
+def execute_tool_by_name(
+    server_name: str, tool_name: str, ctx: Context, user: User, body: ToolArgs | None = None
+) -> dict[str, Any]:
+    """Letta's execute_mcp_tool: the server's tool (as it or our registry
+    names it) called now on `args`, outside any agent."""
+    args = (body or ToolArgs()).args
+    _, result = ctx.workspace.mcp.call_tool(server_name, tool_name, args, owner=user)
+    return tool_execution_result(result)
 
 
 @router.get("/{server_name}/tools")

@@ -18,7 +18,7 @@ answer shows `***` in its place (`redacted_server`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter
 from pydantic import Field, ValidationError
@@ -26,9 +26,18 @@ from pydantic import Field, ValidationError
 from memgpt_lite.agent.mcp_servers import MCPSync, redacted_server
 from memgpt_lite.errors import ConfigError, NotFoundError, validation_messages
 from memgpt_lite.models import MCPServer
-from memgpt_lite.server.context import Context, CurrentCaller, User, require_code_rights
-from memgpt_lite.server.letta.bodies import LettaBody
+from memgpt_lite.server.context import (
+    Caller,
+    Context,
+    CurrentCaller,
+    User,
+    require_code_rights,
+)
+from memgpt_lite.server.letta.bodies import LettaBody, ToolArgs
 from memgpt_lite.server.letta.tool_views import registered_view
+
+if TYPE_CHECKING:
+    from memgpt_lite.tools.mcp.results import MCPCallResult
 
 router = APIRouter(prefix="/v1/mcp-servers", tags=["letta"])
 
@@ -68,23 +77,76 @@ class CreateServer(LettaBody):
     config: ServerConfig
 
 
-def _server(user: str, body: CreateServer) -> MCPServer:
-    """Our MCPServer for Letta's request; a 422 naming what is wrong."""
-    config, kind = body.config, body.config.kind()
-    if kind == "sse":
-        raise ConfigError(
-            "config.mcp_server_type: SSE servers are not supported; give the server's "
-            "streamable HTTP URL (mcp_server_type 'streamable_http')"
-        )
+class UpdateServer(LettaBody):
+    """Letta's UpdateMCPServerRequest: what to change of a server's
+    configuration (a field left out stays as it is)."""
+
+    server_name: str | None = None
+    config: ServerConfig
+
+
+def new_server(user: str, name: str, config: ServerConfig) -> MCPServer:
+    """Our MCPServer for Letta's configuration; a 422 naming what is wrong."""
+    kind = _refuse_sse(config)
     fields: dict[str, Any] = {"transport": "http", "url": config.server_url}
     fields["headers"] = config.headers()
     if kind == "stdio":
         fields = {"transport": "stdio", "command": config.command, "args": config.args}
         fields["env"] = config.env or {}
+    return _built(user, name, fields)
+
+
+def changed_server(stored: MCPServer, config: ServerConfig) -> MCPServer:
+    """`stored` with what `config` gives changed: on the same transport, a
+    field left out (or null) stays; `env` and `args` are replaced whole;
+    `custom_headers` replaces the headers but the token's, `auth_token`
+    sets the token's. On another transport, only what `config` gives."""
+    named = config.mcp_server_type or config.command or config.server_url
+    kind = _refuse_sse(config) if named else _KINDS[stored.transport]
+    same = _KINDS[stored.transport] == kind
+    given = config.model_fields_set
+    if kind == "stdio":
+        fields: dict[str, Any] = {
+            "transport": "stdio",
+            "command": config.command or (stored.command if same else None),
+            "args": config.args if "args" in given or not same else stored.args,
+            "env": config.env if config.env is not None or not same else stored.env,
+        }
+        return _built(stored.owner, stored.name, fields)
+    headers = dict(stored.headers) if same else {}
+    if config.custom_headers is not None:
+        token_header = (config.auth_header or "Authorization").lower()
+        headers = {k: v for k, v in headers.items() if k.lower() == token_header}
+    headers.update(config.headers())
+    url = config.server_url or (stored.url if same else None)
+    return _built(stored.owner, stored.name, {"transport": "http", "url": url, "headers": headers})
+
+
+_KINDS = {"stdio": "stdio", "http": "streamable_http"}
+
+
+def _refuse_sse(config: ServerConfig) -> str:
+    kind = config.kind()
+    if kind == "sse":
+        raise ConfigError(
+            "config.mcp_server_type: SSE servers are not supported; give the server's "
+            "streamable HTTP URL (mcp_server_type 'streamable_http')"
+        )
+    return kind
+
+
+def _built(user: str, name: str, fields: dict[str, Any]) -> MCPServer:
     try:
-        return MCPServer(owner=user, name=body.server_name, **fields)
+        return MCPServer(owner=user, name=name, **fields)
     except ValidationError as exc:
-        raise ConfigError(f"cannot add the MCP server: {validation_messages(exc)}") from None
+        raise ConfigError(f"cannot use the MCP server: {validation_messages(exc)}") from None
+
+
+def require_rights_for(caller: Caller, server: MCPServer, doing: str) -> None:
+    """A stdio server runs a command on the server's machine: a 403 unless
+    the caller may run code there."""
+    if server.transport == "stdio":
+        require_code_rights(caller, f"{doing} a stdio MCP server")
 
 
 def server_view(server: MCPServer) -> dict[str, Any]:
@@ -128,9 +190,8 @@ def sync_view(sync: MCPSync) -> dict[str, Any]:
 def create_server(body: CreateServer, ctx: Context, caller: CurrentCaller) -> dict[str, Any]:
     """Letta's mcp_create_mcp_server: the server reached (a 502 if it
     cannot be), stored, and its tools registered for the user."""
-    server = _server(caller.user, body)
-    if server.transport == "stdio":
-        require_code_rights(caller, "adding a stdio MCP server")
+    server = new_server(caller.user, body.server_name, body.config)
+    require_rights_for(caller, server, "adding")
     return server_view(ctx.workspace.mcp.add_server(server).server)
 
 
@@ -145,6 +206,25 @@ def list_servers(ctx: Context, user: User) -> list[dict[str, Any]]:
 def retrieve_server(mcp_server_id: str, ctx: Context, user: User) -> dict[str, Any]:
     """Letta's mcp_retrieve_mcp_server, by id (or name)."""
     return server_view(ctx.workspace.mcp.get_server(mcp_server_id, owner=user))
+
+
+@router.patch("/{mcp_server_id}")
+def update_server(
+    mcp_server_id: str, body: UpdateServer, ctx: Context, caller: CurrentCaller
+) -> dict[str, Any]:
+    """Letta's mcp_update_mcp_server: the server reached as changed (a 502,
+    changing nothing, if it cannot be) and its tools registered again, as
+    a refresh does. A server keeps its name: its tools are named after it."""
+    stored = ctx.workspace.mcp.get_server(mcp_server_id, owner=caller.user)
+    if body.server_name not in (None, stored.name):
+        raise ConfigError(
+            f"server_name: an MCP server keeps its name ({stored.name!r}); "
+            "create one of the new name and delete this one"
+        )
+    server = changed_server(stored, body.config)
+    require_rights_for(caller, server, "changing")
+    ctx.workspace.mcp.update_server(stored.id, server, owner=caller.user)
+    return server_view(ctx.workspace.mcp.get_server(stored.id, owner=caller.user))
 
 
 @router.delete("/{mcp_server_id}")
@@ -189,3 +269,27 @@ def refresh_server(
     names its agents). `agent_id` is accepted and changes nothing: an
     agent's attached tools are refreshed with the server's."""
     return sync_view(ctx.workspace.mcp.refresh_server(mcp_server_id, owner=user))
+
+
+@router.post("/{mcp_server_id}/tools/{tool_id}/run")
+def run_server_tool(
+    mcp_server_id: str, tool_id: str, ctx: Context, user: User, body: ToolArgs | None = None
+) -> dict[str, Any]:
+    """Letta's mcp_run_tool: the server's tool called now on `args`,
+    outside any agent, as Letta's ToolExecutionResult (`func_return`: what
+    a model would read; `status` "error" for the tool's error)."""
+    args = (body or ToolArgs()).args
+    _, result = ctx.workspace.mcp.call_tool(mcp_server_id, tool_id, args, owner=user)
+    return tool_execution_result(result)
+
+
+def tool_execution_result(result: MCPCallResult) -> dict[str, Any]:
+    """An MCP tool's call as Letta's ToolExecutionResult."""
+    return {
+        "status": "success" if result.ok else "error",
+        "func_return": result.text,
+        "agent_state": None,
+        "stdout": [],
+        "stderr": [],
+        "sandbox_config_fingerprint": None,
+    }

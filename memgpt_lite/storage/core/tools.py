@@ -50,6 +50,8 @@ _SERVER_COLUMNS = (
     "created_at",
 )
 _JSON_SERVER_COLUMNS = ("args", "env", "headers")
+# What an update changes: the rest (id, owner, name, created_at) stays.
+_SERVER_CONFIG_COLUMNS = ("transport", "command", "args", "env", "url", "headers")
 _TOOL_WRITTEN = [c for c in _TOOL_COLUMNS if c not in ("id", "owner", "created_at")]
 _FIND = "owner = ? AND (name = ? OR id = ?) ORDER BY name = ? DESC LIMIT 1"
 
@@ -208,6 +210,19 @@ class Tools(Transactions):
             params,
         )
         return [_server(row) for row in rows]
+
+    @guarded
+    def update_mcp_server(self, server: MCPServer) -> None:
+        values = server.model_dump(include=set(_SERVER_CONFIG_COLUMNS))
+        for column in _JSON_SERVER_COLUMNS:
+            values[column] = json.dumps(values[column], ensure_ascii=False)
+        with self.transaction():
+            self.get_mcp_server(server.owner, server.id)  # NotFoundError for another's
+            assignments = ", ".join(f"{column} = ?" for column in _SERVER_CONFIG_COLUMNS)
+            self._execute(
+                f"UPDATE mcp_servers SET {assignments} WHERE id = ? AND owner = ?",
+                [*(values[c] for c in _SERVER_CONFIG_COLUMNS), server.id, server.owner],
+            )
 
     @guarded
     def delete_mcp_server(self, owner: str, name_or_id: str) -> None:

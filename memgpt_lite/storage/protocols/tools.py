@@ -69,6 +69,12 @@ class ToolStorage(Protocol):
         """The owner's MCP servers by name; with no owner, every user's."""
         ...
 
+    def update_mcp_server(self, server: MCPServer) -> None:
+        """Store `server`'s new configuration (transport, command, args, env,
+        URL, headers) over its owner's server of its id; its name, owner and
+        creation time stay. NotFoundError if the owner has no server of that id."""
+        ...
+
     def delete_mcp_server(self, owner: str, name_or_id: str) -> None:
         """Delete the owner's MCP server and its tools (kind "mcp", naming
         it). NotFoundError if there is none; ConflictError, deleting nothing,
