@@ -4,8 +4,8 @@ A key holder who could point an agent at any URL could make the server
 connect to any host it reaches (its own network, a cloud's metadata
 address) and read the answer back through the errors of a send, or learn
 which ports are open. So a URL that comes with a request (our API's
-`base_url`, Letta's `llm_config.model_endpoint`, an imported file's base URL)
-is checked before anything is stored, and before anything connects to it:
+`base_url`, Letta's `llm_config.model_endpoint`, an imported file's base URL,
+an HTTP MCP server's URL) is checked before anything is stored, and before anything connects to it:
 it must be the server's own endpoint ($OPENAI_BASE_URL, or `base_url` in
 config.toml) or one its operator allows (`serve --allow-endpoint URL`,
 `allow_endpoints` in config.toml). Anything else is a 403 naming the rule.

@@ -31,6 +31,8 @@ from memgpt_lite.testing.script import call, reply
 from memgpt_lite.testing.server import FakeOpenAIServer
 
 SECRET = "s3cret-value"
+# Allowed, and nothing listens there: reaching it fails.
+UNREACHABLE = "http://127.0.0.1:9/mcp"
 
 
 @pytest.fixture
@@ -159,10 +161,10 @@ def test_allow_user_code_lets_any_key_add_a_stdio_server(
 
 
 def test_a_streamable_http_server_for_any_key_with_its_headers_sent(
-    db: str, server: str, fake_llm: FakeOpenAIServer
+    db: str, fake_llm: FakeOpenAIServer
 ) -> None:
-    plain = client_of(db, server)
-    with start_http_server() as url:
+    with start_http_server() as url, live_server(db, allow_endpoints=[url]) as server:
+        plain = client_of(db, server)
         created: Any = plain.mcp_servers.create(
             server_name="remote",
             config={
@@ -184,8 +186,19 @@ def test_a_streamable_http_server_for_any_key_with_its_headers_sent(
         plain.mcp_servers.delete(created.id)
 
 
-def test_bad_configurations_are_refused_in_one_line(db: str, server: str) -> None:
+def test_bad_configurations_are_refused_in_one_line(db: str, fake_llm: FakeOpenAIServer) -> None:
+    unreachable = {"mcp_server_type": "streamable_http", "server_url": UNREACHABLE}
+    with local_listener() as listener, live_server(db, allow_endpoints=[UNREACHABLE]) as server:
+        _refused_in_one_line(db, server, listener, unreachable)
+        assert listener.accepted == 0
+
+
+def _refused_in_one_line(db: str, server: str, listener: Any, unreachable: dict[str, str]) -> None:
     plain = client_of(db, server)
+    # A URL the server does not allow is never reached, as an agent's model endpoint.
+    elsewhere = {"mcp_server_type": "streamable_http", "server_url": listener.url}
+    with pytest.raises(PermissionDeniedError, match="is not allowed: .*--allow-endpoint"):
+        plain.mcp_servers.create(server_name="web", config=elsewhere)  # type: ignore[arg-type]
     for config, expected in (
         ({"mcp_server_type": "sse", "server_url": "http://127.0.0.1:1/sse"}, "SSE servers"),
         (
@@ -195,7 +208,6 @@ def test_bad_configurations_are_refused_in_one_line(db: str, server: str) -> Non
     ):
         with pytest.raises(UnprocessableEntityError, match=expected):
             plain.mcp_servers.create(server_name="web", config=config)  # type: ignore[arg-type]
-    unreachable = {"mcp_server_type": "streamable_http", "server_url": "http://127.0.0.1:9/mcp"}
     with pytest.raises(APIStatusError) as failed:
         plain.mcp_servers.create(server_name="web", config=unreachable)  # type: ignore[arg-type]
     assert failed.value.status_code == 502
@@ -222,7 +234,18 @@ def test_another_user_s_server_is_not_found(db: str, server: str) -> None:
     alice.mcp_servers.delete(created.id)
 
 
-def test_an_http_server_changed_run_and_removed_by_id_and_by_name(db: str, server: str) -> None:
+def test_an_http_server_changed_run_and_removed_by_id_and_by_name(
+    db: str, fake_llm: FakeOpenAIServer
+) -> None:
+    with (
+        start_http_server() as url,
+        local_listener() as listener,
+        live_server(db, allow_endpoints=[url, UNREACHABLE]) as server,
+    ):
+        _changed_run_and_removed(db, server, url, listener)
+
+
+def _changed_run_and_removed(db: str, server: str, url: str, listener: Any) -> None:
     """Letta's older routes by name (add, test, execute, update, resync,
     delete) and mcp_servers.update / tools.run, on one HTTP server: each
     change reaches the server; another user's attempts, a stdio change by a
@@ -230,69 +253,66 @@ def test_an_http_server_changed_run_and_removed_by_id_and_by_name(db: str, serve
     alice, plain = {"Authorization": f"Bearer {new_key(db, 'alice')}"}, client_of(db, server)
     bob = {"Authorization": f"Bearer {new_key(db, 'bob')}"}
     older = f"{server}/v1/tools/mcp/servers"
-    with start_http_server() as url, local_listener() as listener:
-        config = {"server_name": "remote", "type": "streamable_http", "server_url": url}
-        tested = httpx.post(f"{older}/test", headers=alice, json={**config, "auth_token": SECRET})
-        assert "header" in [t["name"] for t in tested.json()["tools"]] and SECRET not in tested.text
-        assert plain.mcp_servers.list() == []  # testing stores nothing
-        added = httpx.put(older, headers=alice, json={**config, "auth_token": SECRET})
-        assert added.json() == [{k: v for k, v in config.items()}] and SECRET not in added.text
+    config = {"server_name": "remote", "type": "streamable_http", "server_url": url}
+    tested = httpx.post(f"{older}/test", headers=alice, json={**config, "auth_token": SECRET})
+    assert "header" in [t["name"] for t in tested.json()["tools"]] and SECRET not in tested.text
+    assert plain.mcp_servers.list() == []  # testing stores nothing
+    added = httpx.put(older, headers=alice, json={**config, "auth_token": SECRET})
+    assert added.json() == [{k: v for k, v in config.items()}] and SECRET not in added.text
 
-        def said(header: str, route: str = "by name") -> str:
-            if route == "by name":
-                run = httpx.post(
-                    f"{older}/remote/tools/header/execute",
-                    headers=alice,
-                    json={"args": {"name": header}},
-                ).json()
-                return str(run["func_return"])
-            [tool] = [t for t in plain.mcp_servers.tools.list(created.id) if t.name == "header"]
-            ran = plain.mcp_servers.tools.run(
-                tool.id, mcp_server_id=created.id, args={"name": header}
-            )
-            assert ran.status == "success"
-            return str(ran.func_return)
+    def said(header: str, route: str = "by name") -> str:
+        if route == "by name":
+            run = httpx.post(
+                f"{older}/remote/tools/header/execute",
+                headers=alice,
+                json={"args": {"name": header}},
+            ).json()
+            return str(run["func_return"])
+        [tool] = [t for t in plain.mcp_servers.tools.list(created.id) if t.name == "header"]
+        ran = plain.mcp_servers.tools.run(tool.id, mcp_server_id=created.id, args={"name": header})
+        assert ran.status == "success"
+        return str(ran.func_return)
 
-        [created] = plain.mcp_servers.list()  # type: ignore[misc]
-        assert said("authorization") == f"Bearer {SECRET}"
-        updated: Any = plain.mcp_servers.update(
-            created.id,  # type: ignore[union-attr]
-            config={
-                "mcp_server_type": "streamable_http",
-                "server_url": url,
-                "auth_token": "second",
-                "custom_headers": {"X-Team": "red"},
-            },
-        )
-        assert updated.custom_headers == {"Authorization": "***", "X-Team": "***"}
-        assert (said("authorization", "by id"), said("x-team", "by id")) == ("Bearer second", "red")
-        patched = httpx.patch(f"{older}/remote", headers=alice, json={"token": "third"})
-        assert patched.json() == config and "third" not in patched.text
-        assert (said("authorization"), said("x-team")) == ("Bearer third", "red")
+    [created] = plain.mcp_servers.list()  # type: ignore[misc]
+    assert said("authorization") == f"Bearer {SECRET}"
+    updated: Any = plain.mcp_servers.update(
+        created.id,  # type: ignore[union-attr]
+        config={
+            "mcp_server_type": "streamable_http",
+            "server_url": url,
+            "auth_token": "second",
+            "custom_headers": {"X-Team": "red"},
+        },
+    )
+    assert updated.custom_headers == {"Authorization": "***", "X-Team": "***"}
+    assert (said("authorization", "by id"), said("x-team", "by id")) == ("Bearer second", "red")
+    patched = httpx.patch(f"{older}/remote", headers=alice, json={"token": "third"})
+    assert patched.json() == config and "third" not in patched.text
+    assert (said("authorization"), said("x-team")) == ("Bearer third", "red")
 
-        unreachable = {"mcp_server_type": "streamable_http", "server_url": "http://127.0.0.1:9/mcp"}
-        with pytest.raises(APIStatusError) as failed:
-            plain.mcp_servers.update(created.id, config=unreachable)  # type: ignore[union-attr, arg-type]
-        assert failed.value.status_code == 502
-        with pytest.raises(PermissionDeniedError, match="changing a stdio MCP server"):
-            plain.mcp_servers.update(created.id, config=stdio_config())  # type: ignore[union-attr, arg-type]
-        assert said("authorization") == "Bearer third"  # neither changed anything
+    unreachable = {"mcp_server_type": "streamable_http", "server_url": UNREACHABLE}
+    with pytest.raises(APIStatusError) as failed:
+        plain.mcp_servers.update(created.id, config=unreachable)  # type: ignore[union-attr, arg-type]
+    assert failed.value.status_code == 502
+    with pytest.raises(PermissionDeniedError, match="changing a stdio MCP server"):
+        plain.mcp_servers.update(created.id, config=stdio_config())  # type: ignore[union-attr, arg-type]
+    assert said("authorization") == "Bearer third"  # neither changed anything
 
-        to_listener = {"mcp_server_type": "streamable_http", "server_url": listener.url}
-        for method, path, body in (
-            ("PATCH", f"/v1/mcp-servers/{created.id}", {"config": to_listener}),  # type: ignore[union-attr]
-            ("PATCH", "/v1/tools/mcp/servers/remote", {"server_url": listener.url}),
-            ("POST", "/v1/tools/mcp/servers/remote/tools/header/execute", {"args": {}}),
-            ("POST", "/v1/tools/mcp/servers/remote/resync", None),
-            ("DELETE", "/v1/tools/mcp/servers/remote", None),
-        ):
-            refused = httpx.request(method, f"{server}{path}", headers=bob, json=body)
-            assert refused.status_code == 404, (path, refused.text)
-        sse = {"server_name": "x", "type": "sse", "server_url": listener.url}
-        assert httpx.post(f"{older}/test", headers=alice, json=sse).status_code == 422
-        assert listener.accepted == 0
+    to_listener = {"mcp_server_type": "streamable_http", "server_url": listener.url}
+    for method, path, body in (
+        ("PATCH", f"/v1/mcp-servers/{created.id}", {"config": to_listener}),  # type: ignore[union-attr]
+        ("PATCH", "/v1/tools/mcp/servers/remote", {"server_url": listener.url}),
+        ("POST", "/v1/tools/mcp/servers/remote/tools/header/execute", {"args": {}}),
+        ("POST", "/v1/tools/mcp/servers/remote/resync", None),
+        ("DELETE", "/v1/tools/mcp/servers/remote", None),
+    ):
+        refused = httpx.request(method, f"{server}{path}", headers=bob, json=body)
+        assert refused.status_code == 404, (path, refused.text)
+    sse = {"server_name": "x", "type": "sse", "server_url": listener.url}
+    assert httpx.post(f"{older}/test", headers=alice, json=sse).status_code == 422
+    assert listener.accepted == 0
 
-        resynced = httpx.post(f"{older}/remote/resync", headers=alice).json()
-        assert "header" in resynced["unchanged"]
-        assert httpx.delete(f"{older}/remote", headers=alice).json() == []
-        assert plain.tools.list(tool_types=["external_mcp"]).items == []
+    resynced = httpx.post(f"{older}/remote/resync", headers=alice).json()
+    assert "header" in resynced["unchanged"]
+    assert httpx.delete(f"{older}/remote", headers=alice).json() == []
+    assert plain.tools.list(tool_types=["external_mcp"]).items == []

@@ -126,7 +126,7 @@ def add_server_by_name(body: OlderConfig, ctx: Context, caller: CurrentCaller) -
     """Letta's add_mcp_server: the server reached, stored and its tools
     registered, as mcp_servers.create does; the user's servers after."""
     server = new_server(caller.user, body.server_name, body.config())
-    require_rights_for(caller, server, "adding")
+    require_rights_for(ctx, caller, server, "adding")
     ctx.workspace.mcp.add_server(server)
     return _configs(ctx, caller.user)
 
@@ -136,7 +136,7 @@ def test_server_by_config(body: OlderConfig, ctx: Context, caller: CurrentCaller
     """Letta's test_mcp_server: the server reached as configured and its
     tools listed (a 502 saying why if it cannot be), nothing stored."""
     server = new_server(caller.user, body.server_name, body.config())
-    require_rights_for(caller, server, "testing")
+    require_rights_for(ctx, caller, server, "testing")
     listed = ctx.workspace.mcp.test_server(server)
     tools = [
         {"name": info.name, "description": info.description, "inputSchema": info.input_schema}
@@ -153,7 +153,7 @@ def update_server_by_name(
     name); the server's configuration after, its secrets left out."""
     stored = ctx.workspace.mcp.get_server(server_name, owner=caller.user)
     server = changed_server(stored, body.config())
-    require_rights_for(caller, server, "changing")
+    require_rights_for(ctx, caller, server, "changing")
     ctx.workspace.mcp.update_server(stored.id, server, owner=caller.user)
     return _config(ctx.workspace.mcp.get_server(stored.id, owner=caller.user))
 

@@ -6,10 +6,11 @@ Creating a server reaches it and registers its tools for the user, who
 attaches them to agents like any other tool (agents.tools.attach). A stdio
 server is a command the server's machine runs: only a caller who may run
 code on the server may add one (context.py). A streamable HTTP server
-follows the rule of the endpoints a client names: any http:// or https://
-URL, sent only the headers the client gave, never anything of the server's
-(as an agent's base URL gets the server's model key only if it is the
-server's own endpoint). SSE servers are refused (their transport is
+follows the rule of an agent's model endpoint: only a URL the server allows
+(`serve --allow-endpoint`, config.toml's `allow_endpoints`: endpoints.py),
+checked before it is reached, and sent only the headers the client gave,
+never anything of the server's (as an agent's base URL gets the server's
+model key only if it is the server's own endpoint). SSE servers are refused (their transport is
 deprecated; streamable HTTP replaces it).
 
 An `env` or header value (a key, a token) is never answered back: every
@@ -30,6 +31,7 @@ from memgpt_lite.server.context import (
     Caller,
     Context,
     CurrentCaller,
+    ServerContext,
     User,
     require_code_rights,
 )
@@ -142,11 +144,15 @@ def _built(user: str, name: str, fields: dict[str, Any]) -> MCPServer:
         raise ConfigError(f"cannot use the MCP server: {validation_messages(exc)}") from None
 
 
-def require_rights_for(caller: Caller, server: MCPServer, doing: str) -> None:
-    """A stdio server runs a command on the server's machine: a 403 unless
-    the caller may run code there."""
+def require_rights_for(ctx: ServerContext, caller: Caller, server: MCPServer, doing: str) -> None:
+    """Before the server is reached: a stdio server runs a command on the
+    server's machine, a 403 unless the caller may run code there; an HTTP
+    server's URL must be one of the endpoints the server allows, as an
+    agent's model endpoint must (endpoints.py): a 403 naming the rule."""
     if server.transport == "stdio":
         require_code_rights(caller, f"{doing} a stdio MCP server")
+    else:
+        ctx.check_endpoint(server.url, "server_url")
 
 
 def server_view(server: MCPServer) -> dict[str, Any]:
@@ -191,7 +197,7 @@ def create_server(body: CreateServer, ctx: Context, caller: CurrentCaller) -> di
     """Letta's mcp_create_mcp_server: the server reached (a 502 if it
     cannot be), stored, and its tools registered for the user."""
     server = new_server(caller.user, body.server_name, body.config)
-    require_rights_for(caller, server, "adding")
+    require_rights_for(ctx, caller, server, "adding")
     return server_view(ctx.workspace.mcp.add_server(server).server)
 
 
@@ -222,7 +228,7 @@ def update_server(
             "create one of the new name and delete this one"
         )
     server = changed_server(stored, body.config)
-    require_rights_for(caller, server, "changing")
+    require_rights_for(ctx, caller, server, "changing")
     ctx.workspace.mcp.update_server(stored.id, server, owner=caller.user)
     return server_view(ctx.workspace.mcp.get_server(stored.id, owner=caller.user))
 
