@@ -55,7 +55,7 @@ from memgpt_lite.storage import copy
 from memgpt_lite.storage.copy import AgentCopy
 from memgpt_lite.storage.open import open_storage
 from memgpt_lite.storage.protocol import Storage
-from memgpt_lite.storage.protocols.accounts import StepUsage
+from memgpt_lite.storage.protocols.accounts import StepFeedback, StepUsage
 from memgpt_lite.storage.protocols.groups import SLEEPTIME_TYPES, AgentGroup, ManagerType
 from memgpt_lite.storage.protocols.runs import Run
 
@@ -533,6 +533,17 @@ class Workspace:
         """The newest `limit` steps with usage of the owner's agents (of one
         agent, among `step_ids`, if given), newest first, each with its totals."""
         return self.store.list_steps(owner, agent_id, step_ids, limit)
+
+    def set_step_feedback(
+        self,
+        agent_id: str,
+        step_id: str,
+        feedback: StepFeedback | None,
+        tags: Sequence[str] | None = None,
+    ) -> None:
+        """Store a user's feedback on the agent's step (None takes it away),
+        and its tags if given (None keeps them)."""
+        self.store.set_step_feedback(agent_id, step_id, feedback, tags)
 
     def step_usage(self, agent_id: str, step_id: str) -> list[UsageRecord]:
         """The usage records of one step of the agent, in the order stored."""

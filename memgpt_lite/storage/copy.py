@@ -3,17 +3,18 @@
 Written against the `Storage` protocol alone, so it moves agents between any
 two backends: SQLite to PostgreSQL, back, or SQLite to SQLite. Each agent
 keeps its id, name, state, blocks (in order, with their history; a block
-shared by several agents is created once and linked to each), every message (same ids, in
-order), every passage (same ids, tags, dates), every vector and every token
-usage record, and its owner; every API key (revoked ones too) comes along,
-with its id, user and times, and so does every user's tool registry (tools
-and MCP servers, with their ids and trust), every group of agents (a
-main agent and its sleep-time agents; a group that talks, with the
-conversation each of its agents talks in), every identity (with its links to
-the agents and blocks copied), every user's providers (their API keys
-copied sealed, as agents' own keys are: the same secret opens them) and
-every named archive (its passages and vectors, and the agents it is
-attached to). Step locks are not copied: they belong to running processes.
+shared by several agents is created once and linked to each), every message
+(same ids, in order), every passage (same ids, tags, dates), every vector
+and every token usage record (with the feedback given its steps), and its
+owner; every API key (revoked ones too) comes along, with its id, user and
+times, and so does every user's tool registry (tools and MCP servers, with
+their ids and trust), every group of agents (a main agent and its sleep-time
+agents; a group that talks, with the conversation each of its agents talks
+in), every identity (with its links to the agents and blocks copied), every
+user's providers (their API keys copied sealed, as agents' own keys are: the
+same secret opens them) and every named archive (its passages and vectors,
+and the agents it is attached to). Step locks are not copied: they belong to
+running processes.
 
 The destination assigns its own `seq` numbers, so whatever holds a message
 or passage seq is remapped: the window start (`AgentState.context_start`),
@@ -289,6 +290,16 @@ def _copy_groups(src: Storage, dst: Storage, message_seqs: dict[str, dict[int, i
         dst.save_group(copied)
 
 
+def _copy_step_feedback(src: Storage, dst: Storage, state: AgentState, records: int) -> None:
+    """Store the feedback given the agent's steps (its usage is copied by
+    now; a step has at least one of its `records`)."""
+    if not records:
+        return
+    for step in src.list_steps(state.owner, state.id, limit=records):
+        if step.feedback is not None or step.tags:
+            dst.set_step_feedback(state.id, step.step_id, step.feedback, step.tags)
+
+
 def _copy_agent(
     src: Storage, dst: Storage, state: AgentState, batch: int
 ) -> tuple[AgentCopy, dict[int, int]]:
@@ -305,6 +316,7 @@ def _copy_agent(
     usage = src.agent_usage(state.id)
     for record in usage:
         dst.add_usage(record.model_copy())
+    _copy_step_feedback(src, dst, state, len(usage))
     start = _new_start(message_seqs, state.context_start)
     reflected = _new_reflected(message_seqs, state.reflected_seq)
 

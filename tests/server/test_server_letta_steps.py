@@ -2,8 +2,9 @@
 usage, steps, metrics, trace), and the readiness check, driven by
 letta-client 1.x against a real server: a step is one turn under one
 step_id, its tokens those of every model answer it stored; a step that
-waited for an approval goes on in the approval's run. Another user's runs
-and steps are 404s, word for word as unknown ids."""
+waited for an approval goes on in the approval's run; feedback given it is
+kept, shown and listed by. Another user's runs and steps are 404s, word for
+word as unknown ids."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def test_a_steps_runs_usage_and_the_steps_routes(
     assert list(client.steps.list(model="gpt-4o")) == []
     assert list(client.steps.list(start_date="2999-01-01T00:00:00Z")) == []
     assert len(list(client.steps.list(end_date="2999-01-01T00:00:00+01:00"))) == 2
-    assert list(client.steps.list(feedback="positive")) == []  # none is kept
+    assert list(client.steps.list(feedback="positive")) == []  # none given yet
 
     # Its messages: those of both runs, as each run lists them.
     by_run = [*client.runs.messages.list(first_run), *client.runs.messages.list(second_run)]
@@ -101,9 +102,29 @@ def test_a_steps_runs_usage_and_the_steps_routes(
     ]
     assert client.runs.trace.retrieve(first_run) == []
     assert client.steps.trace.retrieve(step_id) is None
-    with pytest.raises(APIStatusError) as feedback:
-        client.steps.feedback.create(step_id, feedback="positive")
-    assert feedback.value.status_code == 501
+
+    # Feedback: kept with the step, shown and listed by it.
+    given = client.steps.feedback.create(step_id, feedback="positive", tags=["helpful", "tools"])
+    assert (given.id, given.feedback, given.tags, given.run_id) == (
+        step_id,
+        "positive",
+        ["helpful", "tools"],
+        second_run,
+    )
+    client.steps.feedback.create(later_step, feedback="negative")
+    assert [s.id for s in client.steps.list(feedback="positive")] == [step_id]
+    assert [s.id for s in client.steps.list(has_feedback=True)] == [later_step, step_id]
+    assert list(client.steps.list(has_feedback=False)) == []
+    assert [s.id for s in client.steps.list(tags=["tools", "other"])] == [step_id]
+    cleared = client.steps.feedback.create(step_id)  # no feedback; the tags stay
+    assert (cleared.feedback, cleared.tags) == (None, ["helpful", "tools"])
+    assert [s.id for s in client.steps.list(has_feedback=False)] == [step_id]
+    shown = client.runs.steps.list(second_run).items[0]
+    assert (shown.feedback, shown.tags) == (None, ["helpful", "tools"])
+    with pytest.raises(APIStatusError) as wrong:
+        client.steps.feedback.create(step_id, extra_body={"feedback": "meh"})
+    assert wrong.value.status_code == 422
+    assert client.steps.retrieve(step_id).tags == ["helpful", "tools"]
 
     health = httpx.get(f"{server}/v1/health/").json()  # no key, as Letta's
     assert health["status"] == "ok"
@@ -117,6 +138,7 @@ def test_a_steps_runs_usage_and_the_steps_routes(
         lambda c, i: list(c.steps.messages.list(i)),
         lambda c, i: c.steps.metrics.retrieve(i),
         lambda c, i: c.steps.trace.retrieve(i),
+        lambda c, i: c.steps.feedback.create(i, feedback="negative", tags=["theirs"]),
     ):
         with pytest.raises(NotFoundError) as theirs:
             reads(bob, step_id)
@@ -124,6 +146,8 @@ def test_a_steps_runs_usage_and_the_steps_routes(
             reads(client, "step-unknown")
         assert theirs.value.body == {"detail": f"no step with id {step_id!r}"}
         assert unknown.value.body == {"detail": "no step with id 'step-unknown'"}
+    mine = client.steps.retrieve(step_id)  # bob's feedback changed nothing
+    assert (mine.feedback, mine.tags) == (None, ["helpful", "tools"])
     for path in ("usage", "steps", "metrics", "trace"):
         with pytest.raises(NotFoundError) as theirs:
             raw(bob, f"/v1/runs/{first_run}/{path}")

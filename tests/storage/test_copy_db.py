@@ -89,6 +89,8 @@ def make_agents(src: str, fake_llm: FakeOpenAIServer) -> None:
     fake_llm.enqueue(say("Hello."))
     ada.step("Hello Ada")
     ada.archival.insert("Ada keeps notes.")
+    first = sam.store.list_steps(sam.state.owner, sam.state.id)[-1]
+    sam.store.set_step_feedback(sam.state.id, first.step_id, "negative", ["too-short"])
     sam.store.close()
     ada.store.close()
 
@@ -124,6 +126,7 @@ def everything(store: Storage, name: str) -> dict[str, object]:
         "message vectors": vectors_by_item(store, state.id, "message"),
         "passage vectors": vectors_by_item(store, state.id, "passage"),
         "usage": store.agent_usage(state.id),
+        "steps": store.list_steps(state.owner, state.id, limit=1000),
         "totals": store.usage_by_model(state.id),
     }
 
@@ -151,6 +154,7 @@ def test_copy_db_copies_every_agent_whole(locations, fake_llm):
         team = after.get_agent("sam").block_ids[2]
         assert after.block_owners(team) == ["ada", "sam"]  # created once, linked to both
         assert after.get_agent("sam").context_start > 0
+        assert [s.feedback for s in everything(after, "sam")["steps"]][-1] == "negative"
     # The copy carries on: the same request as from the source, accepted.
     expected = compile_context(Agent.load("sam", db=src).runner).request_messages
     copied = Agent.load("sam", db=dst)

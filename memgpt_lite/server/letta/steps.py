@@ -15,8 +15,9 @@ A step belongs to the run whose stored messages hold its messages; a step
 that waited for an approval goes on in the run of the approval, and names
 that later run (`run_id`), whose status gives the step's. A step no run
 holds (the command line's, the OpenAI-compatible route's) has no run, and
-no status. Nothing else of Letta's step is kept: no timings per request, no
-traces, no feedback (`PATCH .../feedback` answers 501).
+no status. A user's feedback on a step (`PATCH .../feedback`: positive or
+negative, and tags) is stored with it. Nothing else of Letta's step is kept:
+no timings per request, no traces.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from memgpt_lite.agent.workspace import Run, StepUsage
+from memgpt_lite.agent.workspace import Run, StepFeedback, StepUsage
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import Message, utcnow
 from memgpt_lite.server.context import Context, ServerContext, User
+from memgpt_lite.server.letta.bodies import LettaBody
 from memgpt_lite.server.letta.messages import MessagePage
 from memgpt_lite.server.letta.paging import Order, page
 from memgpt_lite.server.letta.runs import MAX_LISTED_RUNS, letta_messages_of
 from memgpt_lite.server.letta.tool_views import agent_tool_views
+from memgpt_lite.text import CleanStr
 
 router = APIRouter(tags=["letta"])
 
@@ -72,9 +75,9 @@ def step_view(step: StepUsage, run: Run | None) -> dict[str, Any]:
         "status": None if run is None else STEP_STATUS[run.status],
         "error_type": None,
         "error_data": None if run is None or run.error is None else {"message": run.error},
-        "tags": [],
+        "tags": step.tags,
         "messages": [],
-        "feedback": None,
+        "feedback": step.feedback,
         "trace_id": None,
     }
 
@@ -124,14 +127,19 @@ def _aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _asks_for_unkept(
-    feedback: str | None,
+def _feedback_matches(
+    step: StepUsage,
+    feedback: StepFeedback | None,
     has_feedback: bool | None,
     tags: list[str] | None,
-    trace_ids: list[str] | None,
 ) -> bool:
-    """Whether a list asks for what no step keeps (feedback, tags, traces)."""
-    return feedback is not None or bool(has_feedback) or bool(tags) or bool(trace_ids)
+    """Whether the step has this feedback, has feedback or none (as
+    `has_feedback` asks), and one of these tags, each if given."""
+    return (
+        (feedback is None or step.feedback == feedback)
+        and (has_feedback is None or (step.feedback is not None) == has_feedback)
+        and (not tags or not set(tags).isdisjoint(step.tags))
+    )
 
 
 @router.get("/v1/steps/", include_in_schema=False)
@@ -149,15 +157,16 @@ def list_steps(
     model: str | None = None,
     agent_id: str | None = None,
     trace_ids: Annotated[list[str] | None, Query()] = None,
-    feedback: Literal["positive", "negative"] | None = None,
+    feedback: StepFeedback | None = None,
     has_feedback: bool | None = None,
     tags: Annotated[list[str] | None, Query()] = None,
 ) -> list[dict[str, Any]]:
     """Letta's list_steps: the user's steps, newest first unless `order` is
     "asc", of one agent and model, begun (their first model answer) from
-    `start_date` to before `end_date`; `after` and `before` are step ids.
-    No step has feedback, tags or traces: asking for them finds none."""
-    if _asks_for_unkept(feedback, has_feedback, tags, trace_ids):
+    `start_date` to before `end_date`, with this feedback, with feedback or
+    without (`has_feedback`), with one of `tags`; `after` and `before` are
+    step ids. No step has a trace: asking for trace ids finds none."""
+    if trace_ids:
         return []
     steps = [
         s
@@ -165,6 +174,7 @@ def list_steps(
         if (model is None or s.model == model)
         and (start_date is None or s.first_at >= _aware(start_date))
         and (end_date is None or s.first_at < _aware(end_date))
+        and _feedback_matches(s, feedback, has_feedback, tags)
     ]
     if order == "asc":
         steps.reverse()
@@ -175,6 +185,25 @@ def list_steps(
 @router.get("/v1/steps/{step_id}")
 def retrieve_step(step_id: str, ctx: Context, user: User) -> dict[str, Any]:
     return step_views(ctx, user, [owned_step(ctx, user, step_id)])[0]
+
+
+class StepFeedbackIn(LettaBody):
+    """Letta's ModifyFeedbackRequest."""
+
+    feedback: StepFeedback | None = None
+    tags: list[CleanStr] | None = None
+
+
+@router.patch("/v1/steps/{step_id}/feedback")
+def modify_feedback_for_step(
+    step_id: str, body: StepFeedbackIn, ctx: Context, user: User
+) -> dict[str, Any]:
+    """Letta's modify_feedback_for_step: the step's feedback becomes the
+    body's (left out or null takes it away); its tags become the body's if
+    it names any (as Letta, none given or an empty list keeps them)."""
+    step = owned_step(ctx, user, step_id)
+    ctx.workspace.set_step_feedback(step.agent_id, step.step_id, body.feedback, body.tags or None)
+    return retrieve_step(step_id, ctx, user)
 
 
 @router.get("/v1/steps/{step_id}/messages")

@@ -14,6 +14,7 @@ A backend provides nothing more than what the core runs on (core/sql.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from memgpt_lite.storage.core.errors import unknown_agent
 from memgpt_lite.storage.core.rows import USAGE_RECORD_KEYS, model_usages, usage_records
 from memgpt_lite.storage.core.sql import Dialect
 from memgpt_lite.storage.core.transactions import Transactions, guarded
-from memgpt_lite.storage.protocols.accounts import StepUsage
+from memgpt_lite.storage.protocols.accounts import StepFeedback, StepUsage
 from memgpt_lite.text import clean_text
 
 _KEY_COLUMNS = 'id, "user", key_hash, created_at, revoked_at, admin'
@@ -51,16 +52,34 @@ def usage_values(record: UsageRecord, dialect: Dialect) -> list[Any]:
     ]
 
 
-# Each step's totals, of the owner's agents; the last column (its first
-# record's seq) orders them.
+# Each step's totals, of the owner's agents, with its feedback; the last
+# column (its first record's seq) orders them.
 _STEP_TOTALS = (
     "SELECT u.agent_id, u.step_id, MAX(u.model), SUM(u.prompt_tokens), "
     "SUM(u.completion_tokens), SUM(u.total_tokens), SUM(u.requests), "
     "SUM(CASE WHEN u.estimated THEN u.requests ELSE 0 END), MIN(u.created_at), "
-    "MAX(u.created_at), MIN(u.seq) FROM token_usage u JOIN agents a ON a.id = u.agent_id "
+    "MAX(u.created_at), MAX(f.feedback), MAX(f.tags), MIN(u.seq) "
+    "FROM token_usage u JOIN agents a ON a.id = u.agent_id "
+    "LEFT JOIN step_feedback f ON f.agent_id = u.agent_id AND f.step_id = u.step_id "
     "WHERE a.owner = ?{where} GROUP BY u.agent_id, u.step_id ORDER BY MIN(u.seq) DESC LIMIT ?"
 )
 _STEP_FIELDS = tuple(StepUsage.model_fields)
+
+# Only a step with usage takes feedback; tags not given (NULL) keep theirs.
+_SET_FEEDBACK = (
+    "INSERT INTO step_feedback (agent_id, step_id, feedback, tags) "
+    "SELECT ?, ?, ?, COALESCE(?, '[]') "
+    "WHERE EXISTS (SELECT 1 FROM token_usage WHERE agent_id = ? AND step_id = ?) "
+    "ON CONFLICT (agent_id, step_id) DO UPDATE SET feedback = excluded.feedback, "
+    "tags = COALESCE(?, step_feedback.tags)"
+)
+
+
+def _step(row: Sequence[Any]) -> StepUsage:
+    """A `_STEP_TOTALS` row as a step (its tags a JSON list, NULL for none)."""
+    values = dict(zip(_STEP_FIELDS, row[:-1], strict=True))
+    values["tags"] = json.loads(values["tags"] or "[]")
+    return StepUsage(**values)
 
 
 def _key(row: Sequence[Any]) -> ApiKey:
@@ -133,7 +152,26 @@ class UsageAndKeys(Transactions):
             for condition, values in conditions:  # a step's rows are all in one of them
                 rows += self._all(_STEP_TOTALS.format(where=condition), [*values, limit])
         rows.sort(key=lambda row: row[-1], reverse=True)
-        return [StepUsage(**dict(zip(_STEP_FIELDS, row[:-1], strict=True))) for row in rows[:limit]]
+        return [_step(row) for row in rows[:limit]]
+
+    @guarded
+    def set_step_feedback(
+        self,
+        agent_id: str,
+        step_id: str,
+        feedback: StepFeedback | None,
+        tags: Sequence[str] | None = None,
+    ) -> None:
+        # From a caller: SQLite cannot bind a lone surrogate.
+        agent_id, step_id = clean_text(agent_id), clean_text(step_id)
+        listed = None
+        if tags is not None:
+            listed = json.dumps([clean_text(tag) for tag in tags], ensure_ascii=False)
+        values = [agent_id, step_id, feedback, listed, agent_id, step_id, listed]
+        with self.transaction():
+            stored = self._execute(_SET_FEEDBACK, values)
+        if stored.rowcount == 0:
+            raise NotFoundError(f"no step {step_id!r} of agent {agent_id!r}")
 
     @guarded
     def add_api_key(self, key: ApiKey) -> None:

@@ -442,6 +442,21 @@ GROUP_MEMBERS = """
         ALTER TABLE agent_group_members ADD COLUMN conversation_id TEXT
             REFERENCES conversations(id) ON DELETE SET NULL;"""
 
+# Letta's feedback on a step (`PATCH /v1/steps/{id}/feedback`): "positive",
+# "negative" or NULL, and its tags (a JSON list), one row per step given
+# any, gone with its agent. And the index a step found by its id reads
+# (a Letta client's `steps.retrieve`, a run's steps), which scanned every
+# usage row before.
+STEP_FEEDBACK = """
+        CREATE TABLE step_feedback (
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            step_id TEXT NOT NULL,
+            feedback TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (agent_id, step_id)
+        );
+        CREATE INDEX token_usage_step_id ON token_usage(step_id);"""
+
 _NUMBER = re.compile(r"^m(\d+)_")
 
 

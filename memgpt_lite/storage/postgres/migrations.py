@@ -52,6 +52,7 @@ from memgpt_lite.storage.core.schema import (
     REFLECTED_SEQ,
     SENT_REQUESTS,
     SENT_REQUESTS_INDEX,
+    STEP_FEEDBACK,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -379,6 +380,13 @@ def m023_group_members(conn: psycopg.Connection, chosen: PostgresOptions) -> Non
     round-robin one (GROUP_MEMBERS). m022 is the archives'."""
     conn.execute("ALTER TABLE agent_groups ALTER COLUMN manager_agent_id DROP NOT NULL")
     conn.execute(ddl(GROUP_MEMBERS, TYPES))
+
+
+@migration
+def m024_step_feedback(conn: psycopg.Connection, chosen: PostgresOptions) -> None:
+    """SQLite's m030: Letta's feedback on steps, and token usage indexed by
+    step id (STEP_FEEDBACK). m023 is the groups'."""
+    conn.execute(ddl(STEP_FEEDBACK, TYPES))
 
 
 def applied(conn: psycopg.Connection) -> list[str]:

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from memgpt_lite.models import ApiKey, ModelUsage, UsageRecord
 
+# Letta's feedback on a step: a thumbs up or down.
+StepFeedback = Literal["positive", "negative"]
+
 
 class StepUsage(BaseModel):
     """What one step of an agent cost: the sum of its usage records (one
     per model answer, `UsageRecord`), and when the first and the last were
-    stored."""
+    stored; and the feedback a user gave it (Letta's), if any."""
 
     agent_id: str
     step_id: str
@@ -29,6 +32,8 @@ class StepUsage(BaseModel):
     estimated_requests: int = 0  # of `requests`, how many were counted by us
     first_at: datetime
     last_at: datetime
+    feedback: StepFeedback | None = None
+    tags: list[str] = []
 
 
 @runtime_checkable
@@ -68,6 +73,18 @@ class UsageAndKeyStorage(Protocol):
         and among `step_ids`, if given), newest first (by their first
         record), at most `limit`. Another owner's agent's steps are never
         among them."""
+        ...
+
+    def set_step_feedback(
+        self,
+        agent_id: str,
+        step_id: str,
+        feedback: StepFeedback | None,
+        tags: Sequence[str] | None = None,
+    ) -> None:
+        """Store the feedback on the agent's step (None takes it away), and
+        its tags if given (None keeps those stored). NotFoundError if the
+        agent has no usage record of this step."""
         ...
 
     def add_api_key(self, key: ApiKey) -> None:

@@ -37,6 +37,7 @@ from memgpt_lite.storage.core.schema import (
     REFLECTED_SEQ,
     SENT_REQUESTS,
     SENT_REQUESTS_INDEX,
+    STEP_FEEDBACK,
     STEP_LOCKS,
     TOKEN_USAGE,
     TOOL_REGISTRY,
@@ -471,3 +472,10 @@ def m029_group_members(db: Database) -> None:
     for (made,) in kept:
         db.execute(made)
     run_script(db, ddl(GROUP_MEMBERS, TYPES))
+
+
+@migrations()
+def m030_step_feedback(db: Database) -> None:
+    """Letta's feedback on steps, and token usage indexed by step id
+    (core/schema.py's STEP_FEEDBACK)."""
+    run_script(db, ddl(STEP_FEEDBACK, TYPES))

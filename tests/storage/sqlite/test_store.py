@@ -133,6 +133,7 @@ def test_migrations_build_the_expected_schema(tmp_path):
         "m027_providers",
         "m028_archives",
         "m029_group_members",
+        "m030_step_feedback",
     ]
     assert list(store.db["message_edits"].columns_dict) == ["stamp", "agent_id"]
     assert list(store.db["api_keys"].columns_dict) == [
@@ -552,6 +553,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         conn.execute("DROP TABLE providers")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm027_providers'")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm029_group_members'")
+        conn.execute("DROP TABLE step_feedback")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm030_step_feedback'")
     conn.close()
     db.chmod(0o444)
     try:
@@ -560,7 +563,7 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path, as_a_user):
         db.chmod(0o644)
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
-        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 29"
+        f"Error: the database {db} is read-only and needs upgrading from schema 8 to 30"
     )
 
 

@@ -134,6 +134,35 @@ class UsageContract(ContractBase):
         assert store.list_steps("alice", step_ids=[]) == []
         assert [s.step_id for s in store.list_steps("bob")] == ["step-b"]
 
+    def test_feedback_is_kept_per_step_and_shown_with_it(self, store, open_store: OpenStore):
+        sam, bobs = owned(store, "sam", "alice"), owned(store, "sam", "bob")
+        for agent, step in ((sam, "step-1"), (sam, "step-1"), (sam, "step-2"), (bobs, "step-1")):
+            store.add_usage(spent(agent, step, "m", 10, 1))
+        store.set_step_feedback(sam.id, "step-1", "positive", ["helpful", "t\ud800"])
+        store.set_step_feedback(bobs.id, "step-1", "negative")
+
+        def shown(owner: str) -> list[tuple[str, str | None, list[str]]]:
+            return [(s.step_id, s.feedback, s.tags) for s in open_store().list_steps(owner)]
+
+        # One row per step, not per record; another agent's step of the same id apart.
+        assert shown("alice") == [
+            ("step-2", None, []),
+            ("step-1", "positive", ["helpful", "t\ufffd"]),
+        ]
+        assert shown("bob") == [("step-1", "negative", [])]
+        # Tags not given keep theirs; feedback None takes it away; tags given replace.
+        store.set_step_feedback(sam.id, "step-1", None)
+        assert shown("alice")[1] == ("step-1", None, ["helpful", "t\ufffd"])
+        store.set_step_feedback(sam.id, "step-1", "negative", [])
+        assert shown("alice")[1] == ("step-1", "negative", [])
+        # Only a step with usage takes feedback: nothing stored for the others.
+        for agent_id, step in ((sam.id, "step-9"), (bobs.id, "step-2"), ("agent-gone", "step-1")):
+            with pytest.raises(NotFoundError):
+                store.set_step_feedback(agent_id, step, "positive")
+        assert shown("bob") == [("step-1", "negative", [])]
+        store.delete_agent(sam.id)  # its feedback goes with it (no foreign key left dangling)
+        assert shown("alice") == []
+
     def test_usage_of_an_unknown_agent_is_refused(self, store):
         ghost = AgentState(name="ghost", llm={"model": "m"}, system="s")
         with pytest.raises(NotFoundError):
