@@ -209,15 +209,7 @@ def compile_context(
     left_out = {m.id for m in _unanswered_in_window(agent, messages, step_id)}
     if left_out:
         messages = [m for m in messages if m.id not in left_out]
-    sections = system_sections(
-        state.system,
-        blocks,
-        stats,
-        utcnow(),
-        state.summary,
-        hidden_messages=max(0, stats.message_count - len(messages)),
-        compact=compact_wording(budget.window),
-    )
+    sections = _system_sections(agent, read, len(messages), budget.window)
     system = {"role": "system", "content": join_sections(sections)}
     tools = [*agent.tool_schemas(), *more_tools.schemas]
     fixed = _fixed_tokens(agent, system) + more_tools.tokens
@@ -244,6 +236,20 @@ def compile_context(
         fixed,
         counter.count_text(state.summary),
         stats.message_count,
+    )
+
+
+def _system_sections(
+    agent: MemoryDeps, read: MainContext, shown: int, window: int
+) -> list[tuple[str, str]]:
+    """The system message's parts, for a request that shows `shown` of the
+    conversation's messages in a window of `window` tokens."""
+    _, blocks, stats = read
+    state = agent.state
+    hidden = max(0, stats.message_count - shown)
+    compact = compact_wording(window)
+    return system_sections(
+        state.system, blocks, stats, utcnow(), state.summary, hidden, compact=compact
     )
 
 
