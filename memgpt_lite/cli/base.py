@@ -93,7 +93,7 @@ class CleanText(click.ParamType):
 
 class TextOrFile(CleanText):
     """TEXT, or @FILE whose path is kept as given (LABEL=TEXT and LABEL=@FILE
-    too): `read_text_arg` reads the file, whatever bytes its name holds."""
+    too): `read_text_arg` (block_options.py) reads the file, whatever bytes its name holds."""
 
     def __init__(self, labelled: bool = False) -> None:
         self.labelled = labelled
