@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter
-from pydantic import Field
 
 from memgpt_lite.errors import NotFoundError
 from memgpt_lite.models import MCPServer, ToolDefinition
@@ -33,6 +32,7 @@ from memgpt_lite.server.context import Context, CurrentCaller, ServerContext, Us
 from memgpt_lite.server.letta.bodies import LettaBody, ToolArgs
 from memgpt_lite.server.letta.mcp_servers import (
     ServerConfig,
+    ServerFields,
     changed_server,
     new_server,
     require_rights_for,
@@ -57,19 +57,12 @@ def _config(server: MCPServer) -> dict[str, Any]:
     return {"server_name": server.name, "type": "streamable_http", "server_url": server.url}
 
 
-class OlderConfig(LettaBody):
+class OlderConfig(ServerFields):
     """Letta's StdioServerConfig, StreamableHTTPServerConfig and
     SSEServerConfig, told apart by `type` (else by their fields)."""
 
     server_name: str
     type: Literal["stdio", "streamable_http", "sse"] | None = None
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] | None = None
-    server_url: str | None = None
-    auth_header: str | None = None
-    auth_token: str | None = None
-    custom_headers: dict[str, str] | None = None
 
     def config(self) -> ServerConfig:
         given = self.model_dump(exclude_unset=True, exclude={"server_name", "type"})

@@ -44,11 +44,10 @@ if TYPE_CHECKING:
 router = APIRouter(prefix="/v1/mcp-servers", tags=["letta"])
 
 
-class ServerConfig(LettaBody):
-    """Letta's CreateStdioMCPServer, CreateStreamableHTTPMCPServer and
-    CreateSSEMCPServer, told apart by `mcp_server_type` (else by their fields)."""
+class ServerFields(LettaBody):
+    """What Letta's bodies for a stdio, streamable HTTP or SSE server may
+    give, in its current routes (`ServerConfig`) and its older ones by name."""
 
-    mcp_server_type: Literal["stdio", "streamable_http", "sse"] | None = None
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] | None = None
@@ -56,6 +55,13 @@ class ServerConfig(LettaBody):
     auth_header: str | None = None
     auth_token: str | None = None
     custom_headers: dict[str, str] | None = None
+
+
+class ServerConfig(ServerFields):
+    """Letta's CreateStdioMCPServer, CreateStreamableHTTPMCPServer and
+    CreateSSEMCPServer, told apart by `mcp_server_type` (else by their fields)."""
+
+    mcp_server_type: Literal["stdio", "streamable_http", "sse"] | None = None
 
     def kind(self) -> str:
         return self.mcp_server_type or ("stdio" if self.command else "streamable_http")
